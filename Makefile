@@ -1,0 +1,52 @@
+# Every target installs what it needs into .venv first; nothing else must be installed.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+export DAGSTER_HOME := $(CURDIR)/.dagster_home
+SELECT ?= *
+
+.PHONY: setup setup-measure fetch materialize figures test bench dev sql clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(VENV)/bin/pip install -q --upgrade pip
+	$(VENV)/bin/pip install -q -e '.[test]'
+	touch $(STAMP)
+
+setup: $(STAMP)
+
+## setup-measure: the torch extra for the measurement harness (a CPU build from local disk here).
+setup-measure: $(STAMP)
+	$(VENV)/bin/pip install -q -e '.[test,measure]'
+
+$(DAGSTER_HOME):
+	mkdir -p $(DAGSTER_HOME)
+
+## fetch: copy/download every upstream file into raw/, verified by sha256.
+fetch: $(STAMP)
+	$(PY) -m pipelines fetch
+
+## materialize: every asset (SELECT=... narrows it), fetching as needed.
+materialize: $(STAMP) | $(DAGSTER_HOME)
+	$(VENV)/bin/dagster asset materialize -m pipelines.definitions --select '$(SELECT)'
+
+## figures: the main command: fetch, materialize everything, render figures/.
+figures: materialize
+
+test: $(STAMP)
+	$(PY) -m pytest -q
+
+bench: $(STAMP)
+	for f in bench/bench_*.py; do echo "== $$f"; $(PY) $$f || exit 1; done
+
+dev: $(STAMP) | $(DAGSTER_HOME)
+	$(VENV)/bin/dagster dev -w workspace.yaml
+
+## sql: interactive DuckDB shell with a view per asset (in-memory: never locks a materialization).
+sql: $(STAMP)
+	$(VENV)/bin/duckdb -cmd "SET file_search_path='$(CURDIR)'; .read sql/views.sql"
+
+clean:
+	rm -rf assets/*.parquet assets/*/ figures/*.png figures/*.pdf

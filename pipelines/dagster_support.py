@@ -1,0 +1,93 @@
+"""The Dagster plumbing every defs module shares: paths resource, Parquet IO manager, metadata.
+
+Parquet is the source of truth: ``assets/<key>.parquet`` for a table, ``assets/<key>/<partition>.parquet``
+for a partitioned one; every write is atomic (temp file + rename). We write our own IO manager because
+dagster-polars 0.27 does not load with polars 2.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import dagster as dg
+import polars as pl
+
+from pipelines.paths import ProjectPaths, default_paths
+from pipelines.storage import write_parquet_atomic
+
+PREVIEW_ROWS = 10
+
+
+class PathsResource(dg.ConfigurableResource):
+    """The project folders; ``root`` empty means the repository (or ``$GPU_ENERGY_HOME``)."""
+
+    root: str = ""
+
+    def paths(self) -> ProjectPaths:
+        return ProjectPaths(Path(self.root).resolve()) if self.root else default_paths()
+
+
+def table_metadata(df: pl.DataFrame, path: Path | None = None) -> dict[str, dg.MetadataValue | int | str]:
+    """Row count, column schema and a markdown preview of a table, as Dagster metadata."""
+    schema = dg.TableSchema(
+        columns=[dg.TableColumn(name=name, type=str(dtype)) for name, dtype in df.schema.items()]
+    )
+    meta: dict[str, dg.MetadataValue | int | str] = {
+        "dagster/row_count": df.height,
+        "dagster/column_schema": schema,
+        "preview": dg.MetadataValue.md(_markdown_preview(df.head(PREVIEW_ROWS))),
+    }
+    if path is not None:
+        meta["path"] = dg.MetadataValue.path(str(path))
+    return meta
+
+
+def _markdown_preview(df: pl.DataFrame) -> str:
+    if df.width == 0:
+        return "(no columns)"
+    header = "| " + " | ".join(df.columns) + " |"
+    rule = "|" + "---|" * df.width
+    rows = ["| " + " | ".join("" if v is None else str(v) for v in row) + " |" for row in df.iter_rows()]
+    return "\n".join([header, rule, *rows])
+
+
+def partition_file_name(partition_key: str) -> str:
+    """File name of one partition; multi-dimensional keys ``a|b`` become ``a__b``."""
+    return partition_key.replace("|", "__") + ".parquet"
+
+
+class ParquetIOManager(dg.ConfigurableIOManager):
+    """Stores polars DataFrames as zstd Parquet under ``<root>/assets``, atomically."""
+
+    root: str = ""
+
+    def _base(self) -> Path:
+        return (ProjectPaths(Path(self.root).resolve()) if self.root else default_paths()).assets
+
+    def _path(self, key: dg.AssetKey, partition_key: str | None) -> Path:
+        base = self._base().joinpath(*key.path)
+        if partition_key is None:
+            return base.with_name(base.name + ".parquet")
+        return base / partition_file_name(partition_key)
+
+    def handle_output(self, context: dg.OutputContext, obj: pl.DataFrame | None) -> None:
+        if obj is None:
+            return
+        if not isinstance(obj, pl.DataFrame):
+            raise TypeError(f"{context.asset_key.to_user_string()}: expected a polars DataFrame, got {type(obj)!r}")
+        partition = context.partition_key if context.has_asset_partitions else None
+        path = write_parquet_atomic(obj, self._path(context.asset_key, partition))
+        context.add_output_metadata(table_metadata(obj, path))
+
+    def load_input(self, context: dg.InputContext) -> pl.DataFrame:
+        key = context.asset_key
+        if context.has_asset_partitions:
+            paths = [self._path(key, pk) for pk in context.asset_partition_keys]
+            missing = [str(p) for p in paths if not p.exists()]
+            if missing:
+                raise FileNotFoundError(f"{key.to_user_string()}: partitions not materialized: {missing[:5]}")
+            return pl.concat([pl.read_parquet(p) for p in paths], how="vertical_relaxed")
+        path = self._path(key, None)
+        if not path.exists():
+            raise FileNotFoundError(f"{key.to_user_string()}: {path} does not exist; materialize it first")
+        return pl.read_parquet(path)

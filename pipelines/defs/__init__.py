@@ -1,0 +1,1 @@
+"""Thin Dagster wrappers, one module per stage; every module here is loaded by pipelines.definitions."""

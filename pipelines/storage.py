@@ -1,0 +1,44 @@
+"""Atomic file writes: a crash never leaves a half-written file where a reader can see it."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import polars as pl
+
+
+@contextlib.contextmanager
+def atomic_path(target: Path) -> Iterator[Path]:
+    """Yield a temp path beside ``target``; on success fsync and rename it over ``target``.
+
+    The temp file lives in the same folder, so ``os.replace`` is atomic on POSIX. On any
+    exception the temp file is removed and ``target`` is left as it was.
+    """
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp_name = tempfile.mkstemp(prefix=f".tmp_{target.name}.", dir=target.parent)
+    os.close(fd)
+    tmp = Path(tmp_name)
+    try:
+        yield tmp
+        with open(tmp, "rb") as fh:
+            os.fsync(fh.fileno())
+        os.replace(tmp, target)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def write_parquet_atomic(df: pl.DataFrame, target: Path) -> Path:
+    """Write ``df`` to ``target`` as zstd Parquet, atomically. Returns ``target``."""
+    with atomic_path(target) as tmp:
+        df.write_parquet(tmp, compression="zstd", statistics=True)
+    return target
+
+
+def write_text_atomic(text: str, target: Path) -> Path:
+    with atomic_path(target) as tmp:
+        tmp.write_text(text)
+    return target
