@@ -1,0 +1,281 @@
+"""Raw and ingest layers: fetch the upstream files, then one validated table (+ quarantine) per trace."""
+
+
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+
+import dagster as dg
+import polars as pl
+
+from pipelines.dagster_support import PathsResource
+from pipelines.ingest import acme, alibaba, itp, zeus
+from pipelines.ingest.common import IngestResult, TableSpec, empty_quarantine, empty_table
+from pipelines.paths import ProjectPaths, default_mirror
+from pipelines.sources import SOURCES, FetchResult, Source, fetch
+
+#: A table is blocked from flowing downstream when more than this share of its rows is quarantined.
+MAX_QUARANTINE_SHARE = 0.001
+
+
+# ---------------------------------------------------------------------------------------------
+# raw layer: one asset per trace family, fetching its files (mirror or URL, sha256-verified)
+
+
+def _raw_asset(name: str, family: str, description: str) -> dg.AssetsDefinition:
+    sources = [s for s in SOURCES if s.name.startswith(f"{family}/")]
+
+    @dg.asset(name=name, group_name="raw", description=description, kinds={"file"})
+    def _fetch(context: dg.AssetExecutionContext, paths: PathsResource) -> dg.MaterializeResult:
+        results: list[FetchResult] = []
+        for source in sources:
+            result = fetch(source, paths.paths(), default_mirror())
+            if not result.available:
+                context.log.warning(result.message)
+            else:
+                context.log.info(f"{source.name}: {result.status.value} (sha256 {result.sha256})")
+            results.append(result)
+        table = "\n".join(
+            f"| {r.source.name} | {r.status.value} | {r.sha256 or '-'} | {r.source.license} |" for r in results
+        )
+        return dg.MaterializeResult(
+            metadata={
+                "files": dg.MetadataValue.md("| file | status | sha256 | license |\n|---|---|---|---|\n" + table),
+                "missing": dg.MetadataValue.json([r.source.name for r in results if not r.available]),
+            }
+        )
+
+    return _fetch
+
+
+raw_zeus_traces = _raw_asset("raw_zeus_traces", "zeus", "Zeus NSDI '23 train/power traces and alibaba_groups.csv.xz (optional).")
+raw_itp_traces = _raw_asset("raw_itp_traces", "itp", "Microsoft ITP raw and ElasticFlow tarballs, unpacked into separate folders.")
+raw_acme_traces = _raw_asset("raw_acme_traces", "acme", "AcmeTrace cluster_summary.csv and the Seren/Kalos job CSVs (optional).")
+raw_zeus2_profiles = _raw_asset("raw_zeus2_profiles", "zeus2", "Zeus² A10/T4 profiles (JSON).")
+
+
+# ---------------------------------------------------------------------------------------------
+# ingest layer
+
+
+@dataclass(frozen=True)
+class CheckOutcome:
+    passed: bool
+    description: str
+    metadata: dict[str, object]
+
+
+@dataclass(frozen=True)
+class TableCheck:
+    """A published invariant of one table, evaluated on the ingested frame."""
+
+    name: str
+    description: str
+    evaluate: Callable[[pl.DataFrame], CheckOutcome]
+    severity: dg.AssetCheckSeverity = dg.AssetCheckSeverity.ERROR
+
+
+def _missing_optional(paths: ProjectPaths, names: Sequence[str]) -> list[Source]:
+    return [s for s in SOURCES if s.name in names and not s.raw_path(paths).exists()]
+
+
+def _column_schema(spec: TableSpec) -> dg.TableSchema:
+    return dg.TableSchema(
+        columns=[dg.TableColumn(name, str(dtype), description=spec.descriptions()[name]) for name, dtype in spec.dtypes().items()]
+    )
+
+
+def ingest_asset(
+    spec: TableSpec,
+    *,
+    description: str,
+    raw: dg.AssetsDefinition,
+    read: Callable[[ProjectPaths], IngestResult | None],
+    optional_sources: Sequence[str] = (),
+    checks: Sequence[TableCheck] = (),
+) -> dg.AssetsDefinition:
+    """A multi-asset writing ``<table>`` and ``quarantine/<table>``, with a blocking quarantine-share check.
+
+    ``read`` returns None when its optional sources are missing: the table is then written empty,
+    with a warning naming the missing files and where to put them.
+    """
+    table = spec.table
+    check_specs = [
+        dg.AssetCheckSpec(
+            "quarantine_share",
+            asset=table,
+            blocking=True,
+            description=f"At most {MAX_QUARANTINE_SHARE:.1%} of the source rows are quarantined.",
+        ),
+        *[dg.AssetCheckSpec(c.name, asset=table, description=c.description) for c in checks],
+    ]
+
+    @dg.multi_asset(
+        name=f"ingest_{table}",
+        outs={
+            table: dg.AssetOut(
+                key=dg.AssetKey(table),
+                group_name="ingest",
+                description=description,
+                metadata={"dagster/column_schema": _column_schema(spec)},
+                kinds={"polars", "parquet"},
+            ),
+            "quarantine": dg.AssetOut(
+                key=dg.AssetKey(["quarantine", table]),
+                group_name="quarantine",
+                description=f"Rows of {table}'s sources that failed parsing or validation: file, line, column, reason, raw line.",
+                kinds={"polars", "parquet"},
+            ),
+        },
+        deps=[raw],
+        check_specs=check_specs,
+    )
+    def _ingest(context: dg.AssetExecutionContext, paths: PathsResource) -> Iterator[dg.Output | dg.AssetCheckResult]:
+        project = paths.paths()
+        result = read(project)
+        missing = _missing_optional(project, optional_sources)
+        for source in missing:
+            context.log.warning(f"{table}: optional source {source.name} missing; put it at {source.raw_path(project)} ({source.url})")
+        if result is None:
+            result = IngestResult(empty_table(spec), empty_quarantine())
+        share = result.quarantined_share
+        if result.quarantine.height:
+            context.log.warning(f"{table}: {result.quarantine.height} rows quarantined ({share:.4%})")
+        yield dg.Output(
+            result.table,
+            output_name=table,
+            metadata={
+                "quarantined_rows": result.quarantine.height,
+                "quarantined_share": float(share),
+                "source_files": dg.MetadataValue.json(result.files),
+                "missing_optional_sources": dg.MetadataValue.json([s.name for s in missing]),
+            },
+        )
+        yield dg.Output(result.quarantine, output_name="quarantine")
+        reasons = result.quarantine.group_by("reason").len().sort("len", descending=True).head(10)
+        yield dg.AssetCheckResult(
+            asset_key=table,
+            check_name="quarantine_share",
+            passed=share <= MAX_QUARANTINE_SHARE,
+            metadata={
+                "quarantined_rows": result.quarantine.height,
+                "share": float(share),
+                "top_reasons": dg.MetadataValue.json(dict(reasons.iter_rows())),
+            },
+        )
+        for check in checks:
+            outcome = check.evaluate(result.table)
+            yield dg.AssetCheckResult(
+                asset_key=table,
+                check_name=check.name,
+                passed=outcome.passed,
+                severity=check.severity,
+                description=outcome.description,
+                metadata={k: dg.MetadataValue.json(v) if isinstance(v, (dict, list)) else v for k, v in outcome.metadata.items()},
+            )
+
+    return _ingest
+
+
+def _itp_totals(jobs: pl.DataFrame) -> CheckOutcome:
+    hours = itp.gpu_hours(jobs)
+    clusters = jobs["cluster"].n_unique()
+    passed = jobs.height == itp.ITP_JOBS and round(hours, 1) == itp.ITP_GPU_HOURS and clusters == len(itp.ITP_CLUSTERS)
+    return CheckOutcome(
+        passed,
+        f"{jobs.height} jobs, {hours:,.1f} GPU-hours, {clusters} clusters "
+        f"(published: {itp.ITP_JOBS}, {itp.ITP_GPU_HOURS:,.1f}, {len(itp.ITP_CLUSTERS)})",
+        {"jobs": jobs.height, "gpu_hours": hours, "clusters": clusters},
+    )
+
+
+def _power_limits(power: pl.DataFrame) -> CheckOutcome:
+    problems = zeus.power_limit_mismatches(power)
+    return CheckOutcome(not problems, "each published GPU's power-limit set matches the trace README", {"mismatches": problems})
+
+
+def _acme_identities(jobs: pl.DataFrame) -> CheckOutcome:
+    counts = acme.identity_violations(jobs)
+    bad = int(counts["duration_ne_end_minus_start"].sum() + counts["gpu_time_ne_duration_x_gpus"].sum()) if counts.height else 0
+    return CheckOutcome(
+        bad == 0,
+        "duration = end - start (within 1 s) and gpu_time = duration x gpu_num",
+        {"violations_by_cluster": counts.to_dicts()},
+    )
+
+
+def _read_alibaba(p: ProjectPaths) -> IngestResult | None:
+    path = p.raw / "zeus/alibaba_groups.csv.xz"
+    return alibaba.read_groups(path) if path.exists() else None
+
+
+def _read_acme(p: ProjectPaths) -> IngestResult | None:
+    seren, kalos = p.raw / "acme/trace_seren.csv", p.raw / "acme/trace_kalos.csv"
+    if not seren.exists() and not kalos.exists():
+        return None
+    return acme.read_jobs(seren if seren.exists() else None, kalos if kalos.exists() else None)
+
+
+zeus_train_runs = ingest_asset(
+    zeus.TRAIN_SPEC,
+    description="Zeus train trace: epoch at which each (workload, batch size, seed) run reached each target metric.",
+    raw=raw_zeus_traces,
+    read=lambda p: zeus.read_train(p.raw / "zeus/summary_train.csv"),
+)
+zeus_power_profiles = ingest_asset(
+    zeus.POWER_SPEC,
+    description="Zeus power traces of V100, A40, RTX6000 and P100 (and measured GPUs): epoch time and power per (batch size, power limit).",
+    raw=raw_zeus_traces,
+    read=lambda p: zeus.read_power(p.raw / "zeus"),
+    checks=[TableCheck("published_power_limits", "Each published GPU's power-limit set is as documented.", _power_limits)],
+)
+alibaba_groups = ingest_asset(
+    alibaba.ALIBABA_SPEC,
+    description="Alibaba recurring-job groups mapped to Zeus workloads (Zeus artifact). Empty until alibaba_groups.csv.xz is supplied.",
+    raw=raw_zeus_traces,
+    read=_read_alibaba,
+    optional_sources=["zeus/alibaba_groups.csv.xz"],
+)
+itp_jobs = ingest_asset(
+    itp.ITP_SPEC,
+    description="Microsoft ITP raw job traces, 10 clusters, 2021-03-04 to 2021-05-03.",
+    raw=raw_itp_traces,
+    read=lambda p: itp.read_itp(p.raw / "itp/raw-traces"),
+    checks=[TableCheck("published_totals", "69,351 jobs, 1,632,719.7 GPU-hours, 10 clusters (elasticflow-traces README).", _itp_totals)],
+)
+elasticflow_jobs = ingest_asset(
+    itp.ELASTICFLOW_SPEC,
+    description="ElasticFlow traces: ITP jobs with synthetic model/batch/iteration/deadline labels; 195job.csv as cluster 'testbed'.",
+    raw=raw_itp_traces,
+    read=lambda p: itp.read_elasticflow(p.raw / "itp/elasticflow-traces"),
+)
+acme_jobs = ingest_asset(
+    acme.SEREN_SPEC,
+    description="AcmeTrace Seren and Kalos job traces in one schema, timestamps in UTC. Empty until the job CSVs are supplied.",
+    raw=raw_acme_traces,
+    read=_read_acme,
+    optional_sources=["acme/trace_seren.csv", "acme/trace_kalos.csv"],
+    checks=[
+        TableCheck(
+            "duration_and_gpu_time_identities",
+            "duration = end - start and gpu_time = duration x gpu_num (AcmeTrace definitions).",
+            _acme_identities,
+            severity=dg.AssetCheckSeverity.WARN,
+        )
+    ],
+)
+acme_cluster_summary = ingest_asset(
+    acme.SUMMARY_SPEC,
+    description="AcmeTrace's published per-cluster summary (Seren, Kalos; Philly, Helios, PAI for comparison).",
+    raw=raw_acme_traces,
+    read=lambda p: acme.read_cluster_summary(p.raw / "acme/cluster_summary.csv"),
+)
+
+
+@dg.asset_check(
+    asset=dg.AssetKey("elasticflow_jobs"),
+    additional_ins={"itp_jobs": dg.AssetIn(key=dg.AssetKey("itp_jobs"))},
+    description="ElasticFlow's cluster01..10 hold exactly the ITP raw jobs (id, submission, duration, GPUs).",
+)
+def elasticflow_same_jobs_as_itp(elasticflow_jobs: pl.DataFrame, itp_jobs: pl.DataFrame) -> dg.AssetCheckResult:
+    diff = itp.elasticflow_vs_itp(elasticflow_jobs, itp_jobs)
+    return dg.AssetCheckResult(passed=not any(diff.values()), metadata=diff)

@@ -1,0 +1,1 @@
+"""Readers: upstream files -> (typed table, quarantine). No Dagster here."""

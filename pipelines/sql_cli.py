@@ -1,0 +1,39 @@
+"""``python -m pipelines sql``: run SQL over the asset views and print the result."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+import duckdb
+import polars as pl
+
+from pipelines.sql_views import connect, run_sql, view_names
+
+
+@click.command("sql")
+@click.argument("query", required=False)
+@click.option("--file", "file", type=click.Path(exists=True, dir_okay=False, path_type=Path), help="Read the SQL from a file.")
+@click.option("--format", "fmt", type=click.Choice(["table", "csv", "json"]), default="table", show_default=True)
+def sql(query: str | None, file: Path | None, fmt: str) -> None:
+    """Run QUERY (or --file) over in-memory DuckDB views of every materialized table."""
+    if (query is None) == (file is None):
+        raise click.UsageError("give either a QUERY or --file")
+    text = file.read_text() if file else query
+    assert text is not None
+    con = connect(quiet=True)
+    try:
+        result = run_sql(con, text)
+    except duckdb.CatalogException as exc:
+        raise click.ClickException(f"{str(exc).splitlines()[0]} (views: {', '.join(view_names(con))}; "
+                                   "a missing table may not be materialized yet: make materialize)") from exc
+    except duckdb.Error as exc:
+        raise click.ClickException(str(exc).splitlines()[0]) from exc
+    if fmt == "csv":
+        sys.stdout.write(result.write_csv())
+    elif fmt == "json":
+        sys.stdout.write(result.write_json() + "\n")
+    else:
+        with pl.Config(tbl_rows=-1, tbl_cols=-1, fmt_str_lengths=80, tbl_width_chars=200):
+            click.echo(result)

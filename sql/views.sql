@@ -1,0 +1,16 @@
+-- One view per asset over its Parquet. Paths are relative to the repository root: the Python
+-- entry point (python -m pipelines sql) and `make sql` set file_search_path to it.
+-- In-memory DuckDB over Parquet: an ad-hoc session never holds a lock a materialization needs.
+
+-- ingest layer
+create or replace view zeus_train_runs as select * from read_parquet('assets/zeus_train_runs.parquet');
+create or replace view zeus_power_profiles as select * from read_parquet('assets/zeus_power_profiles.parquet');
+create or replace view alibaba_groups as select * from read_parquet('assets/alibaba_groups.parquet');
+create or replace view itp_jobs as select * from read_parquet('assets/itp_jobs.parquet');
+create or replace view elasticflow_jobs as select * from read_parquet('assets/elasticflow_jobs.parquet');
+create or replace view acme_jobs as select * from read_parquet('assets/acme_jobs.parquet');
+create or replace view acme_cluster_summary as select * from read_parquet('assets/acme_cluster_summary.parquet');
+create or replace view hetero_gpu_profiles as select * from read_parquet('assets/hetero_gpu_profiles.parquet');
+
+-- every quarantined row of every table: table, source_file, line, column, reason, raw
+create or replace view quarantine as select * from read_parquet('assets/quarantine/*.parquet', union_by_name = true);
