@@ -1,0 +1,62 @@
+"""DuckDB over the Parquet assets: the CLI, and reading while a materialization rewrites a table."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import threading
+
+import polars as pl
+
+from pipelines.sql_views import connect, run_sql
+from pipelines.storage import write_parquet_atomic
+
+
+def run_cli(root, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "GPU_ENERGY_HOME": str(root)}
+    return subprocess.run([sys.executable, "-m", "pipelines", "sql", *args], capture_output=True, text=True, env=env, check=False)
+
+
+def test_cli_formats(ingested) -> None:
+    paths, _ = ingested
+    out = run_cli(paths.root, "--format", "csv", "select count(*) as n from itp_jobs")
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.splitlines() == ["n", "69351"]
+    out = run_cli(paths.root, "--format", "json", "select gpu, count(*) as n from zeus_power_profiles group by gpu order by gpu")
+    assert out.returncode == 0, out.stderr
+    assert pl.read_json(out.stdout.encode())["n"].to_list() == [453, 270, 410, 476]
+    example = paths.sql / "examples/gpu_hours_by_cluster.sql"
+    out = run_cli(paths.root, "--format", "csv", "--file", str(example))
+    rows = pl.read_csv(out.stdout.encode())
+    assert rows.height == 10 and round(rows["gpu_hours"].sum(), 0) == 1_632_720
+    bad = run_cli(paths.root, "select * from no_such_table")
+    assert bad.returncode == 1 and "no_such_table" in bad.stderr and "materialize" in bad.stderr
+
+
+def test_sql_reads_while_a_materialization_writes(ingested) -> None:
+    paths, _ = ingested
+    target = paths.table("itp_jobs")
+    frame = pl.read_parquet(target)
+    stop = threading.Event()
+    writes = 0
+
+    def writer() -> None:
+        nonlocal writes
+        while not stop.is_set():
+            write_parquet_atomic(frame, target)
+            writes += 1
+
+    thread = threading.Thread(target=writer)
+    thread.start()
+    try:
+        counts = []
+        for _ in range(30):
+            con = connect(paths, quiet=True)
+            counts.append(run_sql(con, "select count(*) as n, sum(duration * num_gpu) as gs from itp_jobs").row(0))
+            con.close()
+    finally:
+        stop.set()
+        thread.join()
+    assert writes > 0
+    assert set(counts) == {(69_351, int((frame["duration"] * frame["num_gpu"]).sum()))}
