@@ -1,0 +1,150 @@
+"""Map every cluster trace onto the six Zeus workloads, as one table: ``cluster_workload_jobs``.
+
+Columns: trace, cluster, group, job_id, start_time_s, end_time_s, num_gpu, dataset, runtime_ratio.
+
+The Zeus artifact published this mapping for Alibaba only. For the other traces we derive it
+deterministically (no randomness, ties broken by name):
+
+* **alibaba** -- as published (group, start/end, dataset, runtime_ratio recomputed the same way).
+  The file has no GPU count: ``num_gpu`` = 1.
+* **elasticflow** -- the trace's own model labels: group = cluster/model_name/batch_size/num_gpu,
+  dataset by ``ELASTICFLOW_MODEL_TO_DATASET``. Caveat: ElasticFlow drew model_name and batch_size at
+  random from templates, so these groups are synthetic; they are what ElasticFlow itself simulated.
+* **itp** -- the raw trace has no user or model. A recurring group is the jobs of one cluster with
+  the same GPU count and the same power-of-two duration bucket (``floor(log2(duration))``).
+* **acme** -- GPU jobs (gpu_num > 0) that COMPLETED (failed/cancelled runs did not train to a
+  target, which the Zeus replay assumes); group = cluster/user/type/gpu_num.
+
+For itp and acme the workload comes from the group's runtime: groups sorted by mean duration are
+cut into six consecutive slices of (nearly) equal job counts, assigned to the workloads in order of
+their expected time-to-accuracy at the default configuration (shortest to longest), so short jobs
+play short workloads. runtime_ratio = job duration / mean duration of the jobs of that trace
+assigned to the same workload (as in the Zeus artifact), so it averages exactly 1 per workload per trace.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import polars as pl
+
+from pipelines.ingest.schemas import ZEUS_DATASETS
+
+TRACES = ("alibaba", "itp", "elasticflow", "acme")
+
+#: ElasticFlow's model templates -> the Zeus workload of the closest kind (vision/speech/language).
+ELASTICFLOW_MODEL_TO_DATASET: dict[str, str] = {
+    "resnet50": "imagenet",
+    "inception3": "imagenet",
+    "vgg16": "cifar100",
+    "deepspeech2": "librispeech",
+    "bert": "squad",
+    "gpt2": "sentiment140",
+}
+
+SCHEMA: dict[str, pl.DataType] = {
+    "trace": pl.String(),
+    "cluster": pl.String(),
+    "group": pl.String(),
+    "job_id": pl.String(),
+    "start_time_s": pl.Float64(),
+    "end_time_s": pl.Float64(),
+    "num_gpu": pl.Int64(),
+    "dataset": pl.String(),
+    "runtime_ratio": pl.Float64(),
+}
+
+
+class MappingError(ValueError):
+    """A job that cannot be mapped to a Zeus workload (names the group)."""
+
+
+def _finish(jobs: pl.DataFrame, trace: str) -> pl.DataFrame:
+    """Add trace and runtime_ratio, check datasets, and order the columns."""
+    unknown = jobs.filter(~pl.col("dataset").is_in(ZEUS_DATASETS))
+    if unknown.height:
+        row = unknown.row(0, named=True)
+        raise MappingError(
+            f"{trace}: group {row['group']!r} has dataset {row['dataset']!r}, not one of the Zeus workloads {list(ZEUS_DATASETS)}"
+        )
+    runtime = pl.col("end_time_s") - pl.col("start_time_s")
+    return (
+        jobs.with_columns(pl.lit(trace).alias("trace"), (runtime / runtime.mean().over("dataset")).alias("runtime_ratio"))
+        .select([pl.col(c).cast(t) for c, t in SCHEMA.items()])
+        .sort("group", "start_time_s", "job_id", maintain_order=True)
+    )
+
+
+def assign_by_runtime(jobs: pl.DataFrame, workload_order: Sequence[str]) -> pl.DataFrame:
+    """Give each group a dataset: groups by mean duration, cut into equal-job slices, one per workload.
+
+    ``workload_order`` lists the datasets from the shortest to the longest expected TTA.
+    """
+    if sorted(workload_order) != sorted(ZEUS_DATASETS):
+        raise ValueError(f"workload_order must list each Zeus dataset once, got {list(workload_order)}")
+    groups = (
+        jobs.group_by("group")
+        .agg(pl.len().alias("jobs"), (pl.col("end_time_s") - pl.col("start_time_s")).mean().alias("mean_s"))
+        .sort("mean_s", "group")
+        .with_columns(((pl.col("jobs").cum_sum() - pl.col("jobs")) / pl.col("jobs").sum()).alias("before"))
+    )
+    k = len(workload_order)
+    slot = (pl.col("before") * k).floor().cast(pl.Int64).clip(0, k - 1)
+    groups = groups.with_columns(slot.replace_strict(dict(enumerate(workload_order)), return_dtype=pl.String).alias("dataset"))
+    return jobs.join(groups.select("group", "dataset"), on="group", how="left")
+
+
+def map_alibaba(groups: pl.DataFrame) -> pl.DataFrame:
+    """alibaba_groups (as published) -> cluster_workload_jobs rows; job_id = group#k in start order."""
+    jobs = groups.with_row_index("_order").sort("group", "start_time", "_order").with_columns(
+        pl.lit("alibaba-pai").alias("cluster"),
+        (pl.col("group") + "#" + pl.int_range(pl.len()).over("group").cast(pl.String)).alias("job_id"),
+        pl.col("start_time").alias("start_time_s"),
+        pl.col("end_time").alias("end_time_s"),
+        pl.lit(1).alias("num_gpu"),
+    )
+    return _finish(jobs, "alibaba")
+
+
+def map_elasticflow(jobs: pl.DataFrame) -> pl.DataFrame:
+    """elasticflow_jobs (cluster01..10 and testbed) -> rows, grouped and labelled by the trace's own labels."""
+    unknown = sorted(set(jobs["model_name"].unique()) - set(ELASTICFLOW_MODEL_TO_DATASET))
+    if unknown:
+        raise MappingError(f"elasticflow: model_name {unknown} has no Zeus workload mapping")
+    return _finish(
+        jobs.with_columns(
+            pl.format("{}/{}/bs{}/{}gpu", "cluster", "model_name", "batch_size", "num_gpu").alias("group"),
+            pl.col("model_name").replace_strict(ELASTICFLOW_MODEL_TO_DATASET).alias("dataset"),
+            pl.col("submission_time").cast(pl.Float64).alias("start_time_s"),
+            (pl.col("submission_time") + pl.col("duration")).cast(pl.Float64).alias("end_time_s"),
+        ),
+        "elasticflow",
+    )
+
+
+def map_itp(jobs: pl.DataFrame, workload_order: Sequence[str]) -> pl.DataFrame:
+    """itp_jobs -> rows; groups = cluster x GPU count x power-of-two duration bucket."""
+    bucket = pl.col("duration").clip(1).log(2).floor().cast(pl.Int64)
+    keyed = jobs.with_columns(
+        pl.format("{}/{}gpu/2^{}s", "cluster", "num_gpu", bucket).alias("group"),
+        pl.col("submission_time").cast(pl.Float64).alias("start_time_s"),
+        (pl.col("submission_time") + pl.col("duration")).cast(pl.Float64).alias("end_time_s"),
+    )
+    return _finish(assign_by_runtime(keyed, workload_order), "itp")
+
+
+def map_acme(jobs: pl.DataFrame, workload_order: Sequence[str]) -> pl.DataFrame:
+    """acme_jobs -> rows: COMPLETED GPU jobs; groups = cluster x user x type x GPU count; times in s since 1970 (UTC)."""
+    completed = jobs.filter((pl.col("gpu_num") > 0) & (pl.col("state") == "COMPLETED") & pl.col("start_time").is_not_null()
+                            & pl.col("end_time").is_not_null())
+    keyed = completed.with_columns(
+        pl.format("{}/{}/{}/{}gpu", "cluster", pl.col("user").fill_null("?"), pl.col("type").fill_null("?"), "gpu_num").alias("group"),
+        (pl.col("start_time").dt.epoch("us") / 1e6).alias("start_time_s"),
+        (pl.col("end_time").dt.epoch("us") / 1e6).alias("end_time_s"),
+        pl.col("gpu_num").alias("num_gpu"),
+    )
+    return _finish(assign_by_runtime(keyed, workload_order), "acme")
+
+
+def empty() -> pl.DataFrame:
+    return pl.DataFrame(schema=SCHEMA)
