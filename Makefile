@@ -22,7 +22,7 @@ setup-measure: $(STAMP)
 	$(VENV)/bin/pip install -q -e '.[test,measure]'
 
 $(DAGSTER_HOME):
-	mkdir -p $(DAGSTER_HOME)
+	mkdir -p $(DAGSTER_HOME) && touch $(DAGSTER_HOME)/dagster.yaml
 
 ## fetch: copy/download every upstream file into raw/, verified by sha256.
 fetch: $(STAMP)
