@@ -28,9 +28,9 @@ $(DAGSTER_HOME):
 fetch: $(STAMP)
 	$(PY) -m pipelines fetch
 
-## materialize: every asset (SELECT=... narrows it), fetching as needed.
+## materialize: every asset and partition (SELECT=... narrows it), fetching as needed.
 materialize: $(STAMP) | $(DAGSTER_HOME)
-	$(VENV)/bin/dagster asset materialize -m pipelines.definitions --select '$(SELECT)'
+	$(PY) -m pipelines materialize --select '$(SELECT)'
 
 ## figures: the main command: fetch, materialize everything, render figures/.
 figures: materialize

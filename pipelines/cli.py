@@ -13,6 +13,7 @@ import click
 SUBCOMMANDS: dict[str, str] = {
     "fetch": "pipelines.sources_cli:fetch_cmd",
     "sql": "pipelines.sql_cli:sql",
+    "materialize": "pipelines.materialize:materialize",
     "simulate": "pipelines.zeus.cli:simulate",
     "hetero": "pipelines.hetero.cli:hetero",
     "measure": "pipelines.measure.cli:measure",

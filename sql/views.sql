@@ -14,3 +14,9 @@ create or replace view hetero_gpu_profiles as select * from read_parquet('assets
 
 -- every quarantined row of every table: table, source_file, line, column, reason, raw
 create or replace view quarantine as select * from read_parquet('assets/quarantine/*.parquet', union_by_name = true);
+
+-- cluster layer (partitioned assets: one Parquet file per partition)
+create or replace view cluster_workload_jobs as select * from read_parquet('assets/cluster_workload_jobs.parquet');
+create or replace view zeus_cluster_history as select * from read_parquet('assets/zeus_cluster_history/*.parquet', union_by_name = true);
+create or replace view zeus_cluster_summary as select * from read_parquet('assets/zeus_cluster_summary/*.parquet', union_by_name = true);
+create or replace view zeus_single_job_sweep as select * from read_parquet('assets/zeus_single_job_sweep/*.parquet', union_by_name = true);

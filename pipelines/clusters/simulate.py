@@ -1,0 +1,219 @@
+"""Zeus vs Default vs Grid Search over every recurring group of a cluster trace, on one GPU.
+
+Energy of a multi-GPU job: the traces profile one GPU, so a job on ``num_gpu`` GPUs is taken as
+``num_gpu`` GPUs each running the simulated configuration for the same wall time (data-parallel,
+every GPU at the same batch size per GPU and power limit): job energy = per-GPU energy x num_gpu,
+job time = per-GPU time. The optimizer itself sees the per-GPU cost, as in the Zeus artifact.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import polars as pl
+
+from pipelines.zeus.groups import group_job_spec, replay_groups
+from pipelines.zeus.policies import oracle_config
+from pipelines.zeus.runs import SimulationError, hybrid_cost
+from pipelines.zeus.single import simulate_single
+from pipelines.zeus.traces import Traces, build_table
+
+#: The policies replayed over every group: the Zeus optimizer and the two baselines.
+GROUP_POLICIES: tuple[str, ...] = ("zeus", "default", "grid-search")
+J_PER_MWH = 3.6e9
+
+HISTORY_SCHEMA: dict[str, pl.DataType] = {
+    "trace": pl.String(),
+    "gpu": pl.String(),
+    "policy": pl.String(),
+    "cluster": pl.String(),
+    "group": pl.String(),
+    "job_id": pl.String(),
+    "dataset": pl.String(),
+    "num_gpu": pl.Int64(),
+    "attempt": pl.Int64(),
+    "start_time_s": pl.Float64(),
+    "end_time_s": pl.Float64(),
+    "batch_size": pl.Int64(),
+    "power_limit_w": pl.Int64(),
+    "energy_j": pl.Float64(),
+    "time_s": pl.Float64(),
+    "reached": pl.Boolean(),
+}
+
+
+def simulate_trace(
+    jobs: pl.DataFrame,
+    traces: Traces,
+    gpu: str,
+    *,
+    eta: float = 0.5,
+    beta: float = 2.0,
+    policies: tuple[str, ...] = GROUP_POLICIES,
+    log: Callable[[str], None] | None = None,
+) -> pl.DataFrame:
+    """Replay every group of one trace's ``cluster_workload_jobs`` rows on ``gpu`` under each policy.
+
+    One row per reported run (retries are extra rows with ``attempt`` > 0), energy in J for the
+    whole job (x num_gpu), time in s, scaled by the job's runtime_ratio as in the Zeus artifact.
+    """
+    if jobs.height == 0:
+        return pl.DataFrame(schema=HISTORY_SCHEMA)
+    groups = jobs.select(
+        "group", pl.col("start_time_s").alias("start_time"), pl.col("end_time_s").alias("end_time"), "dataset", "runtime_ratio"
+    )
+    # Job index within its group, in the replay's order (start time, ties in table order).
+    meta = (
+        jobs.with_row_index("_row")
+        .sort("group", "start_time_s", "_row")
+        .with_columns(pl.int_range(pl.len()).over("group").alias("job"))
+        .select("group", "job", "trace", "cluster", "job_id", "dataset", "num_gpu")
+    )
+    frames = []
+    for policy in policies:
+        runs = replay_groups(groups, traces, gpu, eta=eta, beta=beta, policy=policy)  # type: ignore[arg-type]
+        if log:
+            log(f"{gpu}/{policy}: {runs.height} runs of {jobs.height} jobs in {groups['group'].n_unique()} groups")
+        frames.append(
+            runs.with_columns(pl.lit(policy).alias("policy"), pl.int_range(pl.len()).over("group", "job").alias("attempt"))
+            .join(meta, on=["group", "job"], how="left")
+            .select(
+                pl.col("trace"), pl.lit(gpu).alias("gpu"), "policy", "cluster", "group", "job_id", "dataset", "num_gpu", "attempt",
+                pl.col("start_time").alias("start_time_s"), pl.col("end_time").alias("end_time_s"),
+                pl.col("bs").alias("batch_size"), pl.col("pl").alias("power_limit_w"),
+                (pl.col("energy") * pl.col("num_gpu")).alias("energy_j"), pl.col("time").alias("time_s"), "reached",
+            )
+        )
+    return pl.concat(frames).cast(HISTORY_SCHEMA)  # type: ignore[arg-type]
+
+
+def summarize(history: pl.DataFrame) -> pl.DataFrame:
+    """Per trace, dataset and GPU: energy (J, MWh) and time (s) of each policy and Zeus's savings (%).
+
+    Savings are relative: 100 x (1 - Zeus / baseline); positive means Zeus used less.
+    """
+    per_policy = history.group_by("trace", "dataset", "gpu", "policy").agg(
+        pl.struct("cluster", "job_id").n_unique().alias("jobs"),  # job ids are unique per cluster only
+        pl.len().alias("runs"),
+        pl.col("energy_j").sum().alias("energy_j"),
+        pl.col("time_s").sum().alias("time_s"),
+    )
+    wide = per_policy.pivot(on="policy", index=["trace", "dataset", "gpu"], values=["energy_j", "time_s", "runs", "jobs"])
+    rename = {f"{m}_{p}": f"{m}_{p.replace('-', '_')}" for m in ("energy_j", "time_s", "runs", "jobs") for p in GROUP_POLICIES}
+    wide = wide.rename({k: v for k, v in rename.items() if k in wide.columns})
+    for p in ("zeus", "default", "grid_search"):
+        if f"energy_j_{p}" not in wide.columns:
+            wide = wide.with_columns(pl.lit(None, pl.Float64).alias(f"energy_j_{p}"), pl.lit(None, pl.Float64).alias(f"time_s_{p}"))
+    return (
+        wide.with_columns(
+            pl.coalesce("jobs_zeus", "jobs_default").alias("jobs") if "jobs_zeus" in wide.columns else pl.lit(0).alias("jobs"),
+            *[(pl.col(f"energy_j_{p}") / J_PER_MWH).alias(f"energy_mwh_{p}") for p in ("zeus", "default", "grid_search")],
+            (100 * (1 - pl.col("energy_j_zeus") / pl.col("energy_j_default"))).alias("energy_savings_vs_default_pct"),
+            (100 * (1 - pl.col("time_s_zeus") / pl.col("time_s_default"))).alias("time_savings_vs_default_pct"),
+            (100 * (1 - pl.col("energy_j_zeus") / pl.col("energy_j_grid_search"))).alias("energy_savings_vs_grid_search_pct"),
+            (100 * (1 - pl.col("time_s_zeus") / pl.col("time_s_grid_search"))).alias("time_savings_vs_grid_search_pct"),
+        )
+        .select(
+            "trace", "dataset", "gpu", pl.col("jobs").cast(pl.Int64),
+            "energy_j_zeus", "energy_j_default", "energy_j_grid_search",
+            "energy_mwh_zeus", "energy_mwh_default", "energy_mwh_grid_search",
+            "time_s_zeus", "time_s_default", "time_s_grid_search",
+            "energy_savings_vs_default_pct", "time_savings_vs_default_pct",
+            "energy_savings_vs_grid_search_pct", "time_savings_vs_grid_search_pct",
+        )
+        .sort("trace", "dataset", "gpu")
+    )
+
+
+def summary_mismatches(summary: pl.DataFrame, history: pl.DataFrame) -> list[str]:
+    """Policies whose summary energy or time total differs from the history's sum (beyond 1e-9 relative)."""
+    problems = []
+    for policy, energy, time in history.group_by("policy").agg(pl.col("energy_j").sum(), pl.col("time_s").sum()).iter_rows():
+        col = policy.replace("-", "_")
+        for name, total in ((f"energy_j_{col}", energy), (f"time_s_{col}", time)):
+            got = float(summary[name].sum())
+            if abs(got - total) > 1e-9 * max(1.0, abs(total)):
+                problems.append(f"{name}: summary {got!r} != history {total!r}")
+    return problems
+
+
+SWEEP_SCHEMA: dict[str, pl.DataType] = {
+    "gpu": pl.String(),
+    "dataset": pl.String(),
+    "policy": pl.String(),
+    "eta": pl.Float64(),
+    "beta": pl.Float64(),
+    "seed": pl.Int64(),
+    "recurrence": pl.Int64(),
+    "tries": pl.Int64(),
+    "batch_size": pl.Int64(),
+    "power_limit_w": pl.Int64(),
+    "energy_j": pl.Float64(),
+    "time_s": pl.Float64(),
+    "cost": pl.Float64(),
+    "oracle_cost": pl.Float64(),
+    "cumulative_regret": pl.Float64(),
+}
+
+
+def single_job_sweep(
+    traces: Traces,
+    gpus: list[str],
+    datasets: list[str],
+    etas: tuple[float, ...],
+    betas: tuple[float, ...],
+    seeds: tuple[int, ...],
+    policies: tuple[str, ...] = GROUP_POLICIES,
+) -> tuple[pl.DataFrame, list[str]]:
+    """Every (GPU, workload, eta, beta, seed, policy) single-job simulation, one row per recurrence.
+
+    A recurrence's energy/time/cost sum its runs (retries included); ``batch_size``/``power_limit_w``
+    are those of its last run; regret is the cumulative cost minus recurrences x the Oracle's
+    expected cost (the hindsight-optimal configuration). Returns (rows, errors): combinations where
+    the published simulator would raise are listed in ``errors`` instead.
+    """
+    frames: list[pl.DataFrame] = []
+    errors: list[str] = []
+    for gpu in gpus:
+        for dataset in datasets:
+            table = build_table(traces, gpu, group_job_spec(traces, gpu, dataset))
+            for eta in etas:
+                oracle = oracle_config(table, eta).expected_cost
+                for beta in betas:
+                    for seed in seeds:
+                        for policy in policies:
+                            try:
+                                runs = simulate_single(table, eta=eta, beta=beta, seed=seed, policy=policy)  # type: ignore[arg-type]
+                            except SimulationError as exc:
+                                errors.append(f"{gpu}/{dataset}/eta={eta}/beta={beta}/seed={seed}/{policy}: {exc}")
+                                continue
+                            frames.append(
+                                _recurrences(runs, table.max_power, eta, oracle).with_columns(
+                                    pl.lit(gpu).alias("gpu"), pl.lit(dataset).alias("dataset"), pl.lit(policy).alias("policy"),
+                                    pl.lit(eta).alias("eta"), pl.lit(beta).alias("beta"), pl.lit(seed).alias("seed"),
+                                )
+                            )
+    if not frames:
+        return pl.DataFrame(schema=SWEEP_SCHEMA), errors
+    return pl.concat(frames).select(list(SWEEP_SCHEMA)).cast(SWEEP_SCHEMA), errors  # type: ignore[arg-type]
+
+
+def _recurrences(runs: list, max_power: int, eta: float, oracle_cost: float) -> pl.DataFrame:
+    frame = pl.DataFrame(
+        {
+            "recurrence": [r.job for r in runs],
+            "batch_size": [r.bs for r in runs],
+            "power_limit_w": [r.pl for r in runs],
+            "energy_j": [r.energy for r in runs],
+            "time_s": [r.time for r in runs],
+            "cost": [hybrid_cost(r.energy, r.time, eta, max_power) for r in runs],
+        }
+    )
+    per = frame.group_by("recurrence", maintain_order=True).agg(
+        pl.len().alias("tries"), pl.col("batch_size").last(), pl.col("power_limit_w").last(),
+        pl.col("energy_j").sum(), pl.col("time_s").sum(), pl.col("cost").sum(),
+    )
+    return per.with_columns(
+        pl.lit(oracle_cost).alias("oracle_cost"),
+        (pl.col("cost").cum_sum() - (pl.col("recurrence") + 1) * oracle_cost).alias("cumulative_regret"),
+    )

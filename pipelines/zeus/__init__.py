@@ -1,0 +1,38 @@
+"""Zeus's trace-driven energy-optimization simulator: identical results to the published one, ~100-400x faster.
+
+The published simulator is ``zeus._legacy.simulate.Simulator`` (PyPI ``zeus==0.16.0``, the NSDI '23
+artifact); this package reproduces its output bit for bit (same batch sizes, power limits, reached
+flags, float64 energies and times) without importing it. See ``tests/test_zeus_*.py``.
+
+Public API (no Dagster, no zeus import)::
+
+    from pipelines.zeus.traces import read_trace_dir, read_materialized, from_frames, build_table, JobSpec
+    from pipelines.zeus.single import simulate_single, runs_frame
+    from pipelines.zeus.groups import replay_groups, replay_group, read_group_file, group_job_spec, WORKLOAD_DEFAULTS
+    from pipelines.zeus.policies import oracle_config, POLICIES
+
+    traces = read_trace_dir(Path("raw/zeus"))          # or read_materialized(paths.assets), from_frames(train, power)
+    table = build_table(traces, "v100", JobSpec("librispeech", "deepspeech2", "adamw", 40.0, 16, 192))
+    runs = simulate_single(table, eta=0.5, beta=2.0, seed=1)       # list[JobRun]; runs_frame(runs) -> polars
+    runs = simulate_single(table, 0.5, 2.0, 1, policy="grid-search")  # or "default", "oracle"
+    best = oracle_config(table, eta=0.5)                # OracleChoice: hindsight-best config, expected J / s / cost
+    frame = replay_groups(groups, traces, "v100", eta=0.5, beta=2.0, policy="zeus")
+
+* ``traces``: the train and power traces as polars frames (``Traces``), per-(job, GPU) lookup tables
+  (``WorkloadTable``: batch sizes, per batch size the power limits, per-epoch time and energy,
+  JIT-profiling numbers and the runs' target epochs in trace order).
+* ``single.simulate_single``: one job recurring back to back (``simulate_one_job``);
+  ``num_recurrence`` defaults to 2 x |B| x |P|. Returns ``JobRun(job, bs, pl, energy J, time s, reached)``.
+* ``groups.replay_groups``: recurring-job groups of a cluster trace (``simulate_one_alibaba_group``):
+  input columns group, start_time, end_time, dataset, runtime_ratio; one row per reported run with
+  group, job (trace job index in its group), start_time, end_time, bs, pl, energy, time, reached.
+  Per-dataset job specs and seed = adler32(group id) as in the artifact's run_alibaba.py.
+* ``policies``: Zeus (pruning Gaussian Thompson Sampling + JIT power limits) and the baselines
+  Default (b0 at its maximum limit), Grid Search (every config once, then the cheapest that reached)
+  and Oracle (lowest expected cost in hindsight). Every policy runs through the same simulation
+  loops, so per-run histories of Zeus and the baselines are directly comparable.
+* ``cli``: ``python -m pipelines simulate single|groups`` (the artifact's run_single.py / run_alibaba.py).
+
+Units: energy J, time s, power W; cost = eta x energy + (1 - eta) x MaxPower x time, MaxPower the
+largest power limit in the GPU's trace.
+"""

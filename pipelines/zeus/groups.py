@@ -1,0 +1,249 @@
+"""Replay of recurring-job groups from a cluster trace (the published ``simulate_one_alibaba_group``).
+
+A group table has one row per job: group (str), start_time, end_time (s), dataset (one of the
+six Zeus workloads; one per group) and runtime_ratio (this job's runtime over the mean runtime
+of its dataset's jobs). Groups replay in sorted order, each with its own optimizer state and
+seed adler32(group id); the jobs of a group in start_time order, ties in table order.
+
+Within a group, time follows the trace. Before a job starts, every run that has ended by then
+is reaped, earliest end first (ties in submission order): the optimizer observes its cost; a
+run that reached the target may lower the minimum cost (and set the best known batch size); a
+run that missed is retried at once, starting at its end and taking the same wall time. A run
+submitted while others are in flight uses the best known batch size and its power limit;
+otherwise the policy chooses (and may explore). Reported energy and time are scaled by the
+job's runtime_ratio; the cost the optimizer sees is not. Early stopping uses beta x the lowest
+cost of a single run that reached the target. Runs that could not afford one epoch are observed
+at cost 0 and retried, but not reported.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+import zlib
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+from tqdm import tqdm
+
+from pipelines.zeus.policies import PolicyName, make_policy
+from pipelines.zeus.runs import RunSampler, SimulationError, hybrid_cost
+from pipelines.zeus.traces import JobSpec, TraceError, Traces, WorkloadTable, build_table, read_table_file, workload_columns
+
+
+@dataclass(frozen=True)
+class WorkloadDefaults:
+    """The job of a Zeus workload as the artifact's group replay runs it (b0 capped per GPU)."""
+
+    network: str
+    optimizer: str
+    target_metric: float
+    max_epochs: int
+    b0: int
+
+
+#: Per-dataset job specs of the artifact's run_alibaba.py.
+WORKLOAD_DEFAULTS: dict[str, WorkloadDefaults] = {
+    "cifar100": WorkloadDefaults("shufflenetv2", "adadelta", 0.6, 100, 1024),
+    "imagenet": WorkloadDefaults("resnet50", "adadelta", 0.65, 100, 256),
+    "squad": WorkloadDefaults("bert_base_uncased", "adamw", 84.0, 6, 32),
+    "librispeech": WorkloadDefaults("deepspeech2", "adamw", 40.0, 16, 256),
+    "movielens-1m": WorkloadDefaults("ncf", "adam", 0.41, 100, 1024),
+    "sentiment140": WorkloadDefaults("bert_base_uncased", "adamw", 0.84, 10, 128),
+}
+
+GROUP_SCHEMA: dict[str, pl.DataType] = {
+    "group": pl.String(),
+    "start_time": pl.Float64(),
+    "end_time": pl.Float64(),
+    "dataset": pl.String(),
+    "runtime_ratio": pl.Float64(),
+}
+RESULT_SCHEMA: dict[str, pl.DataType] = {
+    "group": pl.String(),
+    "job": pl.Int64(),
+    "start_time": pl.Float64(),
+    "end_time": pl.Float64(),
+    "bs": pl.Int64(),
+    "pl": pl.Int64(),
+    "energy": pl.Float64(),
+    "time": pl.Float64(),
+    "reached": pl.Boolean(),
+}
+#: Runs of one trace job after which its group is declared stuck (the published code would retry forever).
+_MAX_ATTEMPTS = 1_000
+
+
+class GroupTableError(ValueError):
+    """A group table that cannot be replayed."""
+
+
+def group_job_spec(traces: Traces, gpu: str, dataset: str) -> JobSpec:
+    """The artifact's job for ``dataset`` on ``gpu``: b0 = min(default, largest batch size profiled)."""
+    defaults = WORKLOAD_DEFAULTS.get(dataset)
+    if defaults is None:
+        raise GroupTableError(f"unknown dataset {dataset!r}; expected one of {', '.join(WORKLOAD_DEFAULTS)}")
+    sizes = [bs for (ds, _, _), rows in workload_columns(traces, gpu).items() if ds == dataset for bs in rows["batch_size"]]
+    if not sizes:
+        raise TraceError(f"power trace of {gpu!r} has no rows for dataset {dataset!r}")
+    b0 = min(defaults.b0, max(sizes))
+    return JobSpec(dataset, defaults.network, defaults.optimizer, defaults.target_metric, defaults.max_epochs, b0)
+
+
+def group_seed(group: str) -> int:
+    """The per-group seed of the artifact: adler32 of the UTF-8 group id."""
+    return zlib.adler32(group.encode("utf-8"))
+
+
+def read_group_file(path: Path) -> pl.DataFrame:
+    """A group table from ``.csv``, ``.csv.xz`` or ``.parquet``, typed and checked (see ``conform_groups``)."""
+    return conform_groups(read_table_file(path), str(path), from_text=not path.name.endswith(".parquet"))
+
+
+def conform_groups(frame: pl.DataFrame, name: str = "group table", from_text: bool = False) -> pl.DataFrame:
+    """Cast ``frame`` to ``GROUP_SCHEMA`` (extra columns dropped, order kept) and check it.
+
+    Raises ``GroupTableError`` naming the line (``from_text``: header = line 1) or row and the
+    column of the first bad value: a missing column, a null or unparsable value, an end before
+    the start, a non-positive runtime ratio, a group with several datasets, an empty table.
+    """
+    missing = [c for c in GROUP_SCHEMA if c not in frame.columns]
+    if missing:
+        raise GroupTableError(f"{name}: column {missing[0]!r} is missing (has {', '.join(frame.columns)})")
+    if frame.height == 0:
+        raise GroupTableError(f"{name}: no jobs")
+    where = (lambda i: f"{name}:{i + 2}") if from_text else (lambda i: f"{name}: row {i}")
+    columns = []
+    for column, dtype in GROUP_SCHEMA.items():
+        source = frame[column]
+        typed = source.cast(dtype, strict=False)
+        bad = typed.is_null()
+        if dtype == pl.Float64():
+            bad = bad | typed.is_nan().fill_null(False)
+        if bad.any():
+            i = int(bad.arg_true()[0])
+            raise GroupTableError(f"{where(i)}: column {column!r}: cannot use {source[i]!r} as {dtype}")
+        columns.append(typed)
+    typed_frame = pl.DataFrame(columns)
+    checks = [
+        ("end_time", typed_frame["end_time"] < typed_frame["start_time"], "ends before it starts"),
+        ("runtime_ratio", typed_frame["runtime_ratio"] <= 0, "must be positive"),
+    ]
+    for column, bad, why in checks:
+        if bad.any():
+            i = int(bad.arg_true()[0])
+            raise GroupTableError(f"{where(i)}: column {column!r}: {why}")
+    mixed = typed_frame.group_by("group").agg(pl.col("dataset").n_unique()).filter(pl.col("dataset") > 1)
+    if mixed.height:
+        raise GroupTableError(f"{name}: group {mixed['group'][0]!r} has jobs of several datasets")
+    return typed_frame
+
+
+def replay_group(
+    table: WorkloadTable,
+    start: np.ndarray,
+    end: np.ndarray,
+    ratio: np.ndarray,
+    eta: float = 0.5,
+    beta: float = 2.0,
+    seed: int = 0,
+    policy: PolicyName = "zeus",
+) -> list[tuple[int, float, float, int, int, float, float, bool]]:
+    """The reported runs of one group: (job, start_time, end_time, bs, pl, energy J, time s, reached).
+
+    ``start``/``end``/``ratio`` are the group's jobs in start order; ``job`` indexes them.
+    """
+    pol = make_policy(policy, table, eta, seed, concurrency=True)
+    sampler = RunSampler(table, eta, seed)
+    beta = beta if pol.early_stopping else math.inf
+    max_power = table.max_power
+    state = _GroupState(table.spec.b0)
+    out: list[tuple[int, float, float, int, int, float, float, bool]] = []
+    # In flight, earliest end first, ties in submission order: (end, seq, start, ratio, job, attempt, bs, pl, reached, time, energy, cost)
+    heap: list[tuple[float, int, float, float, int, int, int, int, bool, float, float, float]] = []
+    seq = 0
+
+    def submit(job: int, attempt: int, t0: float, t1: float, r: float) -> None:
+        nonlocal seq
+        if attempt > _MAX_ATTEMPTS:
+            raise SimulationError(f"job {job} of the group missed the target in {_MAX_ATTEMPTS} runs")
+        if heap:
+            # Concurrent: the best known config. For Zeus best_pl is always its JIT limit of best_bs.
+            bs = state.best_bs
+            pl_ = state.best_pl if state.best_pl is not None else pol.power_limit(bs)
+            profile = False
+        else:
+            bs, pl_, profile = pol.choose()
+        energy, time, reached = sampler.run(bs, pl_, profile, beta * state.min_cost)
+        cost = hybrid_cost(energy, time, eta, max_power)
+        heapq.heappush(heap, (t1, seq, t0, r, job, attempt, bs, pl_, reached, time, energy, cost))
+        seq += 1
+
+    def reap(now: float) -> None:
+        while heap and heap[0][0] <= now:
+            t1, _, t0, r, job, attempt, bs, pl_, reached, time, energy, cost = heapq.heappop(heap)
+            pol.observe(bs, pl_, cost, reached)
+            if energy != 0 or time != 0 or reached:
+                out.append((job, t0, t1, bs, pl_, energy * r, time * r, reached))
+            if reached:
+                if state.min_cost > cost:
+                    state.min_cost, state.best_bs, state.best_pl = cost, bs, pl_
+            else:
+                submit(job, attempt + 1, t1, t1 + (t1 - t0), r)
+
+    starts, ends, ratios = start.tolist(), end.tolist(), ratio.tolist()
+    for job in range(len(starts)):
+        reap(starts[job])
+        submit(job, 1, starts[job], ends[job], ratios[job])
+    reap(math.inf)
+    return out
+
+
+@dataclass
+class _GroupState:
+    best_bs: int
+    best_pl: int | None = None
+    min_cost: float = math.inf
+
+
+def iter_groups(groups: pl.DataFrame) -> Iterator[tuple[str, str, np.ndarray, np.ndarray, np.ndarray]]:
+    """(group, dataset, start, end, runtime_ratio) per group: groups sorted, jobs by start (ties in table order)."""
+    ordered = groups.with_row_index("_row").sort(["group", "start_time", "_row"])
+    ids = ordered["group"].to_list()
+    datasets = ordered["dataset"].to_list()
+    start, end, ratio = (ordered[c].to_numpy() for c in ("start_time", "end_time", "runtime_ratio"))
+    bounds = [0, *(i for i in range(1, len(ids)) if ids[i] != ids[i - 1]), len(ids)]
+    for lo, hi in zip(bounds[:-1], bounds[1:], strict=True):
+        yield ids[lo], datasets[lo], start[lo:hi], end[lo:hi], ratio[lo:hi]
+
+
+def replay_groups(
+    groups: pl.DataFrame,
+    traces: Traces,
+    gpu: str,
+    eta: float = 0.5,
+    beta: float = 2.0,
+    policy: PolicyName = "zeus",
+    progress: bool = False,
+) -> pl.DataFrame:
+    """Replay every group of ``groups`` (see ``conform_groups``) on ``gpu``; one row per reported run.
+
+    Columns (``RESULT_SCHEMA``): group, job (index of the trace job in its group, by start),
+    start_time/end_time (s, of this run: a retry starts when the run before it ended), bs, pl (W),
+    energy (J) and time (s) scaled by runtime_ratio, reached. Rows are in replay order.
+    """
+    groups = conform_groups(groups)
+    tables: dict[str, WorkloadTable] = {}
+    for dataset in sorted(groups["dataset"].unique().to_list()):
+        tables[dataset] = build_table(traces, gpu, group_job_spec(traces, gpu, dataset))
+    n_groups = groups["group"].n_unique()
+    columns: dict[str, list] = {c: [] for c in RESULT_SCHEMA}
+    for group, dataset, start, end, ratio in tqdm(iter_groups(groups), total=n_groups, disable=not progress, unit="group"):
+        runs = replay_group(tables[dataset], start, end, ratio, eta, beta, group_seed(group), policy)
+        columns["group"].extend([group] * len(runs))
+        for name, values in zip(list(RESULT_SCHEMA)[1:], zip(*runs)):  # nothing to add for no runs
+            columns[name].extend(values)
+    return pl.DataFrame(columns, schema=RESULT_SCHEMA)

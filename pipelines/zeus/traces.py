@@ -1,0 +1,322 @@
+"""The Zeus train and power traces as polars frames, and per-(workload, GPU) lookup tables.
+
+Train trace (one row per run x target): dataset, network, batch_size (i64), optimizer,
+learning_rate (f64), run (i64), target_metric (f64), target_epoch (i64, null = never reached).
+Power trace (one row per GPU x workload x batch size x power limit): gpu, dataset, network,
+batch_size (i64), optimizer, power_limit (i64, W), time_per_epoch (f64, s), average_power (f64, W).
+Unknown extra columns are ignored.
+
+Row order matters: the simulator samples one run of a (batch size, power limit) by position
+among the train rows of that workload, batch size and target, in train-trace order (file order
+for ``summary_train.csv``, whose runs are ordered 1, 10, 2, 3, ...). Readers must keep file order.
+"""
+
+from __future__ import annotations
+
+import lzma
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+
+from pipelines.zeus.exact import kahan_mean_of_copies, tiled_mean
+
+TRAIN_SCHEMA: dict[str, pl.DataType] = {
+    "dataset": pl.String(),
+    "network": pl.String(),
+    "batch_size": pl.Int64(),
+    "optimizer": pl.String(),
+    "learning_rate": pl.Float64(),
+    "run": pl.Int64(),
+    "target_metric": pl.Float64(),
+    "target_epoch": pl.Int64(),
+}
+POWER_SCHEMA: dict[str, pl.DataType] = {
+    "dataset": pl.String(),
+    "network": pl.String(),
+    "batch_size": pl.Int64(),
+    "optimizer": pl.String(),
+    "power_limit": pl.Int64(),
+    "time_per_epoch": pl.Float64(),
+    "average_power": pl.Float64(),
+}
+#: The columns a train row and a power row are joined on (the published simulator's inner merge).
+JOIN_KEY: tuple[str, ...] = ("dataset", "network", "batch_size", "optimizer")
+#: Tokens meaning "never reached" in ``target_epoch`` of the CSV trace.
+_NULL_TOKENS: frozenset[str] = frozenset({"", "nan", "NaN"})
+TRAIN_TABLE = "zeus_train_runs"
+POWER_TABLE = "zeus_power_profiles"
+
+
+class TraceError(ValueError):
+    """A trace that cannot be used: missing file or column, a value that does not parse."""
+
+
+@dataclass(frozen=True)
+class Traces:
+    """The train trace and the power trace of every GPU (``gpu`` column)."""
+
+    train: pl.DataFrame
+    power: pl.DataFrame
+    #: Derived lookups memoized per instance (per-GPU rows, MaxPower, per-workload columns); not part of equality.
+    cache: dict[tuple[str, str | None], object] = field(default_factory=dict, compare=False, repr=False)
+
+    def gpus(self) -> list[str]:
+        return sorted(self.power["gpu"].unique().to_list())
+
+    def power_of(self, gpu: str) -> pl.DataFrame:
+        """The power rows of one GPU, in trace order. Raises ``TraceError`` for an unknown GPU."""
+        rows = self.cache.get(("power", gpu))
+        if rows is None:
+            rows = self.power.filter(pl.col("gpu") == gpu)
+            if rows.height == 0:
+                raise TraceError(f"unknown GPU {gpu!r}: the power trace has {', '.join(self.gpus())}")
+            self.cache[("power", gpu)] = rows
+        return rows
+
+
+def read_csv_typed(source: Path | bytes, schema: dict[str, pl.DataType], name: str) -> pl.DataFrame:
+    """Read a CSV with every field as text, then cast each column of ``schema``.
+
+    Raises ``TraceError`` naming ``name``, the line (header = line 1) and the column of the
+    first value that does not parse, or the missing column. Empty fields and ``nan`` are null.
+    Extra columns are dropped.
+    """
+    try:
+        raw = pl.read_csv(source, infer_schema=False)
+    except (pl.exceptions.PolarsError, OSError) as exc:
+        raise TraceError(f"{name}: cannot read as CSV: {exc}") from exc
+    missing = [c for c in schema if c not in raw.columns]
+    if missing:
+        raise TraceError(f"{name}:1: column {missing[0]!r} is missing (header has {', '.join(raw.columns)})")
+    columns = []
+    for column, dtype in schema.items():
+        text = raw[column]
+        if dtype == pl.String():
+            columns.append(text)
+            continue
+        stripped = text.str.strip_chars()
+        is_null = (text.is_null() | stripped.is_in(list(_NULL_TOKENS))).fill_null(True)
+        # Integers parse as floats first so that "3.0" is accepted and "2.5" is reported, not truncated.
+        parsed = stripped.set(is_null, None).cast(pl.Float64() if dtype == pl.Int64() else dtype, strict=False)
+        bad = parsed.is_null() & ~is_null
+        if dtype == pl.Int64():
+            bad = bad | (parsed.is_not_null() & (parsed != parsed.floor()))
+        if bad.any():
+            row = int(bad.arg_true()[0])
+            raise TraceError(f"{name}:{row + 2}: column {column!r}: cannot parse {text[row]!r} as {dtype}")
+        columns.append(parsed.cast(dtype))
+    return pl.DataFrame(columns)
+
+
+def read_trace_dir(folder: Path, gpus: tuple[str, ...] | None = None) -> Traces:
+    """``summary_train.csv`` and every ``summary_power_{gpu}.csv`` (or those of ``gpus``) of ``folder``."""
+    train_path = folder / "summary_train.csv"
+    if not train_path.is_file():
+        raise TraceError(f"{train_path}: no such file")
+    train = read_csv_typed(train_path, TRAIN_SCHEMA, str(train_path))
+    if gpus is None:
+        gpus = tuple(sorted(p.name[len("summary_power_") : -len(".csv")] for p in folder.glob("summary_power_*.csv")))
+    if not gpus:
+        raise TraceError(f"{folder}: no summary_power_{{gpu}}.csv files")
+    frames = []
+    for gpu in gpus:
+        path = folder / f"summary_power_{gpu}.csv"
+        if not path.is_file():
+            raise TraceError(f"unknown GPU {gpu!r}: {path} does not exist")
+        frames.append(read_csv_typed(path, POWER_SCHEMA, str(path)).select(pl.lit(gpu).alias("gpu"), pl.all()))
+    return Traces(train, pl.concat(frames))
+
+
+def read_materialized(assets: Path) -> Traces:
+    """The materialized ``zeus_train_runs`` and ``zeus_power_profiles`` Parquet tables of ``assets``."""
+    paths = {name: assets / f"{name}.parquet" for name in (TRAIN_TABLE, POWER_TABLE)}
+    for path in paths.values():
+        if not path.is_file():
+            raise TraceError(f"{path} does not exist: run `make materialize` or pass --trace-dir with the Zeus CSVs")
+    return from_frames(pl.read_parquet(paths[TRAIN_TABLE]), pl.read_parquet(paths[POWER_TABLE]))
+
+
+def from_frames(train: pl.DataFrame, power: pl.DataFrame) -> Traces:
+    """Check and cast in-memory frames to the trace schemas (extra columns dropped, order kept)."""
+    return Traces(_conform(train, TRAIN_SCHEMA, "train trace"), _conform(power, {"gpu": pl.String(), **POWER_SCHEMA}, "power trace"))
+
+
+def _conform(frame: pl.DataFrame, schema: dict[str, pl.DataType], name: str) -> pl.DataFrame:
+    missing = [c for c in schema if c not in frame.columns]
+    if missing:
+        raise TraceError(f"{name}: column {missing[0]!r} is missing (has {', '.join(frame.columns)})")
+    try:
+        return frame.select([pl.col(c).cast(t) for c, t in schema.items()])
+    except pl.exceptions.PolarsError as exc:
+        raise TraceError(f"{name}: {exc}") from exc
+
+
+def read_table_file(path: Path) -> pl.DataFrame:
+    """A ``.csv``, ``.csv.xz`` or ``.parquet`` file as a frame with every CSV field as text."""
+    name = path.name
+    if not path.is_file():
+        raise TraceError(f"{path}: no such file")
+    if name.endswith(".parquet"):
+        return pl.read_parquet(path)
+    if name.endswith(".csv.xz"):
+        return pl.read_csv(lzma.decompress(path.read_bytes()), infer_schema=False)
+    if name.endswith(".csv"):
+        return pl.read_csv(path, infer_schema=False)
+    raise TraceError(f"{path}: expected a .csv, .csv.xz or .parquet file")
+
+
+@dataclass(frozen=True)
+class JobSpec:
+    """A recurring training job: workload, target validation metric and the user's batch size b0."""
+
+    dataset: str
+    network: str
+    optimizer: str
+    target_metric: float
+    max_epochs: int
+    b0: int
+
+
+@dataclass(frozen=True)
+class BatchSizeTable:
+    """Everything the simulator needs about one batch size of a job on one GPU.
+
+    ``power_limits`` etc. follow power-trace order; ``target_epochs`` follows train-trace order,
+    one entry per run (NaN: that run never reached the target).
+    """
+
+    batch_size: int
+    power_limits: tuple[int, ...]
+    time_per_epoch: tuple[float, ...]  # s
+    energy_per_epoch: tuple[float, ...]  # J, time_per_epoch x average_power
+    max_power_limit: int  # W, the largest limit profiled at this batch size
+    profile_average_power: tuple[float, ...]  # W, per limit, as the published simulator averages it
+    profile_time_per_epoch: tuple[float, ...]  # s, idem
+    profiling_epoch_energy: float  # J, first epoch split evenly across all limits
+    profiling_epoch_time: float  # s, idem
+    target_epochs: tuple[float, ...]
+
+    def limit_index(self, power_limit: int) -> int:
+        return self.power_limits.index(power_limit)
+
+    def epoch_costs(self, eta: float) -> list[float]:
+        """Per limit, the epoch cost the JIT profiler sees: (eta x P_avg + (1 - eta) x P_max,bs) x T_epoch."""
+        return [
+            (eta * ap + (1 - eta) * self.max_power_limit) * tpe
+            for ap, tpe in zip(self.profile_average_power, self.profile_time_per_epoch, strict=True)
+        ]
+
+    def best_power_limit(self, eta: float) -> int:
+        """The limit JIT profiling picks: lowest epoch cost, ties to the higher limit (profiled first)."""
+        costs = self.epoch_costs(eta)
+        best_pl, best_cost = None, math.inf
+        for i in sorted(range(len(costs)), key=lambda k: -self.power_limits[k]):
+            if best_pl is None or best_cost > costs[i]:
+                best_pl, best_cost = self.power_limits[i], costs[i]
+        assert best_pl is not None
+        return best_pl
+
+
+@dataclass(frozen=True)
+class WorkloadTable:
+    """A job on one GPU: its feasible batch sizes and, for each, the traces' numbers."""
+
+    spec: JobSpec
+    gpu: str
+    batch_sizes: tuple[int, ...]  # sorted ascending: the job's batch sizes on this GPU (any target)
+    by_batch_size: dict[int, BatchSizeTable]
+    max_power: int  # W, MaxPower of the hybrid cost: the largest limit anywhere in this GPU's trace
+    default_recurrences: int  # 2 x |B| x |P| over the rows at this target
+
+    def configs(self) -> list[tuple[int, int]]:
+        """Every (batch size, power limit), batch sizes ascending, limits ascending."""
+        return [(bs, pl_) for bs in self.batch_sizes for pl_ in sorted(self.by_batch_size[bs].power_limits)]
+
+
+def max_power(traces: Traces, gpu: str) -> int:
+    """MaxPower of ``gpu`` (W): the largest limit among its power rows that join a train row."""
+    cached = traces.cache.get(("max_power", gpu))
+    if cached is None:
+        keys = list(JOIN_KEY)
+        joined = traces.power_of(gpu).join(traces.train.select(keys).unique(), on=keys, how="semi")
+        if joined.height == 0:
+            raise TraceError(f"GPU {gpu!r}: no power rows match the train trace")
+        cached = traces.cache[("max_power", gpu)] = int(joined["power_limit"].max())  # type: ignore[arg-type]
+    return cached
+
+
+def workload_columns(traces: Traces, gpu: str | None) -> dict[tuple[str, str, str], dict[str, list]]:
+    """Train rows (``gpu`` None) or ``gpu``'s power rows split by (dataset, network, optimizer), as column lists in trace order."""
+    key = ("workloads", gpu)
+    cached = traces.cache.get(key)
+    if cached is None:
+        frame = traces.train if gpu is None else traces.power_of(gpu)
+        columns = ["batch_size", "target_metric", "target_epoch"] if gpu is None else ["batch_size", "power_limit", "time_per_epoch", "average_power"]
+        parts = frame.partition_by(["dataset", "network", "optimizer"], as_dict=True, maintain_order=True)
+        cached = traces.cache[key] = {k: {c: part[c].to_list() for c in columns} for k, part in parts.items()}  # type: ignore[misc]
+    return cached
+
+
+def build_table(traces: Traces, gpu: str, spec: JobSpec) -> WorkloadTable:
+    """The lookup table of ``spec`` on ``gpu``. Raises ``TraceError`` when the job has no rows.
+
+    Only rows present in both traces count (the published simulator's inner join).
+    """
+    workload = (spec.dataset, spec.network, spec.optimizer)
+    train = workload_columns(traces, None).get(workload)
+    power = workload_columns(traces, gpu).get(workload)
+    trained = set(train["batch_size"]) if train else set()
+    rows_by_bs: dict[int, list[tuple[int, float, float]]] = {}
+    if power:
+        for bs, limit, tpe, ap in zip(power["batch_size"], power["power_limit"], power["time_per_epoch"], power["average_power"], strict=True):
+            if bs not in trained:
+                continue
+            rows = rows_by_bs.setdefault(bs, [])
+            if any(limit == r[0] for r in rows):
+                raise TraceError(f"power trace of {gpu!r}: {spec.dataset} batch size {bs} power limit {limit} appears twice")
+            rows.append((limit, tpe, ap))
+    if not rows_by_bs:
+        raise TraceError(
+            f"no trace rows for dataset {spec.dataset!r}, network {spec.network!r}, optimizer {spec.optimizer!r} on GPU {gpu!r}"
+        )
+    targets_by_bs: dict[int, list[float]] = {bs: [] for bs in rows_by_bs}
+    assert train is not None
+    for bs, target, epoch in zip(train["batch_size"], train["target_metric"], train["target_epoch"], strict=True):
+        if target == spec.target_metric and bs in targets_by_bs:
+            targets_by_bs[bs].append(math.nan if epoch is None else float(epoch))
+    batch_sizes = tuple(sorted(rows_by_bs))
+    by_bs = {bs: _batch_size_table(bs, rows_by_bs[bs], tuple(targets_by_bs[bs])) for bs in batch_sizes}
+    limits_at_target = {limit for bs in batch_sizes if targets_by_bs[bs] for limit in by_bs[bs].power_limits}
+    bs_at_target = sum(1 for bs in batch_sizes if targets_by_bs[bs])
+    return WorkloadTable(spec, gpu, batch_sizes, by_bs, max_power(traces, gpu), 2 * bs_at_target * len(limits_at_target))
+
+
+def _batch_size_table(bs: int, rows: list[tuple[int, float, float]], targets: tuple[float, ...]) -> BatchSizeTable:
+    limits = tuple(r[0] for r in rows)
+    tpe = np.array([r[1] for r in rows], dtype=np.float64)
+    ap = np.array([r[2] for r in rows], dtype=np.float64)
+    epe = tpe * ap
+    copies = len(targets)
+    if copies:
+        # The published simulator averages over the merged rows: each power row once per run.
+        first_e, first_t = tiled_mean(epe, copies), tiled_mean(tpe, copies)
+        prof_ap = tuple(kahan_mean_of_copies(x, copies) for x in ap.tolist())
+        prof_tpe = tuple(kahan_mean_of_copies(x, copies) for x in tpe.tolist())
+    else:
+        first_e = first_t = math.nan
+        prof_ap, prof_tpe = tuple(ap.tolist()), tuple(tpe.tolist())
+    return BatchSizeTable(
+        batch_size=bs,
+        power_limits=limits,
+        time_per_epoch=tuple(tpe.tolist()),
+        energy_per_epoch=tuple(epe.tolist()),
+        max_power_limit=max(limits),
+        profile_average_power=prof_ap,
+        profile_time_per_epoch=prof_tpe,
+        profiling_epoch_energy=first_e,
+        profiling_epoch_time=first_t,
+        target_epochs=targets,
+    )

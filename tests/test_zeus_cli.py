@@ -1,0 +1,91 @@
+"""``python -m pipelines simulate``: output identical line for line to the published simulator, clear errors."""
+
+from __future__ import annotations
+
+import json
+import lzma
+import runpy
+import subprocess
+import sys
+from pathlib import Path
+
+import polars as pl
+import pytest
+from click.testing import CliRunner
+
+from pipelines.paths import REPO_ROOT
+from pipelines.zeus.cli import simulate
+
+PEER = runpy.run_path(str(REPO_ROOT / "bench" / "_zeus_peer.py"))
+
+
+def line(run: tuple, group: str | None = None) -> str:
+    bs, pl_, energy, time, reached = run
+    record = {"bs": bs, "pl": pl_, "energy": energy, "time": time, "reached": reached}
+    return json.dumps(record if group is None else {"group": group, **record})
+
+
+def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "pipelines", "simulate", *args], capture_output=True, text=True, cwd=REPO_ROOT, check=False)
+
+
+@pytest.fixture(scope="module")
+def peer(mirror: Path):  # noqa: ANN201
+    return PEER["Peer"](mirror / "zeus")
+
+
+def test_single_prints_the_published_history(peer, mirror: Path) -> None:  # noqa: ANN001
+    from zeus._legacy.job import Job
+
+    expected = [line(r) for r in peer.single("rtx6000", Job("squad", "bert_base_uncased", "adamw", 84.0, 6, 32), 0.3, 3.0, 11)]
+    done = run_cli(
+        "single", "--dataset", "squad", "--model", "bert_base_uncased", "--optimizer", "adamw", "--target-metric", "84.0",
+        "--max-epochs", "6", "--b0", "32", "--gpu", "rtx6000", "--eta-knob", "0.3", "--beta-knob", "3.0", "--seed", "11",
+        "--trace-dir", str(mirror / "zeus"),
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == expected
+    assert len(expected) >= 96  # 2 x |B| x |P| = 2 x 6 x 8 recurrences
+
+
+def test_groups_prints_the_published_history(peer, mirror: Path, tmp_path: Path) -> None:  # noqa: ANN001
+    groups = PEER["elasticflow_groups"](mirror / "itp" / "elasticflow-traces.tar.gz")
+    sizes = groups.group_by("group").len()
+    chosen = sizes.filter(pl.col("group").str.starts_with("cluster05-") & (pl.col("len") <= 40))["group"]
+    subset = groups.filter(pl.col("group").is_in(chosen.implode()))
+    path = tmp_path / "groups.csv.xz"
+    path.write_bytes(lzma.compress(subset.write_csv().encode()))
+    expected = [line(r, group) for group, runs in peer.groups(subset, "a40", 0.8, 1.5) for r in runs]
+    done = run_cli("groups", "--groups", str(path), "--gpu", "a40", "--eta-knob", "0.8", "--beta-knob", "1.5", "--trace-dir", str(mirror / "zeus"))
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == expected
+    assert len(chosen) >= 40 and len(expected) > subset.height
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["single", "--dataset", "mnist"], "unknown dataset 'mnist'"),
+        (["single", "--gpu", "h100"], "unknown GPU 'h100'"),
+        (["single", "--b0", "100"], "b0 100 is not a batch size of librispeech/deepspeech2/adamw on v100"),
+        (["single", "--target-metric", "41.5"], "no runs of librispeech/deepspeech2/adamw at target metric 41.5"),
+    ],
+)
+def test_bad_single_input_exits_2_with_one_line(mirror: Path, args: list[str], message: str) -> None:
+    result = CliRunner().invoke(simulate, [*args, "--trace-dir", str(mirror / "zeus")])
+    assert result.exit_code == 2
+    assert result.stdout == "" and message in result.stderr and result.stderr.count("\n") == 1
+
+
+def test_empty_group_file_exits_2(mirror: Path, tmp_path: Path) -> None:
+    path = tmp_path / "empty.csv"
+    path.write_text("group,start_time,end_time,dataset,runtime_ratio\n")
+    result = CliRunner().invoke(simulate, ["groups", "--groups", str(path), "--trace-dir", str(mirror / "zeus")])
+    assert result.exit_code == 2 and "no jobs" in result.stderr and result.stderr.count("\n") == 1
+
+
+def test_baseline_policies_run_from_the_cli(mirror: Path) -> None:
+    result = CliRunner().invoke(simulate, ["single", "--policy", "default", "--num-recurrence", "5", "--trace-dir", str(mirror / "zeus")])
+    assert result.exit_code == 0
+    runs = [json.loads(x) for x in result.stdout.splitlines()]
+    assert {(r["bs"], r["pl"]) for r in runs} == {(192, 250)} and sum(r["reached"] for r in runs) == 5

@@ -1,0 +1,101 @@
+"""Per-(workload, GPU) tables against the published simulator's own lookups, and trace reading."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import runpy
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from pipelines.paths import REPO_ROOT, default_paths
+from pipelines.zeus.groups import group_job_spec
+from pipelines.zeus.single import simulate_single
+from pipelines.zeus.traces import TRAIN_SCHEMA, TraceError, Traces, build_table, read_csv_typed, read_materialized, read_trace_dir
+
+PEER = runpy.run_path(str(REPO_ROOT / "bench" / "_zeus_peer.py"))
+GPUS: tuple[str, ...] = PEER["GPUS"]
+DATASETS: tuple[str, ...] = tuple(PEER["ARTIFACT_JOBS"])
+
+
+@pytest.fixture(scope="module")
+def traces(mirror: Path) -> Traces:
+    return read_trace_dir(mirror / "zeus")
+
+
+@pytest.fixture(scope="module")
+def peer(mirror: Path):  # noqa: ANN201
+    return PEER["Peer"](mirror / "zeus")
+
+
+def test_tables_equal_the_published_lookups(peer, traces: Traces) -> None:  # noqa: ANN001
+    """JIT profiling costs and choice, the profiling epoch, the runs' order, per batch size."""
+    checked = 0
+    for gpu in GPUS:
+        sim = peer._simulator(gpu, 1, concurrency=False)
+        for dataset in DATASETS:
+            job = peer.artifact_job(gpu, dataset)
+            table = build_table(traces, gpu, group_job_spec(traces, gpu, dataset))
+            job_df = job.filter_df(sim.df)
+            for bs in table.batch_sizes:
+                t = table.by_batch_size[bs]
+                power_df = job_df.loc[job_df.batch_size == bs]
+                assert t.max_power_limit == power_df.power_limit.max()
+                assert t.profiling_epoch_energy == power_df.energy_per_epoch.mean()
+                assert t.profiling_epoch_time == power_df.time_per_epoch.mean()
+                for pl_ in t.power_limits:
+                    path_rows = power_df.loc[power_df.power_limit == pl_]
+                    assert list(t.target_epochs) == pytest.approx(path_rows.target_epoch.tolist(), nan_ok=True, rel=0, abs=0)
+                    i = t.limit_index(pl_)
+                    assert (t.energy_per_epoch[i], t.time_per_epoch[i]) == (
+                        path_rows.energy_per_epoch.iloc[0],
+                        path_rows.time_per_epoch.iloc[0],
+                    )
+                for eta in (0.0, 0.5, 1.0) if gpu == "v100" else (0.5,):
+                    with contextlib.redirect_stdout(io.StringIO()):
+                        published = sim._profile_power_limit(job, bs, eta)
+                    ordered = sorted(zip(t.power_limits, t.epoch_costs(eta), strict=True), reverse=True)
+                    assert list(published.items()) == ordered
+                    assert t.best_power_limit(eta) == min(published, key=published.get)
+                checked += 1
+    assert checked == 192  # every batch size of the 24 workload x GPU tables
+
+
+def test_materialized_tables_give_the_csv_results(traces: Traces) -> None:
+    """The Parquet assets keep file order, so the engine reads the same runs from them."""
+    assets = default_paths().assets
+    if not (assets / "zeus_train_runs.parquet").is_file():
+        pytest.skip("zeus_train_runs not materialized (run `make materialize`)")
+    materialized = read_materialized(assets)
+    for gpu in GPUS:
+        for dataset in DATASETS:
+            a = build_table(traces, gpu, group_job_spec(traces, gpu, dataset))
+            b = build_table(materialized, gpu, group_job_spec(materialized, gpu, dataset))
+            assert a == b
+            assert simulate_single(a, 0.5, 2.0, 1, 20) == simulate_single(b, 0.5, 2.0, 1, 20)
+
+
+def test_bad_csv_values_name_file_line_and_column(tmp_path: Path) -> None:
+    good = "dataset,network,batch_size,optimizer,learning_rate,run,target_metric,target_epoch\n"
+    path = tmp_path / "summary_train.csv"
+    path.write_text(good + "cifar100,shufflenetv2,1024,adadelta,1e-1,1,0.6,nan\ncifar100,shufflenetv2,10x,adadelta,1e-1,1,0.6,3\n")
+    with pytest.raises(TraceError, match=r"summary_train.csv:3: column 'batch_size': cannot parse '10x'"):
+        read_csv_typed(path, TRAIN_SCHEMA, str(path))
+    path.write_text(good.replace(",run", ",runs") + "cifar100,shufflenetv2,8,adadelta,1e-1,1,0.6,3\n")
+    with pytest.raises(TraceError, match=r"summary_train.csv:1: column 'run' is missing"):
+        read_csv_typed(path, TRAIN_SCHEMA, str(path))
+    path.write_text(good + "cifar100,shufflenetv2,8,adadelta,1e-1,1,0.6,2.5\n")
+    with pytest.raises(TraceError, match=r":2: column 'target_epoch'"):
+        read_csv_typed(path, TRAIN_SCHEMA, str(path))
+    path.write_text(good + "cifar100,shufflenetv2,8,adadelta,1e-1,1,0.6,nan\ncifar100,shufflenetv2,8,adadelta,1e-1,2,0.6,\n")
+    frame = read_csv_typed(path, TRAIN_SCHEMA, str(path))
+    assert frame["target_epoch"].null_count() == 2 and frame.schema == pl.Schema(TRAIN_SCHEMA)
+
+
+def test_unknown_gpu_and_missing_assets_are_clear(traces: Traces, tmp_path: Path) -> None:
+    with pytest.raises(TraceError, match="unknown GPU 'h100'"):
+        build_table(traces, "h100", group_job_spec(traces, "v100", "squad"))
+    with pytest.raises(TraceError, match="make materialize"):
+        read_materialized(tmp_path)
