@@ -1,0 +1,116 @@
+"""The cluster layer in-process on small inputs: Alibaba and Acme fixtures plus slices of ITP/ElasticFlow."""
+
+import shutil
+import warnings
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import dagster as dg
+import polars as pl
+import pytest
+
+from pipelines.clusters.simulate import summarize
+from pipelines.dagster_support import ParquetIOManager, PathsResource
+from pipelines.storage import write_parquet_atomic
+
+
+def _acme_fixture() -> pl.DataFrame:
+    t0 = datetime(2023, 3, 1, tzinfo=timezone.utc)
+    rows = []
+    for i in range(12):
+        start = t0 + timedelta(hours=3 * i)
+        rows.append({
+            "cluster": "seren", "job_id": f"j{i}", "user": f"u{i % 2}", "node_num": 1, "gpu_num": 8 if i % 2 else 1,
+            "cpu_num": 16, "mem_per_pod_gb": None, "shared_mem_per_pod": None, "type": "SFT", "state": "COMPLETED" if i < 10 else "FAILED",
+            "submit_time": start, "start_time": start, "end_time": start + timedelta(seconds=600 * (i + 1)),
+            "fail_time": None, "stop_time": None, "duration": 600 * (i + 1), "queue": 0.0, "gpu_time": 600.0 * (i + 1) * (8 if i % 2 else 1),
+        })
+    return pl.DataFrame(rows)
+
+
+@pytest.fixture(scope="module")
+def layer(ingested, tmp_path_factory: pytest.TempPathFactory):
+    from pipelines.definitions import defs
+
+    src, _ = ingested
+    root = tmp_path_factory.mktemp("layer")
+    (root / "assets").mkdir()
+    for table in ("zeus_train_runs", "zeus_power_profiles"):
+        shutil.copy(src.table(table), root / "assets" / f"{table}.parquet")
+    write_parquet_atomic(pl.read_parquet(src.table("itp_jobs")).filter(pl.col("cluster") == "cluster10"), root / "assets/itp_jobs.parquet")
+    write_parquet_atomic(pl.read_parquet(src.table("elasticflow_jobs")).filter(pl.col("cluster") == "testbed"),
+                         root / "assets/elasticflow_jobs.parquet")
+    alibaba = pl.DataFrame({
+        "group": ["g-a"] * 4 + ["g-b"] * 3,
+        "start_time": [0.0, 100.0, 100.0, 5000.0, 10.0, 20.0, 30.0],
+        "end_time": [900.0, 1000.0, 1300.0, 6000.0, 400.0, 500.0, 700.0],
+        "dataset": ["cifar100"] * 4 + ["squad"] * 3,
+        "runtime_ratio": [0.9, 0.9, 1.2, 1.0, 0.8, 1.0, 1.2],
+    })
+    write_parquet_atomic(alibaba, root / "assets/alibaba_groups.parquet")
+    write_parquet_atomic(_acme_fixture().cast(pl.read_parquet(src.table("acme_jobs")).schema), root / "assets/acme_jobs.parquet")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        definitions = defs()
+    everything = [*definitions.assets, *definitions.asset_checks]
+    resources = {"io_manager": ParquetIOManager(root=str(root)), "paths": PathsResource(root=str(root))}
+    first = dg.materialize(everything, resources=resources, selection=["cluster_workload_jobs"])
+    results = {}
+    for key in ("v100|alibaba", "v100|acme", "a40|itp"):
+        results[key] = dg.materialize(everything, resources=resources, partition_key=key,
+                                      selection=["zeus_cluster_history", "zeus_cluster_summary"])
+    return root, first, results
+
+
+def test_layer_runs_and_checks_pass(layer) -> None:
+    root, first, results = layer
+    assert first.success and all(r.success for r in results.values())
+    for result in (first, *results.values()):
+        assert all(e.passed for e in result.get_asset_check_evaluations())
+    jobs = pl.read_parquet(root / "assets/cluster_workload_jobs.parquet")
+    assert dict(jobs.group_by("trace").len().iter_rows()) == {"alibaba": 7, "acme": 10, "itp": 260, "elasticflow": 195}
+
+
+def test_alibaba_fixture_history_and_summary(layer) -> None:
+    root, _, _ = layer
+    history = pl.read_parquet(root / "assets/zeus_cluster_history/v100__alibaba.parquet")
+    summary = pl.read_parquet(root / "assets/zeus_cluster_summary/v100__alibaba.parquet")
+    assert set(history["policy"]) == {"zeus", "default", "grid-search"}
+    default = history.filter(pl.col("policy") == "default")
+    # Default: b0 (cifar100 1024, squad 32) at the V100's maximum limit, once per job (it always reaches).
+    assert default.filter(pl.col("dataset") == "cifar100")["batch_size"].unique().to_list() == [1024]
+    assert default["power_limit_w"].unique().to_list() == [250]
+    assert default.height == 7 and default["reached"].all()
+    # Every job of the trace appears under every policy and reaches the target in its last attempt.
+    for policy in ("zeus", "default", "grid-search"):
+        rows = history.filter(pl.col("policy") == policy)
+        assert rows.select(pl.struct("cluster", "job_id").n_unique()).item() == 7
+        assert rows.group_by("job_id").agg(pl.col("reached").last())["reached"].all()
+    assert summary.equals(summarize(history))
+    assert summary["jobs"].to_list() == [4, 3]
+    for policy in ("zeus", "default", "grid_search"):
+        assert summary[f"energy_j_{policy}"].sum() == pytest.approx(
+            history.filter(pl.col("policy") == policy.replace("_", "-"))["energy_j"].sum(), rel=1e-12)
+    row = summary.filter(pl.col("dataset") == "cifar100").row(0, named=True)
+    assert row["energy_savings_vs_default_pct"] == pytest.approx(100 * (1 - row["energy_j_zeus"] / row["energy_j_default"]))
+    assert row["energy_mwh_default"] == pytest.approx(row["energy_j_default"] / 3.6e9)
+
+
+def test_acme_fixture_scales_energy_by_gpus(layer) -> None:
+    root, _, _ = layer
+    history = pl.read_parquet(root / "assets/zeus_cluster_history/v100__acme.parquet")
+    assert history.select(pl.struct("cluster", "job_id").n_unique()).item() == 10  # FAILED jobs are left out
+    default = history.filter(pl.col("policy") == "default")
+    # Default runs one config per workload, so energy / (time x num_gpu) is that config's average power per GPU,
+    # the same for 1- and 8-GPU jobs: energy is scaled by num_gpu, time is not.
+    power = default.group_by("dataset").agg((pl.col("energy_j") / pl.col("time_s") / pl.col("num_gpu")).alias("w"))
+    for watts in power["w"]:
+        assert max(watts) == pytest.approx(min(watts), rel=1e-12)
+    assert set(default["num_gpu"]) == {1, 8}
+
+
+def test_itp_partition_covers_cluster10(layer) -> None:
+    root, _, _ = layer
+    summary = pl.read_parquet(root / "assets/zeus_cluster_summary/a40__itp.parquet")
+    assert summary["jobs"].sum() == 260 and summary["gpu"].unique().to_list() == ["a40"]
+    assert (summary["energy_j_zeus"] > 0).all()
