@@ -22,7 +22,8 @@ setup-measure: $(STAMP)
 	$(VENV)/bin/pip install -q -e '.[test,measure]'
 
 $(DAGSTER_HOME):
-	mkdir -p $(DAGSTER_HOME) && touch $(DAGSTER_HOME)/dagster.yaml
+	mkdir -p $(DAGSTER_HOME)
+	printf 'concurrency:\n  runs:\n    max_concurrent_runs: 2\n' > $(DAGSTER_HOME)/dagster.yaml
 
 ## fetch: copy/download every upstream file into raw/, verified by sha256.
 fetch: $(STAMP)

@@ -74,3 +74,11 @@ def test_tarballs_unpack_into_separate_folders(ingested) -> None:
     ef_header = (paths.raw / "itp/elasticflow-traces/cluster01.csv").read_text().splitlines()[0]
     assert raw_header == "job_id,submission_time,duration,num_gpu"
     assert ef_header.startswith("job_id,submission_time,num_iteration,model_name")
+
+
+def test_hetero_profiles(tables) -> None:
+    profiles = tables["hetero_gpu_profiles"]
+    counts = {(g, w): n for g, w, n in profiles.group_by("gpu", "workload").len().iter_rows()}
+    assert counts == {("a10", "cifar100"): 30, ("a10", "imagenet"): 25, ("t4", "cifar100"): 18, ("t4", "imagenet"): 15}
+    first = profiles.row(0, named=True)
+    assert (first["batch_size"], first["power_limit"], first["energy_j"]) == (32, 300, 23.417000000015832)

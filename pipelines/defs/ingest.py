@@ -8,7 +8,7 @@ import dagster as dg
 import polars as pl
 
 from pipelines.dagster_support import PathsResource
-from pipelines.ingest import acme, alibaba, itp, zeus
+from pipelines.ingest import acme, alibaba, itp, zeus, zeus2
 from pipelines.ingest.common import IngestResult, TableSpec, empty_quarantine, empty_table
 from pipelines.paths import ProjectPaths, default_mirror
 from pipelines.sources import SOURCES, FetchResult, Source, fetch
@@ -279,3 +279,14 @@ acme_cluster_summary = ingest_asset(
 def elasticflow_same_jobs_as_itp(elasticflow_jobs: pl.DataFrame, itp_jobs: pl.DataFrame) -> dg.AssetCheckResult:
     diff = itp.elasticflow_vs_itp(elasticflow_jobs, itp_jobs)
     return dg.AssetCheckResult(passed=not any(diff.values()), metadata=diff)
+
+
+@dg.asset(
+    group_name="ingest",
+    deps=[raw_zeus2_profiles],
+    kinds={"polars", "parquet"},
+    description="Zeus² A10/T4 profiles (cifar, imagenet): energy (J) and time (s) per batch size and power limit (W). "
+    "A malformed file fails with its name, line, column and key path.",
+)
+def hetero_gpu_profiles(paths: PathsResource) -> pl.DataFrame:
+    return zeus2.read_profile_folder(paths.paths().raw / "zeus2")
