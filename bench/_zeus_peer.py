@@ -16,7 +16,6 @@ import tarfile
 import zlib
 from pathlib import Path, PurePosixPath
 
-import numpy as np
 import pandas as pd
 import polars as pl
 

@@ -10,6 +10,7 @@ import polars as pl
 import pytest
 
 from pipelines.paths import REPO_ROOT
+from pipelines.zeus.errors import SimulationError
 from pipelines.zeus.groups import GroupTableError, conform_groups, read_group_file, replay_groups
 from pipelines.zeus.traces import Traces, read_trace_dir
 
@@ -109,3 +110,20 @@ def test_unknown_dataset_is_rejected(traces: Traces) -> None:
     frame = pl.DataFrame({"group": ["a"], "start_time": [0.0], "end_time": [1.0], "dataset": ["mnist"], "runtime_ratio": [1.0]})
     with pytest.raises(GroupTableError, match="unknown dataset 'mnist'"):
         replay_groups(frame, traces, "v100")
+
+
+def test_tight_early_stopping_fails_like_the_published_simulator(peer, traces: Traces, all_groups: pl.DataFrame) -> None:  # noqa: ANN001
+    """beta 1: pruning discards every batch size; both stop with the same error."""
+    group = all_groups.filter(pl.col("group") == "cluster01-resnet50-bs256-gpu64")
+    with pytest.raises(ValueError, match="Empty batch size set") as published:
+        peer.groups(group, "v100", 0.5, 1.0)
+    with pytest.raises(SimulationError) as got:
+        replay_groups(group, traces, "v100", 0.5, 1.0)
+    assert str(got.value) == str(published.value)
+
+
+def test_a_job_that_never_reaches_the_target_stops_the_replay(traces: Traces, all_groups: pl.DataFrame) -> None:
+    """beta 1 cuts every retry of job 3 before the target: the published simulator retries forever; we stop at 1000 runs."""
+    group = all_groups.filter(pl.col("group") == "cluster02-deepspeech2-bs32-gpu16")
+    with pytest.raises(SimulationError, match="job 3 of the group missed the target in 1000 runs"):
+        replay_groups(group, traces, "v100", 0.5, 1.0)

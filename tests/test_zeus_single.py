@@ -15,7 +15,7 @@ import pytest
 
 from pipelines.paths import REPO_ROOT
 from pipelines.zeus.groups import group_job_spec
-from pipelines.zeus.runs import SimulationError
+from pipelines.zeus.errors import SimulationError
 from pipelines.zeus.single import simulate_single
 from pipelines.zeus.traces import Traces, build_table, read_trace_dir
 
@@ -95,3 +95,13 @@ def test_first_recurrence_miss_raises_like_the_published_simulator(peer, traces:
         peer.single("v100", Job(spec.dataset, spec.network, spec.optimizer, spec.target_metric, 1, spec.b0), 0.5, 2.0, 1, 4)
     with pytest.raises(SimulationError, match="did not converge"):
         simulate_single(build_table(traces, "v100", short), 0.5, 2.0, 1, 4)
+
+
+@pytest.mark.parametrize(("gpu", "dataset"), [("v100", "squad"), ("a40", "cifar100"), ("v100", "imagenet")])
+def test_too_tight_early_stopping_fails_like_the_published_simulator(peer, traces: Traces, gpu: str, dataset: str) -> None:  # noqa: ANN001
+    """beta 0.3: runs are cut before reaching the target; both simulators stop with the same error."""
+    with pytest.raises((ValueError, RuntimeError)) as published:
+        peer.single(gpu, peer.artifact_job(gpu, dataset), 0.5, 0.3, 3, 40)
+    with pytest.raises(SimulationError) as got:
+        ours(traces, gpu, dataset, 0.5, 0.3, 3, 40)
+    assert str(got.value) == str(published.value)

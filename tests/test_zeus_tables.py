@@ -10,10 +10,10 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from pipelines.paths import REPO_ROOT, default_paths
+from pipelines.paths import REPO_ROOT
 from pipelines.zeus.groups import group_job_spec
 from pipelines.zeus.single import simulate_single
-from pipelines.zeus.traces import TRAIN_SCHEMA, TraceError, Traces, build_table, read_csv_typed, read_materialized, read_trace_dir
+from pipelines.zeus.traces import TRAIN_SCHEMA, TraceError, Traces, build_table, read_materialized, read_trace_dir
 
 PEER = runpy.run_path(str(REPO_ROOT / "bench" / "_zeus_peer.py"))
 GPUS: tuple[str, ...] = PEER["GPUS"]
@@ -63,12 +63,10 @@ def test_tables_equal_the_published_lookups(peer, traces: Traces) -> None:  # no
     assert checked == 192  # every batch size of the 24 workload x GPU tables
 
 
-def test_materialized_tables_give_the_csv_results(traces: Traces) -> None:
+def test_materialized_tables_give_the_csv_results(traces: Traces, ingested) -> None:
     """The Parquet assets keep file order, so the engine reads the same runs from them."""
-    assets = default_paths().assets
-    if not (assets / "zeus_train_runs.parquet").is_file():
-        pytest.skip("zeus_train_runs not materialized (run `make materialize`)")
-    materialized = read_materialized(assets)
+    paths, _ = ingested
+    materialized = read_materialized(paths.assets)
     for gpu in GPUS:
         for dataset in DATASETS:
             a = build_table(traces, gpu, group_job_spec(traces, gpu, dataset))
@@ -77,21 +75,23 @@ def test_materialized_tables_give_the_csv_results(traces: Traces) -> None:
             assert simulate_single(a, 0.5, 2.0, 1, 20) == simulate_single(b, 0.5, 2.0, 1, 20)
 
 
-def test_bad_csv_values_name_file_line_and_column(tmp_path: Path) -> None:
+def test_bad_csv_values_name_file_line_and_column(tmp_path: Path, mirror: Path) -> None:
+    for name in ("summary_power_v100.csv",):
+        (tmp_path / name).write_bytes((mirror / "zeus" / name).read_bytes())
     good = "dataset,network,batch_size,optimizer,learning_rate,run,target_metric,target_epoch\n"
     path = tmp_path / "summary_train.csv"
     path.write_text(good + "cifar100,shufflenetv2,1024,adadelta,1e-1,1,0.6,nan\ncifar100,shufflenetv2,10x,adadelta,1e-1,1,0.6,3\n")
-    with pytest.raises(TraceError, match=r"summary_train.csv:3: column 'batch_size': cannot parse '10x'"):
-        read_csv_typed(path, TRAIN_SCHEMA, str(path))
+    with pytest.raises(TraceError, match=r"summary_train.csv:3: column batch_size: cannot parse 10x"):
+        read_trace_dir(tmp_path)
     path.write_text(good.replace(",run", ",runs") + "cifar100,shufflenetv2,8,adadelta,1e-1,1,0.6,3\n")
-    with pytest.raises(TraceError, match=r"summary_train.csv:1: column 'run' is missing"):
-        read_csv_typed(path, TRAIN_SCHEMA, str(path))
+    with pytest.raises(TraceError, match=r"summary_train.csv:1: column 'run': missing column"):
+        read_trace_dir(tmp_path)
     path.write_text(good + "cifar100,shufflenetv2,8,adadelta,1e-1,1,0.6,2.5\n")
-    with pytest.raises(TraceError, match=r":2: column 'target_epoch'"):
-        read_csv_typed(path, TRAIN_SCHEMA, str(path))
+    with pytest.raises(TraceError, match=r":2: column target_epoch"):
+        read_trace_dir(tmp_path)
     path.write_text(good + "cifar100,shufflenetv2,8,adadelta,1e-1,1,0.6,nan\ncifar100,shufflenetv2,8,adadelta,1e-1,2,0.6,\n")
-    frame = read_csv_typed(path, TRAIN_SCHEMA, str(path))
-    assert frame["target_epoch"].null_count() == 2 and frame.schema == pl.Schema(TRAIN_SCHEMA)
+    traces = read_trace_dir(tmp_path)
+    assert traces.train["target_epoch"].null_count() == 2 and traces.train.schema == pl.Schema(TRAIN_SCHEMA)
 
 
 def test_unknown_gpu_and_missing_assets_are_clear(traces: Traces, tmp_path: Path) -> None:

@@ -32,6 +32,9 @@ Public API (no Dagster, no zeus import)::
   and Oracle (lowest expected cost in hindsight). Every policy runs through the same simulation
   loops, so per-run histories of Zeus and the baselines are directly comparable.
 * ``cli``: ``python -m pipelines simulate single|groups`` (the artifact's run_single.py / run_alibaba.py).
+* ``errors.SimulationError``: raised where the published simulator raises (same message) or would
+  never finish; ``traces.TraceError`` / ``groups.GroupTableError``: unusable input, with its location.
+* ``exact``: the numpy/pandas random draws and reductions the published results depend on, emulated.
 
 Units: energy J, time s, power W; cost = eta x energy + (1 - eta) x MaxPower x time, MaxPower the
 largest power limit in the GPU's trace.

@@ -18,7 +18,7 @@ import click
 
 from pipelines.zeus.groups import GroupTableError, read_group_file, replay_groups
 from pipelines.zeus.policies import POLICIES
-from pipelines.zeus.runs import SimulationError
+from pipelines.zeus.errors import SimulationError
 from pipelines.zeus.single import simulate_single
 from pipelines.zeus.traces import JobSpec, TraceError, Traces, build_table, read_materialized, read_trace_dir
 

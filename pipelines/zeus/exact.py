@@ -32,11 +32,12 @@ _PAIRWISE_SEQUENTIAL = 8
 class Uint32Draws:
     """The 32-bit draw stream of a numpy PCG64 bit generator, as ``Generator`` methods consume it.
 
-    Raw 64-bit outputs are pulled one at a time with ``random_raw()``, so draws taken through
-    this object and draws taken by ``Generator`` methods on the same bit generator interleave in
-    exactly the order the published code consumes them (the half-word buffer lives here, and
-    numpy's 64-bit and floating-point draws never touch it). With ``prefetch > 0`` outputs are
-    pulled in blocks: only valid when nothing else draws from the bit generator.
+    Raw 64-bit outputs are pulled with ``random_raw()`` exactly when numpy would pull them, so
+    draws taken through this object and draws taken by ``Generator`` methods on the same bit
+    generator interleave in the order the published code consumes them (the half-word buffer
+    lives here; numpy's 64-bit and floating-point draws never touch it). With ``prefetch > 0``
+    outputs are pulled in blocks ahead of use: only valid when nothing else draws from the bit
+    generator.
     """
 
     __slots__ = ("_bitgen", "_has_high", "_high", "_block", "_pos", "_prefetch")

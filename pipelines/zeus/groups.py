@@ -13,7 +13,8 @@ submitted while others are in flight uses the best known batch size and its powe
 otherwise the policy chooses (and may explore). Reported energy and time are scaled by the
 job's runtime_ratio; the cost the optimizer sees is not. Early stopping uses beta x the lowest
 cost of a single run that reached the target. Runs that could not afford one epoch are observed
-at cost 0 and retried, but not reported.
+at cost 0 and retried, but not reported. A trace job whose runs miss the target 1000 times stops
+the replay with ``SimulationError`` (the published code retries forever).
 """
 
 from __future__ import annotations
@@ -30,7 +31,8 @@ import polars as pl
 from tqdm import tqdm
 
 from pipelines.zeus.policies import PolicyName, make_policy
-from pipelines.zeus.runs import RunSampler, SimulationError, hybrid_cost
+from pipelines.zeus.errors import SimulationError
+from pipelines.zeus.runs import RunSampler, hybrid_cost
 from pipelines.zeus.traces import JobSpec, TraceError, Traces, WorkloadTable, build_table, read_table_file, workload_columns
 
 

@@ -13,7 +13,8 @@ import math
 import polars as pl
 
 from pipelines.zeus.policies import PolicyName, make_policy
-from pipelines.zeus.runs import JobRun, RunSampler, SimulationError, hybrid_cost
+from pipelines.zeus.errors import SimulationError
+from pipelines.zeus.runs import JobRun, RunSampler, hybrid_cost
 from pipelines.zeus.traces import WorkloadTable
 
 

@@ -21,6 +21,8 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
+from pipelines.ingest.common import IngestError, IngestResult
+from pipelines.ingest.zeus import power_file, read_power, read_train
 from pipelines.zeus.exact import kahan_mean_of_copies, tiled_mean
 
 TRAIN_SCHEMA: dict[str, pl.DataType] = {
@@ -44,8 +46,6 @@ POWER_SCHEMA: dict[str, pl.DataType] = {
 }
 #: The columns a train row and a power row are joined on (the published simulator's inner merge).
 JOIN_KEY: tuple[str, ...] = ("dataset", "network", "batch_size", "optimizer")
-#: Tokens meaning "never reached" in ``target_epoch`` of the CSV trace.
-_NULL_TOKENS: frozenset[str] = frozenset({"", "nan", "NaN"})
 TRAIN_TABLE = "zeus_train_runs"
 POWER_TABLE = "zeus_power_profiles"
 
@@ -77,57 +77,34 @@ class Traces:
         return rows
 
 
-def read_csv_typed(source: Path | bytes, schema: dict[str, pl.DataType], name: str) -> pl.DataFrame:
-    """Read a CSV with every field as text, then cast each column of ``schema``.
-
-    Raises ``TraceError`` naming ``name``, the line (header = line 1) and the column of the
-    first value that does not parse, or the missing column. Empty fields and ``nan`` are null.
-    Extra columns are dropped.
-    """
-    try:
-        raw = pl.read_csv(source, infer_schema=False)
-    except (pl.exceptions.PolarsError, OSError) as exc:
-        raise TraceError(f"{name}: cannot read as CSV: {exc}") from exc
-    missing = [c for c in schema if c not in raw.columns]
-    if missing:
-        raise TraceError(f"{name}:1: column {missing[0]!r} is missing (header has {', '.join(raw.columns)})")
-    columns = []
-    for column, dtype in schema.items():
-        text = raw[column]
-        if dtype == pl.String():
-            columns.append(text)
-            continue
-        stripped = text.str.strip_chars()
-        is_null = (text.is_null() | stripped.is_in(list(_NULL_TOKENS))).fill_null(True)
-        # Integers parse as floats first so that "3.0" is accepted and "2.5" is reported, not truncated.
-        parsed = stripped.set(is_null, None).cast(pl.Float64() if dtype == pl.Int64() else dtype, strict=False)
-        bad = parsed.is_null() & ~is_null
-        if dtype == pl.Int64():
-            bad = bad | (parsed.is_not_null() & (parsed != parsed.floor()))
-        if bad.any():
-            row = int(bad.arg_true()[0])
-            raise TraceError(f"{name}:{row + 2}: column {column!r}: cannot parse {text[row]!r} as {dtype}")
-        columns.append(parsed.cast(dtype))
-    return pl.DataFrame(columns)
+def _strict(result: IngestResult) -> pl.DataFrame:
+    """The table of an ingest result; any quarantined row raises ``TraceError`` naming file, line and column."""
+    if result.quarantine.height:
+        row = result.quarantine.row(0, named=True)
+        raise TraceError(f"{row['source_file']}:{row['line']}: {row['reason']}")
+    return result.table
 
 
 def read_trace_dir(folder: Path, gpus: tuple[str, ...] | None = None) -> Traces:
-    """``summary_train.csv`` and every ``summary_power_{gpu}.csv`` (or those of ``gpus``) of ``folder``."""
+    """``summary_train.csv`` and every ``summary_power_{gpu}.csv`` (or those of ``gpus``) of ``folder``.
+
+    Parsed and validated by the ingest readers (``pipelines.ingest.zeus``); a bad value raises
+    ``TraceError`` with its file, line and column instead of being quarantined.
+    """
     train_path = folder / "summary_train.csv"
     if not train_path.is_file():
         raise TraceError(f"{train_path}: no such file")
-    train = read_csv_typed(train_path, TRAIN_SCHEMA, str(train_path))
     if gpus is None:
         gpus = tuple(sorted(p.name[len("summary_power_") : -len(".csv")] for p in folder.glob("summary_power_*.csv")))
     if not gpus:
         raise TraceError(f"{folder}: no summary_power_{{gpu}}.csv files")
-    frames = []
     for gpu in gpus:
-        path = folder / f"summary_power_{gpu}.csv"
-        if not path.is_file():
-            raise TraceError(f"unknown GPU {gpu!r}: {path} does not exist")
-        frames.append(read_csv_typed(path, POWER_SCHEMA, str(path)).select(pl.lit(gpu).alias("gpu"), pl.all()))
-    return Traces(train, pl.concat(frames))
+        if not power_file(folder, gpu).is_file():
+            raise TraceError(f"unknown GPU {gpu!r}: {power_file(folder, gpu)} does not exist")
+    try:
+        return from_frames(_strict(read_train(train_path)), _strict(read_power(folder, gpus)))
+    except IngestError as exc:
+        raise TraceError(str(exc)) from exc
 
 
 def read_materialized(assets: Path) -> Traces:
