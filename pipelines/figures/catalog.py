@@ -1,0 +1,236 @@
+"""Every figure of the package: which tables it reads, which files it writes, how it is rendered.
+
+Plain Python (no Dagster): ``pipelines/defs/figures.py`` turns each ``FigureFamily`` into one
+Dagster step (a multi-asset, one asset key per ``FigureAsset``), and tests call ``render`` directly.
+A ``FigureAsset`` may write several figures (e.g. one per GPU); each is ``<name>.png/.pdf/.parquet``.
+
+Figure modules (matplotlib, seaborn) are imported inside the render functions, so that loading
+the Dagster code location stays fast.
+
+To add a figure (e.g. the cluster simulation figures: savings per trace, workload and GPU;
+cumulative energy over each trace's timeline, Zeus vs Default):
+write ``fn(frames) -> (Figure, data)`` in a module of this package, add a ``FigureAsset`` whose
+``inputs`` are the asset keys of its tables to a family below (or a new family), and it is
+materialized by ``make figures``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import polars as pl
+
+from pipelines.figures.errors import NoData
+
+#: A figure to draw: its file stem, and a thunk returning (matplotlib Figure, data plotted).
+Render = tuple[str, Callable[[], tuple[object, pl.DataFrame]]]
+Frames = Mapping[str, pl.DataFrame]
+#: eta values of the sensitivity sweep: 0 to 1 in steps of 0.01.
+SWEEP_ETAS: tuple[float, ...] = tuple(i / 100 for i in range(101))
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What a ``FigureAsset`` draws from its frames, and notes on what it had to leave out."""
+
+    renders: list[Render]
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class FigureAsset:
+    key: str  # Dagster asset key
+    description: str
+    inputs: tuple[str, ...]  # asset keys of the tables it reads
+    plan: Callable[[Frames], Plan]
+
+
+@dataclass(frozen=True)
+class FigureFamily:
+    """Figures drawn in one process (they share inputs or are cheap)."""
+
+    name: str
+    assets: tuple[FigureAsset, ...]
+
+    @property
+    def inputs(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(k for a in self.assets for k in a.inputs))
+
+
+@dataclass
+class Report:
+    """What ``render`` wrote (name -> file paths and rows) and skipped (name -> reason)."""
+
+    written: dict[str, dict[str, object]] = field(default_factory=dict)
+    skipped: dict[str, str] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+
+def render(asset: FigureAsset, frames: Frames, folder: Path) -> Report:
+    """Draw and save every figure of ``asset`` into ``folder``.
+
+    A figure whose render raises ``NoData`` writes nothing and its files from an earlier run are
+    removed, so figures/ never shows a figure of data that is gone.
+    """
+    from pipelines.figures import style
+
+    plan = asset.plan(frames)
+    report = Report(notes=list(plan.notes))
+    for name, draw in plan.renders:
+        try:
+            fig, data = draw()
+        except NoData as exc:
+            report.skipped[name] = str(exc)
+            for suffix in (".png", ".pdf", ".parquet"):
+                (folder / f"{name}{suffix}").unlink(missing_ok=True)
+            continue
+        files = style.save_figure(fig, data, name, folder)  # type: ignore[arg-type]
+        report.written[name] = {**files.as_dict(), "rows": data.height, "columns": data.columns}
+    return report
+
+
+# ---------------------------------------------------------------------------------------------
+# energy: the Zeus traces
+
+
+def _expectations(frames: Frames) -> pl.DataFrame:
+    from pipelines.figures import energy_data
+
+    return energy_data.config_expectations(frames["zeus_train_runs"], frames["zeus_power_profiles"])
+
+
+def _eta_vs_tta(frames: Frames) -> Plan:
+    from pipelines.figures import energy, style
+
+    expectations = _expectations(frames)
+    gpus = style.ordered(expectations["gpu"].unique(), style.GPU_ORDER)
+    return Plan([(f"energy_eta_vs_tta_{g}", lambda g=g: energy.eta_vs_tta(expectations, g)) for g in gpus])
+
+
+def _savings(frames: Frames) -> Plan:
+    from pipelines.figures import energy, energy_data
+
+    savings = energy_data.savings_vs_default(_expectations(frames))
+    return Plan([("energy_savings_vs_default", lambda: energy.savings_bars(savings))])
+
+
+def _eta_sensitivity(frames: Frames) -> Plan:
+    from pipelines.figures import energy, energy_data
+
+    sweep = energy_data.eta_sweep(_expectations(frames), SWEEP_ETAS)
+    return Plan([("energy_eta_sensitivity", lambda: energy.eta_sensitivity(sweep))])
+
+
+def _power_limit_response(frames: Frames) -> Plan:
+    from pipelines.figures import energy
+    from pipelines.figures.energy_data import WORKLOADS
+
+    power = frames["zeus_power_profiles"]
+    return Plan([(f"energy_power_limit_response_{w.dataset}", lambda w=w: energy.power_limit_response(power, w.dataset))
+                 for w in WORKLOADS])
+
+
+def _convergence(frames: Frames) -> Plan:
+    from pipelines.figures import convergence, convergence_data, style
+
+    recurrences, notes = convergence_data.simulate_recurrences(
+        frames["zeus_train_runs"], frames["zeus_power_profiles"], eta=CONVERGENCE_ETA, beta=CONVERGENCE_BETA, seed=CONVERGENCE_SEED
+    )
+    gpus = style.ordered(recurrences["gpu"].unique(), style.GPU_ORDER)
+    return Plan([(f"energy_convergence_{g}", lambda g=g: convergence.convergence(recurrences, g, CONVERGENCE_ETA, CONVERGENCE_BETA))
+                 for g in gpus], notes)
+
+
+#: The artifact's defaults for the single-job runs (run_single.py).
+CONVERGENCE_ETA, CONVERGENCE_BETA, CONVERGENCE_SEED = 0.5, 2.0, 1
+ZEUS = ("zeus_train_runs", "zeus_power_profiles")
+ENERGY = FigureFamily("energy_figures", (
+    FigureAsset("figure_energy_eta_vs_tta", "ETA vs TTA of every (batch size, power limit), Pareto front and Default; one figure per GPU.",
+                ZEUS, _eta_vs_tta),
+    FigureAsset("figure_energy_savings", "Energy and time saved vs Default by the min-ETA and the min-cost (eta 0.5) configuration.",
+                ZEUS, _savings),
+    FigureAsset("figure_energy_eta_sensitivity", "Energy and time of the least-cost configuration relative to Default as eta goes 0 -> 1.",
+                ZEUS, _eta_sensitivity),
+))
+POWER = FigureFamily("power_profile_figures", (
+    FigureAsset("figure_energy_power_limit_response",
+                "Time per epoch and average power vs power limit, per batch size; one figure per workload.",
+                ("zeus_power_profiles",), _power_limit_response),
+))
+SIMULATION = FigureFamily("simulation_figures", (
+    FigureAsset("figure_energy_convergence",
+                "Zeus vs Default vs Grid Search over a job's recurrences (simulated, eta 0.5, beta 2), vs Oracle; one figure per GPU.",
+                ZEUS, _convergence),
+))
+
+
+# ---------------------------------------------------------------------------------------------
+# traces: ITP, ElasticFlow, AcmeTrace, Alibaba
+
+JOB_TABLES = ("itp_jobs", "elasticflow_jobs", "acme_jobs", "alibaba_groups")
+
+
+def _trace_plan(name: str, figure: str) -> Callable[[Frames], Plan]:
+    def plan(frames: Frames) -> Plan:
+        from pipelines.figures import trace_data, traces
+
+        jobs, notes = trace_data.cluster_jobs(*(frames[t] for t in JOB_TABLES))
+        if figure == "gpu_count_cdf":
+            notes.append("Alibaba groups carry no GPU count: never drawn here")
+        return Plan([(name, lambda: getattr(traces, figure)(jobs))], notes)
+
+    return plan
+
+
+def _acme_computed(frames: Frames) -> tuple[pl.DataFrame, str | None]:
+    from pipelines.figures import trace_data
+
+    computed = trace_data.acme_summary_from_jobs(frames["acme_jobs"])
+    note = None if computed.height else f"our ingest: acme_jobs is empty here (needs {trace_data.ACME_FILES})"
+    return computed, note
+
+
+def _acme_final_states(frames: Frames) -> Plan:
+    from pipelines.figures import trace_data, traces
+
+    computed, note = _acme_computed(frames)
+    shares = trace_data.state_shares(frames["acme_cluster_summary"], computed)
+    return Plan([("acme_final_states", lambda: traces.acme_final_states(shares, note))], [note] if note else [])
+
+
+def _acme_summary(frames: Frames) -> Plan:
+    from pipelines.figures import trace_data, traces
+
+    computed, note = _acme_computed(frames)
+    stats = trace_data.summary_statistics(frames["acme_cluster_summary"], computed)
+    return Plan([("acme_cluster_summary", lambda: traces.acme_cluster_summary(stats, note))], [note] if note else [])
+
+
+def _acme_queueing(frames: Frames) -> Plan:
+    from pipelines.figures import trace_data, traces
+
+    jobs = trace_data.acme_gpu_jobs(frames["acme_jobs"])
+    return Plan([("acme_queueing_delay_cdf", lambda: traces.acme_queueing_delay_cdf(jobs))])
+
+
+TRACES = FigureFamily("trace_figures", (
+    FigureAsset("figure_trace_job_duration", "Job-duration CDF (log s) per trace, and per ITP cluster.",
+                JOB_TABLES, _trace_plan("traces_job_duration_cdf", "job_duration_cdf")),
+    FigureAsset("figure_trace_gpu_count", "GPUs-per-job CDF by job count and by GPU time, per trace.",
+                JOB_TABLES, _trace_plan("traces_gpu_count_cdf", "gpu_count_cdf")),
+    FigureAsset("figure_trace_submissions", "Jobs submitted per day (per hour for short traces), per trace and cluster.",
+                JOB_TABLES, _trace_plan("traces_submissions", "submissions_heatmap")),
+    FigureAsset("figure_acme_final_states", "AcmeTrace final-state shares by GPU-job count and GPU time: published and from our ingest.",
+                ("acme_jobs", "acme_cluster_summary"), _acme_final_states),
+    FigureAsset("figure_acme_queueing_delay", "AcmeTrace queueing-delay CDF of GPU jobs per cluster (needs the job CSVs).",
+                ("acme_jobs",), _acme_queueing),
+    FigureAsset("figure_acme_cluster_summary", "AcmeTrace's published cluster_summary beside the same statistics computed from acme_jobs.",
+                ("acme_jobs", "acme_cluster_summary"), _acme_summary),
+))
+
+#: Every family, each one Dagster step.
+FAMILIES: tuple[FigureFamily, ...] = (ENERGY, POWER, SIMULATION, TRACES)
+
+

@@ -1,0 +1,216 @@
+"""The one theme of every figure, and the one way figures are written to disk.
+
+Theme: seaborn ``whitegrid`` style, ``paper`` context, ``colorblind`` palette, with font sizes set
+so that text stays readable when a figure is printed at its own width: ``SINGLE_COLUMN`` (3.3 in)
+or ``DOUBLE_COLUMN`` (7.0 in) wide, never scaled down. Sequential quantities (power limit, batch
+size, counts) use ``SEQUENTIAL_CMAP`` (viridis: colorblind-safe and monotone in lightness).
+
+Every figure is saved as ``<name>.png`` (for eyes), ``<name>.pdf`` (for papers) and
+``<name>.parquet`` (the numbers plotted, so each can be checked with SQL), each atomically.
+Figures are built on ``matplotlib.figure.Figure`` directly (no pyplot state), so a long-running
+process never accumulates open figures.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import matplotlib as mpl
+import polars as pl
+from matplotlib.figure import Figure
+
+from pipelines.storage import atomic_path, write_parquet_atomic
+
+#: Figure widths (in) of a two-column paper.
+SINGLE_COLUMN = 3.3
+DOUBLE_COLUMN = 7.0
+PNG_DPI = 200
+#: Font sizes (pt) readable at print size.
+FONT_SIZE = 8.0
+SMALL_FONT_SIZE = 7.0
+SEQUENTIAL_CMAP = "viridis"
+
+#: Display names; unknown keys fall back to the key itself (upper case for GPUs).
+GPU_ORDER: tuple[str, ...] = ("v100", "a40", "rtx6000", "p100")
+GPU_LABELS: dict[str, str] = {"v100": "V100", "a40": "A40", "rtx6000": "RTX 6000", "p100": "P100"}
+DATASET_ORDER: tuple[str, ...] = ("cifar100", "imagenet", "squad", "librispeech", "movielens-1m", "sentiment140")
+DATASET_LABELS: dict[str, str] = {
+    "cifar100": "CIFAR-100",
+    "imagenet": "ImageNet",
+    "squad": "SQuAD",
+    "librispeech": "LibriSpeech",
+    "movielens-1m": "MovieLens-1M",
+    "sentiment140": "Sentiment140",
+}
+
+
+def apply_theme() -> None:
+    """Set the project theme globally (idempotent): whitegrid / paper / colorblind, print-size fonts."""
+    import seaborn as sns  # imports scipy: only when a figure is drawn, not when the code location loads
+
+    sns.set_theme(
+        style="whitegrid",
+        context="paper",
+        palette="colorblind",
+        rc={
+            "font.size": FONT_SIZE,
+            "axes.labelsize": FONT_SIZE,
+            "axes.titlesize": FONT_SIZE,
+            "xtick.labelsize": SMALL_FONT_SIZE,
+            "ytick.labelsize": SMALL_FONT_SIZE,
+            "legend.fontsize": SMALL_FONT_SIZE,
+            "legend.title_fontsize": SMALL_FONT_SIZE,
+            "figure.titlesize": FONT_SIZE + 1,
+            "axes.titlepad": 3.0,
+            "axes.labelpad": 2.0,
+            # tick marks are hidden in whitegrid, but their length still offsets the labels:
+            # equal major and minor geometry keeps major and minor labels on one baseline.
+            **{f"{a}tick.{w}.{k}": v for a in "xy" for w in ("major", "minor") for k, v in (("size", 3.0), ("pad", 2.5))},
+            "lines.linewidth": 1.2,
+            "lines.markersize": 4.0,
+            "grid.linewidth": 0.5,
+            "legend.frameon": False,
+            "savefig.dpi": PNG_DPI,
+            "pdf.fonttype": 42,  # TrueType in the PDF: text stays editable and searchable
+            "ps.fonttype": 42,
+        },
+    )
+
+
+def palette(n: int) -> list[tuple[float, float, float]]:
+    """The first ``n`` colours of the colorblind palette (cycled past 10)."""
+    import seaborn as sns
+
+    base = sns.color_palette("colorblind")
+    return [base[i % len(base)] for i in range(n)]
+
+
+def new_figure(width: float, height: float, nrows: int = 1, ncols: int = 1, **subplot_kw: object) -> tuple[Figure, object]:
+    """A themed, constrained-layout figure of ``width`` x ``height`` inches and its axes (``squeeze=False``)."""
+    apply_theme()
+    fig = Figure(figsize=(width, height), layout="constrained")
+    axes = fig.subplots(nrows, ncols, squeeze=False, **subplot_kw)  # type: ignore[arg-type]
+    return fig, axes
+
+
+def log_scale(ax: object, axis: str = "both") -> None:
+    """Log scale on ``axis`` ("x", "y" or "both") with readable tick labels.
+
+    Decades are always labelled: as plain numbers (0.01, 100), or all as 10^k when the axis spans
+    more than three decades or leaves [1e-3, 1e5). Between decades, 2 and 5 x 10^k are labelled
+    when the axis spans at most two decades, every integer multiple when half a decade or less,
+    so short ranges still show numbers and long ones do not crowd.
+    """
+    for name in ("x", "y") if axis == "both" else (axis,):
+        getattr(ax, f"set_{name}scale")("log")
+        target = getattr(ax, f"{name}axis")
+        target.set_major_formatter(LogTickLabels(minor=False))
+        target.set_minor_formatter(LogTickLabels(minor=True))
+
+
+def auto_log_scale(ax: object, axis: str, values: Iterable[float], min_ratio: float = 4.0) -> bool:
+    """Log scale on ``axis`` when the positive ``values`` span at least ``min_ratio`` (max / min); True if set.
+
+    Below that a log axis shows too few labels to read and a linear one is clearer.
+    """
+    positive = [v for v in values if v is not None and v > 0]
+    if positive and max(positive) / min(positive) >= min_ratio:
+        log_scale(ax, axis)
+        return True
+    return False
+
+
+def plain_number(x: float) -> str:
+    """``x`` as a short plain number (0.04, 20, 30000), or ``10^k`` in mathtext outside [1e-3, 1e5)."""
+    if x == 0:
+        return "0"
+    if 1e-3 <= abs(x) < 1e5:
+        return f"{x:.6g}"
+    exponent = math.floor(math.log10(abs(x)))
+    mantissa = x / 10**exponent
+    return f"$10^{{{exponent}}}$" if math.isclose(mantissa, 1.0) else f"${mantissa:.3g}\\times10^{{{exponent}}}$"
+
+
+def power_of_ten(x: float) -> str:
+    """``x`` (a positive power of ten) as mathtext ``10^k``."""
+    return f"$10^{{{round(math.log10(x))}}}$"
+
+
+class LogTickLabels(mpl.ticker.Formatter):
+    """Tick labels of a base-10 log axis: ``plain_number`` on the ticks worth labelling (see ``log_scale``)."""
+
+    def __init__(self, minor: bool) -> None:
+        self.minor = minor
+
+    def __call__(self, x: float, pos: int | None = None) -> str:
+        if x <= 0:
+            return ""
+        lo, hi = sorted(self.axis.get_view_interval()) if self.axis is not None else (x, x)
+        decades = math.log10(hi / lo) if lo > 0 else math.inf
+        if not self.minor:
+            # a long axis, or one reaching past plain_number's range: every decade as 10^k, so labels read alike
+            return power_of_ten(x) if decades > 3.0 or hi >= 1e5 or lo < 1e-3 else plain_number(x)
+        mantissa = x / 10 ** math.floor(math.log10(x) + 1e-9)
+        whole = round(mantissa)
+        if not math.isclose(mantissa, whole, rel_tol=1e-6) or decades > 2.0:
+            return ""
+        return plain_number(x) if decades <= 0.5 or whole in (2, 5) else ""
+
+
+def gpu_label(gpu: str) -> str:
+    return GPU_LABELS.get(gpu, gpu.upper())
+
+
+def dataset_label(dataset: str) -> str:
+    return DATASET_LABELS.get(dataset, dataset)
+
+
+def ordered(values: Iterable[str], order: Sequence[str]) -> list[str]:
+    """``values`` (deduplicated) in ``order`` first, then the rest alphabetically."""
+    present = set(values)
+    return [v for v in order if v in present] + sorted(present - set(order))
+
+
+def colorbar(fig: Figure, mappable: mpl.cm.ScalarMappable, axes: object, label: str, **kw: object) -> None:
+    """A slim colourbar beside ``axes`` with a print-size label."""
+    cbar = fig.colorbar(mappable, ax=axes, shrink=kw.pop("shrink", 0.9), aspect=kw.pop("aspect", 30), pad=0.01, **kw)  # type: ignore[arg-type]
+    cbar.set_label(label)
+    cbar.ax.tick_params(labelsize=SMALL_FONT_SIZE)
+    if "ticks" in kw:
+        cbar.ax.minorticks_off()
+
+
+@dataclass(frozen=True)
+class FigureFiles:
+    """The three files of one saved figure."""
+
+    png: Path
+    pdf: Path
+    data: Path
+
+    def as_dict(self) -> dict[str, str]:
+        return {"png": str(self.png), "pdf": str(self.pdf), "data": str(self.data)}
+
+
+def save_figure(fig: Figure, data: pl.DataFrame, name: str, folder: Path) -> FigureFiles:
+    """Write ``<folder>/<name>.png`` (PNG_DPI), ``.pdf`` and ``.parquet`` (``data``), each atomically.
+
+    The layout solved for the PNG is frozen for the PDF (the figure's layout engine is set to
+    none), so both files show the same layout and the PDF is not laid out twice.
+    ``name`` is a file stem (letters, digits, ``_`` and ``-``); an existing figure of that name is
+    replaced only once its new file is complete.
+    """
+    if not name or not all(c.isalnum() or c in "_-" for c in name):
+        raise ValueError(f"figure name {name!r}: use letters, digits, '_' and '-' only")
+    files = FigureFiles(folder / f"{name}.png", folder / f"{name}.pdf", folder / f"{name}.parquet")
+    with atomic_path(files.png) as tmp:
+        fig.savefig(tmp, format="png", dpi=PNG_DPI)
+    # The layout is in inches and already solved by the PNG draw: freeze it for the PDF (halves the time).
+    fig.set_layout_engine("none")
+    with atomic_path(files.pdf) as tmp:
+        fig.savefig(tmp, format="pdf")
+    write_parquet_atomic(data, files.data)
+    return files

@@ -1,0 +1,73 @@
+"""The hetero layer in Dagster: the allocations table, its check and the figures, from the profiles asset."""
+
+from __future__ import annotations
+
+import warnings
+from pathlib import Path
+
+import dagster as dg
+import polars as pl
+import pytest
+
+from pipelines.dagster_support import ParquetIOManager, PathsResource
+from pipelines.defs import hetero as hetero_defs
+from pipelines.hetero.allocations import SCHEMA
+from pipelines.ingest.zeus2 import read_profile_folder
+
+
+@pytest.fixture(scope="module")
+def materialized(mirror: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dg.ExecuteInProcessResult]:
+    root = tmp_path_factory.mktemp("hetero")
+
+    @dg.asset(name="hetero_gpu_profiles")
+    def stand_in() -> pl.DataFrame:  # the ingest layer's asset, built with the same reader
+        return read_profile_folder(mirror / "zeus2")
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        result = dg.materialize(
+            [stand_in, hetero_defs.allocations, hetero_defs.brute_force_is_lowest, hetero_defs.hetero_figures],
+            resources={"io_manager": ParquetIOManager(root=str(root)), "paths": PathsResource(root=str(root))},
+        )
+    return root, result
+
+
+def test_allocations_table(materialized: tuple[Path, dg.ExecuteInProcessResult]) -> None:
+    root, result = materialized
+    assert result.success
+    table = pl.read_parquet(root / "assets" / "allocations.parquet")
+    assert table.schema == pl.Schema(SCHEMA)
+    assert table.group_by("workload", maintain_order=True).len().rows() == [("cifar100", 7), ("imagenet", 7)]
+    brute = table.filter((pl.col("method") == "brute") & (pl.col("model") == "published"))
+    assert brute.select("workload", "batch_split", "power_limits").rows() == [
+        ("cifar100", [1874, 2222], [100, 60]),
+        ("imagenet", [1661, 2435], [100, 60]),
+    ]
+    # each model's brute force is the lowest cost of that model, and the sync optimum is the lowest sync cost of all rows
+    for (workload, model), rows in table.filter(pl.col("method") != "baseline_as_written").group_by("workload", "model"):
+        assert rows.filter(pl.col("method") == "brute")["cost"][0] == rows["cost"].min(), (workload, model)
+    for _, rows in table.group_by("workload"):
+        assert rows.filter((pl.col("model") == "sync") & (pl.col("method") == "brute"))["cost"][0] == rows["sync_cost"].min()
+    checks = result.get_asset_check_evaluations()
+    assert [(c.check_name, c.passed) for c in checks] == [("brute_force_is_lowest", True)]
+
+
+def test_figures_and_their_data(materialized: tuple[Path, dg.ExecuteInProcessResult]) -> None:
+    root, _ = materialized
+    for name in ("hetero_cost_split", "hetero_methods"):
+        for suffix in ("png", "pdf", "parquet"):
+            assert (root / "figures" / f"{name}.{suffix}").stat().st_size > 1000, (name, suffix)
+    curves = pl.read_parquet(root / "figures" / "hetero_cost_split.parquet")
+    # 2 workloads x 2 models x 5 x 3 limit pairs x 4095 splits
+    assert curves.height == 2 * 2 * 15 * 4095
+    table = pl.read_parquet(root / "assets" / "allocations.parquet")
+    for row in table.filter(pl.col("method") != "baseline_as_written").iter_rows(named=True):
+        on_curve = curves.filter(
+            (pl.col("workload") == row["workload"]) & (pl.col("model") == row["model"]) & (pl.col("batch_1") == row["batch_split"][0])
+            & (pl.col("power_limit_1") == row["power_limits"][0]) & (pl.col("power_limit_2") == row["power_limits"][1])
+        )  # fmt: skip
+        assert on_curve["cost"].to_list() == [row["cost"]]  # the marked optimum lies on its curve, bit for bit
+    bars = pl.read_parquet(root / "figures" / "hetero_methods.parquet")
+    assert bars.select("workload", "bar").rows() == [
+        (w, b) for b in ("baseline", "heuristic", "brute force", "sync optimum") for w in ("cifar100", "imagenet")
+    ]
