@@ -4,6 +4,7 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
+MEASURE_STAMP := $(VENV)/.installed-measure
 export DAGSTER_HOME := $(CURDIR)/.dagster_home
 SELECT ?= *
 
@@ -17,9 +18,12 @@ $(STAMP): pyproject.toml
 
 setup: $(STAMP)
 
-## setup-measure: the torch extra for the measurement harness (a CPU build from local disk here).
-setup-measure: $(STAMP)
+## setup-measure: the torch extra for the measurement harness (torch==2.13.0: a CPU build from local disk here).
+$(MEASURE_STAMP): $(STAMP)
 	$(VENV)/bin/pip install -q -e '.[test,measure]'
+	touch $(MEASURE_STAMP)
+
+setup-measure: $(MEASURE_STAMP)
 
 $(DAGSTER_HOME):
 	mkdir -p $(DAGSTER_HOME)
@@ -36,7 +40,8 @@ materialize: $(STAMP) | $(DAGSTER_HOME)
 ## figures: the main command: fetch, materialize everything, render figures/.
 figures: materialize
 
-test: $(STAMP)
+## test: the whole suite, the measurement harness's CPU path included (so it installs the torch extra).
+test: $(MEASURE_STAMP)
 	$(PY) -m pytest -q
 
 bench: $(STAMP)

@@ -20,6 +20,8 @@ from dataclasses import dataclass
 import click
 
 WORKERS = 2
+#: Dagster's console logger at INFO: asset logs and step outcomes, without the per-event DEBUG lines.
+RUN_CONFIG = {"loggers": {"console": {"config": {"log_level": "INFO"}}}}
 
 
 @dataclass(frozen=True)
@@ -71,12 +73,10 @@ def _run(asset_keys: list[str], partition_key: str | None = None) -> tuple[str, 
     job = definitions.resolve_implicit_global_asset_job_def().get_subset(asset_selection=set(keys))
     t0 = time.perf_counter()
     with dg.DagsterInstance.get() as instance:
-        result = job.execute_in_process(instance=instance, partition_key=partition_key, raise_on_error=False)
+        result = job.execute_in_process(
+            run_config=RUN_CONFIG, instance=instance, partition_key=partition_key, raise_on_error=False
+        )
     return partition_key or "unpartitioned", result.success, time.perf_counter() - t0
-
-
-def _run_many(asset_keys: list[str], partition_keys: list[str]) -> list[tuple[str, bool, float]]:
-    return [_run(asset_keys, key) for key in partition_keys]
 
 
 @click.command("materialize")
@@ -93,15 +93,18 @@ def materialize(select: str) -> None:
         failed |= not ok
     for name, assets in p.partitioned.items():
         keys = p.partition_keys[name]
-        chunks = [keys[i::WORKERS] for i in range(WORKERS)]
         t0 = time.perf_counter()
-        # spawn, not fork: a forked child would share the parent's open instance storage.
+        # spawn, not fork: a forked child would share the parent's open instance storage. One task per
+        # partition (the workers keep the code location loaded), so each partition reports as it ends.
         with ProcessPoolExecutor(WORKERS, mp_context=multiprocessing.get_context("spawn")) as pool:
-            futures = [pool.submit(_run_many, assets, chunk) for chunk in chunks if chunk]
-            for future in as_completed(futures):
-                for label, ok, secs in future.result():
-                    click.echo(f"[materialize] {', '.join(assets)} [{label}]: {'ok' if ok else 'FAILED'} in {secs:.1f} s", err=True)
-                    failed |= not ok
+            futures = [pool.submit(_run, assets, key) for key in keys]
+            for done, future in enumerate(as_completed(futures), 1):
+                label, ok, secs = future.result()
+                click.echo(
+                    f"[materialize] {', '.join(assets)} [{label}] ({done}/{len(keys)}): {'ok' if ok else 'FAILED'} in {secs:.1f} s",
+                    err=True,
+                )
+                failed |= not ok
         click.echo(f"[materialize] {len(keys)} partitions in {time.perf_counter() - t0:.1f} s", err=True)
     if p.after and not failed:
         label, ok, secs = _run(p.after)

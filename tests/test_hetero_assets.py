@@ -26,7 +26,7 @@ def materialized(mirror: Path, tmp_path_factory: pytest.TempPathFactory) -> tupl
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         result = dg.materialize(
-            [stand_in, hetero_defs.allocations, hetero_defs.brute_force_is_lowest, hetero_defs.hetero_figures],
+            [stand_in, hetero_defs.hetero_allocations, hetero_defs.brute_force_is_lowest, hetero_defs.hetero_figures],
             resources={"io_manager": ParquetIOManager(root=str(root)), "paths": PathsResource(root=str(root))},
         )
     return root, result
@@ -35,7 +35,7 @@ def materialized(mirror: Path, tmp_path_factory: pytest.TempPathFactory) -> tupl
 def test_allocations_table(materialized: tuple[Path, dg.ExecuteInProcessResult]) -> None:
     root, result = materialized
     assert result.success
-    table = pl.read_parquet(root / "assets" / "allocations.parquet")
+    table = pl.read_parquet(root / "assets" / "hetero_allocations.parquet")
     assert table.schema == pl.Schema(SCHEMA)
     assert table.group_by("workload", maintain_order=True).len().rows() == [("cifar100", 7), ("imagenet", 7)]
     brute = table.filter((pl.col("method") == "brute") & (pl.col("model") == "published"))
@@ -60,7 +60,7 @@ def test_figures_and_their_data(materialized: tuple[Path, dg.ExecuteInProcessRes
     curves = pl.read_parquet(root / "figures" / "hetero_cost_split.parquet")
     # 2 workloads x 2 models x 5 x 3 limit pairs x 4095 splits
     assert curves.height == 2 * 2 * 15 * 4095
-    table = pl.read_parquet(root / "assets" / "allocations.parquet")
+    table = pl.read_parquet(root / "assets" / "hetero_allocations.parquet")
     for row in table.filter(pl.col("method") != "baseline_as_written").iter_rows(named=True):
         on_curve = curves.filter(
             (pl.col("workload") == row["workload"]) & (pl.col("model") == row["model"]) & (pl.col("batch_1") == row["batch_split"][0])

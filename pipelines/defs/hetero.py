@@ -21,7 +21,7 @@ _PROFILES = {"hetero_gpu_profiles": dg.AssetIn(key="hetero_gpu_profiles")}
     "energy and cost in J per profiled window.",
     metadata={"dagster/column_schema": dg.TableSchema(columns=[dg.TableColumn(k, description=v) for k, v in DESCRIPTIONS.items()])},
 )
-def allocations(context: dg.AssetExecutionContext, hetero_gpu_profiles: pl.DataFrame) -> dg.Output[pl.DataFrame]:
+def hetero_allocations(context: dg.AssetExecutionContext, hetero_gpu_profiles: pl.DataFrame) -> dg.Output[pl.DataFrame]:
     table = allocations_table(hetero_gpu_profiles, strength_order=GPU_STRENGTH_ORDER, log=context.log.info)
     summary = table.select(
         "workload", "method", "model",
@@ -32,9 +32,9 @@ def allocations(context: dg.AssetExecutionContext, hetero_gpu_profiles: pl.DataF
     return dg.Output(table, metadata={"optima": dg.MetadataValue.json(summary.to_dicts())})
 
 
-@dg.asset_check(asset=allocations, blocking=True, description="No method beats brute force under the cost it minimises.")
-def brute_force_is_lowest(allocations: pl.DataFrame) -> dg.AssetCheckResult:
-    searched = allocations.filter(pl.col("method") != "baseline_as_written")
+@dg.asset_check(asset=hetero_allocations, blocking=True, description="No method beats brute force under the cost it minimises.")
+def brute_force_is_lowest(hetero_allocations: pl.DataFrame) -> dg.AssetCheckResult:
+    searched = hetero_allocations.filter(pl.col("method") != "baseline_as_written")
     best = searched.filter(pl.col("method") == "brute").select("workload", "model", pl.col("cost").alias("brute_cost"))
     worse = searched.join(best, on=["workload", "model"]).filter(pl.col("cost") < pl.col("brute_cost"))
     return dg.AssetCheckResult(passed=worse.height == 0 and best.height > 0, metadata={"violations": dg.MetadataValue.json(worse.to_dicts())})
@@ -48,7 +48,7 @@ def brute_force_is_lowest(allocations: pl.DataFrame) -> dg.AssetCheckResult:
     "figures/hetero_methods (baseline, heuristic, brute force and the synchronous optimum), PNG + PDF + Parquet data.",
 )
 def hetero_figures(
-    context: dg.AssetExecutionContext, paths: PathsResource, hetero_gpu_profiles: pl.DataFrame, allocations: pl.DataFrame
+    context: dg.AssetExecutionContext, paths: PathsResource, hetero_gpu_profiles: pl.DataFrame, hetero_allocations: pl.DataFrame
 ) -> dg.MaterializeResult:
     from pipelines.figures import hetero as figures
     from pipelines.figures.errors import NoData
@@ -57,15 +57,15 @@ def hetero_figures(
     folder = paths.paths().figures
     fits = fit_profiles(hetero_gpu_profiles)
     curves = []
-    for workload, gpus in allocations.select("workload", "gpus").unique(maintain_order=True).iter_rows():
+    for workload, gpus in hetero_allocations.select("workload", "gpus").unique(maintain_order=True).iter_rows():
         if len(gpus) == 2:
             pair = [fits[(workload, g)] for g in gpus]
-            idle = allocations.filter(pl.col("workload") == workload)["idle_power_w"][0].to_list()
+            idle = hetero_allocations.filter(pl.col("workload") == workload)["idle_power_w"][0].to_list()
             curves += [split_curves(pair, CostModel(kind, idle_power_w=tuple(idle))) for kind in MODEL_KINDS]
     written, skipped = {}, {}
     for name, build in (
-        ("hetero_cost_split", lambda: figures.cost_split(pl.concat(curves) if curves else pl.DataFrame(), allocations)),
-        ("hetero_methods", lambda: figures.methods(allocations)),
+        ("hetero_cost_split", lambda: figures.cost_split(pl.concat(curves) if curves else pl.DataFrame(), hetero_allocations)),
+        ("hetero_methods", lambda: figures.methods(hetero_allocations)),
     ):
         try:
             fig, data = build()

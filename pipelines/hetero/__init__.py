@@ -9,7 +9,7 @@ Modules, in the order data flows:
 - ``compositions``: the batch splits of a global batch, in lexicographic order, in chunks;
 - ``search``: the exact optimum by vectorised enumeration (any number of GPUs), the published
   methods (brute force, heuristic, baseline) and the published baseline as its code computes it;
-- ``allocations``: the allocations table of the ``allocations`` asset and the CLI;
+- ``allocations``: the allocations table of the ``hetero_allocations`` asset and the CLI;
 - ``curves``: cost over the split for every pair of power limits (the figure's data);
 - ``cli``: ``python -m pipelines hetero``.
 
