@@ -1,0 +1,53 @@
+"""The Dagster code location as a whole: it loads light, every table asset has its DuckDB view."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+import warnings
+
+import dagster as dg
+
+from pipelines.definitions import defs
+from pipelines.paths import REPO_ROOT
+
+#: Groups whose assets are tables (Parquet through the IO manager); raw and figures write files.
+TABLE_GROUPS = {"ingest", "clusters", "hetero"}
+HEAVY_MODULES = ("torch", "pynvml", "zeus", "matplotlib", "seaborn", "scipy")
+
+
+def _graph() -> dg.AssetGraph:  # type: ignore[name-defined]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return defs().resolve_asset_graph()
+
+
+def test_code_location_imports_no_heavy_module() -> None:
+    code = (
+        "import sys, warnings; warnings.simplefilter('ignore');"
+        "from pipelines.definitions import defs; defs().resolve_asset_graph();"
+        f"print(','.join(m for m in {HEAVY_MODULES!r} if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=REPO_ROOT)
+    assert out.stdout.strip() == ""
+
+
+def test_every_asset_is_grouped_and_described() -> None:
+    graph = _graph()
+    groups = {graph.get(k).group_name for k in graph.materializable_asset_keys}
+    assert groups == {"raw", "ingest", "quarantine", "clusters", "hetero", "figures"}
+    undescribed = [k.to_user_string() for k in graph.materializable_asset_keys if not graph.get(k).description]
+    assert undescribed == []
+
+
+def test_every_table_asset_has_a_view_and_every_view_an_asset() -> None:
+    graph = _graph()
+    tables = {
+        k.to_user_string()
+        for k in graph.materializable_asset_keys
+        if graph.get(k).group_name in TABLE_GROUPS and not k.to_user_string().endswith("figures")
+    }
+    views = set(re.findall(r"create or replace view (\w+)", (REPO_ROOT / "sql" / "views.sql").read_text()))
+    views.discard("quarantine")  # the union of the quarantine/<table> assets
+    assert views == tables
