@@ -27,7 +27,7 @@ setup-measure: $(MEASURE_STAMP)
 
 $(DAGSTER_HOME):
 	mkdir -p $(DAGSTER_HOME)
-	printf 'concurrency:\n  runs:\n    max_concurrent_runs: 2\n' > $(DAGSTER_HOME)/dagster.yaml
+	printf 'concurrency:\n  runs:\n    max_concurrent_runs: 2\ntelemetry:\n  enabled: false\n' > $(DAGSTER_HOME)/dagster.yaml
 
 ## fetch: copy/download every upstream file into raw/, verified by sha256.
 fetch: $(STAMP)

@@ -85,6 +85,7 @@ def materialize(select: str) -> None:
     """Materialize every selected asset and partition (what `make figures` runs)."""
     if not os.environ.get("DAGSTER_HOME"):
         raise click.UsageError("set DAGSTER_HOME (the Makefile sets it to .dagster_home)")
+    started = time.perf_counter()
     p = plan(select)
     failed = False
     if p.before:
@@ -110,5 +111,6 @@ def materialize(select: str) -> None:
         label, ok, secs = _run(p.after)
         click.echo(f"[materialize] {len(p.after)} downstream assets: {'ok' if ok else 'FAILED'} in {secs:.1f} s", err=True)
         failed |= not ok
+    click.echo(f"[materialize] {'FAILED' if failed else 'done'} in {time.perf_counter() - started:.1f} s", err=True)
     if failed:
         sys.exit(1)

@@ -114,3 +114,33 @@ def test_itp_partition_covers_cluster10(layer) -> None:
     summary = pl.read_parquet(root / "assets/zeus_cluster_summary/a40__itp.parquet")
     assert summary["jobs"].sum() == 260 and summary["gpu"].unique().to_list() == ["a40"]
     assert (summary["energy_j_zeus"] > 0).all()
+
+
+def test_cluster_figures_from_the_layer(layer, tmp_path: Path) -> None:
+    from pipelines.figures import catalog, clusters
+    from test_figures import assert_figure
+
+    root, _, _ = layer
+    frames = {name: pl.concat([pl.read_parquet(p) for p in sorted((root / "assets" / name).glob("*.parquet"))])
+              for name in ("zeus_cluster_summary", "zeus_cluster_history")}
+    for asset in catalog.CLUSTERS.assets:
+        report = catalog.render(asset, frames, tmp_path)
+        assert not report.skipped and len(report.written) == 1, report
+    summary = frames["zeus_cluster_summary"]
+    savings = assert_figure(tmp_path, "clusters_savings_by_trace",
+                            ["trace", "dataset", "gpu", "jobs", "energy_mwh_zeus", "energy_mwh_default",
+                             "energy_savings_vs_default_pct", "time_savings_vs_default_pct"], rows=summary.height)
+    assert savings["jobs"].sum() == 7 + 10 + 260
+    timeline = assert_figure(tmp_path, "clusters_energy_timeline", ["trace", "gpu", "policy", "day", "cumulative_energy_mwh"])
+    # three (trace, GPU) partitions x three policies, each line non-decreasing from day 0 and ending on the policy's exact total
+    history = frames["zeus_cluster_history"]
+    totals = history.group_by("trace", "gpu", "policy").agg((pl.col("energy_j").sum() / 3.6e9).alias("total"))
+    lines = timeline.group_by("trace", "gpu", "policy", maintain_order=True).agg(
+        pl.col("day").first().alias("first_day"), pl.col("cumulative_energy_mwh").last().alias("last"),
+        pl.col("cumulative_energy_mwh").diff().min().alias("min_step"), pl.len().alias("points"))
+    joined = lines.join(totals, on=["trace", "gpu", "policy"])
+    assert joined.height == 9 and (joined["first_day"] == 0.0).all() and (joined["min_step"] >= 0).all()
+    assert joined["last"].to_list() == pytest.approx(joined["total"].to_list(), rel=1e-12)
+    assert joined["points"].max() <= clusters.TIMELINE_POINTS + 1
+    with pytest.raises(clusters.NoData):
+        clusters.savings_by_trace(summary.clear())

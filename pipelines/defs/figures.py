@@ -66,4 +66,5 @@ def figure_family(family: catalog.FigureFamily) -> dg.AssetsDefinition:
 energy_figures = figure_family(catalog.ENERGY)
 power_profile_figures = figure_family(catalog.POWER)
 simulation_figures = figure_family(catalog.SIMULATION)
+cluster_figures = figure_family(catalog.CLUSTERS)
 trace_figures = figure_family(catalog.TRACES)

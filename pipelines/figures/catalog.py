@@ -7,9 +7,7 @@ A ``FigureAsset`` may write several figures (e.g. one per GPU); each is ``<name>
 Figure modules (matplotlib, seaborn) are imported inside the render functions, so that loading
 the Dagster code location stays fast.
 
-To add a figure (e.g. the cluster simulation figures: savings per trace, workload and GPU;
-cumulative energy over each trace's timeline, Zeus vs Default):
-write ``fn(frames) -> (Figure, data)`` in a module of this package, add a ``FigureAsset`` whose
+To add a figure: write ``fn(frames) -> (Figure, data)`` in a module of this package, add a ``FigureAsset`` whose
 ``inputs`` are the asset keys of its tables to a family below (or a new family), and it is
 materialized by ``make figures``.
 """
@@ -167,6 +165,30 @@ SIMULATION = FigureFamily("simulation_figures", (
 
 
 # ---------------------------------------------------------------------------------------------
+# clusters: the Zeus replay over every cluster trace (inputs: all partitions of the trace x GPU tables)
+
+
+def _cluster_savings(frames: Frames) -> Plan:
+    from pipelines.figures import clusters
+
+    return Plan([("clusters_savings_by_trace", lambda: clusters.savings_by_trace(frames["zeus_cluster_summary"]))])
+
+
+def _cluster_timeline(frames: Frames) -> Plan:
+    from pipelines.figures import clusters
+
+    return Plan([("clusters_energy_timeline", lambda: clusters.energy_timeline(frames["zeus_cluster_history"]))])
+
+
+CLUSTERS = FigureFamily("cluster_figures", (
+    FigureAsset("figure_cluster_savings", "Energy and time Zeus saves vs Default (%), per trace, workload and GPU.",
+                ("zeus_cluster_summary",), _cluster_savings),
+    FigureAsset("figure_cluster_energy_timeline", "Cumulative energy (MWh) over each trace's timeline, Zeus vs Grid Search vs Default, per GPU.",
+                ("zeus_cluster_history",), _cluster_timeline),
+))
+
+
+# ---------------------------------------------------------------------------------------------
 # traces: ITP, ElasticFlow, AcmeTrace, Alibaba
 
 JOB_TABLES = ("itp_jobs", "elasticflow_jobs", "acme_jobs", "alibaba_groups")
@@ -231,6 +253,6 @@ TRACES = FigureFamily("trace_figures", (
 ))
 
 #: Every family, each one Dagster step.
-FAMILIES: tuple[FigureFamily, ...] = (ENERGY, POWER, SIMULATION, TRACES)
+FAMILIES: tuple[FigureFamily, ...] = (ENERGY, POWER, SIMULATION, CLUSTERS, TRACES)
 
 
