@@ -225,7 +225,7 @@ zeus_power_profiles = ingest_asset(
     zeus.POWER_SPEC,
     description="Zeus power traces of V100, A40, RTX6000 and P100 (and measured GPUs): epoch time and power per (batch size, power limit).",
     raw=raw_zeus_traces,
-    read=lambda p: zeus.read_power(p.raw / "zeus"),
+    read=lambda p: zeus.read_power_profiles(p.raw / "zeus", p.measured),
     checks=[TableCheck("published_power_limits", "Each published GPU's power-limit set is as documented.", _power_limits)],
 )
 alibaba_groups = ingest_asset(

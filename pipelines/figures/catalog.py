@@ -152,10 +152,19 @@ ENERGY = FigureFamily("energy_figures", (
     FigureAsset("figure_energy_eta_sensitivity", "Energy and time of the least-cost configuration relative to Default as eta goes 0 -> 1.",
                 ZEUS, _eta_sensitivity),
 ))
+def _measured(frames: Frames) -> Plan:
+    from pipelines.figures import measured
+
+    return Plan([("measured_profiles", lambda: measured.measured_profiles(frames["zeus_power_profiles"]))])
+
+
 POWER = FigureFamily("power_profile_figures", (
     FigureAsset("figure_energy_power_limit_response",
                 "Time per epoch and average power vs power limit, per batch size; one figure per workload.",
                 ("zeus_power_profiles",), _power_limit_response),
+    FigureAsset("figure_measured_profiles",
+                "Profiles measured here (raw/measured, `python -m pipelines measure profile`): epoch time and power vs batch size.",
+                ("zeus_power_profiles",), _measured),
 ))
 SIMULATION = FigureFamily("simulation_figures", (
     FigureAsset("figure_energy_convergence",

@@ -1,12 +1,22 @@
-"""Zeus NSDI '23 train and power traces."""
+"""Zeus NSDI '23 train and power traces, and power profiles measured on our own GPUs (``raw/measured``)."""
 
 from __future__ import annotations
 
+import csv
 from pathlib import Path
 
 import polars as pl
 
-from pipelines.ingest.common import IngestResult, TableSpec, ingest_files
+from pipelines.ingest.common import (
+    IngestError,
+    IngestResult,
+    TableSpec,
+    empty_quarantine,
+    empty_table,
+    ingest_bytes,
+    ingest_files,
+    quarantine_frame,
+)
 from pipelines.ingest.schemas import ZeusPowerProfiles, ZeusTrainRuns
 
 #: The GPUs of the published power trace, and the power limits (W) each was profiled at.
@@ -50,6 +60,148 @@ def read_power(folder: Path, gpus: tuple[str, ...] = PUBLISHED_GPUS) -> IngestRe
     files = [(power_file(folder, gpu), f"summary_power_{gpu}.csv") for gpu in gpus]
     gpu_of = {power_file(folder, gpu): gpu for gpu in gpus}
     return ingest_files(files, POWER_SPEC, extra_columns=lambda p: {"gpu": gpu_of[p], "source": ZEUS_SOURCE})
+
+
+# ---------------------------------------------------------------------------------------------
+# measured profiles (raw/measured/*.csv, written by ``python -m pipelines measure profile``)
+
+MEASURED_SOURCE_PREFIX = "measured:"
+#: A measured file with a ``gpu`` column: one GPU name per row, unique per (gpu, workload, bs, limit).
+MEASURED_SPEC = TableSpec(
+    "zeus_power_profiles",
+    ZeusPowerProfiles,
+    {"gpu": "gpu", **{c: c for c in _POWER_COLUMNS}},
+    unique_key=("gpu", *POWER_SPEC.unique_key),
+)
+#: The harness's ``method`` column value for a row timed without an energy measurement.
+TIME_ONLY_METHOD = "none"
+
+
+def _time_only_lines(data: bytes) -> dict[int, str]:
+    """Line number -> reason of the rows the harness marked ``method = none`` (timed, no energy measured)."""
+    lines = [line.rstrip("\r") for line in data.decode("utf-8", "replace").split("\n")]
+    header = next(csv.reader([lines[0]]), [])
+    if "method" not in header:
+        return {}
+    method_at = header.index("method")
+    note_at = header.index("note") if "note" in header else None
+    found: dict[int, str] = {}
+    for number, fields in enumerate(csv.reader(lines[1:]), start=2):
+        if len(fields) > method_at and fields[method_at].strip() == TIME_ONLY_METHOD:
+            note = fields[note_at].strip() if note_at is not None and len(fields) > note_at else ""
+            found[number] = note or "no energy measurement"
+    return found
+
+
+def read_measured_file(path: Path, display: str, seen: dict[tuple, str] | None = None) -> tuple[IngestResult, dict[int, str]]:
+    """One measured profile -> (its power rows and quarantine, the time-only rows left out: line -> reason).
+
+    ``gpu`` comes from the file's ``gpu`` column, else from its name (``h100.csv`` -> ``h100``);
+    ``source`` is ``measured:<file name>``. Rows the harness marked ``method = none`` carry no
+    power and cannot serve the simulator: they are neither table nor quarantine rows (they are
+    not malformed) and are returned separately so the caller can report them. Every other line
+    goes through the ingest path (typed, validated, quarantined with file, line and reason);
+    quarantine line numbers are those of the file. ``seen`` (keys kept by earlier files) turns on
+    the cross-file checks of ``read_measured``.
+    """
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise IngestError(display, f"unreadable file: {exc}") from exc
+    time_only = _time_only_lines(data)
+    lines = data.split(b"\n")
+    kept = [n for n in range(1, len(lines) + 1) if n not in time_only]  # file line numbers of the lines passed on
+    has_gpu = "gpu" in next(csv.reader([lines[0].decode("utf-8", "replace")]), [])
+    spec = MEASURED_SPEC if has_gpu else POWER_SPEC
+    extras = {"source": f"{MEASURED_SOURCE_PREFIX}{path.name}", **({} if has_gpu else {"gpu": path.stem})}
+    if time_only and not any(lines[n - 1].strip() for n in kept[1:]):
+        return IngestResult(empty_table(spec), empty_quarantine(), lines_in=0, files=[display]), time_only
+    result = ingest_bytes(b"\n".join(lines[n - 1] for n in kept), spec, source_file=display, extras=extras)
+    if time_only and result.quarantine.height:
+        original = pl.Series([kept[n - 1] for n in result.quarantine["line"]], dtype=pl.Int64)
+        result.quarantine = result.quarantine.with_columns(line=original)
+    if seen is not None:
+        result = _measured_conflicts(result, data, time_only, seen)
+    return result, time_only
+
+
+def _table_lines(data: bytes, time_only: dict[int, str], result: IngestResult) -> list[int]:
+    """File line numbers of ``result.table``'s rows: in order, the non-blank data lines neither time-only nor quarantined."""
+    skipped = set(time_only) | set(result.quarantine["line"].to_list())
+    lines = data.split(b"\n")
+    numbers = [n for n in range(2, len(lines) + 1) if lines[n - 1].strip() and n not in skipped]
+    if len(numbers) != result.table.height:
+        raise IngestError(result.files[0], f"cannot map {result.table.height} table rows to file lines ({len(numbers)} candidates)")
+    return numbers
+
+
+def _measured_conflicts(result: IngestResult, data: bytes, time_only: dict[int, str], seen: dict[tuple, str]) -> IngestResult:
+    """Quarantine rows named like a published GPU, and rows whose key an earlier measured file already has.
+
+    ``seen`` maps each (gpu, dataset, network, batch_size, optimizer, power_limit) kept so far to
+    ``file:line``; it is updated with this file's kept rows.
+    """
+    table = result.table
+    if table.height == 0:
+        return result
+    display = result.files[0]
+    lines = _table_lines(data, time_only, result)
+    key = ["gpu", *POWER_SPEC.unique_key]
+    reasons: list[str | None] = []
+    for row, line in zip(table.select(key).iter_rows(), lines, strict=True):
+        if row[0] in PUBLISHED_GPUS:
+            reasons.append(f"gpu {row[0]!r} is a GPU of the published trace: give the measured GPU another name")
+        elif row in seen:
+            reasons.append(f"duplicate {', '.join(key)} of {seen[row]} (first file kept)")
+        else:
+            seen[row] = f"{display}:{line}"
+            reasons.append(None)
+    bad = [i for i, r in enumerate(reasons) if r is not None]
+    if not bad:
+        return result
+    raw_lines = data.split(b"\n")
+    moved = quarantine_frame(
+        POWER_SPEC.table,
+        display,
+        [lines[i] for i in bad],
+        "gpu",
+        pl.Series([reasons[i] for i in bad], dtype=pl.String),
+        pl.Series([raw_lines[lines[i] - 1].rstrip(b"\r").decode("utf-8", "replace") for i in bad], dtype=pl.String),
+    )
+    keep = pl.Series([r is None for r in reasons])
+    return IngestResult(
+        table.filter(keep),
+        pl.concat([result.quarantine, moved], how="vertical").sort("line"),
+        lines_in=result.lines_in,
+        files=result.files,
+    )
+
+
+def read_measured(folder: Path) -> IngestResult:
+    """Every ``*.csv`` of ``folder`` (``raw/measured``), sorted by name -> ``zeus_power_profiles`` rows.
+
+    Besides each file's own validation: a measured GPU may not take a published GPU's name, and a
+    (gpu, workload, batch size, power limit) measured in two files is kept from the first file
+    only (the simulator needs one row per configuration). Time-only rows are left out and named
+    in ``files`` (the asset's ``source_files`` metadata) with their count and reason.
+    """
+    if not folder.is_dir():
+        return IngestResult(empty_table(POWER_SPEC), empty_quarantine())
+    results: list[IngestResult] = []
+    seen: dict[tuple, str] = {}
+    for path in sorted(folder.glob("*.csv")):
+        display = f"{folder.name}/{path.name}"
+        result, time_only = read_measured_file(path, display, seen)
+        if time_only:
+            reasons = sorted(set(time_only.values()))
+            result.files = [f"{display} ({len(time_only)} time-only rows not ingested: {'; '.join(reasons)})"]
+        results.append(result)
+    return IngestResult.concat(results, POWER_SPEC)
+
+
+def read_power_profiles(zeus_folder: Path, measured_folder: Path) -> IngestResult:
+    """The published power traces of ``zeus_folder`` followed by the measured profiles of ``measured_folder``."""
+    return IngestResult.concat([read_power(zeus_folder), read_measured(measured_folder)], POWER_SPEC)
 
 
 def power_limit_mismatches(power: pl.DataFrame) -> dict[str, str]:

@@ -1,0 +1,196 @@
+"""Measured profiles (raw/measured/*.csv) as rows of zeus_power_profiles, simulated like a published GPU, and drawn."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import warnings
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from pipelines.ingest.zeus import read_measured, read_power_profiles, read_train
+from pipelines.measure.harness import PROFILE_SCHEMA, write_profile
+from pipelines.paths import REPO_ROOT, ProjectPaths
+from pipelines.zeus.single import simulate_single
+from pipelines.zeus.traces import JobSpec, build_table, from_frames
+
+GPU = "a100-sxm4-40gb"
+BATCH_SIZES = (32, 64, 128, 256, 512, 1024)
+LIMITS_W = (200, 250, 300, 400)
+#: time per epoch (s) at 400 W and power drawn unconstrained (W) of cifar100/shufflenetv2, A100-like.
+TPE_400 = {32: 41.7, 64: 21.9, 128: 11.8, 256: 7.1, 512: 5.6, 1024: 5.2}
+DRAW_W = {32: 118.0, 64: 151.0, 128: 197.0, 256: 243.0, 512: 262.0, 1024: 271.0}
+
+
+def profile_rows(gpu: str = GPU, limits: tuple[int, ...] = LIMITS_W) -> pl.DataFrame:
+    """A measured A100 profile in the harness's schema: lower limits slow the big batches that draw more than the limit."""
+    rows = []
+    for limit in limits:
+        for bs in BATCH_SIZES:
+            power = min(DRAW_W[bs], 0.95 * limit)
+            tpe = TPE_400[bs] * (DRAW_W[bs] / power) ** 0.6
+            sps = 50_000 / tpe
+            rows.append({
+                "dataset": "cifar100", "network": "shufflenetv2", "batch_size": bs, "optimizer": "adadelta", "power_limit": limit,
+                "time_per_epoch": tpe, "average_power": power, "gpu": gpu, "gpu_name": "NVIDIA A100-SXM4-40GB",
+                "gpu_uuid": "GPU-5c6a8d1e-0000-0000-0000-000000000000", "device": "cuda:0", "method": "counter",
+                "samples_per_second": sps, "energy_per_epoch": power * tpe, "cpu_threads": 8, "iterations": 50,
+                "warmup_iterations": 10, "window_s": 50 * bs / sps, "window_energy_j": power * 50 * bs / sps, "short_window": False,
+                "power_limit_set": True, "note": None, "torch_version": "2.13.0", "measured_at": "2026-11-20T10:00:00+00:00",
+            })  # fmt: skip
+    return pl.DataFrame(rows, schema=PROFILE_SCHEMA)
+
+
+def time_only_rows() -> pl.DataFrame:
+    rows = profile_rows("cpu-amd-epyc", (200,)).head(2)
+    reason = "no energy measurement: no RAPL: /sys/class/powercap does not exist"
+    return rows.with_columns(
+        average_power=pl.lit(None, pl.Float64), energy_per_epoch=pl.lit(None, pl.Float64), window_energy_j=pl.lit(None, pl.Float64),
+        power_limit=pl.lit(None, pl.Int64), method=pl.lit("none"), note=pl.lit(reason), device=pl.lit("cpu"),
+    )  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def train(mirror: Path) -> pl.DataFrame:
+    return read_train(mirror / "zeus" / "summary_train.csv").table
+
+
+def test_measured_rows_join_the_published_ones(mirror: Path, tmp_path: Path) -> None:
+    folder = tmp_path / "measured"
+    write_profile(profile_rows(), folder / "a100.csv")
+    write_profile(time_only_rows(), folder / "cpu.csv")
+    result = read_power_profiles(mirror / "zeus", folder)
+    measured = result.table.filter(pl.col("source").str.starts_with("measured:"))
+    assert result.quarantine.height == 0 and result.table.height == 1609 + 24
+    assert measured.height == 24 and set(measured["gpu"]) == {GPU} and set(measured["source"]) == {"measured:a100.csv"}
+    row = measured.filter((pl.col("batch_size") == 1024) & (pl.col("power_limit") == 200)).row(0, named=True)
+    assert row["average_power"] == pytest.approx(190.0) and row["time_per_epoch"] == pytest.approx(5.2 * (271 / 190) ** 0.6)
+    assert result.table.columns == ["gpu", "dataset", "network", "batch_size", "optimizer", "power_limit", "time_per_epoch", "average_power", "source"]
+    # the time-only rows are not in the table nor in the quarantine, and the report says so
+    assert "measured/cpu.csv (2 time-only rows not ingested: no energy measurement: no RAPL" in " ".join(result.files)
+
+
+def test_bad_measured_rows_are_quarantined_with_file_line_and_reason(tmp_path: Path) -> None:
+    folder = tmp_path / "measured"
+    good = profile_rows(limits=(250,))
+    bad = pl.concat([
+        time_only_rows(),                                            # lines 2-3: time-only, left out
+        good.head(1).with_columns(time_per_epoch=pl.lit(-1.0)),      # line 4: negative time
+        good.slice(1, 1).with_columns(gpu=pl.lit("v100")),           # line 5: a published GPU's name
+        good.slice(2, 1).with_columns(power_limit=pl.lit(275, pl.Int64)),  # line 6: fine
+        good.slice(3, 1),                                            # line 7: duplicate of a100.csv:5
+    ])  # fmt: skip
+    write_profile(good, folder / "a100.csv")
+    write_profile(bad, folder / "b_mixed.csv")
+    (folder / "h100_sxm.csv").write_text(  # a hand-written file in the published schema: gpu from the file name
+        "dataset,network,batch_size,optimizer,power_limit,time_per_epoch,average_power\n"
+        "cifar100,shufflenetv2,1024,adadelta,700,3.1,412.5\n"
+        "cifar100,shufflenetv2,512,adadelta,700,,301.0\n"
+    )
+    result = read_measured(folder)
+    q = result.quarantine.sort("source_file", "line")
+    assert q.select("source_file", "line", "column").rows() == [
+        ("measured/b_mixed.csv", 4, "time_per_epoch"),
+        ("measured/b_mixed.csv", 5, "gpu"),
+        ("measured/b_mixed.csv", 7, "gpu"),
+        ("measured/h100_sxm.csv", 3, "time_per_epoch"),
+    ]
+    reasons = q["reason"].to_list()
+    assert "greater_than(0)" in reasons[0] and "published trace" in reasons[1]
+    assert reasons[2].startswith("duplicate gpu, dataset, network, batch_size, optimizer, power_limit of measured/a100.csv:5")
+    assert q["raw"][0].startswith("cifar100,shufflenetv2,32,adadelta,250,-1.0,")
+    assert result.table.height == 6 + 1 + 1  # a100.csv, line 6 of b_mixed.csv, line 2 of h100_sxm.csv
+    h100 = result.table.filter(pl.col("gpu") == "h100_sxm").row(0, named=True)
+    assert (h100["batch_size"], h100["power_limit"], h100["average_power"], h100["source"]) == (1024, 700, 412.5, "measured:h100_sxm.csv")
+    assert result.table.height + result.quarantine.height + 2 == 6 + 6 + 2  # every data line accounted for (2 time-only)
+    assert "measured/b_mixed.csv (2 time-only rows not ingested" in result.files[1]
+
+
+def test_simulator_runs_on_a_measured_gpu(mirror: Path, train: pl.DataFrame, tmp_path: Path) -> None:
+    write_profile(profile_rows(), tmp_path / "a100.csv")
+    power = read_power_profiles(mirror / "zeus", tmp_path).table
+    traces = from_frames(train, power)
+    table = build_table(traces, GPU, JobSpec("cifar100", "shufflenetv2", "adadelta", 0.6, 100, 1024))
+    assert table.batch_sizes == BATCH_SIZES and table.max_power == 400
+    assert table.by_batch_size[1024].power_limits == LIMITS_W
+    runs = simulate_single(table, eta=0.5, beta=2.0, seed=1)
+    assert len(runs) >= 2 * len(BATCH_SIZES) * len(LIMITS_W)
+    assert runs[0].bs == 1024 and runs[0].reached  # Zeus starts from b0
+    assert {r.bs for r in runs} <= set(BATCH_SIZES) and {r.pl for r in runs} <= set(LIMITS_W)
+    for r in runs:  # every run's average power is one of its batch size's measured powers (or a mix, while profiling)
+        powers = [min(DRAW_W[r.bs], 0.95 * pl_) for pl_ in LIMITS_W]
+        assert min(powers) - 1e-6 <= r.energy / r.time <= max(powers) + 1e-6
+    # the published GPUs are unaffected by the measured rows
+    v100 = build_table(traces, "v100", JobSpec("cifar100", "shufflenetv2", "adadelta", 0.6, 100, 1024))
+    assert v100.max_power == 250
+
+
+@pytest.fixture(scope="module")
+def materialized(tmp_path_factory: pytest.TempPathFactory) -> tuple[ProjectPaths, object]:
+    """raw_zeus_traces + zeus_train_runs + zeus_power_profiles materialized into a root whose raw/measured holds two files."""
+    import dagster as dg
+
+    from pipelines.dagster_support import ParquetIOManager, PathsResource
+    from pipelines.defs import ingest
+
+    root = tmp_path_factory.mktemp("measured_project")
+    paths = ProjectPaths(root)
+    write_profile(profile_rows(), paths.measured / "a100.csv")
+    write_profile(time_only_rows(), paths.measured / "cpu.csv")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        result = dg.materialize(
+            [ingest.raw_zeus_traces, ingest.zeus_train_runs, ingest.zeus_power_profiles],
+            resources={"io_manager": ParquetIOManager(root=str(root)), "paths": PathsResource(root=str(root))},
+            raise_on_error=True,
+        )
+    return paths, result
+
+
+def test_asset_reads_raw_measured_and_passes_its_checks(materialized: tuple[ProjectPaths, object]) -> None:
+    paths, result = materialized
+    checks = {e.check_name: e.passed for e in result.get_asset_check_evaluations()}  # type: ignore[attr-defined]
+    assert checks == {"quarantine_share": True, "published_power_limits": True}
+    power = pl.read_parquet(paths.table("zeus_power_profiles"))
+    assert dict(power.group_by("source").len().iter_rows()) == {"zeus-nsdi23": 1609, "measured:a100.csv": 24}
+    materializations = [e for e in result.get_asset_materialization_events() if e.asset_key.path == ["zeus_power_profiles"]]  # type: ignore[attr-defined]
+    files = materializations[0].materialization.metadata["source_files"].value
+    assert "measured/a100.csv" in files and any(f.startswith("measured/cpu.csv (2 time-only rows not ingested") for f in files)
+
+
+def test_simulate_cli_accepts_the_measured_gpu(materialized: tuple[ProjectPaths, object], train: pl.DataFrame) -> None:
+    paths, _ = materialized
+    args = ["single", "--dataset", "cifar100", "--model", "shufflenetv2", "--optimizer", "adadelta", "--target-metric", "0.6",
+            "--max-epochs", "100", "--b0", "1024", "--gpu", GPU, "--eta-knob", "0.5", "--beta-knob", "2.0", "--seed", "3"]  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, "-m", "pipelines", "simulate", *args],
+        capture_output=True, text=True, cwd=REPO_ROOT, check=False, env={**os.environ, "GPU_ENERGY_HOME": str(paths.root)},
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    lines = [json.loads(line) for line in done.stdout.splitlines()]
+    power = pl.read_parquet(paths.table("zeus_power_profiles"))
+    expected = simulate_single(build_table(from_frames(train, power), GPU, JobSpec("cifar100", "shufflenetv2", "adadelta", 0.6, 100, 1024)), 0.5, 2.0, 3)
+    assert [(r["bs"], r["pl"], r["energy"], r["time"], r["reached"]) for r in lines] == [(r.bs, r.pl, r.energy, r.time, r.reached) for r in expected]
+    assert sum(r["reached"] for r in lines) == 2 * 6 * 4  # 2 x |B| x |P| recurrences, each ending in one run that reached
+
+
+def test_measured_profiles_figure(mirror: Path, tmp_path: Path) -> None:
+    from pipelines.figures.errors import NoData
+    from pipelines.figures.measured import measured_profiles
+
+    published = read_power_profiles(mirror / "zeus", tmp_path / "none").table
+    with pytest.raises(NoData, match="no measured power profiles"):
+        measured_profiles(published)
+    write_profile(profile_rows(), tmp_path / "a100.csv")
+    power = read_power_profiles(mirror / "zeus", tmp_path).table
+    fig, data = measured_profiles(power)
+    assert data.height == 24 and set(data["gpu"]) == {GPU}
+    assert len(fig.axes) == 4 + 2  # time and power vs batch size, and vs power limit (four limits), plus two colourbars
+    top = fig.axes[0]
+    assert top.get_ylabel() == "time per epoch (s)" and len(top.get_lines()) == len(LIMITS_W)
+    single = measured_profiles(power.filter(pl.col("power_limit") != 200).filter((pl.col("power_limit") == 400) | (pl.col("source") == "zeus-nsdi23")))[0]
+    assert len(single.axes) == 2  # one limit: no vs-limit rows, no colourbar
