@@ -121,21 +121,20 @@ def read_measured_file(path: Path, display: str, seen: dict[tuple, str] | None =
         original = pl.Series([kept[n - 1] for n in result.quarantine["line"]], dtype=pl.Int64)
         result.quarantine = result.quarantine.with_columns(line=original)
     if seen is not None:
-        result = _measured_conflicts(result, data, time_only, seen)
+        result = _measured_conflicts(result, lines, time_only, seen)
     return result, time_only
 
 
-def _table_lines(data: bytes, time_only: dict[int, str], result: IngestResult) -> list[int]:
+def _table_lines(lines: list[bytes], time_only: dict[int, str], result: IngestResult) -> list[int]:
     """File line numbers of ``result.table``'s rows: in order, the non-blank data lines neither time-only nor quarantined."""
     skipped = set(time_only) | set(result.quarantine["line"].to_list())
-    lines = data.split(b"\n")
     numbers = [n for n in range(2, len(lines) + 1) if lines[n - 1].strip() and n not in skipped]
     if len(numbers) != result.table.height:
         raise IngestError(result.files[0], f"cannot map {result.table.height} table rows to file lines ({len(numbers)} candidates)")
     return numbers
 
 
-def _measured_conflicts(result: IngestResult, data: bytes, time_only: dict[int, str], seen: dict[tuple, str]) -> IngestResult:
+def _measured_conflicts(result: IngestResult, lines: list[bytes], time_only: dict[int, str], seen: dict[tuple, str]) -> IngestResult:
     """Quarantine rows named like a published GPU, and rows whose key an earlier measured file already has.
 
     ``seen`` maps each (gpu, dataset, network, batch_size, optimizer, power_limit) kept so far to
@@ -145,10 +144,10 @@ def _measured_conflicts(result: IngestResult, data: bytes, time_only: dict[int, 
     if table.height == 0:
         return result
     display = result.files[0]
-    lines = _table_lines(data, time_only, result)
+    numbers = _table_lines(lines, time_only, result)
     key = ["gpu", *POWER_SPEC.unique_key]
     reasons: list[str | None] = []
-    for row, line in zip(table.select(key).iter_rows(), lines, strict=True):
+    for row, line in zip(table.select(key).iter_rows(), numbers, strict=True):
         if row[0] in PUBLISHED_GPUS:
             reasons.append(f"gpu {row[0]!r} is a GPU of the published trace: give the measured GPU another name")
         elif row in seen:
@@ -159,14 +158,13 @@ def _measured_conflicts(result: IngestResult, data: bytes, time_only: dict[int, 
     bad = [i for i, r in enumerate(reasons) if r is not None]
     if not bad:
         return result
-    raw_lines = data.split(b"\n")
     moved = quarantine_frame(
         POWER_SPEC.table,
         display,
-        [lines[i] for i in bad],
+        [numbers[i] for i in bad],
         "gpu",
         pl.Series([reasons[i] for i in bad], dtype=pl.String),
-        pl.Series([raw_lines[lines[i] - 1].rstrip(b"\r").decode("utf-8", "replace") for i in bad], dtype=pl.String),
+        pl.Series([lines[numbers[i] - 1].rstrip(b"\r").decode("utf-8", "replace") for i in bad], dtype=pl.String),
     )
     keep = pl.Series([r is None for r in reasons])
     return IngestResult(
