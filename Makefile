@@ -51,8 +51,10 @@ dev: $(STAMP) | $(DAGSTER_HOME)
 	$(VENV)/bin/dagster dev -w workspace.yaml
 
 ## sql: interactive DuckDB shell with a view per asset (in-memory: never locks a materialization).
+## Each -cmd holds one statement (the DuckDB shell takes no dot command after a ';' in the same -cmd);
+## with .bail off a view whose Parquet is not materialized yet prints an IO Error and the rest load.
 sql: $(STAMP)
-	$(VENV)/bin/duckdb -cmd "SET file_search_path='$(CURDIR)'; .read sql/views.sql"
+	$(VENV)/bin/duckdb -cmd "set variable assets = '$(or $(GPU_ENERGY_HOME),$(CURDIR))/assets'" -cmd ".bail off" -cmd ".read sql/views.sql"
 
 clean:
 	rm -rf assets/*.parquet assets/*/ figures/*.png figures/*.pdf

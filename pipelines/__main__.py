@@ -1,3 +1,3 @@
 from pipelines.cli import main
 
-main()
+main(prog_name="python -m pipelines")

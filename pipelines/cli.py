@@ -7,6 +7,7 @@ Each subcommand lives next to the code it drives; register it in ``SUBCOMMANDS``
 from __future__ import annotations
 
 import importlib
+import sys
 
 import click
 
@@ -33,13 +34,9 @@ class LazyGroup(click.Group):
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         if cmd_name in self.lazy:
             module_name, attr = self.lazy[cmd_name].split(":")
-            try:
-                module = importlib.import_module(module_name)
-            except ModuleNotFoundError as exc:  # a subcommand whose module is not built yet
-                if exc.name and module_name.startswith(exc.name):
-                    return None
-                raise
-            return getattr(module, attr)
+            module = importlib.import_module(module_name)
+            command: click.Command = getattr(module, attr)
+            return command
         return super().get_command(ctx, cmd_name)
 
 
@@ -48,5 +45,22 @@ def cli() -> None:
     """GPU-energy research pipelines (Zeus, ITP/ElasticFlow, AcmeTrace, Zeus²)."""
 
 
-def main() -> None:
-    cli(prog_name="python -m pipelines")
+def main(prog_name: str | None = None) -> None:
+    """Run the CLI; usage errors print one line (``Error: ...``) and exit with code 2.
+
+    ``prog_name`` is the name usage lines show: ``python -m pipelines`` from ``__main__``, else the
+    script the user typed (``gpu-energy``).
+    """
+    try:
+        code = cli.main(prog_name=prog_name, standalone_mode=False)
+    except click.UsageError as exc:
+        hint = f" (see '{exc.ctx.command_path} --help')" if exc.ctx is not None else ""
+        click.echo(f"Error: {exc.format_message()}{hint}", err=True)
+        sys.exit(exc.exit_code)
+    except click.ClickException as exc:
+        exc.show()
+        sys.exit(exc.exit_code)
+    except click.Abort:
+        click.echo("Aborted.", err=True)
+        sys.exit(130)
+    sys.exit(code if isinstance(code, int) else 0)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from importlib.resources import files
+from importlib.resources.abc import Traversable
 from pathlib import Path
 
 #: The repository root (the folder holding pyproject.toml), resolved from this file.
@@ -31,11 +33,6 @@ class ProjectPaths:
         return self.root / "figures"
 
     @property
-    def sql(self) -> Path:
-        """Views and example queries; always read from the repository, not from ``root``."""
-        return REPO_ROOT / "sql"
-
-    @property
     def measured(self) -> Path:
         """Profiles measured with ``python -m pipelines measure`` (committed data, not fetched)."""
         return self.raw / "measured"
@@ -58,3 +55,12 @@ def default_mirror() -> Path | None:
         return Path(env).resolve()
     candidate = REPO_ROOT.parent / "shared" / "traces"
     return candidate if candidate.is_dir() else None
+
+
+def sql_file(name: str) -> Traversable:
+    """A file shipped with the package under ``pipelines/sql/`` (``views.sql``, ``examples/*.sql``).
+
+    Read through ``importlib.resources``, so it is found in an installed wheel as in the repository
+    (whose top-level ``sql/`` links to the same folder).
+    """
+    return files("pipelines").joinpath("sql", *name.split("/"))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
@@ -10,6 +11,17 @@ import duckdb
 import polars as pl
 
 from pipelines.sql_views import connect, run_sql, view_names
+
+
+def flatten_nested(frame: pl.DataFrame) -> pl.DataFrame:
+    """``frame`` with every list, array or struct column written as JSON text (CSV holds no nesting)."""
+    nested = [name for name, dtype in frame.schema.items() if dtype.is_nested()]
+    if not nested:
+        return frame
+    return frame.with_columns(
+        pl.Series(name, [None if v is None else json.dumps(v, default=str) for v in frame[name].to_list()], dtype=pl.String)
+        for name in nested
+    )
 
 
 @click.command("sql")
@@ -31,7 +43,7 @@ def sql(query: str | None, file: Path | None, fmt: str) -> None:
     except duckdb.Error as exc:
         raise click.ClickException(str(exc).splitlines()[0]) from exc
     if fmt == "csv":
-        sys.stdout.write(result.write_csv())
+        sys.stdout.write(flatten_nested(result).write_csv())
     elif fmt == "json":
         sys.stdout.write(result.write_json() + "\n")
     else:

@@ -8,10 +8,11 @@ atomic renames, so a reader sees the old file or the new one, never half of one)
 from __future__ import annotations
 
 import sys
+
 import duckdb
 import polars as pl
 
-from pipelines.paths import ProjectPaths, default_paths
+from pipelines.paths import ProjectPaths, default_paths, sql_file
 
 
 def connect(paths: ProjectPaths | None = None, *, quiet: bool = False) -> duckdb.DuckDBPyConnection:
@@ -21,8 +22,9 @@ def connect(paths: ProjectPaths | None = None, *, quiet: bool = False) -> duckdb
     """
     paths = paths or default_paths()
     con = duckdb.connect(":memory:")
-    con.execute("set file_search_path = ?", [str(paths.root)])
-    for statement in con.extract_statements((paths.sql / "views.sql").read_text()):
+    # Absolute, so a view never resolves against the working directory instead of the data home.
+    con.execute("set variable assets = ?", [str(paths.assets.resolve())])
+    for statement in con.extract_statements(sql_file("views.sql").read_text()):
         try:
             con.execute(statement)
         except duckdb.IOException as exc:
@@ -37,11 +39,15 @@ def view_names(con: duckdb.DuckDBPyConnection) -> list[str]:
 
 
 def run_sql(con: duckdb.DuckDBPyConnection, text: str) -> pl.DataFrame:
-    """Run every statement of ``text``; return the last one's result (empty frame if it has none)."""
+    """Run every statement of ``text`` in order; return the last one's result (empty frame if it has none).
+
+    Earlier statements run to completion (their rows, if any, are read and dropped), so a script of
+    ``create``/``set`` statements followed by one query works as in the DuckDB shell.
+    """
     statements = con.extract_statements(text)
     if not statements:
         return pl.DataFrame()
     for statement in statements[:-1]:
-        con.execute(statement)
+        con.execute(statement).fetchall()
     relation = con.sql(statements[-1].query)
     return relation.pl() if relation is not None else pl.DataFrame()

@@ -10,7 +10,7 @@ import warnings
 import dagster as dg
 
 from pipelines.definitions import defs
-from pipelines.paths import REPO_ROOT
+from pipelines.paths import REPO_ROOT, sql_file
 
 #: Groups whose assets are tables (Parquet through the IO manager); raw and figures write files.
 TABLE_GROUPS = {"ingest", "clusters", "hetero"}
@@ -48,6 +48,6 @@ def test_every_table_asset_has_a_view_and_every_view_an_asset() -> None:
         for k in graph.materializable_asset_keys
         if graph.get(k).group_name in TABLE_GROUPS and not k.to_user_string().endswith("figures")
     }
-    views = set(re.findall(r"create or replace view (\w+)", (REPO_ROOT / "sql" / "views.sql").read_text()))
+    views = set(re.findall(r"create or replace view (\w+)", sql_file("views.sql").read_text()))
     views.discard("quarantine")  # the union of the quarantine/<table> assets
     assert views == tables

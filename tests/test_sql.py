@@ -9,6 +9,7 @@ import threading
 
 import polars as pl
 
+from pipelines.paths import sql_file
 from pipelines.sql_views import connect, run_sql
 from pipelines.storage import write_parquet_atomic
 
@@ -26,7 +27,7 @@ def test_cli_formats(ingested) -> None:
     out = run_cli(paths.root, "--format", "json", "select gpu, count(*) as n from zeus_power_profiles group by gpu order by gpu")
     assert out.returncode == 0, out.stderr
     assert pl.read_json(out.stdout.encode())["n"].to_list() == [453, 270, 410, 476]
-    example = paths.sql / "examples/gpu_hours_by_cluster.sql"
+    example = sql_file("examples/gpu_hours_by_cluster.sql")
     out = run_cli(paths.root, "--format", "csv", "--file", str(example))
     rows = pl.read_csv(out.stdout.encode())
     assert rows.height == 10 and round(rows["gpu_hours"].sum(), 0) == 1_632_720
@@ -60,3 +61,32 @@ def test_sql_reads_while_a_materialization_writes(ingested) -> None:
         thread.join()
     assert writes > 0
     assert set(counts) == {(69_351, int((frame["duration"] * frame["num_gpu"]).sum()))}
+
+
+def test_every_statement_of_a_script_runs_and_the_last_prints(ingested) -> None:
+    paths, _ = ingested
+    out = run_cli(paths.root, "--format", "csv", "select 1; create table t as select 41 as x; select x + 1 as y from t")
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.splitlines() == ["y", "42"]
+
+
+def test_csv_writes_list_and_struct_columns_as_json(tmp_path) -> None:
+    frame = pl.DataFrame({"workload": ["cifar100"], "batch_split": [[1874, 2222]], "fit": [{"a": 1.5, "b": None}]})
+    write_parquet_atomic(frame, tmp_path / "assets" / "hetero_allocations.parquet")
+    out = run_cli(tmp_path, "--format", "csv", "select * from hetero_allocations")
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.splitlines() == ["workload,batch_split,fit", 'cifar100,"[1874, 2222]","{""a"": 1.5, ""b"": null}"']
+
+
+def test_views_read_the_data_home_not_the_working_directory(ingested, tmp_path) -> None:
+    """A folder with its own assets/ as the working directory must not shadow $GPU_ENERGY_HOME's."""
+    paths, _ = ingested
+    decoy = pl.read_parquet(paths.table("itp_jobs")).head(5)
+    write_parquet_atomic(decoy, tmp_path / "assets" / "itp_jobs.parquet")
+    env = {**os.environ, "GPU_ENERGY_HOME": str(paths.root)}
+    out = subprocess.run(
+        [sys.executable, "-m", "pipelines", "sql", "--format", "csv", "select count(*) as n from itp_jobs"],
+        capture_output=True, text=True, env=env, cwd=tmp_path, check=False,
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.splitlines() == ["n", "69351"]

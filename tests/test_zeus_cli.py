@@ -89,3 +89,68 @@ def test_baseline_policies_run_from_the_cli(mirror: Path) -> None:
     assert result.exit_code == 0
     runs = [json.loads(x) for x in result.stdout.splitlines()]
     assert {(r["bs"], r["pl"]) for r in runs} == {(192, 250)} and sum(r["reached"] for r in runs) == 5
+
+
+def _artifact_example_args(mirror: Path) -> list[str]:
+    """The arguments of run_single.py's example command in the Zeus artifact README, verbatim."""
+    readme = (mirror.parent / "docs" / "zeus-nsdi23-artifacts-readme.md").read_text()
+    block = readme.split("python run_single.py", 1)[1].split("```", 1)[0]
+    return block.replace("\\\n", " ").split()
+
+
+def test_the_artifact_example_command_pastes_in(peer, mirror: Path) -> None:  # noqa: ANN001
+    from zeus._legacy.job import Job
+
+    args = _artifact_example_args(mirror)
+    assert "--b_0" in args and "--eta_knob" in args  # the underscore spellings, as published
+    done = run_cli("single", *args, "--trace-dir", str(mirror / "zeus"))
+    assert done.returncode == 0, done.stderr
+    expected = [line(r) for r in peer.single("v100", Job("librispeech", "deepspeech2", "adamw", 40.0, 16, 192), 0.5, 2.0, 1)]
+    assert done.stdout.splitlines() == expected
+    assert "--b_0" not in run_cli("single", "--help").stdout  # hidden aliases
+
+
+def test_dataset_alone_takes_its_published_job(peer, mirror: Path) -> None:  # noqa: ANN001
+    from zeus._legacy.job import Job
+
+    result = CliRunner().invoke(
+        simulate, ["single", "--dataset", "cifar100", "--gpu", "a40", "--num_recurrence=12", "--trace-dir", str(mirror / "zeus")]
+    )
+    assert result.exit_code == 0, result.stderr
+    # run_alibaba.py's cifar100 job: shufflenetv2, adadelta, target 0.6, 100 epochs, b0 = min(1024, largest profiled).
+    expected = [line(r) for r in peer.single("a40", Job("cifar100", "shufflenetv2", "adadelta", 0.6, 100, 1024), 0.5, 2.0, 1, 12)]
+    assert result.stdout.splitlines() == expected
+
+
+@pytest.mark.parametrize(
+    ("args", "option"),
+    [
+        (["--eta-knob", "1.5"], "--eta-knob"),
+        (["--eta_knob", "nan"], "--eta-knob"),
+        (["--beta-knob", "0"], "--beta-knob"),
+        (["--num-recurrence", "0"], "--num-recurrence"),
+        (["--num-recurrence", "-1"], "--num-recurrence"),
+        (["--target-metric", "inf"], "--target-metric"),
+        (["--seed", "-3"], "--seed"),
+    ],
+)
+def test_out_of_range_options_fail_in_one_line_naming_the_option(mirror: Path, args: list[str], option: str) -> None:
+    done = run_cli("single", *args, "--trace-dir", str(mirror / "zeus"))
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr.count("\n") == 1 and f"'{option}'" in done.stderr
+
+
+@pytest.mark.parametrize(
+    ("name", "content", "message"),
+    [
+        ("empty.csv", b"", "empty file"),
+        ("corrupt.csv.xz", b"\xfd7zXZ\x00 not really xz", "corrupt xz stream"),
+        ("inf.csv", b"group,start_time,end_time,dataset,runtime_ratio\ng,0,10,cifar100,inf\n", "inf.csv:2: column 'runtime_ratio'"),
+    ],
+)
+def test_bad_group_files_fail_in_one_line(mirror: Path, tmp_path: Path, name: str, content: bytes, message: str) -> None:
+    path = tmp_path / name
+    path.write_bytes(content)
+    done = run_cli("groups", "--groups", str(path), "--trace-dir", str(mirror / "zeus"))
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr.count("\n") == 1 and message in done.stderr

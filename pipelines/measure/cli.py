@@ -8,6 +8,7 @@ atomically and only when at least one configuration was measured.
 
 from __future__ import annotations
 
+import importlib.util
 import sys
 from pathlib import Path
 from typing import NoReturn
@@ -115,6 +116,9 @@ def profile(
     quiet: bool,
 ) -> None:
     """Profile time per epoch (s) and average power (W) per batch size (and power limit) into a CSV."""
+    if importlib.util.find_spec("torch") is None:
+        _fail("measure profile needs torch, which is not installed: run `make setup-measure` "
+              "(pip install -e '.[measure]', torch==2.13.0)")
     from pipelines.ingest.zeus import PUBLISHED_GPUS
     from pipelines.measure.harness import ProfileConfig, ProfileError, profile as run_profile, write_profile
     from pipelines.measure.nvml import NvmlNotSupported, NvmlUnavailable

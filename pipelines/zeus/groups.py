@@ -124,7 +124,7 @@ def conform_groups(frame: pl.DataFrame, name: str = "group table", from_text: bo
         typed = source.cast(dtype, strict=False)
         bad = typed.is_null()
         if dtype == pl.Float64():
-            bad = bad | typed.is_nan().fill_null(False)
+            bad = bad | ~typed.is_finite().fill_null(False)
         if bad.any():
             i = int(bad.arg_true()[0])
             raise GroupTableError(f"{where(i)}: column {column!r}: cannot use {source[i]!r} as {dtype}")

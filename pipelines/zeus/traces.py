@@ -136,13 +136,19 @@ def read_table_file(path: Path) -> pl.DataFrame:
     name = path.name
     if not path.is_file():
         raise TraceError(f"{path}: no such file")
-    if name.endswith(".parquet"):
-        return pl.read_parquet(path)
-    if name.endswith(".csv.xz"):
-        return pl.read_csv(lzma.decompress(path.read_bytes()), infer_schema=False)
-    if name.endswith(".csv"):
-        return pl.read_csv(path, infer_schema=False)
-    raise TraceError(f"{path}: expected a .csv, .csv.xz or .parquet file")
+    if not name.endswith((".parquet", ".csv.xz", ".csv")):
+        raise TraceError(f"{path}: expected a .csv, .csv.xz or .parquet file")
+    try:
+        if name.endswith(".parquet"):
+            return pl.read_parquet(path)
+        data = lzma.decompress(path.read_bytes()) if name.endswith(".xz") else path.read_bytes()
+        return pl.read_csv(data, infer_schema=False)
+    except pl.exceptions.NoDataError:
+        raise TraceError(f"{path}: empty file (no header, no rows)") from None
+    except (lzma.LZMAError, EOFError) as exc:
+        raise TraceError(f"{path}: truncated or corrupt xz stream ({exc})") from None
+    except (pl.exceptions.PolarsError, OSError) as exc:
+        raise TraceError(f"{path}: unreadable ({' '.join(str(exc).split())[:200]})") from None
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,26 @@
+-- One view per asset over its Parquet. `assets` is a DuckDB variable holding the absolute path of
+-- the assets folder: the Python entry point (python -m pipelines sql) and `make sql` set it first
+-- (set variable assets = '/path/to/home/assets').
+-- In-memory DuckDB over Parquet: an ad-hoc session never holds a lock a materialization needs.
+
+-- ingest layer
+create or replace view zeus_train_runs as select * from read_parquet(getvariable('assets') || '/zeus_train_runs.parquet');
+create or replace view zeus_power_profiles as select * from read_parquet(getvariable('assets') || '/zeus_power_profiles.parquet');
+create or replace view alibaba_groups as select * from read_parquet(getvariable('assets') || '/alibaba_groups.parquet');
+create or replace view itp_jobs as select * from read_parquet(getvariable('assets') || '/itp_jobs.parquet');
+create or replace view elasticflow_jobs as select * from read_parquet(getvariable('assets') || '/elasticflow_jobs.parquet');
+create or replace view acme_jobs as select * from read_parquet(getvariable('assets') || '/acme_jobs.parquet');
+create or replace view acme_cluster_summary as select * from read_parquet(getvariable('assets') || '/acme_cluster_summary.parquet');
+create or replace view hetero_gpu_profiles as select * from read_parquet(getvariable('assets') || '/hetero_gpu_profiles.parquet');
+
+-- every quarantined row of every table: table, source_file, line, column, reason, raw
+create or replace view quarantine as select * from read_parquet(getvariable('assets') || '/quarantine/*.parquet', union_by_name = true);
+
+-- cluster layer (partitioned assets: one Parquet file per partition)
+create or replace view cluster_workload_jobs as select * from read_parquet(getvariable('assets') || '/cluster_workload_jobs.parquet');
+create or replace view zeus_cluster_history as select * from read_parquet(getvariable('assets') || '/zeus_cluster_history/*.parquet', union_by_name = true);
+create or replace view zeus_cluster_summary as select * from read_parquet(getvariable('assets') || '/zeus_cluster_summary/*.parquet', union_by_name = true);
+create or replace view zeus_single_job_sweep as select * from read_parquet(getvariable('assets') || '/zeus_single_job_sweep/*.parquet', union_by_name = true);
+
+-- hetero layer (Zeus²): one row per workload, method and cost model
+create or replace view hetero_allocations as select * from read_parquet(getvariable('assets') || '/hetero_allocations.parquet');

@@ -1,0 +1,149 @@
+"""The README's commands work as written: every ``python -m pipelines`` line parses, the cheap ones run.
+
+Commands are read from the README's ``sh`` blocks at test time, so a new or changed command is
+checked without editing this file. Each one is parsed by the real click command tree (options,
+types, choices); those that need no GPU and no long materialization are also run, in a data home
+holding the ingested tables plus one cluster partition, with the working directory at that home
+and its ``sql`` linked to the repository's, so relative paths (``raw/zeus2/...``,
+``sql/examples/...``) resolve as in a clone. A command naming a GPU that is not in the published
+traces (one you would measure first) is parsed only.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import subprocess
+import sys
+import warnings
+from pathlib import Path
+
+import click
+import polars as pl
+import pytest
+
+from pipelines.cli import cli
+from pipelines.ingest.zeus import PUBLISHED_GPUS
+from pipelines.paths import REPO_ROOT, ProjectPaths
+
+README = REPO_ROOT / "README.md"
+PREFIX = ".venv/bin/python -m pipelines"
+#: Subcommands run for real; the others (fetch, materialize, measure profile on a GPU, ...) are parsed only.
+RUN = ("sql", "simulate single", "hetero", "measure devices")
+FORMATS = ("table", "csv", "json")
+
+
+def readme_commands() -> list[list[str]]:
+    """Every ``.venv/bin/python -m pipelines ...`` command of the README's sh blocks, as argv after the prefix."""
+    commands = []
+    for block in re.findall(r"```sh\n(.*?)```", README.read_text(), flags=re.S):
+        for command in block.replace("\\\n", " ").splitlines():
+            command = command.strip()
+            if command.startswith(PREFIX):
+                commands.append(shlex.split(command[len(PREFIX):], comments=True))
+    return commands
+
+
+def _leaf(argv: list[str]) -> tuple[click.Command, list[str], str]:
+    """The (sub)command ``argv`` names, the arguments left for it, and its path (``simulate single``)."""
+    command: click.Command = cli
+    ctx = click.Context(cli, info_name="pipelines")
+    names: list[str] = []
+    while isinstance(command, click.Group) and argv and not argv[0].startswith("-"):
+        sub = command.get_command(ctx, argv[0])
+        assert sub is not None, f"no such command: {' '.join([*names, argv[0]])}"
+        names.append(argv[0])
+        command, argv = sub, argv[1:]
+    return command, argv, " ".join(names)
+
+
+@pytest.fixture(scope="module")
+def home(ingested) -> ProjectPaths:  # noqa: ANN001
+    """The ingested data home plus hetero allocations and the ITP x V100 cluster partition."""
+    import dagster as dg
+
+    from pipelines.dagster_support import ParquetIOManager, PathsResource
+    from pipelines.definitions import defs
+
+    paths, _ = ingested
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        definitions = defs()
+    resources = {"io_manager": ParquetIOManager(root=str(paths.root)), "paths": PathsResource(root=str(paths.root))}
+    job = definitions.resolve_implicit_global_asset_job_def()
+    for selection, partition in (
+        (["hetero_allocations", "cluster_workload_jobs"], None),
+        (["zeus_cluster_history", "zeus_cluster_summary"], "v100|itp"),
+    ):
+        subset = job.get_subset(asset_selection={dg.AssetKey(k) for k in selection})
+        result = subset.execute_in_process(resources=resources, partition_key=partition, raise_on_error=True)
+        assert result.success
+    if not (paths.root / "sql").exists():
+        (paths.root / "sql").symlink_to(REPO_ROOT / "sql")
+    return paths
+
+
+def run(home: ProjectPaths, argv: list[str], stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "GPU_ENERGY_HOME": str(home.root)}
+    return subprocess.run(
+        [sys.executable, "-m", "pipelines", *argv], input=stdin, capture_output=True, text=True, env=env, cwd=home.root, check=False
+    )
+
+
+def test_the_readme_has_commands_of_every_kind() -> None:
+    paths = {_leaf(argv)[2] for argv in readme_commands()}
+    assert {"sql", "simulate single", "simulate groups", "hetero", "measure profile"} <= paths
+
+
+@pytest.mark.parametrize("argv", readme_commands(), ids=lambda a: " ".join(a)[:60])
+def test_readme_command_parses_and_the_cheap_ones_run(home: ProjectPaths, argv: list[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    command, args, path = _leaf(list(argv))
+    monkeypatch.chdir(home.root)  # relative paths are checked where the command runs
+    command.make_context(path, list(args))  # raises on an unknown option, a bad value or a missing file
+    gpus = [args[i + 1] for i, a in enumerate(args[:-1]) if a == "--gpu"]
+    if path in RUN and set(gpus) <= set(PUBLISHED_GPUS):
+        done = run(home, argv)
+        assert done.returncode == 0, f"{' '.join(argv)}: {done.stderr}"
+        assert done.stdout.strip(), f"{' '.join(argv)} printed nothing"
+
+
+def _help_paths(command: click.Command, path: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
+    out = [path]
+    if isinstance(command, click.Group):
+        ctx = click.Context(command)
+        for name in command.list_commands(ctx):
+            sub = command.get_command(ctx, name)
+            assert sub is not None
+            out += _help_paths(sub, (*path, name))
+    return out
+
+
+@pytest.mark.parametrize("path", _help_paths(cli), ids=lambda p: " ".join(p) or "(top)")
+def test_every_help_page(home: ProjectPaths, path: tuple[str, ...]) -> None:
+    done = run(home, [*path, "--help"])
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith(f"Usage: python -m pipelines {' '.join(path)}".rstrip())
+
+
+@pytest.mark.parametrize("example", sorted((REPO_ROOT / "sql" / "examples").glob("*.sql")), ids=lambda p: p.stem)
+def test_every_sql_example_in_every_format(home: ProjectPaths, example: Path) -> None:
+    rows = {}
+    for fmt in FORMATS:
+        done = run(home, ["sql", "--format", fmt, "--file", str(example)])
+        assert done.returncode == 0, f"{example.name} --format {fmt}: {done.stderr}"
+        rows[fmt] = done.stdout
+    csv = pl.read_csv(rows["csv"].encode()) if rows["csv"].strip() else pl.DataFrame()
+    data = pl.read_json(rows["json"].encode()) if rows["json"].strip() != "[]" else pl.DataFrame()
+    assert csv.height == data.height
+    assert csv.columns == data.columns or csv.height == 0
+
+
+def test_make_sql_takes_a_here_doc(home: ProjectPaths) -> None:
+    env = {**os.environ, "GPU_ENERGY_HOME": str(home.root)}
+    done = subprocess.run(
+        ["make", "-s", "sql"], input="select count(*) as n from itp_jobs;\n", capture_output=True, text=True, env=env,
+        cwd=REPO_ROOT, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "69351" in done.stdout
