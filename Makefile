@@ -47,8 +47,9 @@ test: $(MEASURE_STAMP)
 bench: $(STAMP)
 	for f in bench/bench_*.py; do echo "== $$f"; $(PY) $$f || exit 1; done
 
+## dev: the Dagster UI and daemons (dg dev) on http://127.0.0.1:3000, runs recorded in .dagster_home.
 dev: $(STAMP) | $(DAGSTER_HOME)
-	$(VENV)/bin/dagster dev -w workspace.yaml
+	VIRTUAL_ENV=$(CURDIR)/$(VENV) $(VENV)/bin/dg dev
 
 ## sql: interactive DuckDB shell with a view per asset (in-memory: never locks a materialization).
 ## Each -cmd holds one statement (the DuckDB shell takes no dot command after a ';' in the same -cmd);

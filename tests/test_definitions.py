@@ -51,3 +51,9 @@ def test_every_table_asset_has_a_view_and_every_view_an_asset() -> None:
     views = set(re.findall(r"create or replace view (\w+)", sql_file("views.sql").read_text()))
     views.discard("quarantine")  # the union of the quarantine/<table> assets
     assert views == tables
+
+
+def test_the_code_location_loads_without_a_warning() -> None:
+    code = "from pipelines.definitions import defs; defs().resolve_asset_graph()"
+    out = subprocess.run([sys.executable, "-W", "always", "-c", code], capture_output=True, text=True, check=True, cwd=REPO_ROOT)
+    assert out.stderr == ""
