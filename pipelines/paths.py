@@ -1,20 +1,39 @@
-"""Where the project's files live. Nothing here reads the environment at import time."""
+"""Where the project's files live: the data home and its folders. Nothing here runs at import time.
+
+The data home holds ``raw/`` (fetched upstream files), ``assets/`` (materialized Parquet) and
+``figures/``. It is, in order:
+
+1. ``$GPU_ENERGY_HOME``, when set;
+2. else the nearest folder at or above the working directory that is marked as a home: it holds
+   the marker file ``gpu-energy-home.toml`` (written by ``gpu-energy init``), or it is a clone of
+   this repository (a ``pyproject.toml`` whose ``[tool.dg.project]`` has ``root_module =
+   "pipelines"``, or a ``workspace.yaml`` loading ``pipelines.definitions``);
+3. else the working directory.
+
+It is never the installed package's folder, so a wheel in site-packages writes nothing there.
+"""
 
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass
 from importlib.resources import files
 from importlib.resources.abc import Traversable
 from pathlib import Path
 
-#: The repository root (the folder holding pyproject.toml), resolved from this file.
+#: The source checkout this module was loaded from: for tests and benchmarks, which run in a clone.
+#: Runtime code never uses it (in an installed wheel it is site-packages): it uses ``find_home()``.
 REPO_ROOT: Path = Path(__file__).resolve().parents[1]
+#: The file ``gpu-energy init`` writes at the top of a data home.
+HOME_MARKER = "gpu-energy-home.toml"
+_DG_ROOT_MODULE = re.compile(r'^\s*root_module\s*=\s*"pipelines"\s*$', re.M)
+_WORKSPACE_MODULE = re.compile(r"module_name:\s*pipelines\.definitions\b")
 
 
 @dataclass(frozen=True)
 class ProjectPaths:
-    """The project's folders, all under one root (the repository by default; tests use a tmp dir)."""
+    """The project's folders, all under one root (the data home; tests use a tmp dir)."""
 
     root: Path
 
@@ -42,18 +61,48 @@ class ProjectPaths:
         return self.assets / f"{name}.parquet"
 
 
+def is_home(folder: Path) -> bool:
+    """Whether ``folder`` is marked as a data home (see the module docstring)."""
+    if (folder / HOME_MARKER).is_file():
+        return True
+    for name, pattern in (("pyproject.toml", _DG_ROOT_MODULE), ("workspace.yaml", _WORKSPACE_MODULE)):
+        path = folder / name
+        try:
+            if path.is_file() and pattern.search(path.read_text(errors="replace")):
+                return True
+        except OSError:
+            continue
+    return False
+
+
+def resolve_home(start: Path | None = None) -> tuple[Path, str]:
+    """The data home for a process whose working directory is ``start`` (default: the current one), and why."""
+    env = os.environ.get("GPU_ENERGY_HOME")
+    if env:
+        return Path(env).expanduser().resolve(), "from $GPU_ENERGY_HOME"
+    cwd = (start or Path.cwd()).resolve()
+    for folder in (cwd, *cwd.parents):
+        if is_home(folder):
+            return folder, "the nearest marked home at or above the working directory"
+    return cwd, "the working directory (no marked home above it; `gpu-energy init` marks one)"
+
+
+def find_home(start: Path | None = None) -> Path:
+    """The data home (see the module docstring)."""
+    return resolve_home(start)[0]
+
+
 def default_paths() -> ProjectPaths:
-    """The repository's folders, or those under ``$GPU_ENERGY_HOME`` when it is set."""
-    home = os.environ.get("GPU_ENERGY_HOME")
-    return ProjectPaths(Path(home).resolve() if home else REPO_ROOT)
+    """The folders of the data home (``find_home``)."""
+    return ProjectPaths(find_home())
 
 
-def default_mirror() -> Path | None:
-    """The local mirror of upstream files: ``$TRACES_MIRROR``, else ``../shared/traces`` if present."""
+def default_mirror(home: Path | None = None) -> Path | None:
+    """The local mirror of upstream files: ``$TRACES_MIRROR``, else ``<home>/../shared/traces`` if present."""
     env = os.environ.get("TRACES_MIRROR")
     if env:
-        return Path(env).resolve()
-    candidate = REPO_ROOT.parent / "shared" / "traces"
+        return Path(env).expanduser().resolve()
+    candidate = (home or find_home()).parent / "shared" / "traces"
     return candidate if candidate.is_dir() else None
 
 

@@ -10,6 +10,7 @@ import click
 import duckdb
 import polars as pl
 
+from pipelines.paths import sql_file
 from pipelines.sql_views import connect, run_sql, view_names
 
 
@@ -27,12 +28,21 @@ def flatten_nested(frame: pl.DataFrame) -> pl.DataFrame:
 @click.command("sql")
 @click.argument("query", required=False)
 @click.option("--file", "file", type=click.Path(exists=True, dir_okay=False, path_type=Path), help="Read the SQL from a file.")
+@click.option("--example", default=None, help="Run a shipped example query by name (see --list-examples).")
+@click.option("--list-examples", is_flag=True, help="List the shipped example queries and exit.")
 @click.option("--format", "fmt", type=click.Choice(["table", "csv", "json"]), default="table", show_default=True)
-def sql(query: str | None, file: Path | None, fmt: str) -> None:
-    """Run QUERY (or --file) over in-memory DuckDB views of every materialized table."""
-    if (query is None) == (file is None):
-        raise click.UsageError("give either a QUERY or --file")
-    text = file.read_text() if file else query
+def sql(query: str | None, file: Path | None, example: str | None, list_examples: bool, fmt: str) -> None:
+    """Run QUERY (or --file, or --example) over in-memory DuckDB views of every materialized table."""
+    examples = {p.name.removesuffix(".sql"): p for p in sql_file("examples").iterdir() if p.name.endswith(".sql")}
+    if list_examples:
+        for name in sorted(examples):
+            click.echo(name)
+        return
+    if sum(x is not None for x in (query, file, example)) != 1:
+        raise click.UsageError("give exactly one of QUERY, --file or --example")
+    if example is not None and example not in examples:
+        raise click.BadParameter(f"no example {example!r}; examples: {', '.join(sorted(examples))}", param_hint="'--example'")
+    text = examples[example].read_text() if example is not None else file.read_text() if file is not None else query
     assert text is not None
     con = connect(quiet=True)
     try:

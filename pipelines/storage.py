@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-import tempfile
+import secrets
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -19,9 +19,7 @@ def atomic_path(target: Path) -> Iterator[Path]:
     exception the temp file is removed and ``target`` is left as it was.
     """
     target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(prefix=f".tmp_{target.name}.", dir=target.parent)
-    os.close(fd)
-    tmp = Path(tmp_name)
+    tmp = _create_temp(target)
     try:
         yield tmp
         with open(tmp, "rb") as fh:
@@ -29,6 +27,21 @@ def atomic_path(target: Path) -> Iterator[Path]:
         os.replace(tmp, target)
     finally:
         tmp.unlink(missing_ok=True)
+
+
+def _create_temp(target: Path) -> Path:
+    """A new empty file ``.tmp_<name>.<random>`` beside ``target``, mode 0666 minus the umask.
+
+    ``tempfile.mkstemp`` would make it 0600 whatever the umask, and the rename would carry that
+    mode to the published file.
+    """
+    while True:
+        tmp = target.with_name(f".tmp_{target.name}.{secrets.token_hex(6)}")
+        try:
+            os.close(os.open(tmp, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o666))
+        except FileExistsError:  # a 48-bit random name taken: try another
+            continue
+        return tmp
 
 
 def write_parquet_atomic(df: pl.DataFrame, target: Path) -> Path:

@@ -28,20 +28,29 @@ from pipelines.ingest.zeus import PUBLISHED_GPUS
 from pipelines.paths import REPO_ROOT, ProjectPaths
 
 README = REPO_ROOT / "README.md"
-PREFIX = ".venv/bin/python -m pipelines"
+PREFIXES = (".venv/bin/python -m pipelines", "gpu-energy")
 #: Subcommands run for real; the others (fetch, materialize, measure profile on a GPU, ...) are parsed only.
 RUN = ("sql", "simulate single", "hetero", "measure devices")
 FORMATS = ("table", "csv", "json")
 
 
 def readme_commands() -> list[list[str]]:
-    """Every ``.venv/bin/python -m pipelines ...`` command of the README's sh blocks, as argv after the prefix."""
+    """Every ``.venv/bin/python -m pipelines ...`` or ``gpu-energy ...`` command of the README's sh blocks.
+
+    Returned as argv after the program name; lines joined at ``\\``, split at ``&&``, leading
+    ``VAR=value`` assignments dropped.
+    """
     commands = []
     for block in re.findall(r"```sh\n(.*?)```", README.read_text(), flags=re.S):
-        for command in block.replace("\\\n", " ").splitlines():
-            command = command.strip()
-            if command.startswith(PREFIX):
-                commands.append(shlex.split(command[len(PREFIX):], comments=True))
+        for line in block.replace("\\\n", " ").splitlines():
+            for part in line.split("&&"):
+                words = shlex.split(part, comments=True)
+                while words and re.fullmatch(r"[A-Z_]+=\S*", words[0]):
+                    words = words[1:]
+                text = " ".join(words)
+                for prefix in PREFIXES:
+                    if text == prefix or text.startswith(prefix + " "):
+                        commands.append(words[len(prefix.split()):])
     return commands
 
 

@@ -1,0 +1,86 @@
+"""Create a data home: the folders, a Dagster workspace over the installed package, a README.
+
+Nothing here imports Dagster: the workspace file only names the code location
+(``pipelines.definitions``), which ``dagster dev`` imports from the installed package.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pipelines.paths import HOME_MARKER
+from pipelines.storage import write_text_atomic
+
+#: The Dagster instance settings of a home (also what the repository's Makefile writes).
+DAGSTER_YAML = """\
+concurrency:
+  runs:
+    max_concurrent_runs: 2
+telemetry:
+  enabled: false
+"""
+
+WORKSPACE_YAML = """\
+# The installed gpu-energy-pipelines package as a Dagster code location, run from this folder.
+load_from:
+  - python_module:
+      module_name: pipelines.definitions
+      working_directory: .
+"""
+
+MARKER_TOML = """\
+# Marks this folder as a gpu-energy data home: commands run here or below read and write
+# raw/, assets/ and figures/ in this folder ($GPU_ENERGY_HOME overrides it).
+[home]
+layout = 1
+"""
+
+README_MD = """\
+# A gpu-energy data home
+
+Made by `gpu-energy init`. Every `gpu-energy` command run in this folder (or below it) reads and
+writes here; `$GPU_ENERGY_HOME` points the commands at another home.
+
+| path | what lands there | made by |
+|---|---|---|
+| `raw/` | upstream traces, verified by sha256; `raw/measured/` your GPU profiles; `raw/clusters/` your cluster exports | `gpu-energy fetch`, `gpu-energy measure profile`, you |
+| `assets/` | one Parquet file per table (a folder per partitioned table), `assets/quarantine/` rejected rows | `gpu-energy materialize`, the Dagster UI |
+| `figures/` | `<name>.png`, `.pdf` and `.parquet` (the plotted numbers) per figure | `gpu-energy materialize` |
+| `workspace.yaml` | the installed package as a Dagster code location | `gpu-energy init` |
+| `.dagster_home/` | the Dagster instance: run history, schedules, sensors | `dagster dev` |
+| `gpu-energy-home.toml` | the marker that makes this folder a home | `gpu-energy init` |
+
+Start:
+
+```sh
+gpu-energy fetch                                  # upstream traces into raw/ (mirror: $TRACES_MIRROR)
+DAGSTER_HOME=$PWD/.dagster_home gpu-energy materialize
+gpu-energy sql "select count(*) from itp_jobs"
+DAGSTER_HOME=$PWD/.dagster_home dagster dev -w workspace.yaml    # the UI on http://127.0.0.1:3000
+```
+"""
+
+FILES: dict[str, str] = {
+    HOME_MARKER: MARKER_TOML,
+    "workspace.yaml": WORKSPACE_YAML,
+    "README.md": README_MD,
+    ".dagster_home/dagster.yaml": DAGSTER_YAML,
+}
+FOLDERS = ("raw", "assets", "figures")
+
+
+def init_home(folder: Path) -> list[Path]:
+    """Make ``folder`` a data home; return what was created. Existing files are left as they are."""
+    folder = folder.expanduser().resolve()
+    created: list[Path] = []
+    for name in FOLDERS:
+        path = folder / name
+        if not path.is_dir():
+            path.mkdir(parents=True)
+            created.append(path)
+    for name, text in FILES.items():
+        path = folder / name
+        if not path.exists():
+            write_text_atomic(text, path)
+            created.append(path)
+    return created
