@@ -46,11 +46,11 @@ def _partition(args: tuple[str, str]) -> tuple[str, str, int, float]:
 
 def _sweep(gpu: str) -> tuple[str, int, float]:
     from pipelines.defs.clusters import SWEEP_BETAS, SWEEP_ETAS, SWEEP_SEEDS
-    from pipelines.zeus.groups import WORKLOAD_DEFAULTS
+    from pipelines.zeus.workloads import ZEUS_DATASETS
 
     _, traces = _load()
     t0 = time.perf_counter()
-    rows, _ = simulate.single_job_sweep(traces, [gpu], sorted(WORKLOAD_DEFAULTS), SWEEP_ETAS, SWEEP_BETAS, SWEEP_SEEDS)
+    rows, _ = simulate.single_job_sweep(traces, [gpu], sorted(ZEUS_DATASETS), SWEEP_ETAS, SWEEP_BETAS, SWEEP_SEEDS)
     return gpu, rows.height, time.perf_counter() - t0
 
 

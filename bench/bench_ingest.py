@@ -73,8 +73,7 @@ def child(task: str, arg: str) -> None:
     """Run one measurement in this (fresh) process and print a JSON line; imports are timed apart."""
     t0 = time.perf_counter()
     if task.startswith("ours"):
-        import pipelines.ingest.schemas  # noqa: F401  (polars + pandera)
-        from pipelines.ingest import acme, itp, zeus
+        from pipelines.ingest import acme, itp, zeus  # polars + dataframely and the contracts
         from pipelines.paths import ProjectPaths, default_mirror
         from pipelines.sources import SOURCES, fetch
     else:

@@ -3,6 +3,11 @@
 Parquet is the source of truth: ``assets/<key>.parquet`` for a table, ``assets/<key>/<partition>.parquet``
 for a partitioned one; every write is atomic (temp file + rename). We write our own IO manager because
 dagster-polars 0.27 does not load with polars 2.
+
+Every table follows its contract (``pipelines.contracts.registry.table_contract``): the IO manager
+validates each output against it before writing (and writes nothing when it fails), and
+``contract_metadata`` gives an asset definition its column schema (types, descriptions with
+units, nullability), so the UI shows it before anything is materialized.
 """
 
 from __future__ import annotations
@@ -12,10 +17,13 @@ from pathlib import Path
 import dagster as dg
 import polars as pl
 
+from pipelines.contracts.base import Contract, ContractError, polars_schema, validate
+from pipelines.contracts.registry import table_contract
 from pipelines.paths import ProjectPaths, default_paths
 from pipelines.storage import write_parquet_atomic
 
 PREVIEW_ROWS = 10
+COLUMN_SCHEMA = "dagster/column_schema"
 
 
 class PathsResource(dg.ConfigurableResource):
@@ -27,14 +35,38 @@ class PathsResource(dg.ConfigurableResource):
         return ProjectPaths(Path(self.root).resolve()) if self.root else default_paths()
 
 
-def table_metadata(df: pl.DataFrame, path: Path | None = None) -> dict[str, dg.MetadataValue | int | str]:
-    """Row count, column schema and a markdown preview of a table, as Dagster metadata."""
-    schema = dg.TableSchema(
+def column_schema(contract: Contract) -> dg.TableSchema:
+    """The contract's columns as a Dagster column schema: type, description (with the unit), nullability."""
+    dtypes = polars_schema(contract)
+    return dg.TableSchema(
+        columns=[
+            dg.TableColumn(
+                name,
+                str(dtypes[name]),
+                description=column.description,
+                constraints=dg.TableColumnConstraints(nullable=column.nullable, unique=column.unique),
+            )
+            for name, column in contract.columns().items()
+        ]
+    )
+
+
+def contract_metadata(key: str) -> dict[str, object]:
+    """Definition metadata of the table asset stored under ``key``: its column schema, from its contract."""
+    contract = table_contract(key)
+    if contract is None:
+        raise ContractError(f"{key}: no contract; declare the table in pipelines.contracts.registry.TABLES")
+    return {COLUMN_SCHEMA: column_schema(contract)}
+
+
+def table_metadata(df: pl.DataFrame, path: Path | None = None, contract: Contract | None = None) -> dict[str, dg.MetadataValue | int | str]:
+    """Row count, column schema (the contract's, else the frame's types) and a markdown preview of a table."""
+    schema = column_schema(contract) if contract is not None else dg.TableSchema(
         columns=[dg.TableColumn(name=name, type=str(dtype)) for name, dtype in df.schema.items()]
     )
     meta: dict[str, dg.MetadataValue | int | str] = {
         "dagster/row_count": df.height,
-        "dagster/column_schema": schema,
+        COLUMN_SCHEMA: schema,
         "preview": dg.MetadataValue.md(_markdown_preview(df.head(PREVIEW_ROWS))),
     }
     if path is not None:
@@ -57,7 +89,7 @@ def partition_file_name(partition_key: str) -> str:
 
 
 class ParquetIOManager(dg.ConfigurableIOManager):
-    """Stores polars DataFrames as zstd Parquet under ``<root>/assets``, atomically."""
+    """Stores polars DataFrames as zstd Parquet under ``<root>/assets``, atomically, each checked against its contract."""
 
     root: str = ""
 
@@ -75,9 +107,15 @@ class ParquetIOManager(dg.ConfigurableIOManager):
             return
         if not isinstance(obj, pl.DataFrame):
             raise TypeError(f"{context.asset_key.to_user_string()}: expected a polars DataFrame, got {type(obj)!r}")
+        key = context.asset_key.to_user_string()
+        contract = table_contract(key)
+        if contract is None:
+            raise ContractError(f"{key}: no contract; declare the table in pipelines.contracts.registry.TABLES")
         partition = context.partition_key if context.has_asset_partitions else None
+        where = f"{key} (partition {partition})" if partition is not None else key
+        validate(obj, contract, name=where)  # raises before anything is written
         path = write_parquet_atomic(obj, self._path(context.asset_key, partition))
-        context.add_output_metadata(table_metadata(obj, path))
+        context.add_output_metadata(table_metadata(obj, path, contract))
 
     def load_input(self, context: dg.InputContext) -> pl.DataFrame:
         key = context.asset_key

@@ -9,6 +9,8 @@ import warnings
 
 import dagster as dg
 
+from pipelines.contracts.base import polars_schema
+from pipelines.contracts.registry import table_contract
 from pipelines.definitions import defs
 from pipelines.paths import REPO_ROOT, sql_file
 
@@ -57,3 +59,22 @@ def test_the_code_location_loads_without_a_warning() -> None:
     code = "from pipelines.definitions import defs; defs().resolve_asset_graph()"
     out = subprocess.run([sys.executable, "-W", "always", "-c", code], capture_output=True, text=True, check=True, cwd=REPO_ROOT)
     assert out.stderr == ""
+
+
+def test_every_table_asset_publishes_its_contracts_column_schema_with_descriptions() -> None:
+    graph = _graph()
+    tables = [
+        k for k in graph.materializable_asset_keys
+        if graph.get(k).group_name in TABLE_GROUPS | {"quarantine"} and "matplotlib" not in graph.get(k).kinds
+    ]
+    assert len(tables) == 13 + 7  # 13 tables, 7 of them ingested with a quarantine table each
+    for key in tables:
+        name = key.to_user_string()
+        schema = graph.get(key).metadata.get("dagster/column_schema")
+        assert schema is not None, name
+        columns = schema.columns
+        contract = table_contract(name)
+        assert contract is not None, name
+        assert [(c.name, c.type) for c in columns] == [(n, str(t)) for n, t in polars_schema(contract).items()], name
+        undescribed = [c.name for c in columns if not c.description]
+        assert undescribed == [], name

@@ -14,7 +14,7 @@ import pytest
 
 from pipelines.figures import catalog, energy, energy_data, style, trace_data
 from pipelines.figures.errors import NoData
-from pipelines.ingest.schemas import AcmeJobs, AlibabaGroups
+from pipelines.contracts.sources import AcmeJobs, AlibabaGroups
 
 #: A PNG counts as drawn when its grey levels vary and some pixels carry colour (data are drawn
 #: in the palette or viridis; an empty axes is white, grey and black only).
@@ -106,7 +106,7 @@ def test_pareto_default_and_best_configs_by_brute_force(tables: dict[str, pl.Dat
             assert r["is_pareto"] == (not dominated), (gpu, dataset, r["batch_size"], r["power_limit"])
         spec = next(w for w in energy_data.WORKLOADS if w.dataset == dataset)
         sizes = power.filter((pl.col("gpu") == gpu) & (pl.col("dataset") == dataset) & (pl.col("optimizer") == spec.optimizer))
-        b0 = min(spec.default_batch_size, int(sizes["batch_size"].max()))
+        b0 = min(spec.b0, int(sizes["batch_size"].max()))
         (default,) = [r for r in rows if r["is_default"]]
         assert (default["batch_size"], default["power_limit"]) == (b0, max(r["power_limit"] for r in rows if r["batch_size"] == b0))
         max_power = int(power.filter(pl.col("gpu") == gpu)["power_limit"].max())

@@ -1,17 +1,33 @@
-"""The Parquet IO manager: round trip, partitions, atomic writes, metadata."""
+"""The Parquet IO manager: round trip, partitions, atomic writes, metadata, contracts checked on write."""
 # No `from __future__ import annotations`: Dagster reads the context annotation at definition time.
 
 
 from pathlib import Path
 
 import dagster as dg
+import dataframely as dy
 import polars as pl
 import pytest
 
+from pipelines.contracts import registry
+from pipelines.contracts.base import ContractError
 from pipelines.dagster_support import ParquetIOManager
 from pipelines.storage import write_parquet_atomic
 
 parts = dg.StaticPartitionsDefinition(["v100", "a40"])
+
+
+class Energy(dy.Schema):
+    """Test tables: energy per GPU."""
+
+    gpu = dy.String(description="GPU")
+    energy_j = dy.Float64(min=0, description="energy (J)")
+
+
+@pytest.fixture(autouse=True)
+def test_contracts(monkeypatch: pytest.MonkeyPatch) -> None:
+    for key in ("per_gpu", "total", "negative"):
+        monkeypatch.setitem(registry.TABLES, key, Energy)
 
 
 @dg.asset(partitions_def=parts)
@@ -30,6 +46,8 @@ def test_round_trip_with_partitions(tmp_path: Path) -> None:
         result = dg.materialize([per_gpu], partition_key=key, resources={"io_manager": io})
         meta = result.asset_materializations_for_node("per_gpu")[0].metadata
         assert meta["dagster/row_count"].value == 2 and "energy_j" in meta["preview"].value
+        columns = meta["dagster/column_schema"].value.columns
+        assert [(c.name, c.type, c.description) for c in columns] == [("gpu", "String", "GPU"), ("energy_j", "Float64", "energy (J)")]
     assert sorted(p.name for p in (tmp_path / "assets/per_gpu").iterdir()) == ["a40.parquet", "v100.parquet"]
     dg.materialize([per_gpu.to_source_asset(), total], resources={"io_manager": io})
     out = pl.read_parquet(tmp_path / "assets/total.parquet")
@@ -49,3 +67,36 @@ def test_failed_write_keeps_the_previous_file(tmp_path: Path) -> None:
         write_parquet_atomic(Boom({"a": [9]}), target)
     assert pl.read_parquet(target)["a"].to_list() == [1, 2, 3]
     assert [p.name for p in tmp_path.iterdir()] == ["t.parquet"]
+
+
+@dg.asset
+def negative() -> pl.DataFrame:
+    return pl.DataFrame({"gpu": ["v100", "a40", "p100"], "energy_j": [1.0, -2.5, -1.0]})
+
+
+@dg.asset
+def undeclared() -> pl.DataFrame:
+    return pl.DataFrame({"gpu": ["v100"], "energy_j": [1.0]})
+
+
+@dg.asset
+def mistyped() -> pl.DataFrame:
+    return pl.DataFrame({"gpu": ["v100"], "energy_j": [1]})
+
+
+def test_a_frame_breaking_its_contract_is_not_written(tmp_path: Path) -> None:
+    io = ParquetIOManager(root=str(tmp_path))
+    with pytest.raises(ContractError) as info:
+        dg.materialize([negative], resources={"io_manager": io})
+    assert str(info.value) == "negative: energy_j: must be >= 0 (value -2.5); 2 of 3 rows fail Energy (first: row 1)"
+    assert not (tmp_path / "assets").exists() or not any((tmp_path / "assets").iterdir())
+
+
+def test_a_table_without_a_contract_or_with_a_wrong_type_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    io = ParquetIOManager(root=str(tmp_path))
+    with pytest.raises(ContractError, match=r"^undeclared: no contract; declare the table in pipelines\.contracts\.registry\.TABLES$"):
+        dg.materialize([undeclared], resources={"io_manager": io})
+    monkeypatch.setitem(registry.TABLES, "mistyped", Energy)
+    with pytest.raises(ContractError, match=r"^mistyped: column 'energy_j' has type Int64, the contract says Float64$"):
+        dg.materialize([mistyped], resources={"io_manager": io})
+    assert not (tmp_path / "assets").exists() or not any((tmp_path / "assets").iterdir())

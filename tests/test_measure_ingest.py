@@ -100,7 +100,7 @@ def test_bad_measured_rows_are_quarantined_with_file_line_and_reason(tmp_path: P
         ("measured/h100_sxm.csv", 3, "time_per_epoch"),
     ]
     reasons = q["reason"].to_list()
-    assert "greater_than(0)" in reasons[0] and "published trace" in reasons[1]
+    assert reasons[0] == "time_per_epoch: must be > 0 (value -1.0)" and "published trace" in reasons[1]
     assert reasons[2].startswith("duplicate gpu, dataset, network, batch_size, optimizer, power_limit of measured/a100.csv:5")
     assert q["raw"][0].startswith("cifar100,shufflenetv2,32,adadelta,250,-1.0,")
     assert result.table.height == 6 + 1 + 1  # a100.csv, line 6 of b_mixed.csv, line 2 of h100_sxm.csv

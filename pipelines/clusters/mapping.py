@@ -1,6 +1,7 @@
 """Map every cluster trace onto the six Zeus workloads, as one table: ``cluster_workload_jobs``.
 
-Columns: trace, cluster, group, job_id, start_time_s, end_time_s, num_gpu, dataset, runtime_ratio.
+Columns: those of ``pipelines.contracts.clusters.ClusterWorkloadJobs`` (trace, cluster, group,
+job_id, start_time_s, end_time_s, num_gpu, dataset, runtime_ratio).
 
 The Zeus artifact published this mapping for Alibaba only. For the other traces we derive it
 deterministically (no randomness, ties broken by name):
@@ -28,9 +29,11 @@ from collections.abc import Sequence
 
 import polars as pl
 
-from pipelines.ingest.schemas import ZEUS_DATASETS
+from pipelines.contracts import base
+from pipelines.contracts.clusters import CLUSTER_TRACES, ClusterWorkloadJobs
+from pipelines.zeus.workloads import ZEUS_DATASETS
 
-TRACES = ("alibaba", "itp", "elasticflow", "acme")
+TRACES = CLUSTER_TRACES
 
 #: ElasticFlow's model templates -> the Zeus workload of the closest kind (vision/speech/language).
 ELASTICFLOW_MODEL_TO_DATASET: dict[str, str] = {
@@ -41,19 +44,6 @@ ELASTICFLOW_MODEL_TO_DATASET: dict[str, str] = {
     "bert": "squad",
     "gpt2": "sentiment140",
 }
-
-SCHEMA: dict[str, pl.DataType] = {
-    "trace": pl.String(),
-    "cluster": pl.String(),
-    "group": pl.String(),
-    "job_id": pl.String(),
-    "start_time_s": pl.Float64(),
-    "end_time_s": pl.Float64(),
-    "num_gpu": pl.Int64(),
-    "dataset": pl.String(),
-    "runtime_ratio": pl.Float64(),
-}
-
 
 class MappingError(ValueError):
     """A job that cannot be mapped to a Zeus workload (names the group)."""
@@ -68,11 +58,8 @@ def _finish(jobs: pl.DataFrame, trace: str) -> pl.DataFrame:
             f"{trace}: group {row['group']!r} has dataset {row['dataset']!r}, not one of the Zeus workloads {list(ZEUS_DATASETS)}"
         )
     runtime = pl.col("end_time_s") - pl.col("start_time_s")
-    return (
-        jobs.with_columns(pl.lit(trace).alias("trace"), (runtime / runtime.mean().over("dataset")).alias("runtime_ratio"))
-        .select([pl.col(c).cast(t) for c, t in SCHEMA.items()])
-        .sort("group", "start_time_s", "job_id", maintain_order=True)
-    )
+    ratios = jobs.with_columns(pl.lit(trace).alias("trace"), (runtime / runtime.mean().over("dataset")).alias("runtime_ratio"))
+    return base.conform(ratios, ClusterWorkloadJobs).sort("group", "start_time_s", "job_id", maintain_order=True)
 
 
 def assign_by_runtime(jobs: pl.DataFrame, workload_order: Sequence[str]) -> pl.DataFrame:
@@ -147,4 +134,4 @@ def map_acme(jobs: pl.DataFrame, workload_order: Sequence[str]) -> pl.DataFrame:
 
 
 def empty() -> pl.DataFrame:
-    return pl.DataFrame(schema=SCHEMA)
+    return base.empty(ClusterWorkloadJobs)

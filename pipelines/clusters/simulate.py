@@ -12,34 +12,18 @@ from collections.abc import Callable
 
 import polars as pl
 
+from pipelines.contracts.base import conform, empty, polars_schema
+from pipelines.contracts.clusters import ZeusClusterHistory, ZeusSingleJobSweep
 from pipelines.zeus.groups import group_job_spec, replay_groups
+from pipelines.zeus.names import REPLAYED_POLICIES, PolicyName
 from pipelines.zeus.policies import oracle_config
-from pipelines.zeus.runs import SimulationError, hybrid_cost
+from pipelines.zeus.runs import JobRun, SimulationError, hybrid_cost
 from pipelines.zeus.single import simulate_single
 from pipelines.zeus.traces import Traces, build_table
 
 #: The policies replayed over every group: the Zeus optimizer and the two baselines.
-GROUP_POLICIES: tuple[str, ...] = ("zeus", "default", "grid-search")
+GROUP_POLICIES = REPLAYED_POLICIES
 J_PER_MWH = 3.6e9
-
-HISTORY_SCHEMA: dict[str, pl.DataType] = {
-    "trace": pl.String(),
-    "gpu": pl.String(),
-    "policy": pl.String(),
-    "cluster": pl.String(),
-    "group": pl.String(),
-    "job_id": pl.String(),
-    "dataset": pl.String(),
-    "num_gpu": pl.Int64(),
-    "attempt": pl.Int64(),
-    "start_time_s": pl.Float64(),
-    "end_time_s": pl.Float64(),
-    "batch_size": pl.Int64(),
-    "power_limit_w": pl.Int64(),
-    "energy_j": pl.Float64(),
-    "time_s": pl.Float64(),
-    "reached": pl.Boolean(),
-}
 
 
 def simulate_trace(
@@ -49,7 +33,7 @@ def simulate_trace(
     *,
     eta: float = 0.5,
     beta: float = 2.0,
-    policies: tuple[str, ...] = GROUP_POLICIES,
+    policies: tuple[PolicyName, ...] = GROUP_POLICIES,
     log: Callable[[str], None] | None = None,
 ) -> pl.DataFrame:
     """Replay every group of one trace's ``cluster_workload_jobs`` rows on ``gpu`` under each policy.
@@ -58,7 +42,7 @@ def simulate_trace(
     whole job (x num_gpu), time in s, scaled by the job's runtime_ratio as in the Zeus artifact.
     """
     if jobs.height == 0:
-        return pl.DataFrame(schema=HISTORY_SCHEMA)
+        return empty(ZeusClusterHistory)
     groups = jobs.select(
         "group", pl.col("start_time_s").alias("start_time"), pl.col("end_time_s").alias("end_time"), "dataset", "runtime_ratio"
     )
@@ -71,7 +55,7 @@ def simulate_trace(
     )
     frames = []
     for policy in policies:
-        runs = replay_groups(groups, traces, gpu, eta=eta, beta=beta, policy=policy)  # type: ignore[arg-type]
+        runs = replay_groups(groups, traces, gpu, eta=eta, beta=beta, policy=policy)
         if log:
             log(f"{gpu}/{policy}: {runs.height} runs of {jobs.height} jobs in {groups['group'].n_unique()} groups")
         frames.append(
@@ -84,7 +68,7 @@ def simulate_trace(
                 (pl.col("energy") * pl.col("num_gpu")).alias("energy_j"), pl.col("time").alias("time_s"), "reached",
             )
         )
-    return pl.concat(frames).cast(HISTORY_SCHEMA)  # type: ignore[arg-type]
+    return pl.concat(frames).cast(dict(polars_schema(ZeusClusterHistory)))
 
 
 def summarize(history: pl.DataFrame) -> pl.DataFrame:
@@ -137,25 +121,6 @@ def summary_mismatches(summary: pl.DataFrame, history: pl.DataFrame) -> list[str
     return problems
 
 
-SWEEP_SCHEMA: dict[str, pl.DataType] = {
-    "gpu": pl.String(),
-    "dataset": pl.String(),
-    "policy": pl.String(),
-    "eta": pl.Float64(),
-    "beta": pl.Float64(),
-    "seed": pl.Int64(),
-    "recurrence": pl.Int64(),
-    "tries": pl.Int64(),
-    "batch_size": pl.Int64(),
-    "power_limit_w": pl.Int64(),
-    "energy_j": pl.Float64(),
-    "time_s": pl.Float64(),
-    "cost": pl.Float64(),
-    "oracle_cost": pl.Float64(),
-    "cumulative_regret": pl.Float64(),
-}
-
-
 def single_job_sweep(
     traces: Traces,
     gpus: list[str],
@@ -163,7 +128,7 @@ def single_job_sweep(
     etas: tuple[float, ...],
     betas: tuple[float, ...],
     seeds: tuple[int, ...],
-    policies: tuple[str, ...] = GROUP_POLICIES,
+    policies: tuple[PolicyName, ...] = GROUP_POLICIES,
 ) -> tuple[pl.DataFrame, list[str]]:
     """Every (GPU, workload, eta, beta, seed, policy) single-job simulation, one row per recurrence.
 
@@ -183,7 +148,7 @@ def single_job_sweep(
                     for seed in seeds:
                         for policy in policies:
                             try:
-                                runs = simulate_single(table, eta=eta, beta=beta, seed=seed, policy=policy)  # type: ignore[arg-type]
+                                runs = simulate_single(table, eta=eta, beta=beta, seed=seed, policy=policy)
                             except SimulationError as exc:
                                 errors.append(f"{gpu}/{dataset}/eta={eta}/beta={beta}/seed={seed}/{policy}: {exc}")
                                 continue
@@ -194,11 +159,11 @@ def single_job_sweep(
                                 )
                             )
     if not frames:
-        return pl.DataFrame(schema=SWEEP_SCHEMA), errors
-    return pl.concat(frames).select(list(SWEEP_SCHEMA)).cast(SWEEP_SCHEMA), errors  # type: ignore[arg-type]
+        return empty(ZeusSingleJobSweep), errors
+    return conform(pl.concat(frames), ZeusSingleJobSweep), errors
 
 
-def _recurrences(runs: list, max_power: int, eta: float, oracle_cost: float) -> pl.DataFrame:
+def _recurrences(runs: list[JobRun], max_power: int, eta: float, oracle_cost: float) -> pl.DataFrame:
     frame = pl.DataFrame(
         {
             "recurrence": [r.job for r in runs],

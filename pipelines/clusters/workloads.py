@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import math
 
-from pipelines.zeus.groups import WORKLOAD_DEFAULTS, group_job_spec
+from pipelines.zeus.groups import group_job_spec
 from pipelines.zeus.traces import Traces, build_table
+from pipelines.zeus.workloads import ZEUS_DATASETS
 
 #: The GPU whose trace orders the workloads (the Zeus paper's main GPU).
 REFERENCE_GPU = "v100"
@@ -21,4 +22,4 @@ def default_tta_s(traces: Traces, dataset: str, gpu: str = REFERENCE_GPU) -> flo
 
 def workloads_by_default_tta(traces: Traces, gpu: str = REFERENCE_GPU) -> list[str]:
     """The six datasets, shortest expected default TTA on ``gpu`` first (ties by name)."""
-    return sorted(WORKLOAD_DEFAULTS, key=lambda d: (default_tta_s(traces, d, gpu), d))
+    return sorted(ZEUS_DATASETS, key=lambda d: (default_tta_s(traces, d, gpu), d))

@@ -4,10 +4,11 @@ import dagster as dg
 import polars as pl
 
 from pipelines.clusters import mapping, simulate
+from pipelines.dagster_support import contract_metadata
 from pipelines.clusters.workloads import REFERENCE_GPU, workloads_by_default_tta
 from pipelines.ingest.zeus import PUBLISHED_GPUS
-from pipelines.zeus.groups import WORKLOAD_DEFAULTS
 from pipelines.zeus.traces import from_frames
+from pipelines.zeus.workloads import ZEUS_DATASETS
 
 ETA = 0.5
 BETA = 2.0
@@ -24,6 +25,7 @@ trace_gpu_partitions = dg.MultiPartitionsDefinition(
 @dg.asset(
     group_name="clusters",
     kinds={"polars", "parquet"},
+    metadata=contract_metadata("cluster_workload_jobs"),
     description="Every cluster trace's jobs as recurring groups of Zeus workloads, with runtime_ratio (see README).",
 )
 def cluster_workload_jobs(
@@ -71,6 +73,7 @@ def _partition(context: dg.AssetExecutionContext) -> tuple[str, str]:
     group_name="clusters",
     partitions_def=trace_gpu_partitions,
     kinds={"polars", "parquet"},
+    metadata=contract_metadata("zeus_cluster_history"),
     description=f"Per-run history of Zeus, Default and Grid Search replaying every group of a trace on a GPU "
     f"(eta {ETA}, beta {BETA}); energy in J for the whole job (x num_gpu), time in s.",
 )
@@ -92,6 +95,7 @@ def zeus_cluster_history(
     group_name="clusters",
     partitions_def=trace_gpu_partitions,
     kinds={"polars", "parquet"},
+    metadata=contract_metadata("zeus_cluster_summary"),
     description="Per trace, workload and GPU: energy (J, MWh) and time (s) of Zeus, Default and Grid Search, and Zeus's savings (%).",
     check_specs=[dg.AssetCheckSpec("matches_history", asset="zeus_cluster_summary",
                                    description="Energy and time totals equal the sums over the history.")],
@@ -107,6 +111,7 @@ def zeus_cluster_summary(zeus_cluster_history: pl.DataFrame):  # noqa: ANN201 (y
     group_name="clusters",
     partitions_def=gpu_partitions,
     kinds={"polars", "parquet"},
+    metadata=contract_metadata("zeus_single_job_sweep"),
     description="Single recurring jobs: 6 workloads x eta {0..1} x beta {2, inf} x 5 seeds under Zeus, Default and Grid "
     "Search, one row per recurrence, with cumulative regret against the Oracle.",
 )
@@ -115,7 +120,7 @@ def zeus_single_job_sweep(
 ) -> dg.Output[pl.DataFrame]:
     traces = from_frames(zeus_train_runs, zeus_power_profiles)
     rows, errors = simulate.single_job_sweep(
-        traces, [context.partition_key], sorted(WORKLOAD_DEFAULTS), SWEEP_ETAS, SWEEP_BETAS, SWEEP_SEEDS
+        traces, [context.partition_key], sorted(ZEUS_DATASETS), SWEEP_ETAS, SWEEP_BETAS, SWEEP_SEEDS
     )
     for error in errors:
         context.log.warning(f"not simulated (the published simulator raises here): {error}")

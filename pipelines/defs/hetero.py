@@ -3,8 +3,8 @@
 import dagster as dg
 import polars as pl
 
-from pipelines.dagster_support import PathsResource
-from pipelines.hetero.allocations import DESCRIPTIONS, GPU_STRENGTH_ORDER, allocations_table
+from pipelines.dagster_support import PathsResource, contract_metadata
+from pipelines.hetero.allocations import GPU_STRENGTH_ORDER, allocations_table
 from pipelines.hetero.curves import split_curves
 from pipelines.hetero.fit import fit_profiles
 from pipelines.hetero.model import MODEL_KINDS, CostModel
@@ -19,7 +19,7 @@ _PROFILES = {"hetero_gpu_profiles": dg.AssetIn(key="hetero_gpu_profiles")}
     description="Zeus² allocations: per workload, the brute-force, heuristic and baseline split of a 4096 batch over "
     "A10 + T4 and their power limits, under the published cost and the synchronous model (eta 0.5); time in s, "
     "energy and cost in J per profiled window.",
-    metadata={"dagster/column_schema": dg.TableSchema(columns=[dg.TableColumn(k, description=v) for k, v in DESCRIPTIONS.items()])},
+    metadata=contract_metadata("hetero_allocations"),
 )
 def hetero_allocations(context: dg.AssetExecutionContext, hetero_gpu_profiles: pl.DataFrame) -> dg.Output[pl.DataFrame]:
     table = allocations_table(hetero_gpu_profiles, strength_order=GPU_STRENGTH_ORDER, log=context.log.info)

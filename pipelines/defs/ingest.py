@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import dagster as dg
 import polars as pl
 
-from pipelines.dagster_support import PathsResource
+from pipelines.dagster_support import PathsResource, column_schema, contract_metadata
 from pipelines.ingest import acme, alibaba, itp, zeus, zeus2
 from pipelines.ingest.common import IngestResult, TableSpec, empty_quarantine, empty_table
 from pipelines.paths import ProjectPaths, default_mirror
@@ -78,12 +78,6 @@ def _missing_optional(paths: ProjectPaths, names: Sequence[str]) -> list[Source]
     return [s for s in SOURCES if s.name in names and not s.raw_path(paths).exists()]
 
 
-def _column_schema(spec: TableSpec) -> dg.TableSchema:
-    return dg.TableSchema(
-        columns=[dg.TableColumn(name, str(dtype), description=spec.descriptions()[name]) for name, dtype in spec.dtypes().items()]
-    )
-
-
 def ingest_asset(
     spec: TableSpec,
     *,
@@ -116,13 +110,14 @@ def ingest_asset(
                 key=dg.AssetKey(table),
                 group_name="ingest",
                 description=description,
-                metadata={"dagster/column_schema": _column_schema(spec)},
+                metadata={"dagster/column_schema": column_schema(spec.model)},
                 kinds={"polars", "parquet"},
             ),
             "quarantine": dg.AssetOut(
                 key=dg.AssetKey(["quarantine", table]),
                 group_name="quarantine",
                 description=f"Rows of {table}'s sources that failed parsing or validation: file, line, column, reason, raw line.",
+                metadata=contract_metadata(f"quarantine/{table}"),
                 kinds={"polars", "parquet"},
             ),
         },
@@ -285,6 +280,7 @@ def elasticflow_same_jobs_as_itp(elasticflow_jobs: pl.DataFrame, itp_jobs: pl.Da
     group_name="ingest",
     deps=[raw_zeus2_profiles],
     kinds={"polars", "parquet"},
+    metadata=contract_metadata("hetero_gpu_profiles"),
     description="Zeus² A10/T4 profiles (cifar, imagenet): energy (J) and time (s) per batch size and power limit (W). "
     "A malformed file fails with its name, line, column and key path.",
 )

@@ -70,8 +70,11 @@ def render(asset: FigureAsset, frames: Frames, folder: Path) -> Report:
     """Draw and save every figure of ``asset`` into ``folder``.
 
     A figure whose render raises ``NoData`` writes nothing and its files from an earlier run are
-    removed, so figures/ never shows a figure of data that is gone.
+    removed, so figures/ never shows a figure of data that is gone. Each figure's data is checked
+    against its contract (``pipelines.contracts.registry.figure_contract``) before anything is written.
     """
+    from pipelines.contracts.base import validate
+    from pipelines.contracts.registry import figure_contract
     from pipelines.figures import style
 
     plan = asset.plan(frames)
@@ -84,6 +87,7 @@ def render(asset: FigureAsset, frames: Frames, folder: Path) -> Report:
             for suffix in (".png", ".pdf", ".parquet"):
                 (folder / f"{name}{suffix}").unlink(missing_ok=True)
             continue
+        validate(data, figure_contract(name), name=f"figures/{name}.parquet")
         files = style.save_figure(fig, data, name, folder)  # type: ignore[arg-type]
         report.written[name] = {**files.as_dict(), "rows": data.height, "columns": data.columns}
     return report
@@ -123,7 +127,7 @@ def _eta_sensitivity(frames: Frames) -> Plan:
 
 def _power_limit_response(frames: Frames) -> Plan:
     from pipelines.figures import energy
-    from pipelines.figures.energy_data import WORKLOADS
+    from pipelines.zeus.workloads import WORKLOADS
 
     power = frames["zeus_power_profiles"]
     return Plan([(f"energy_power_limit_response_{w.dataset}", lambda w=w: energy.power_limit_response(power, w.dataset))

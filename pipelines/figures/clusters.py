@@ -12,6 +12,8 @@ import numpy as np
 import polars as pl
 from matplotlib.figure import Figure
 
+from pipelines.contracts.base import conform, empty
+from pipelines.contracts.figures import EnergyTimeline, SavingsByTrace
 from pipelines.figures import style
 from pipelines.figures.errors import NoData
 
@@ -74,9 +76,7 @@ def savings_by_trace(summary: pl.DataFrame) -> tuple[Figure, pl.DataFrame]:
     handles, labels = axes[0, 0].get_legend_handles_labels()
     fig.legend(handles, labels, loc="outside upper center", ncols=len(gpus),
                title="Zeus (η = 0.5, β = 2) vs Default (b0 at the maximum power limit), cluster-trace replay")
-    columns = ["trace", "dataset", "gpu", "jobs", "energy_mwh_zeus", "energy_mwh_default", "energy_savings_vs_default_pct",
-               "time_savings_vs_default_pct"]
-    return fig, data.select(columns).sort("trace", "dataset", "gpu")
+    return fig, conform(data, SavingsByTrace).sort("trace", "dataset", "gpu")
 
 
 def cumulative_energy_timeline(history: pl.DataFrame, points: int = TIMELINE_POINTS) -> pl.DataFrame:
@@ -88,8 +88,7 @@ def cumulative_energy_timeline(history: pl.DataFrame, points: int = TIMELINE_POI
     so the last point of each line is the policy's exact total.
     """
     if history.height == 0:
-        return pl.DataFrame(schema={"trace": pl.String(), "gpu": pl.String(), "policy": pl.String(),
-                                    "day": pl.Float64(), "cumulative_energy_mwh": pl.Float64()})
+        return empty(EnergyTimeline)
     frames = []
     starts = history.group_by("trace").agg(pl.col("start_time_s").min().alias("t0"))
     timed = history.join(starts, on="trace").with_columns(((pl.col("start_time_s") - pl.col("t0")) / S_PER_DAY).alias("day"))

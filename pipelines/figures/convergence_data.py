@@ -16,28 +16,15 @@ from collections.abc import Sequence
 
 import polars as pl
 
-from pipelines.figures.energy_data import WORKLOADS
+from pipelines.contracts.base import conform, empty, polars_schema
+from pipelines.contracts.figures import ConvergenceRecurrences
+from pipelines.zeus.names import POLICIES, PolicyName
+from pipelines.zeus.workloads import WORKLOADS
 
 POLICY_LABELS: dict[str, str] = {"zeus": "Zeus", "default": "Default", "grid-search": "Grid Search", "oracle": "Oracle"}
 
-RECURRENCE_COLUMNS: dict[str, pl.DataType] = {
-    "gpu": pl.String(),
-    "dataset": pl.String(),
-    "policy": pl.String(),
-    "recurrence": pl.Int64(),  # 0-based
-    "runs": pl.UInt32(),  # runs in this recurrence (1 + retries)
-    "energy_j": pl.Float64(),
-    "time_s": pl.Float64(),
-    "cost_j": pl.Float64(),  # eta x energy + (1 - eta) x MaxPower x time
-    "cum_energy_j": pl.Float64(),
-    "cum_time_s": pl.Float64(),
-    "cum_cost_j": pl.Float64(),
-    "energy_regret_j": pl.Float64(),  # cum_energy_j - (recurrence + 1) x Oracle's expected energy
-    "time_regret_s": pl.Float64(),
-    "cost_regret_j": pl.Float64(),
-    "energy_vs_oracle": pl.Float64(),  # cum_energy_j / ((recurrence + 1) x Oracle's expected energy) = 1 + regret / that
-    "time_vs_oracle": pl.Float64(),
-}
+#: Columns, types and units of the recurrences frame: the contract ``ConvergenceRecurrences``.
+RECURRENCE_COLUMNS = polars_schema(ConvergenceRecurrences)
 
 
 def simulate_recurrences(
@@ -47,9 +34,9 @@ def simulate_recurrences(
     eta: float = 0.5,
     beta: float = 2.0,
     seed: int = 1,
-    policies: Sequence[str] = tuple(POLICY_LABELS),
+    policies: Sequence[PolicyName] = POLICIES,
 ) -> tuple[pl.DataFrame, list[str]]:
-    """Per (gpu, dataset, policy, recurrence) the columns of ``RECURRENCE_COLUMNS``, and notes on what failed.
+    """Per (gpu, dataset, policy, recurrence) the columns of ``ConvergenceRecurrences``, and notes on what failed.
 
     A (gpu, dataset) the simulator cannot run (no rows, or b0 never reaches the target) is left
     out and named in the notes.
@@ -73,7 +60,7 @@ def simulate_recurrences(
                 continue
             for policy in policies:
                 try:
-                    runs = runs_frame(simulate_single(table, eta, beta, seed, policy=policy))  # type: ignore[arg-type]
+                    runs = runs_frame(simulate_single(table, eta, beta, seed, policy=policy))
                 except SimulationError as exc:
                     notes.append(f"{gpu}/{w.dataset}/{policy}: {exc}")
                     continue
@@ -100,6 +87,5 @@ def simulate_recurrences(
                     )
                 )
     if not parts:
-        return pl.DataFrame(schema=RECURRENCE_COLUMNS), notes
-    frame = pl.concat(parts, how="diagonal").select([pl.col(c).cast(t) for c, t in RECURRENCE_COLUMNS.items()])
-    return frame, notes
+        return empty(ConvergenceRecurrences), notes
+    return conform(pl.concat(parts, how="diagonal"), ConvergenceRecurrences), notes

@@ -15,9 +15,11 @@ import polars as pl
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
+from pipelines.contracts.base import conform
+from pipelines.contracts.figures import EtaVsTta, PowerLimitResponse
 from pipelines.figures import style
-from pipelines.figures.energy_data import WORKLOADS, Workload
 from pipelines.figures.errors import NoData
+from pipelines.zeus.workloads import WORKLOAD_BY_DATASET, ZeusWorkload
 
 S_PER_H = 3600.0
 J_PER_MJ = 1e6
@@ -82,9 +84,7 @@ def eta_vs_tta(expectations: pl.DataFrame, gpu: str) -> tuple[Figure, pl.DataFra
     fig.legend(handles=handles, loc="outside lower center", ncols=len(handles))
     style.colorbar(fig, mpl.cm.ScalarMappable(norm=norm, cmap=cmap), axes, "power limit (W)")
     fig.suptitle(f"{style.gpu_label(gpu)}: energy vs time to accuracy of every (batch size, power limit)")
-    columns = ["gpu", "dataset", "batch_size", "power_limit", "runs", "runs_reached", "reach_rate", "tta_s", "eta_j",
-               "is_pareto", "is_default", "default_batch_size"]
-    return fig, data.select(columns)
+    return fig, conform(data, EtaVsTta)
 
 
 def savings_bars(savings: pl.DataFrame) -> tuple[Figure, pl.DataFrame]:
@@ -163,11 +163,10 @@ def eta_sensitivity(sweep: pl.DataFrame) -> tuple[Figure, pl.DataFrame]:
     return fig, sweep
 
 
-def _workload(dataset: str) -> Workload:
-    for w in WORKLOADS:
-        if w.dataset == dataset:
-            return w
-    raise NoData(f"unknown workload {dataset!r}")
+def _workload(dataset: str) -> ZeusWorkload:
+    if dataset not in WORKLOAD_BY_DATASET:
+        raise NoData(f"unknown workload {dataset!r}")
+    return WORKLOAD_BY_DATASET[dataset]
 
 
 def power_limit_response(power: pl.DataFrame, dataset: str) -> tuple[Figure, pl.DataFrame]:
@@ -206,5 +205,4 @@ def power_limit_response(power: pl.DataFrame, dataset: str) -> tuple[Figure, pl.
     style.colorbar(fig, mpl.cm.ScalarMappable(norm=norm, cmap=cmap), axes, "batch size", ticks=ticks, format="%d")
     fig.suptitle(f"{style.dataset_label(dataset)} ({w.network}, {w.optimizer}): epoch time and power vs power limit "
                  "(dashed: power = limit)", fontsize=style.FONT_SIZE)
-    columns = ["gpu", "dataset", "network", "optimizer", "batch_size", "power_limit", "time_per_epoch", "average_power"]
-    return fig, data.select(columns).sort("gpu", "batch_size", "power_limit")
+    return fig, conform(data, PowerLimitResponse).sort("gpu", "batch_size", "power_limit")

@@ -3,7 +3,7 @@
 Plain polars, no plotting. Definitions (Zeus NSDI '23; data-sources.md):
 
 * A workload is (dataset, network, optimizer, target metric, max epochs, default batch size b0),
-  as in the artifact's job specs (``WORKLOADS``).
+  as in the artifact's job specs (``pipelines.zeus.workloads.WORKLOADS``).
 * A run of a batch size *reached* the target when its ``target_epoch`` is not null and at most the
   workload's ``max_epochs`` (a run needing more epochs is stopped by the epoch budget before it gets
   there). Runs that did not reach the target are left out of the mean; ``reach_rate`` says how
@@ -22,69 +22,27 @@ Plain polars, no plotting. Definitions (Zeus NSDI '23; data-sources.md):
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 import numpy as np
 import polars as pl
 
-
-@dataclass(frozen=True)
-class Workload:
-    """A recurring training job of the Zeus traces."""
-
-    dataset: str
-    network: str
-    optimizer: str
-    target_metric: float
-    max_epochs: int
-    default_batch_size: int
+from pipelines.contracts.base import conform, polars_schema
+from pipelines.contracts.figures import ConfigExpectations
+from pipelines.zeus.workloads import WORKLOADS, ZeusWorkload
 
 
-#: The artifact's job specs (data-sources.md, "Per-workload job specs").
-WORKLOADS: tuple[Workload, ...] = (
-    Workload("cifar100", "shufflenetv2", "adadelta", 0.6, 100, 1024),
-    Workload("imagenet", "resnet50", "adadelta", 0.65, 100, 256),
-    Workload("squad", "bert_base_uncased", "adamw", 84.0, 6, 32),
-    Workload("librispeech", "deepspeech2", "adamw", 40.0, 16, 256),
-    Workload("movielens-1m", "ncf", "adam", 0.41, 100, 1024),
-    Workload("sentiment140", "bert_base_uncased", "adamw", 0.84, 10, 128),
-)
-
-#: Columns of ``config_expectations``.
-EXPECTATION_COLUMNS: dict[str, pl.DataType] = {
-    "gpu": pl.String(),
-    "dataset": pl.String(),
-    "network": pl.String(),
-    "optimizer": pl.String(),
-    "target_metric": pl.Float64(),
-    "batch_size": pl.Int64(),
-    "power_limit": pl.Int64(),  # W
-    "runs": pl.UInt32(),  # runs of this batch size in the train trace at this target
-    "runs_reached": pl.UInt32(),  # of which reached the target within max_epochs
-    "reach_rate": pl.Float64(),  # runs_reached / runs
-    "mean_target_epoch": pl.Float64(),  # over runs_reached
-    "time_per_epoch_s": pl.Float64(),
-    "average_power_w": pl.Float64(),
-    "tta_s": pl.Float64(),
-    "eta_j": pl.Float64(),
-    "max_power_w": pl.Int64(),  # MaxPower of the GPU
-    "default_batch_size": pl.Int64(),  # b0 on this GPU
-    "is_default": pl.Boolean(),
-    "is_pareto": pl.Boolean(),
-}
+#: Columns of ``config_expectations``, types and units: the contract ``ConfigExpectations``.
+EXPECTATION_COLUMNS = polars_schema(ConfigExpectations)
 _WORKLOAD_KEY = ["dataset", "network", "optimizer"]
 _GROUP = ["gpu", "dataset"]
 
 
-def workloads_frame(workloads: Sequence[Workload] = WORKLOADS) -> pl.DataFrame:
-    return pl.DataFrame(
-        [vars(w) for w in workloads],
-        schema={"dataset": pl.String, "network": pl.String, "optimizer": pl.String, "target_metric": pl.Float64,
-                "max_epochs": pl.Int64, "default_batch_size": pl.Int64},
-    )
+def workloads_frame(workloads: Sequence[ZeusWorkload] = WORKLOADS) -> pl.DataFrame:
+    """One row per workload: dataset, network, optimizer, target_metric, max_epochs, default_batch_size (= b0)."""
+    return pl.DataFrame([vars(w) for w in workloads]).rename({"b0": "default_batch_size"})
 
 
-def run_statistics(train: pl.DataFrame, workloads: Sequence[Workload] = WORKLOADS) -> pl.DataFrame:
+def run_statistics(train: pl.DataFrame, workloads: Sequence[ZeusWorkload] = WORKLOADS) -> pl.DataFrame:
     """Per workload and batch size, at the workload's target: runs, runs_reached, mean_target_epoch."""
     reached = pl.col("target_epoch").is_not_null() & (pl.col("target_epoch") <= pl.col("max_epochs"))
     return (
@@ -109,12 +67,12 @@ def max_power(train: pl.DataFrame, power: pl.DataFrame) -> pl.DataFrame:
 
 
 def config_expectations(
-    train: pl.DataFrame, power: pl.DataFrame, workloads: Sequence[Workload] = WORKLOADS
+    train: pl.DataFrame, power: pl.DataFrame, workloads: Sequence[ZeusWorkload] = WORKLOADS
 ) -> pl.DataFrame:
     """One row per (gpu, dataset, batch size, power limit) that reaches the target: TTA, ETA, flags.
 
     ``train`` is ``zeus_train_runs``, ``power`` is ``zeus_power_profiles`` (any GPUs). Columns and
-    units: ``EXPECTATION_COLUMNS``. Sorted by gpu, dataset, batch size, power limit.
+    units: ``ConfigExpectations``. Sorted by gpu, dataset, batch size, power limit.
     """
     specs = workloads_frame(workloads)
     stats = run_statistics(train, workloads).filter(pl.col("runs_reached") > 0)
@@ -141,9 +99,7 @@ def config_expectations(
     frame = frame.with_columns(
         ((pl.col("batch_size") == pl.col("b0")) & (pl.col("power_limit") == default_limit)).fill_null(False).alias("is_default")
     )
-    return pareto_flags(frame).select(
-        [pl.col(c).cast(t) for c, t in EXPECTATION_COLUMNS.items()]
-    ).sort("gpu", "dataset", "batch_size", "power_limit")
+    return conform(pareto_flags(frame), ConfigExpectations).sort("gpu", "dataset", "batch_size", "power_limit")
 
 
 def pareto_flags(frame: pl.DataFrame, time: str = "tta_s", energy: str = "eta_j", group: Sequence[str] = _GROUP) -> pl.DataFrame:

@@ -1,6 +1,6 @@
 """Cluster traces in one job frame, and the statistics the trace-characterization figures draw.
 
-Plain polars, no plotting. Every trace becomes rows of ``JOB_COLUMNS`` (GPU jobs only):
+Plain polars, no plotting. Every trace becomes rows of ``TraceJobs`` (GPU jobs only):
 
 * ITP (``itp_jobs``): clusters cluster01..10; submit = submission_time (s since the collection
   start, 2021-03-04); no queue or final state.
@@ -22,16 +22,11 @@ from collections.abc import Sequence
 
 import polars as pl
 
-JOB_COLUMNS: dict[str, pl.DataType] = {
-    "trace": pl.String(),  # display name: "ITP", "ElasticFlow testbed", "Acme Seren", "Acme Kalos", "Alibaba"
-    "cluster": pl.String(),
-    "origin": pl.String(),  # what submit_s counts from, for axis labels
-    "submit_s": pl.Float64(),  # s since origin
-    "duration_s": pl.Float64(),  # run time (s)
-    "num_gpu": pl.Float64(),  # GPUs of the job (null: not in the trace)
-    "queue_s": pl.Float64(),  # queueing delay (s; null: not in the trace)
-    "state": pl.String(),  # COMPLETED, CANCELLED or FAILED (null: not in the trace)
-}
+from pipelines.contracts.base import empty, polars_schema
+from pipelines.contracts.figures import StateShares, SummaryStatistics, TraceJobs
+
+#: Columns, types and units of the job frame: the contract ``TraceJobs``.
+JOB_COLUMNS = polars_schema(TraceJobs)
 TRACE_ORDER: tuple[str, ...] = ("ITP", "ElasticFlow testbed", "Acme Seren", "Acme Kalos", "Alibaba")
 ACME_TRACES: tuple[str, ...] = ("Acme Seren", "Acme Kalos")
 ITP_ORIGIN = "2021-03-04 (ITP collection start)"
@@ -67,7 +62,7 @@ def acme_gpu_jobs(acme: pl.DataFrame) -> pl.DataFrame:
     """GPU jobs of ``acme_jobs``, one trace per cluster, submit times from that cluster's first midnight (UTC)."""
     gpu = acme.filter(pl.col("gpu_num") > 0)
     if gpu.height == 0:
-        return pl.DataFrame(schema=JOB_COLUMNS)
+        return empty(TraceJobs)
     day0 = pl.col("submit_time").min().over("cluster").dt.truncate("1d")
     return _conform(
         gpu.select(
@@ -244,8 +239,7 @@ def summary_statistics(published: pl.DataFrame, computed: pl.DataFrame) -> pl.Da
                     "cluster", pl.lit(source).alias("source"), pl.lit(column).alias("statistic"), pl.lit(label).alias("label"),
                     pl.lit(unit).alias("unit"), pl.col(column).cast(pl.Float64).alias("value"),
                 ))
-    schema = {"cluster": pl.String, "source": pl.String, "statistic": pl.String, "label": pl.String, "unit": pl.String, "value": pl.Float64}
-    return pl.concat(parts).filter(pl.col("value").is_not_null()) if parts else pl.DataFrame(schema=schema)
+    return pl.concat(parts).filter(pl.col("value").is_not_null()) if parts else empty(SummaryStatistics)
 
 
 def state_shares(published: pl.DataFrame, computed: pl.DataFrame) -> pl.DataFrame:
@@ -261,5 +255,4 @@ def state_shares(published: pl.DataFrame, computed: pl.DataFrame) -> pl.DataFram
                     "cluster", pl.lit(source).alias("source"), pl.lit(basis).alias("basis"), pl.lit(state).alias("state"),
                     pl.col(column).cast(pl.Float64).alias("share"),
                 ))
-    schema = {"cluster": pl.String, "source": pl.String, "basis": pl.String, "state": pl.String, "share": pl.Float64}
-    return pl.concat(parts).filter(pl.col("share").is_not_null()) if parts else pl.DataFrame(schema=schema)
+    return pl.concat(parts).filter(pl.col("share").is_not_null()) if parts else empty(StateShares)

@@ -16,6 +16,8 @@ from collections.abc import Callable, Mapping, Sequence
 
 import polars as pl
 
+from pipelines.contracts.base import polars_schema
+from pipelines.contracts.hetero import AS_WRITTEN, HeteroAllocations
 from pipelines.hetero.fit import GpuFit, fit_profiles
 from pipelines.hetero.model import DEFAULT_ETA, CostModel, ModelKind, TimePrice
 from pipelines.hetero.search import (
@@ -33,53 +35,9 @@ from pipelines.hetero.search import (
 
 #: GPUs from strongest to weakest (the published code takes the stronger first; A10 > T4 by datasheet FLOPS).
 GPU_STRENGTH_ORDER: tuple[str, ...] = ("a10", "t4")
-AS_WRITTEN = "baseline_as_written"
 
-SCHEMA: dict[str, pl.DataType] = {
-    "workload": pl.String(),
-    "gpus": pl.List(pl.String()),
-    "method": pl.String(),
-    "model": pl.String(),
-    "eta": pl.Float64(),
-    "time_price": pl.String(),
-    "global_batch": pl.Int64(),
-    "granularity": pl.Int64(),
-    "batch_split": pl.List(pl.Int64()),
-    "power_limits": pl.List(pl.Int64()),
-    "gpu_time_s": pl.List(pl.Float64()),
-    "time_s": pl.Float64(),
-    "energy_j": pl.Float64(),
-    "cost": pl.Float64(),
-    "published_cost": pl.Float64(),
-    "sync_time_s": pl.Float64(),
-    "sync_energy_j": pl.Float64(),
-    "sync_cost": pl.Float64(),
-    "idle_power_w": pl.List(pl.Float64()),
-    "candidates": pl.Int64(),
-}
-DESCRIPTIONS: dict[str, str] = {
-    "workload": "Workload profiled (cifar100, imagenet).",
-    "gpus": "GPUs, strongest first (the published heuristic pins the first).",
-    "method": "brute (every split and limit), heuristic (first GPU at its lowest limit), baseline (even split), "
-    "baseline_as_written (the published baseline code's own score).",
-    "model": "Cost minimised: published (sum of per-GPU costs) or sync (iteration = slowest GPU, idle power while waiting).",
-    "eta": "Energy weight of the cost (Zeus eta knob); the published weights are 0.5.",
-    "time_price": "W per second of time in the cost: the chosen power limit (published) or the GPU's highest limit.",
-    "global_batch": "Global batch (samples) split across the GPUs.",
-    "granularity": "Each GPU's share is a positive multiple of this (samples).",
-    "batch_split": "Samples per GPU, in GPU order.",
-    "power_limits": "Power limit per GPU (W).",
-    "gpu_time_s": "Fitted time per GPU (s) for the profiled window at its share.",
-    "time_s": "Slowest GPU's time (s).",
-    "energy_j": "Energy (J) under the row's model.",
-    "cost": "Cost (J) under the row's model (for baseline_as_written: the published code's own score).",
-    "published_cost": "The same allocation under the published cost (J).",
-    "sync_time_s": "The same allocation under the synchronous model: time (s).",
-    "sync_energy_j": "... energy (J), busy plus idle.",
-    "sync_cost": "... cost (J).",
-    "idle_power_w": "Idle power per GPU (W) used by the synchronous model.",
-    "candidates": "Size of the search space: splits x power-limit combinations.",
-}
+#: Columns, types and units: the contract ``pipelines.contracts.hetero.HeteroAllocations``.
+SCHEMA = polars_schema(HeteroAllocations)
 
 _METHOD_FUNCTIONS: dict[str, Callable[..., Allocation]] = {"brute": brute_force, "heuristic": heuristic, "baseline": baseline}
 
@@ -166,7 +124,7 @@ def allocations_table(
 ) -> pl.DataFrame:
     """The allocations table (``SCHEMA``) for every workload of a profiles table with two or more GPUs.
 
-    ``profiles`` has the columns of ``pipelines.ingest.zeus2.SCHEMA`` in file order. Each workload's
+    ``profiles`` is a ``hetero_gpu_profiles`` table (``pipelines.ingest.zeus2``), in file order. Each workload's
     GPUs form one group, strongest first by ``strength_order``. ``idle_power_w`` maps GPU -> W
     (missing GPUs take the model default).
     """

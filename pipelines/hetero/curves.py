@@ -7,22 +7,14 @@ from collections.abc import Sequence
 import numpy as np
 import polars as pl
 
+from pipelines.contracts.base import polars_schema
+from pipelines.contracts.figures import SplitCurves
 from pipelines.hetero.fit import GpuFit
 from pipelines.hetero.model import CostModel, published_totals, sync_totals
 from pipelines.hetero.search import Grid
 
-SCHEMA: dict[str, pl.DataType] = {
-    "workload": pl.String(),
-    "model": pl.String(),
-    "gpu_1": pl.String(),
-    "gpu_2": pl.String(),
-    "power_limit_1": pl.Int64(),
-    "power_limit_2": pl.Int64(),
-    "batch_1": pl.Int64(),
-    "time_s": pl.Float64(),
-    "energy_j": pl.Float64(),
-    "cost": pl.Float64(),
-}
+#: Columns, types and units: the contract ``pipelines.contracts.figures.SplitCurves`` (the data of ``hetero_cost_split``).
+SCHEMA = polars_schema(SplitCurves)
 
 
 def split_curves(fits: Sequence[GpuFit], model: CostModel, grid: Grid = Grid()) -> pl.DataFrame:

@@ -74,7 +74,7 @@ def evaluate(coef: np.ndarray, batch: np.ndarray, clip: bool = True) -> np.ndarr
 
 
 def fit_gpu(profile: pl.DataFrame) -> GpuFit:
-    """Fit one GPU's profile (one gpu and workload; columns of ``pipelines.ingest.zeus2.SCHEMA``).
+    """Fit one GPU's profile (one gpu and workload; rows of ``hetero_gpu_profiles``).
 
     Rows must keep file order (power limits are taken in first-appearance order). Each power limit
     needs at least 3 distinct batch sizes, else ``FitError``.

@@ -7,7 +7,7 @@ from pathlib import Path
 import polars as pl
 
 from pipelines.ingest.common import IngestResult, TableSpec, ingest_files
-from pipelines.ingest.schemas import AcmeClusterSummary, AcmeJobs
+from pipelines.contracts.sources import AcmeClusterSummary, AcmeJobs
 
 _COMMON = ("job_id", "user", "node_num", "gpu_num", "cpu_num")
 _TAIL = ("duration", "queue", "gpu_time")
@@ -16,14 +16,10 @@ KALOS_COLUMNS = (*_COMMON, "mem_per_pod_GB", "shared_mem_per_pod", "type", "stat
                  "end_time", "fail_time", "stop_time", *_TAIL)
 KALOS_ONLY = ("mem_per_pod_gb", "shared_mem_per_pod", "fail_time", "stop_time")
 
-SEREN_SPEC = TableSpec("acme_jobs", AcmeJobs, {c: c for c in SEREN_COLUMNS}, unique_key=("job_id",))
-KALOS_SPEC = TableSpec(
-    "acme_jobs", AcmeJobs, {c: c.lower() for c in KALOS_COLUMNS}, unique_key=("job_id",)
-)
-SUMMARY_COLUMNS = tuple(AcmeClusterSummary.to_schema().columns)
-SUMMARY_SPEC = TableSpec(
-    "acme_cluster_summary", AcmeClusterSummary, {"id": "cluster", **{c: c for c in SUMMARY_COLUMNS[1:]}}, unique_key=("cluster",)
-)
+SEREN_SPEC = TableSpec("acme_jobs", AcmeJobs, {c: c for c in SEREN_COLUMNS})
+KALOS_SPEC = TableSpec("acme_jobs", AcmeJobs, {c: c.lower() for c in KALOS_COLUMNS})
+SUMMARY_COLUMNS = tuple(AcmeClusterSummary.column_names())
+SUMMARY_SPEC = TableSpec("acme_cluster_summary", AcmeClusterSummary, {"id": "cluster", **{c: c for c in SUMMARY_COLUMNS[1:]}})
 #: Acme counts TIMEOUT and NODE_FAIL as failed.
 FAILED_STATES = ("FAILED", "TIMEOUT", "NODE_FAIL")
 #: Seconds of slack allowed between ``duration`` and ``end - start`` (timestamps have 1 s resolution).

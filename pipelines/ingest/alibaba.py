@@ -6,7 +6,7 @@ import lzma
 from pathlib import Path
 
 from pipelines.ingest.common import IngestError, IngestResult, TableSpec, ingest_files
-from pipelines.ingest.schemas import AlibabaGroups
+from pipelines.contracts.sources import AlibabaGroups
 
 ALIBABA_SPEC = TableSpec(
     "alibaba_groups", AlibabaGroups, {c: c for c in ("group", "start_time", "end_time", "dataset", "runtime_ratio")}

@@ -3,12 +3,14 @@
 The pipeline for one file:
 
 1. check the header: a missing or renamed column raises ``IngestError`` naming file, column, line 1;
-2. read every column as the type its pandera model declares (nothing inferred), in one typed pass;
+2. read every column as the type its contract declares (nothing inferred), in one typed pass;
    only if some value does not parse is the file re-read as text and each value cast on its own,
    so a bad value sends its row to quarantine with the line, the column and the value;
-3. move later occurrences of a duplicate key into quarantine (the first one stays);
-4. validate the typed rows against the table's declarative pandera model (ranges, allowed
-   values, row-level rules); each failing row goes to quarantine with the check that failed.
+3. move later occurrences of a duplicate key (the contract's primary key) into quarantine (the
+   first one stays);
+4. validate the typed rows against the table's contract (``pipelines.contracts``: ranges, allowed
+   values, row-level rules); each failing row goes to quarantine with the reason, e.g.
+   ``duration: must be >= 0 (value -3)``.
 
 Nothing is dropped silently: every input data line ends in exactly one of the table or the
 quarantine (``IngestResult.lines_in == table.height + quarantine.height``, an empty file counting
@@ -22,21 +24,16 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import pandera.polars as pa
 import polars as pl
+
+from pipelines.contracts.base import Contract, descriptions, polars_schema, split_valid
+from pipelines.contracts.sources import Quarantine
 
 LINE = "_line"  # 1-based line number of a data row in its source file (header = line 1)
 FILE = "_file"  # index of a row's source file among the files of one table, while they are validated together
 _BAD_SCHEMA: dict[str, pl.DataType] = {LINE: pl.Int64(), "column": pl.String(), "reason": pl.String()}
 
-QUARANTINE_SCHEMA: dict[str, pl.DataType] = {
-    "table": pl.String(),
-    "source_file": pl.String(),
-    "line": pl.Int64(),
-    "column": pl.String(),
-    "reason": pl.String(),
-    "raw": pl.String(),
-}
+QUARANTINE_SCHEMA = polars_schema(Quarantine)
 
 #: Timestamps in the traces: ``2023-03-01 00:18:22+08:00``.
 TIMESTAMP_FORMAT = "%Y-%m-%d %H:%M:%S%:z"
@@ -57,22 +54,29 @@ class TableSpec:
     """How one source file maps onto one table.
 
     ``columns`` maps each source header name to its column in the table, in header order. The
-    table's types, constraints and descriptions come from ``model`` (a pandera DataFrameModel).
-    ``unique_key`` names the columns whose combination must be unique within one file.
+    table's types, constraints and descriptions come from ``model`` (its contract, a dataframely
+    Schema); columns of the contract that are not read from the file are constants per file
+    (``extras`` of ``ingest_bytes``, e.g. ``cluster``).
     """
 
     table: str
-    model: type[pa.DataFrameModel]
+    model: Contract
     columns: Mapping[str, str]
-    unique_key: tuple[str, ...] = ()
     #: Field values that mean "no value" besides the empty string (e.g. "nan" in summary_train.csv).
     null_tokens: frozenset[str] = frozenset()
 
     def dtypes(self) -> dict[str, pl.DataType]:
-        return {name: col.dtype.type for name, col in self.model.to_schema().columns.items()}
+        return dict(polars_schema(self.model))
 
     def descriptions(self) -> dict[str, str]:
-        return {name: col.description or "" for name, col in self.model.to_schema().columns.items()}
+        return descriptions(self.model)
+
+    @property
+    def unique_key(self) -> tuple[str, ...]:
+        """The columns read from the file whose combination must be unique within it: the contract's
+        primary key less the per-file constants (unique per file means unique in the table)."""
+        read = set(self.columns.values())
+        return tuple(c for c in self.model.primary_key() if c in read)
 
 
 @dataclass
@@ -281,13 +285,13 @@ def _parse_file(data: bytes, spec: TableSpec, source_file: str, extras: Mapping[
 
 
 def _validate_files(parsed: Sequence[_ParsedFile | IngestResult], spec: TableSpec) -> IngestResult:
-    """Step 4 over every file of a table at once (one pandera pass, not one per file), then split back per file."""
+    """Step 4 over every file of a table at once (one validation pass, not one per file), then split back per file."""
     files = [p for p in parsed if isinstance(p, _ParsedFile)]
     good: dict[int, pl.DataFrame] = {}
     failed = pl.DataFrame(schema={**_BAD_SCHEMA, FILE: pl.Int32()})
     if files:
         rows = pl.concat([f.frame.with_columns(pl.lit(i, pl.Int32).alias(FILE)) for i, f in enumerate(files)], how="vertical")
-        rows, failed = validate_rows(rows, spec, ", ".join(f.source_file for f in files))
+        rows, failed = validate_rows(rows, spec)
         good = {k[0]: v for k, v in rows.partition_by(FILE, as_dict=True, maintain_order=True).items()}  # type: ignore[index]
     results, columns, i = [], list(spec.dtypes()), 0
     for p in parsed:  # in input order; empty files are already finished results
@@ -326,37 +330,12 @@ def _quarantine_rows(bad: pl.DataFrame, data: bytes, table: str, source_file: st
     )
 
 
-def validate_rows(frame: pl.DataFrame, spec: TableSpec, source_file: str) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """Validate typed rows with the spec's pandera model; return (good rows, bad ``_line``/column/reason).
+def validate_rows(frame: pl.DataFrame, spec: TableSpec) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Validate typed rows with the spec's contract; return (good rows, bad ``_line``/column/reason).
 
-    ``frame`` carries ``_line`` beside the table's columns. A failure that names no row (a
-    schema-level error) raises ``IngestError``: it means the code, not the data, is wrong.
+    ``frame`` carries ``_line`` (and ``_file``) beside the table's columns; both frames keep them.
     """
-    keep = [LINE, *([FILE] if FILE in frame.columns else [])]
-    none = frame.clear().select(*keep, pl.lit(None, pl.String).alias("column"), pl.lit(None, pl.String).alias("reason"))
-    if frame.height == 0:
-        return frame, none
-    try:
-        spec.model.validate(frame.select(list(spec.dtypes())), lazy=True)
-        return frame, none
-    except pa.errors.SchemaErrors as exc:
-        cases = exc.failure_cases
-    row_cases = cases.filter(pl.col("index").is_not_null())
-    if row_cases.height < cases.height:
-        first = cases.filter(pl.col("index").is_null()).row(0, named=True)
-        raise IngestError(source_file, f"schema check {first['check']} failed: {first['failure_case']}", column=first["column"])
-    reasons = (
-        row_cases.with_columns(
-            pl.format("{} failed check {} (value {})", pl.col("column"), pl.col("check"), pl.col("failure_case").str.slice(0, 80)).alias("reason")
-        )
-        .group_by("index", maintain_order=True)
-        .agg(pl.col("reason").str.join("; "), pl.col("column").first())
-        .with_columns(pl.col("index").cast(pl.UInt32))
-    )
-    indexed = frame.with_row_index("_idx")
-    bad = indexed.join(reasons, left_on="_idx", right_on="index", how="inner").select(*keep, "column", "reason")
-    good = indexed.join(reasons.select("index"), left_on="_idx", right_on="index", how="anti").drop("_idx")
-    return good, bad
+    return split_valid(frame, spec.model)
 
 
 def ingest_files(

@@ -7,7 +7,7 @@ from pathlib import Path
 import polars as pl
 
 from pipelines.ingest.common import IngestResult, TableSpec, ingest_files
-from pipelines.ingest.schemas import ElasticflowJobs, ItpJobs
+from pipelines.contracts.sources import ElasticflowJobs, ItpJobs
 
 #: Published totals (elasticflow-traces README): 10 clusters, 69,351 jobs, 1,632,719.7 GPU-hours.
 ITP_CLUSTERS = tuple(f"cluster{i:02d}" for i in range(1, 11))
@@ -16,14 +16,11 @@ ITP_GPU_HOURS = 1_632_719.7
 TESTBED_FILE = "195job.csv"
 TESTBED_CLUSTER = "testbed"
 
-ITP_SPEC = TableSpec(
-    "itp_jobs", ItpJobs, {c: c for c in ("job_id", "submission_time", "duration", "num_gpu")}, unique_key=("job_id",)
-)
+ITP_SPEC = TableSpec("itp_jobs", ItpJobs, {c: c for c in ("job_id", "submission_time", "duration", "num_gpu")})
 ELASTICFLOW_SPEC = TableSpec(
     "elasticflow_jobs",
     ElasticflowJobs,
     {c: c for c in ("job_id", "submission_time", "num_iteration", "model_name", "deadline", "batch_size", "num_gpu", "duration")},
-    unique_key=("job_id",),
 )
 
 

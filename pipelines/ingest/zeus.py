@@ -17,7 +17,7 @@ from pipelines.ingest.common import (
     ingest_files,
     quarantine_frame,
 )
-from pipelines.ingest.schemas import ZeusPowerProfiles, ZeusTrainRuns
+from pipelines.contracts.sources import ZeusPowerProfiles, ZeusTrainRuns
 
 #: The GPUs of the published power trace, and the power limits (W) each was profiled at.
 PUBLISHED_GPUS: tuple[str, ...] = ("a40", "p100", "rtx6000", "v100")
@@ -38,12 +38,7 @@ TRAIN_SPEC = TableSpec(
     null_tokens=frozenset({"nan"}),  # a run that never reached the target has target_epoch "nan"
 )
 _POWER_COLUMNS = ("dataset", "network", "batch_size", "optimizer", "power_limit", "time_per_epoch", "average_power")
-POWER_SPEC = TableSpec(
-    "zeus_power_profiles",
-    ZeusPowerProfiles,
-    {c: c for c in _POWER_COLUMNS},
-    unique_key=("dataset", "network", "batch_size", "optimizer", "power_limit"),
-)
+POWER_SPEC = TableSpec("zeus_power_profiles", ZeusPowerProfiles, {c: c for c in _POWER_COLUMNS})
 
 
 def read_train(path: Path) -> IngestResult:
@@ -67,12 +62,7 @@ def read_power(folder: Path, gpus: tuple[str, ...] = PUBLISHED_GPUS) -> IngestRe
 
 MEASURED_SOURCE_PREFIX = "measured:"
 #: A measured file with a ``gpu`` column: one GPU name per row, unique per (gpu, workload, bs, limit).
-MEASURED_SPEC = TableSpec(
-    "zeus_power_profiles",
-    ZeusPowerProfiles,
-    {"gpu": "gpu", **{c: c for c in _POWER_COLUMNS}},
-    unique_key=("gpu", *POWER_SPEC.unique_key),
-)
+MEASURED_SPEC = TableSpec("zeus_power_profiles", ZeusPowerProfiles, {"gpu": "gpu", **{c: c for c in _POWER_COLUMNS}})
 #: The harness's ``method`` column value for a row timed without an energy measurement.
 TIME_ONLY_METHOD = "none"
 

@@ -20,15 +20,11 @@ from pathlib import Path
 
 import polars as pl
 
-#: The table of all profiles; one row per (gpu, workload, batch_size, power_limit).
-SCHEMA: dict[str, pl.DataType] = {
-    "gpu": pl.String(),
-    "workload": pl.String(),
-    "batch_size": pl.Int64(),
-    "power_limit": pl.Int64(),
-    "energy_j": pl.Float64(),
-    "time_s": pl.Float64(),
-}
+from pipelines.contracts.base import polars_schema
+from pipelines.contracts.sources import HeteroGpuProfiles
+
+#: The table of all profiles (``hetero_gpu_profiles``); one row per (gpu, workload, batch_size, power_limit).
+SCHEMA = polars_schema(HeteroGpuProfiles)
 #: The four published files, in the order ``read_profile_folder`` reads them.
 PROFILE_FILES: tuple[str, ...] = ("cifar_a10.json", "cifar_t4.json", "imagenet_a10.json", "imagenet_t4.json")
 #: File-name prefix -> workload. The Zeus² README profiles CIFAR-100 (examples/ZeusDataLoader/cifar100)

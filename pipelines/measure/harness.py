@@ -33,39 +33,16 @@ from typing import Any
 
 import polars as pl
 
+from pipelines.contracts.base import polars_schema
+from pipelines.contracts.measure import MeasuredProfile
 from pipelines.measure.monitor import EnergyMonitor, MethodChoice, ShortWindowWarning
 from pipelines.measure.nvml import NvmlBackend, NvmlCallError, NvmlNoPermission, NvmlUnavailable
 from pipelines.measure.rapl import RAPL_ROOT, RaplMeter, package_power_limit_w, probe_rapl
 from pipelines.measure.workloads import OPTIMIZERS, Workload
 from pipelines.storage import atomic_path
 
-#: The columns of a measured profile, in file order: the power trace's seven, then provenance.
-PROFILE_SCHEMA: dict[str, pl.DataType] = {
-    "dataset": pl.String(),
-    "network": pl.String(),
-    "batch_size": pl.Int64(),
-    "optimizer": pl.String(),
-    "power_limit": pl.Int64(),  # W in effect during the window (null: unknown, e.g. a CPU without RAPL)
-    "time_per_epoch": pl.Float64(),  # s
-    "average_power": pl.Float64(),  # W (null: no energy measurement, see note)
-    "gpu": pl.String(),  # the name the simulator knows it by (--gpu)
-    "gpu_name": pl.String(),  # as the driver reports it
-    "gpu_uuid": pl.String(),
-    "device": pl.String(),  # torch device
-    "method": pl.String(),  # counter | polling | rapl | none
-    "samples_per_second": pl.Float64(),
-    "energy_per_epoch": pl.Float64(),  # J
-    "cpu_threads": pl.Int64(),  # torch intra-op threads
-    "iterations": pl.Int64(),
-    "warmup_iterations": pl.Int64(),
-    "window_s": pl.Float64(),
-    "window_energy_j": pl.Float64(),
-    "short_window": pl.Boolean(),  # the window was shorter than the method's resolution
-    "power_limit_set": pl.Boolean(),  # true: the harness set power_limit; false: the limit found in place
-    "note": pl.String(),
-    "torch_version": pl.String(),
-    "measured_at": pl.String(),  # UTC, ISO 8601
-}
+#: The columns of a measured profile, in file order: the power trace's seven, then provenance (``MeasuredProfile``).
+PROFILE_SCHEMA = polars_schema(MeasuredProfile)
 
 
 class ProfileError(RuntimeError):

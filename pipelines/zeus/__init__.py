@@ -8,7 +8,8 @@ Public API (no Dagster, no zeus import)::
 
     from pipelines.zeus.traces import read_trace_dir, read_materialized, from_frames, build_table, JobSpec
     from pipelines.zeus.single import simulate_single, runs_frame
-    from pipelines.zeus.groups import replay_groups, replay_group, read_group_file, group_job_spec, WORKLOAD_DEFAULTS
+    from pipelines.zeus.groups import replay_groups, replay_group, read_group_file, group_job_spec
+    from pipelines.zeus.workloads import WORKLOADS, WORKLOAD_BY_DATASET
     from pipelines.zeus.policies import oracle_config, POLICIES
 
     traces = read_trace_dir(Path("raw/zeus"))          # or read_materialized(paths.assets), from_frames(train, power)

@@ -1,8 +1,8 @@
 """Replay of recurring-job groups from a cluster trace (the published ``simulate_one_alibaba_group``).
 
-A group table has one row per job: group (str), start_time, end_time (s), dataset (one of the
-six Zeus workloads; one per group) and runtime_ratio (this job's runtime over the mean runtime
-of its dataset's jobs). Groups replay in sorted order, each with its own optimizer state and
+A group table has one row per job (contract ``pipelines.contracts.zeus.ZeusGroups``): group,
+start_time, end_time (s), dataset (one of the six Zeus workloads; one per group) and
+runtime_ratio (this job's runtime over the mean runtime of its dataset's jobs). Groups replay in sorted order, each with its own optimizer state and
 seed adler32(group id); the jobs of a group in start_time order, ties in table order.
 
 Within a group, time follows the trace. Before a job starts, every run that has ended by then
@@ -30,53 +30,20 @@ import numpy as np
 import polars as pl
 from tqdm import tqdm
 
-from pipelines.zeus.policies import PolicyName, make_policy
+from pipelines.contracts.base import polars_schema, split_valid
+from pipelines.contracts.zeus import ZeusGroupRuns, ZeusGroups
 from pipelines.zeus.errors import SimulationError
+from pipelines.zeus.policies import PolicyName, make_policy
 from pipelines.zeus.runs import RunSampler, hybrid_cost
 from pipelines.zeus.traces import JobSpec, TraceError, Traces, WorkloadTable, build_table, read_table_file, workload_columns
+from pipelines.zeus.workloads import WORKLOAD_BY_DATASET
 
 
-@dataclass(frozen=True)
-class WorkloadDefaults:
-    """The job of a Zeus workload as the artifact's group replay runs it (b0 capped per GPU)."""
-
-    network: str
-    optimizer: str
-    target_metric: float
-    max_epochs: int
-    b0: int
-
-
-#: Per-dataset job specs of the artifact's run_alibaba.py.
-WORKLOAD_DEFAULTS: dict[str, WorkloadDefaults] = {
-    "cifar100": WorkloadDefaults("shufflenetv2", "adadelta", 0.6, 100, 1024),
-    "imagenet": WorkloadDefaults("resnet50", "adadelta", 0.65, 100, 256),
-    "squad": WorkloadDefaults("bert_base_uncased", "adamw", 84.0, 6, 32),
-    "librispeech": WorkloadDefaults("deepspeech2", "adamw", 40.0, 16, 256),
-    "movielens-1m": WorkloadDefaults("ncf", "adam", 0.41, 100, 1024),
-    "sentiment140": WorkloadDefaults("bert_base_uncased", "adamw", 0.84, 10, 128),
-}
-
-GROUP_SCHEMA: dict[str, pl.DataType] = {
-    "group": pl.String(),
-    "start_time": pl.Float64(),
-    "end_time": pl.Float64(),
-    "dataset": pl.String(),
-    "runtime_ratio": pl.Float64(),
-}
-RESULT_SCHEMA: dict[str, pl.DataType] = {
-    "group": pl.String(),
-    "job": pl.Int64(),
-    "start_time": pl.Float64(),
-    "end_time": pl.Float64(),
-    "bs": pl.Int64(),
-    "pl": pl.Int64(),
-    "energy": pl.Float64(),
-    "time": pl.Float64(),
-    "reached": pl.Boolean(),
-}
+GROUP_SCHEMA = polars_schema(ZeusGroups)
+RESULT_SCHEMA = polars_schema(ZeusGroupRuns)
 #: Runs of one trace job after which its group is declared stuck (the published code would retry forever).
 _MAX_ATTEMPTS = 1_000
+_ROW = "_row"
 
 
 class GroupTableError(ValueError):
@@ -85,9 +52,9 @@ class GroupTableError(ValueError):
 
 def group_job_spec(traces: Traces, gpu: str, dataset: str) -> JobSpec:
     """The artifact's job for ``dataset`` on ``gpu``: b0 = min(default, largest batch size profiled)."""
-    defaults = WORKLOAD_DEFAULTS.get(dataset)
+    defaults = WORKLOAD_BY_DATASET.get(dataset)
     if defaults is None:
-        raise GroupTableError(f"unknown dataset {dataset!r}; expected one of {', '.join(WORKLOAD_DEFAULTS)}")
+        raise GroupTableError(f"unknown dataset {dataset!r}; expected one of {', '.join(WORKLOAD_BY_DATASET)}")
     sizes = [bs for (ds, _, _), rows in workload_columns(traces, gpu).items() if ds == dataset for bs in rows["batch_size"]]
     if not sizes:
         raise TraceError(f"power trace of {gpu!r} has no rows for dataset {dataset!r}")
@@ -106,42 +73,35 @@ def read_group_file(path: Path) -> pl.DataFrame:
 
 
 def conform_groups(frame: pl.DataFrame, name: str = "group table", from_text: bool = False) -> pl.DataFrame:
-    """Cast ``frame`` to ``GROUP_SCHEMA`` (extra columns dropped, order kept) and check it.
+    """Cast ``frame`` to the group contract's columns (extra columns dropped, order kept) and validate it.
 
     Raises ``GroupTableError`` naming the line (``from_text``: header = line 1) or row and the
-    column of the first bad value: a missing column, a null or unparsable value, an end before
-    the start, a non-positive runtime ratio, a group with several datasets, an empty table.
+    column of the first bad value: a missing column, an empty table, a value that does not parse,
+    or any rule of ``ZeusGroups`` (a null or NaN, end before start, a non-positive runtime ratio,
+    an unknown dataset, a group with several datasets).
     """
     missing = [c for c in GROUP_SCHEMA if c not in frame.columns]
     if missing:
         raise GroupTableError(f"{name}: column {missing[0]!r} is missing (has {', '.join(frame.columns)})")
     if frame.height == 0:
         raise GroupTableError(f"{name}: no jobs")
-    where = (lambda i: f"{name}:{i + 2}") if from_text else (lambda i: f"{name}: row {i}")
-    columns = []
+
+    def where(i: int) -> str:
+        return f"{name}:{i + 2}" if from_text else f"{name}: row {i}"
+
     for column, dtype in GROUP_SCHEMA.items():
         source = frame[column]
-        typed = source.cast(dtype, strict=False)
-        bad = typed.is_null()
-        if dtype == pl.Float64():
-            bad = bad | ~typed.is_finite().fill_null(False)
-        if bad.any():
-            i = int(bad.arg_true()[0])
+        unparsed = source.cast(dtype, strict=False).is_null() & source.is_not_null()
+        if unparsed.any():
+            i = int(unparsed.arg_true()[0])
             raise GroupTableError(f"{where(i)}: column {column!r}: cannot use {source[i]!r} as {dtype}")
-        columns.append(typed)
-    typed_frame = pl.DataFrame(columns)
-    checks = [
-        ("end_time", typed_frame["end_time"] < typed_frame["start_time"], "ends before it starts"),
-        ("runtime_ratio", typed_frame["runtime_ratio"] <= 0, "must be positive"),
-    ]
-    for column, bad, why in checks:
-        if bad.any():
-            i = int(bad.arg_true()[0])
-            raise GroupTableError(f"{where(i)}: column {column!r}: {why}")
-    mixed = typed_frame.group_by("group").agg(pl.col("dataset").n_unique()).filter(pl.col("dataset") > 1)
-    if mixed.height:
-        raise GroupTableError(f"{name}: group {mixed['group'][0]!r} has jobs of several datasets")
-    return typed_frame
+    typed = frame.select([pl.col(c).cast(t, strict=False) for c, t in GROUP_SCHEMA.items()])
+    _, bad = split_valid(typed.with_row_index(_ROW), ZeusGroups)
+    if bad.height:
+        first = bad.row(0, named=True)
+        column = first["column"]
+        raise GroupTableError(f"{where(first[_ROW])}: column {column!r}: {first['reason'].removeprefix(f'{column}: ')}")
+    return typed
 
 
 def replay_group(

@@ -20,14 +20,14 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Literal, Protocol
+from typing import Protocol
 
 from pipelines.zeus.bandit import PruningGTSOptimizer
 from pipelines.zeus.errors import SimulationError
+from pipelines.zeus.names import POLICIES as POLICIES
+from pipelines.zeus.names import PolicyName as PolicyName
 from pipelines.zeus.traces import WorkloadTable
 
-PolicyName = Literal["zeus", "default", "grid-search", "oracle"]
-POLICIES: tuple[PolicyName, ...] = ("zeus", "default", "grid-search", "oracle")
 #: Runs of one recurrence before the published simulator gives up.
 ZEUS_MAX_TRIES = 20
 

@@ -1,9 +1,9 @@
 """The Zeus train and power traces as polars frames, and per-(workload, GPU) lookup tables.
 
-Train trace (one row per run x target): dataset, network, batch_size (i64), optimizer,
-learning_rate (f64), run (i64), target_metric (f64), target_epoch (i64, null = never reached).
-Power trace (one row per GPU x workload x batch size x power limit): gpu, dataset, network,
-batch_size (i64), optimizer, power_limit (i64, W), time_per_epoch (f64, s), average_power (f64, W).
+Train trace (one row per run x target): the columns of ``zeus_train_runs``
+(``pipelines.contracts.sources.ZeusTrainRuns``; target_epoch null = never reached). Power trace
+(one row per GPU x workload x batch size x power limit): the columns of ``zeus_power_profiles``
+(``ZeusPowerProfiles``: power_limit in W, time_per_epoch in s, average_power in W) but ``source``.
 Unknown extra columns are ignored.
 
 Row order matters: the simulator samples one run of a (batch size, power limit) by position
@@ -21,29 +21,15 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
+from pipelines.contracts.base import polars_schema
+from pipelines.contracts.sources import ZeusPowerProfiles, ZeusTrainRuns
 from pipelines.ingest.common import IngestError, IngestResult
 from pipelines.ingest.zeus import power_file, read_power, read_train
 from pipelines.zeus.exact import kahan_mean_of_copies, tiled_mean
 
-TRAIN_SCHEMA: dict[str, pl.DataType] = {
-    "dataset": pl.String(),
-    "network": pl.String(),
-    "batch_size": pl.Int64(),
-    "optimizer": pl.String(),
-    "learning_rate": pl.Float64(),
-    "run": pl.Int64(),
-    "target_metric": pl.Float64(),
-    "target_epoch": pl.Int64(),
-}
-POWER_SCHEMA: dict[str, pl.DataType] = {
-    "dataset": pl.String(),
-    "network": pl.String(),
-    "batch_size": pl.Int64(),
-    "optimizer": pl.String(),
-    "power_limit": pl.Int64(),
-    "time_per_epoch": pl.Float64(),
-    "average_power": pl.Float64(),
-}
+TRAIN_SCHEMA = polars_schema(ZeusTrainRuns)
+#: The power columns the simulator reads: those of the table but its provenance (``source``).
+POWER_SCHEMA = pl.Schema({c: t for c, t in polars_schema(ZeusPowerProfiles).items() if c != "source"})
 #: The columns a train row and a power row are joined on (the published simulator's inner merge).
 JOIN_KEY: tuple[str, ...] = ("dataset", "network", "batch_size", "optimizer")
 TRAIN_TABLE = "zeus_train_runs"
@@ -118,10 +104,10 @@ def read_materialized(assets: Path) -> Traces:
 
 def from_frames(train: pl.DataFrame, power: pl.DataFrame) -> Traces:
     """Check and cast in-memory frames to the trace schemas (extra columns dropped, order kept)."""
-    return Traces(_conform(train, TRAIN_SCHEMA, "train trace"), _conform(power, {"gpu": pl.String(), **POWER_SCHEMA}, "power trace"))
+    return Traces(_conform(train, TRAIN_SCHEMA, "train trace"), _conform(power, POWER_SCHEMA, "power trace"))
 
 
-def _conform(frame: pl.DataFrame, schema: dict[str, pl.DataType], name: str) -> pl.DataFrame:
+def _conform(frame: pl.DataFrame, schema: pl.Schema, name: str) -> pl.DataFrame:
     missing = [c for c in schema if c not in frame.columns]
     if missing:
         raise TraceError(f"{name}: column {missing[0]!r} is missing (has {', '.join(frame.columns)})")

@@ -1,0 +1,107 @@
+"""Contracts of the cluster layer: cluster traces as Zeus workloads, and the Zeus replay over them.
+
+Energy is in J for the whole job (per-GPU energy x num_gpu), time in s, power limits in W.
+"""
+
+from __future__ import annotations
+
+import dataframely as dy
+import polars as pl
+
+from pipelines.contracts.base import one_of
+from pipelines.zeus.names import REPLAYED_POLICIES
+from pipelines.zeus.workloads import ZEUS_DATASETS
+
+#: The cluster traces mapped onto Zeus workloads, in the order the mapping concatenates them.
+CLUSTER_TRACES: tuple[str, ...] = ("alibaba", "itp", "elasticflow", "acme")
+
+
+class ClusterWorkloadJobs(dy.Schema):
+    """``cluster_workload_jobs``: every cluster trace's jobs as recurring groups of Zeus workloads (see README)."""
+
+    trace = one_of(CLUSTER_TRACES, primary_key=True, description="source trace")
+    cluster = dy.String(primary_key=True, description="cluster of the trace (alibaba-pai, cluster01..10, testbed, seren, kalos)")
+    group = dy.String(description="recurring group: jobs replayed as recurrences of one job")
+    job_id = dy.String(primary_key=True, description="job id in the trace (alibaba: group#k in start order)")
+    start_time_s = dy.Float64(description="job start (s; acme: since 1970 UTC, others: since the trace's origin)")
+    end_time_s = dy.Float64(description="job end (s, same origin as start_time_s)")
+    num_gpu = dy.Int64(min=0, description="GPUs of the job (alibaba: 1, not in the file)")
+    dataset = one_of(ZEUS_DATASETS, description="Zeus workload the job plays")
+    runtime_ratio = dy.Float64(min=0, description="job runtime / mean runtime of the trace's jobs of the same workload (ratio)")
+
+    @dy.rule()
+    def end_not_before_start(cls) -> pl.Expr:
+        """end_time_s must not be before start_time_s"""
+        return pl.col("end_time_s") >= pl.col("start_time_s")
+
+
+class ZeusClusterHistory(dy.Schema):
+    """``zeus_cluster_history``: one row per simulated run of Zeus, Default and Grid Search replaying a trace on a GPU."""
+
+    trace = one_of(CLUSTER_TRACES, description="source trace")
+    gpu = dy.String(description="GPU whose power trace was simulated")
+    policy = one_of(REPLAYED_POLICIES, description="who chose the configuration: zeus, default or grid-search")
+    cluster = dy.String(description="cluster of the trace")
+    group = dy.String(description="recurring group of the job")
+    job_id = dy.String(description="job id in the trace")
+    dataset = one_of(ZEUS_DATASETS, description="Zeus workload the job plays")
+    num_gpu = dy.Int64(min=0, description="GPUs of the job")
+    attempt = dy.Int64(min=0, description="run of this job: 0 first, 1.. retries after a missed target")
+    start_time_s = dy.Float64(description="run start (s; a retry starts when the run before it ended)")
+    end_time_s = dy.Float64(description="run end (s)")
+    batch_size = dy.Int64(min_exclusive=0, description="batch size of the run (samples)")
+    power_limit_w = dy.Int64(min_exclusive=0, description="GPU power limit of the run (W)")
+    energy_j = dy.Float64(min=0, description="energy of the run, all GPUs of the job, scaled by runtime_ratio (J)")
+    time_s = dy.Float64(min=0, description="duration of the run, scaled by runtime_ratio (s)")
+    reached = dy.Bool(description="the run reached the target metric")
+
+
+def _savings(quantity: str, baseline: str) -> dy.Float64:
+    return dy.Float64(
+        nullable=True,
+        allow_nan=True,
+        allow_inf=True,
+        description=f"{quantity} Zeus saves vs {baseline}: 100 x (1 - Zeus / {baseline}) (%; NaN when both are 0)",
+    )
+
+
+class ZeusClusterSummary(dy.Schema):
+    """``zeus_cluster_summary``: per trace, workload and GPU, each policy's energy and time and Zeus's savings."""
+
+    trace = one_of(CLUSTER_TRACES, primary_key=True, description="source trace")
+    dataset = one_of(ZEUS_DATASETS, primary_key=True, description="Zeus workload")
+    gpu = dy.String(primary_key=True, description="GPU simulated")
+    jobs = dy.Int64(min=0, description="trace jobs of this workload (distinct cluster and job id)")
+    energy_j_zeus = dy.Float64(nullable=True, min=0, description="energy of every run under zeus (J)")
+    energy_j_default = dy.Float64(nullable=True, min=0, description="energy of every run under default (J)")
+    energy_j_grid_search = dy.Float64(nullable=True, min=0, description="energy of every run under grid-search (J)")
+    energy_mwh_zeus = dy.Float64(nullable=True, min=0, description="energy under zeus (MWh)")
+    energy_mwh_default = dy.Float64(nullable=True, min=0, description="energy under default (MWh)")
+    energy_mwh_grid_search = dy.Float64(nullable=True, min=0, description="energy under grid-search (MWh)")
+    time_s_zeus = dy.Float64(nullable=True, min=0, description="summed run time under zeus (s)")
+    time_s_default = dy.Float64(nullable=True, min=0, description="summed run time under default (s)")
+    time_s_grid_search = dy.Float64(nullable=True, min=0, description="summed run time under grid-search (s)")
+    energy_savings_vs_default_pct = _savings("energy", "Default")
+    time_savings_vs_default_pct = _savings("time", "Default")
+    energy_savings_vs_grid_search_pct = _savings("energy", "Grid Search")
+    time_savings_vs_grid_search_pct = _savings("time", "Grid Search")
+
+
+class ZeusSingleJobSweep(dy.Schema):
+    """``zeus_single_job_sweep``: single recurring jobs under each policy, one row per recurrence, with regret vs the Oracle."""
+
+    gpu = dy.String(description="GPU simulated")
+    dataset = one_of(ZEUS_DATASETS, description="Zeus workload")
+    policy = one_of(REPLAYED_POLICIES, description="zeus, default or grid-search")
+    eta = dy.Float64(min=0, max=1, description="energy weight of the cost (Zeus eta knob, fraction)")
+    beta = dy.Float64(min_exclusive=0, allow_inf=True, description="early stopping at beta x the minimum cost (inf: never)")
+    seed = dy.Int64(description="random seed of the simulation")
+    recurrence = dy.Int64(min=0, description="recurrence of the job (0-based)")
+    tries = dy.Int64(min=1, description="runs in this recurrence (1 + retries)")
+    batch_size = dy.Int64(min_exclusive=0, description="batch size of the recurrence's last run (samples)")
+    power_limit_w = dy.Int64(min_exclusive=0, description="power limit of the recurrence's last run (W)")
+    energy_j = dy.Float64(min=0, description="energy of the recurrence's runs (J)")
+    time_s = dy.Float64(min=0, description="time of the recurrence's runs (s)")
+    cost = dy.Float64(min=0, description="cost of the recurrence: eta x energy + (1 - eta) x MaxPower x time (J)")
+    oracle_cost = dy.Float64(min=0, description="expected cost per recurrence of the hindsight-best configuration (J)")
+    cumulative_regret = dy.Float64(description="cumulative cost - (recurrence + 1) x oracle_cost (J)")

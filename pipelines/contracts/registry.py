@@ -1,0 +1,66 @@
+"""Which contract each stored table and each figure's data follows.
+
+``TABLES`` maps an asset key (``zeus_train_runs``) to its contract; every ``quarantine/<table>``
+follows ``Quarantine``. ``FIGURE_DATA`` maps a figure's file stem, or its prefix for figures
+drawn once per GPU or workload (``energy_eta_vs_tta_``), to the contract of its
+``figures/<name>.parquet``.
+"""
+
+from __future__ import annotations
+
+from pipelines.contracts import clusters, figures, hetero, sources
+from pipelines.contracts.base import Contract
+
+TABLES: dict[str, Contract] = {
+    "zeus_train_runs": sources.ZeusTrainRuns,
+    "zeus_power_profiles": sources.ZeusPowerProfiles,
+    "alibaba_groups": sources.AlibabaGroups,
+    "itp_jobs": sources.ItpJobs,
+    "elasticflow_jobs": sources.ElasticflowJobs,
+    "acme_jobs": sources.AcmeJobs,
+    "acme_cluster_summary": sources.AcmeClusterSummary,
+    "hetero_gpu_profiles": sources.HeteroGpuProfiles,
+    "cluster_workload_jobs": clusters.ClusterWorkloadJobs,
+    "zeus_cluster_history": clusters.ZeusClusterHistory,
+    "zeus_cluster_summary": clusters.ZeusClusterSummary,
+    "zeus_single_job_sweep": clusters.ZeusSingleJobSweep,
+    "hetero_allocations": hetero.HeteroAllocations,
+}
+QUARANTINE_PREFIX = "quarantine/"
+
+#: Figure name (or prefix ending in ``_``) -> contract of its data file.
+FIGURE_DATA: dict[str, Contract] = {
+    "energy_eta_vs_tta_": figures.EtaVsTta,
+    "energy_savings_vs_default": figures.SavingsVsDefault,
+    "energy_eta_sensitivity": figures.EtaSweep,
+    "energy_power_limit_response_": figures.PowerLimitResponse,
+    "energy_convergence_": figures.ConvergenceRecurrences,
+    "measured_profiles": sources.ZeusPowerProfiles,
+    "clusters_savings_by_trace": figures.SavingsByTrace,
+    "clusters_energy_timeline": figures.EnergyTimeline,
+    "traces_job_duration_cdf": figures.DurationCdf,
+    "traces_gpu_count_cdf": figures.GpuCountCdf,
+    "traces_submissions": figures.Submissions,
+    "acme_final_states": figures.StateShares,
+    "acme_queueing_delay_cdf": figures.QueueingDelayCdf,
+    "acme_cluster_summary": figures.SummaryStatistics,
+    "hetero_cost_split": figures.SplitCurves,
+    "hetero_methods": figures.MethodBars,
+}
+
+
+def table_contract(key: str) -> Contract | None:
+    """The contract of the table stored under asset key ``key`` (``a/b`` for a multi-part key); None if it has none."""
+    if key.startswith(QUARANTINE_PREFIX):
+        return sources.Quarantine
+    return TABLES.get(key)
+
+
+def figure_contract(name: str) -> Contract:
+    """The contract of ``figures/<name>.parquet``; ``KeyError`` for a figure with none (declare it in ``FIGURE_DATA``)."""
+    if name in FIGURE_DATA:
+        return FIGURE_DATA[name]
+    for prefix, contract in FIGURE_DATA.items():
+        if prefix.endswith("_") and name.startswith(prefix):
+            return contract
+    raise KeyError(f"figure {name!r} has no data contract: add it to pipelines.contracts.registry.FIGURE_DATA")

@@ -1,0 +1,103 @@
+"""The table contracts: every column described, light imports, and the reasons failing rows get."""
+
+from __future__ import annotations
+
+import pkgutil
+import subprocess
+import sys
+
+import dataframely as dy
+import polars as pl
+import pytest
+
+import pipelines.contracts
+import pipelines.zeus
+from pipelines.contracts import registry
+from pipelines.contracts.base import ContractError, descriptions, one_of, split_valid, validate
+from pipelines.paths import REPO_ROOT
+
+#: The CLI's simulate path and the contracts must load without these (the CLI answers in well under a second).
+HEAVY = ("pandas", "pandera", "dagster")
+
+
+def test_every_contract_column_has_a_description() -> None:
+    contracts = {*registry.TABLES.values(), *registry.FIGURE_DATA.values()}
+    undescribed = {c.__name__: [n for n, d in descriptions(c).items() if not d] for c in contracts}
+    assert {k: v for k, v in undescribed.items() if v} == {}
+
+
+@pytest.mark.parametrize("package", [pipelines.zeus, pipelines.contracts], ids=["zeus", "contracts"])
+def test_modules_import_without_pandas_pandera_or_dagster(package: object) -> None:
+    names = [m.name for m in pkgutil.iter_modules(package.__path__, f"{package.__name__}.")]  # type: ignore[attr-defined]
+    code = f"import sys, importlib\nfor m in {names!r}: importlib.import_module(m)\nprint(','.join(m for m in {HEAVY!r} if m in sys.modules))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=REPO_ROOT)
+    assert len(names) > 3 and out.stdout.strip() == ""
+
+
+class Runs(dy.Schema):
+    """A small contract with a column rule of each kind and a row rule."""
+
+    run = dy.Int64(primary_key=True, description="run id")
+    kind = one_of(("a", "b"), nullable=True, description="kind")
+    start = dy.Float64(min=0, description="start (s)")
+    end = dy.Float64(max_exclusive=100, description="end (s)")
+    note = dy.String(nullable=True, description="free text")
+
+    @dy.rule()
+    def end_after_start(cls) -> pl.Expr:
+        """end must come after start"""
+        return pl.col("end") > pl.col("start")
+
+
+def test_failing_rows_get_every_reason_and_keep_their_extra_columns() -> None:
+    frame = pl.DataFrame(
+        {
+            "run": [1, 2, 3, 4, 5],
+            "kind": ["a", "c", "b", "b", None],
+            "start": [1.0, 2.0, -3.0, 4.0, float("nan")],
+            "end": [2.0, 3.0, 1.0, 100.0, 2.0],
+            "note": [None, "x", None, None, None],
+            "_line": [2, 3, 4, 5, 6],
+        }
+    )
+    good, bad = split_valid(frame, Runs)
+    assert good.to_dicts() == [{"run": 1, "kind": "a", "start": 1.0, "end": 2.0, "note": None, "_line": 2}]
+    assert bad.to_dicts() == [
+        {"_line": 3, "column": "kind", "reason": "kind: must be one of a, b (value c)"},
+        {"_line": 4, "column": "start", "reason": "start: must be >= 0 (value -3.0)"},
+        {"_line": 5, "column": "end", "reason": "end: must be < 100 (value 100.0)"},
+        {"_line": 6, "column": "start", "reason": "start: must not be NaN; end_after_start: end must come after start"},
+    ]
+    twice = pl.DataFrame({"run": [7, 7], "kind": ["a", None], "start": [5.0, 1.0], "end": [4.0, 2.0], "note": ["", ""]})
+    _, bad = split_valid(twice, Runs)
+    assert bad["reason"].to_list() == [
+        "duplicate key (run); end_after_start: end must come after start",
+        "duplicate key (run)",
+    ]
+    assert bad["column"].to_list() == ["run", "run"]
+
+
+def test_validate_names_the_table_column_and_check() -> None:
+    ok = pl.DataFrame({"run": [1], "kind": ["a"], "start": [0.0], "end": [1.0], "note": [None]}, schema_overrides={"note": pl.String})
+    assert validate(ok, Runs, name="runs") is ok
+    with pytest.raises(ContractError, match=r"^runs: column 'end' is missing \(Runs has run, kind, start, end, note\)$"):
+        validate(ok.drop("end"), Runs, name="runs")
+    with pytest.raises(ContractError, match=r"^runs: column 'extra' is not in the contract Runs"):
+        validate(ok.with_columns(extra=pl.lit(1)), Runs, name="runs")
+    with pytest.raises(ContractError, match=r"^runs: start: must be >= 0 \(value -1.0\); 1 of 1 rows fail Runs \(first: row 0\)$"):
+        validate(ok.with_columns(start=pl.lit(-1.0)), Runs, name="runs")
+
+
+def test_every_figure_of_the_catalog_has_a_data_contract() -> None:
+    from pipelines.figures import catalog
+
+    names = [
+        "energy_eta_vs_tta_v100", "energy_savings_vs_default", "energy_eta_sensitivity", "energy_power_limit_response_cifar100",
+        "energy_convergence_a40", "measured_profiles", "clusters_savings_by_trace", "clusters_energy_timeline",
+        "traces_job_duration_cdf", "traces_gpu_count_cdf", "traces_submissions", "acme_final_states", "acme_queueing_delay_cdf",
+        "acme_cluster_summary", "hetero_cost_split", "hetero_methods",
+    ]
+    assert all(registry.figure_contract(n) for n in names)
+    assert len(catalog.FAMILIES) == 5
+    with pytest.raises(KeyError, match="no data contract"):
+        registry.figure_contract("made_up")
