@@ -7,6 +7,7 @@ Each subcommand lives next to the code it drives; register it in ``SUBCOMMANDS``
 from __future__ import annotations
 
 import importlib
+from typing import Any
 
 import click
 
@@ -23,8 +24,8 @@ SUBCOMMANDS: dict[str, str] = {
 class LazyGroup(click.Group):
     """A click group that imports a subcommand's module only when that subcommand runs."""
 
-    def __init__(self, *args: object, lazy: dict[str, str], **kwargs: object) -> None:
-        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+    def __init__(self, *args: Any, lazy: dict[str, str], **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
         self.lazy = lazy
 
     def list_commands(self, ctx: click.Context) -> list[str]:
@@ -33,13 +34,8 @@ class LazyGroup(click.Group):
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         if cmd_name in self.lazy:
             module_name, attr = self.lazy[cmd_name].split(":")
-            try:
-                module = importlib.import_module(module_name)
-            except ModuleNotFoundError as exc:  # a subcommand whose module is not built yet
-                if exc.name and module_name.startswith(exc.name):
-                    return None
-                raise
-            return getattr(module, attr)
+            command: click.Command = getattr(importlib.import_module(module_name), attr)
+            return command
         return super().get_command(ctx, cmd_name)
 
 

@@ -8,6 +8,7 @@ atomic renames, so a reader sees the old file or the new one, never half of one)
 from __future__ import annotations
 
 import sys
+
 import duckdb
 import polars as pl
 
