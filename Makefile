@@ -8,19 +8,19 @@ MEASURE_STAMP := $(VENV)/.installed-measure
 export DAGSTER_HOME := $(CURDIR)/.dagster_home
 SELECT ?= *
 
-.PHONY: setup setup-measure fetch materialize figures test bench dev sql clean
+.PHONY: setup setup-measure fetch materialize figures test lint bench dev sql clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/pip install -q --upgrade pip
-	$(VENV)/bin/pip install -q -e '.[test]'
+	$(VENV)/bin/pip install -q -e '.[test,lint]'
 	touch $(STAMP)
 
 setup: $(STAMP)
 
 ## setup-measure: the torch extra for the measurement harness (torch==2.13.0: a CPU build from local disk here).
 $(MEASURE_STAMP): $(STAMP)
-	$(VENV)/bin/pip install -q -e '.[test,measure]'
+	$(VENV)/bin/pip install -q -e '.[test,lint,measure]'
 	touch $(MEASURE_STAMP)
 
 setup-measure: $(MEASURE_STAMP)
@@ -43,6 +43,11 @@ figures: materialize
 ## test: the whole suite, the measurement harness's CPU path included (so it installs the torch extra).
 test: $(MEASURE_STAMP)
 	$(PY) -m pytest -q
+
+## lint: ruff (rules in pyproject.toml) over the code, tests and benchmarks; mypy over the package.
+lint: $(STAMP)
+	$(VENV)/bin/ruff check pipelines tests bench
+	$(VENV)/bin/mypy
 
 bench: $(STAMP)
 	for f in bench/bench_*.py; do echo "== $$f"; $(PY) $$f || exit 1; done

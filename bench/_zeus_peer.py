@@ -55,7 +55,7 @@ def elasticflow_groups(source: Path) -> pl.DataFrame:
             for member in tar.getmembers():
                 name = PurePosixPath(member.name).name
                 if member.isfile() and name.startswith("cluster") and name.endswith(".csv"):
-                    files[name[: -len(".csv")]] = tar.extractfile(member).read()  # type: ignore[union-attr]
+                    files[name[: -len(".csv")]] = tar.extractfile(member).read()
     if not files:
         raise FileNotFoundError(f"{source}: no cluster*.csv")
     frames = [
@@ -93,7 +93,7 @@ class Peer:
         self.power = {gpu: pd.read_csv(trace_dir / f"summary_power_{gpu}.csv") for gpu in GPUS}
         self._simulators: dict[str, object] = {}
 
-    def _simulator(self, gpu: str, seed: int, concurrency: bool):  # noqa: ANN202 - zeus types stay local
+    def _simulator(self, gpu: str, seed: int, concurrency: bool):
         from zeus._legacy.policy import JITPowerLimitOptimizer, PruningGTSBatchSizeOptimizer
         from zeus._legacy.simulate import Simulator
 
@@ -102,10 +102,10 @@ class Peer:
         sim = self._simulators.get(gpu)
         if sim is None:
             sim = self._simulators[gpu] = Simulator(self.train, self.power[gpu], bso, plo, seed=seed, verbose=False)
-        sim.bso, sim.plo, sim.seed = bso, plo, seed  # type: ignore[attr-defined]
+        sim.bso, sim.plo, sim.seed = bso, plo, seed
         return sim
 
-    def artifact_job(self, gpu: str, dataset: str):  # noqa: ANN201
+    def artifact_job(self, gpu: str, dataset: str):
         """run_alibaba.py's ``get_job_with_defaults``."""
         from zeus._legacy.job import Job
 
@@ -114,12 +114,12 @@ class Peer:
         bmax = power.loc[power.dataset == dataset].batch_size.max().item()
         return Job(dataset, network, optimizer, target, max_epochs, min(b0, bmax))
 
-    def default_recurrences(self, gpu: str, job) -> int:  # noqa: ANN001
+    def default_recurrences(self, gpu: str, job) -> int:
         """run_single.py's 2 x |B| x |P|."""
         job_df = job.filter_df(self.train.merge(self.power[gpu], how="inner"))
         return 2 * len(job_df.batch_size.unique()) * len(job_df.power_limit.unique())
 
-    def single(self, gpu: str, job, eta: float, beta: float, seed: int, num_recurrence: int | None = None) -> list:  # noqa: ANN001
+    def single(self, gpu: str, job, eta: float, beta: float, seed: int, num_recurrence: int | None = None) -> list:
         """``simulate_one_job`` as run_single.py calls it; the peer's prints are swallowed."""
         n = self.default_recurrences(gpu, job) if num_recurrence is None else num_recurrence
         with contextlib.redirect_stdout(io.StringIO()):

@@ -3,7 +3,7 @@
 Reads the materialized ingest tables (run `make materialize SELECT='group:ingest'` first), maps the
 traces to Zeus workloads, replays every (trace, GPU) partition, runs the single-job sweep per GPU,
 and prints per-partition times and the wall total. The domain code only: Dagster's per-run
-overhead comes on top (see `make materialize`'s per-partition lines). Goal (issue 4): under 60 s on this 2-core machine.
+overhead comes on top (see `make materialize`'s per-partition lines). Goal: under 60 s on this 2-core machine.
 """
 
 from __future__ import annotations
@@ -23,7 +23,10 @@ from pipelines.zeus.traces import from_frames
 
 def _load() -> tuple[pl.DataFrame, object]:
     paths = default_paths()
-    read = lambda name: pl.read_parquet(paths.table(name))  # noqa: E731
+
+    def read(name: str) -> pl.DataFrame:
+        return pl.read_parquet(paths.table(name))
+
     traces = from_frames(read("zeus_train_runs"), read("zeus_power_profiles"))
     order = workloads_by_default_tta(traces)
     jobs = pl.concat([
@@ -66,7 +69,8 @@ def main() -> None:
             print(f"  {trace:<12} {gpu:<8} {runs:>8,} runs  {secs:6.2f} s")
         for gpu, rows, secs in pool.map(_sweep, PUBLISHED_GPUS):
             print(f"  single-job sweep {gpu:<8} {rows:>8,} recurrences  {secs:6.2f} s")
-    print(f"whole layer ({len(work)} trace x GPU partitions x 3 policies + 4 sweep partitions, 2 processes): {time.perf_counter() - t0:.1f} s wall (goal < 60 s)")
+    wall = time.perf_counter() - t0
+    print(f"whole layer ({len(work)} trace x GPU partitions x 3 policies + 4 sweep partitions, 2 processes): {wall:.1f} s wall (goal < 60 s)")
 
 
 if __name__ == "__main__":

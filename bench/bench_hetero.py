@@ -26,6 +26,7 @@ covers only the loops). Timings: peer once, ours the median of repeated runs.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import statistics
 import sys
@@ -59,7 +60,7 @@ def peer_fitcurve(rows: list[dict[str, float]]) -> tuple[list[float], list[np.nd
 
     power_limits = list(dict.fromkeys(r["power_limit"] for r in rows))
 
-    def func(x, c, d, e):  # noqa: ANN001, ANN202
+    def func(x, c, d, e):
         return c * x**2 + d * x + e
 
     fitted: dict[str, list[np.ndarray]] = {"time_per_epoch": [], "average_power": []}
@@ -67,14 +68,14 @@ def peer_fitcurve(rows: list[dict[str, float]]) -> tuple[list[float], list[np.nd
         for p in power_limits:
             x_values = [r["batch_size"] for r in rows if r["power_limit"] == p]
             y_values = [r[column] for r in rows if r["power_limit"] == p]
-            x_values, y_values = zip(*sorted(zip(x_values, y_values)))  # noqa: B905
+            x_values, y_values = zip(*sorted(zip(x_values, y_values, strict=True)), strict=True)
             params, _ = curve_fit(func, np.array(x_values), np.array(y_values), maxfev=100000)
             out.append(params)
     return [float(p) for p in power_limits], fitted["time_per_epoch"], fitted["average_power"]
 
 
 def peer_find_optimal_allocation(
-    power_limits_df1, power_limits_df2, naive_version, time_per_epoch_df1, time_per_epoch_df2, avg_power_df1, avg_power_df2,  # noqa: ANN001
+    power_limits_df1, power_limits_df2, naive_version, time_per_epoch_df1, time_per_epoch_df2, avg_power_df1, avg_power_df2,
     global_batch_size: int = 4096, step: int = 1,
 ) -> tuple[dict, float]:
     start_time = time.perf_counter()
@@ -102,26 +103,22 @@ def peer_find_optimal_allocation(
                 for i, batch in enumerate(b):
                     if i % 4 == 0:
                         time_per_epoch = time_per_epoch_df1[p1][0] * batch**2 + time_per_epoch_df1[p1][1] * batch + time_per_epoch_df1[p1][2]
-                        if time_per_epoch < 0:
-                            time_per_epoch = 0
+                        time_per_epoch = max(time_per_epoch, 0)
                         average_power = avg_power_df1[p1][0] * batch**2 + avg_power_df1[p1][1] * batch + avg_power_df1[p1][2]
-                        if average_power < 0:
-                            average_power = 0
+                        average_power = max(average_power, 0)
                         power_limit = power_limits_df1[p1]
                     elif i % 4 == 1:
                         time_per_epoch = time_per_epoch_df2[p2][0] * batch**2 + time_per_epoch_df2[p2][1] * batch + time_per_epoch_df2[p2][2]
-                        if time_per_epoch < 0:
-                            time_per_epoch = 0
+                        time_per_epoch = max(time_per_epoch, 0)
                         average_power = avg_power_df2[p2][0] * batch**2 + avg_power_df2[p2][1] * batch + avg_power_df2[p2][2]
-                        if average_power < 0:
-                            average_power = 0
+                        average_power = max(average_power, 0)
                         power_limit = power_limits_df2[p2]
                     result += (0.5 * average_power + 0.5 * power_limit) * time_per_epoch
                 results5[((b1, power_limits_df1[p1]), (b2, power_limits_df2[p2]))] = result
     return results5, time.perf_counter() - start_time
 
 
-def peer_calculate_baseline(power_limits_df1, power_limits_df2, time_per_epoch_df1, time_per_epoch_df2, avg_power_df1, avg_power_df2) -> dict:  # noqa: ANN001
+def peer_calculate_baseline(power_limits_df1, power_limits_df2, time_per_epoch_df1, time_per_epoch_df2, avg_power_df1, avg_power_df2) -> dict:
     """The published even split as its code computes it: ``result +=`` sits after the loop over the GPUs."""
     global_batch_size = 4096
     temp_results = {}
@@ -152,14 +149,14 @@ def peer_top(results: dict) -> tuple[tuple, float]:
 # ---------------------------------------------------------------------------------------------
 
 
-def _ours(fits, grid, method):  # noqa: ANN001, ANN202
+def _ours(fits, grid, method):
     from pipelines.hetero.model import CostModel
     from pipelines.hetero.search import brute_force, heuristic
 
     return (brute_force if method == "brute" else heuristic)(fits, grid, CostModel("published"))
 
 
-def _median_seconds(fn, repeats: int) -> float:  # noqa: ANN001
+def _median_seconds(fn, repeats: int) -> float:
     fn()  # warm up
     times = []
     for _ in range(repeats):
@@ -204,7 +201,7 @@ def main() -> int:
             ((b1, w1), (b2, w2)), peer_cost = peer_top(results)
             mine = _ours(ours, grid, method)
             exact = _ours(ours_peer_coef, grid, method)
-            our_s = _median_seconds(lambda: _ours(ours, grid, method), args.repeats)  # noqa: B023
+            our_s = _median_seconds(functools.partial(_ours, ours, grid, method), args.repeats)
             same = mine.batch_split == (b1, b2) and mine.power_limits == (int(w1), int(w2))
             bitwise = exact.batch_split == (b1, b2) and exact.power_limits == (int(w1), int(w2)) and exact.cost == peer_cost
             ok &= same and bitwise

@@ -4,7 +4,7 @@
     type and validate, timed apart from the fetch; pandas: read_csv of the same unpacked files, nothing validated);
 (b) a synthetic 1,000,000-row Seren-shaped CSV generated here.
 Each measurement runs in a fresh subprocess so its peak RSS is its own. Prints seconds, rows/s,
-peak RSS and the ratio. Goals (issue 2): (a) < 5 s, (b) < 3 s with < 1 GB peak RSS, faster than pandas.
+peak RSS and the ratio. Goals: (a) < 5 s, (b) < 3 s with < 1 GB peak RSS, faster than pandas.
 """
 
 from __future__ import annotations
@@ -57,7 +57,7 @@ def write_synthetic_seren(path: Path, rows: int, seed: int = 0) -> None:
         out.write(HEADER + "\n")
         chunk = 200_000
         for lo in range(0, rows, chunk):
-            lines = [",".join(fields) for fields in zip(*(c[lo : lo + chunk] for c in cols))]
+            lines = [",".join(fields) for fields in zip(*(c[lo : lo + chunk] for c in cols), strict=True)]
             out.write("\n".join(lines) + "\n")
 
 

@@ -31,7 +31,7 @@ BENCH = Path(__file__).resolve().parent
 REPO = BENCH.parent
 sys.path[:0] = [str(REPO), str(BENCH)]
 
-from _zeus_peer import ARTIFACT_JOBS, GPUS, Peer, elasticflow_groups  # noqa: E402
+from _zeus_peer import ARTIFACT_JOBS, GPUS, Peer, elasticflow_groups  # noqa: E402 - importable only once bench/ is on sys.path (line above)
 
 RUN_SCHEMA = {"case": pl.String, "bs": pl.Int64, "pl": pl.Int64, "energy": pl.Float64, "time": pl.Float64, "reached": pl.Boolean}
 
@@ -101,7 +101,8 @@ def child(side: str, part: str, quick: bool, gpu: str, zeus_dir: Path, elasticfl
 
 
 def run_side(side: str, part: str, args: argparse.Namespace, zeus_dir: Path, elasticflow: Path, out: Path) -> dict:
-    cmd = [sys.executable, __file__, "--child", side, part, "--gpu", args.gpu, "--zeus-dir", str(zeus_dir), "--elasticflow", str(elasticflow), "--out", str(out)]
+    cmd = [sys.executable, __file__, "--child", side, part, "--gpu", args.gpu, "--zeus-dir", str(zeus_dir), "--elasticflow", str(elasticflow),
+           "--out", str(out)]
     if args.quick:
         cmd.append("--quick")
     done = subprocess.run(cmd, capture_output=True, text=True, check=False, cwd=REPO)

@@ -13,6 +13,7 @@ units, nullability), so the UI shows it before anything is materialized.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import dagster as dg
 import polars as pl
@@ -59,12 +60,12 @@ def contract_metadata(key: str) -> dict[str, object]:
     return {COLUMN_SCHEMA: column_schema(contract)}
 
 
-def table_metadata(df: pl.DataFrame, path: Path | None = None, contract: Contract | None = None) -> dict[str, dg.MetadataValue | int | str]:
+def table_metadata(df: pl.DataFrame, path: Path | None = None, contract: Contract | None = None) -> dict[str, Any]:
     """Row count, column schema (the contract's, else the frame's types) and a markdown preview of a table."""
     schema = column_schema(contract) if contract is not None else dg.TableSchema(
         columns=[dg.TableColumn(name=name, type=str(dtype)) for name, dtype in df.schema.items()]
     )
-    meta: dict[str, dg.MetadataValue | int | str] = {
+    meta: dict[str, Any] = {
         "dagster/row_count": df.height,
         COLUMN_SCHEMA: schema,
         "preview": dg.MetadataValue.md(_markdown_preview(df.head(PREVIEW_ROWS))),

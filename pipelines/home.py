@@ -41,14 +41,13 @@ README_MD = """\
 Made by `gpu-energy init`. Every `gpu-energy` command run in this folder (or below it) reads and
 writes here; `$GPU_ENERGY_HOME` points the commands at another home.
 
-| path | what lands there | made by |
-|---|---|---|
-| `raw/` | upstream traces, verified by sha256; `raw/measured/` your GPU profiles; `raw/clusters/` your cluster exports | `gpu-energy fetch`, `gpu-energy measure profile`, you |
-| `assets/` | one Parquet file per table (a folder per partitioned table), `assets/quarantine/` rejected rows | `gpu-energy materialize`, the Dagster UI |
-| `figures/` | `<name>.png`, `.pdf` and `.parquet` (the plotted numbers) per figure | `gpu-energy materialize` |
-| `workspace.yaml` | the installed package as a Dagster code location | `gpu-energy init` |
-| `.dagster_home/` | the Dagster instance: run history, schedules, sensors | `dagster dev` |
-| `gpu-energy-home.toml` | the marker that makes this folder a home | `gpu-energy init` |
+- `raw/`: upstream traces, verified by sha256 (`gpu-energy fetch`); `raw/measured/` your GPU
+  profiles (`gpu-energy measure profile`); `raw/clusters/` your own cluster exports.
+- `assets/`: one Parquet file per table, a folder per partitioned table, `assets/quarantine/` the
+  rejected rows (`gpu-energy materialize`, or the Dagster UI).
+- `figures/`: `<name>.png`, `.pdf` and `.parquet` (the plotted numbers) per figure.
+- `workspace.yaml`: the installed package as a Dagster code location; `.dagster_home/`: the Dagster
+  instance (run history, sensors); `gpu-energy-home.toml`: the marker that makes this folder a home.
 
 Start:
 

@@ -16,8 +16,12 @@ import time
 import warnings
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import click
+
+if TYPE_CHECKING:
+    import dagster as dg
 
 WORKERS = 2
 #: Dagster's console logger at INFO: asset logs and step outcomes, without the per-event DEBUG lines.
@@ -32,7 +36,7 @@ class Plan:
     after: list[str]  # unpartitioned asset keys downstream of partitioned ones
 
 
-def _definitions():  # noqa: ANN202
+def _definitions() -> dg.Definitions:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         from pipelines.definitions import defs
@@ -56,7 +60,7 @@ def plan(selection: str = "*") -> Plan:
         if node.partitions_def is not None:
             name = repr(node.partitions_def)
             partitioned.setdefault(name, []).append(key.to_user_string())
-            partition_keys[name] = node.partitions_def.get_partition_keys()
+            partition_keys[name] = list(node.partitions_def.get_partition_keys())
         elif any(graph.get(a).partitions_def is not None for a in graph.get_ancestor_asset_keys(key)):
             after.append(key.to_user_string())
         else:

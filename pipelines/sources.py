@@ -14,10 +14,10 @@ import shutil
 import tarfile
 import urllib.request
 from dataclasses import dataclass
-from enum import Enum
+from enum import StrEnum
 from pathlib import Path, PurePosixPath
 
-from pipelines.paths import ProjectPaths, default_mirror
+from pipelines.paths import ProjectPaths
 from pipelines.storage import atomic_path
 
 _ZEUS = "https://github.com/ml-energy/zeus/raw/master/examples/research_reproducibility/zeus_nsdi23/trace"
@@ -85,7 +85,7 @@ class FetchError(RuntimeError):
     """A required file could not be fetched or failed its checksum."""
 
 
-class Status(str, Enum):
+class Status(StrEnum):
     CACHED = "cached"
     MIRROR = "copied from mirror"
     DOWNLOADED = "downloaded"

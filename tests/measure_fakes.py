@@ -54,7 +54,7 @@ class FakeMig:
 class FakeNvml:
     """``NvmlBackend`` over fake GPUs (handles are the FakeGpu / FakeMig objects)."""
 
-    def __init__(self, gpus: list[FakeGpu], migs: list[FakeMig] = (), *, unavailable: str | None = None) -> None:  # type: ignore[assignment]
+    def __init__(self, gpus: list[FakeGpu], migs: list[FakeMig] = (), *, unavailable: str | None = None) -> None:
         self.gpus, self.migs, self.unavailable = gpus, list(migs), unavailable
         self.init_calls = self.shutdown_calls = 0
 

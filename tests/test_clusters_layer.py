@@ -2,7 +2,7 @@
 
 import shutil
 import warnings
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import dagster as dg
@@ -15,7 +15,7 @@ from pipelines.storage import write_parquet_atomic
 
 
 def _acme_fixture() -> pl.DataFrame:
-    t0 = datetime(2023, 3, 1, tzinfo=timezone.utc)
+    t0 = datetime(2023, 3, 1, tzinfo=UTC)
     rows = []
     for i in range(12):
         start = t0 + timedelta(hours=3 * i)
@@ -117,8 +117,9 @@ def test_itp_partition_covers_cluster10(layer) -> None:
 
 
 def test_cluster_figures_from_the_layer(layer, tmp_path: Path) -> None:
-    from pipelines.figures import catalog, clusters
     from test_figures import assert_figure
+
+    from pipelines.figures import catalog, clusters
 
     root, _, _ = layer
     frames = {name: pl.concat([pl.read_parquet(p) for p in sorted((root / "assets" / name).glob("*.parquet"))])

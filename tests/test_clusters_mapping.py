@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import polars as pl
 import pytest
@@ -57,7 +57,7 @@ def test_alibaba_as_published_and_unknown_dataset_names_the_group() -> None:
 
 
 def test_acme_completed_gpu_jobs_only() -> None:
-    t0 = datetime(2023, 3, 1, tzinfo=timezone.utc)
+    t0 = datetime(2023, 3, 1, tzinfo=UTC)
     rows = []
     for i, (state, gpus, secs) in enumerate([("COMPLETED", 8, 100), ("FAILED", 8, 100), ("COMPLETED", 0, 50),
                                               ("COMPLETED", 8, 300), ("COMPLETED", 1, 7000)]):

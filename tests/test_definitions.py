@@ -19,7 +19,7 @@ TABLE_GROUPS = {"ingest", "clusters", "hetero"}
 HEAVY_MODULES = ("torch", "pynvml", "zeus", "matplotlib", "seaborn", "scipy")
 
 
-def _graph() -> dg.AssetGraph:  # type: ignore[name-defined]
+def _graph() -> dg.AssetGraph:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         return defs().resolve_asset_graph()

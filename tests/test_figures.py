@@ -12,9 +12,9 @@ import numpy as np
 import polars as pl
 import pytest
 
+from pipelines.contracts.sources import AcmeJobs, AlibabaGroups
 from pipelines.figures import catalog, energy, energy_data, style, trace_data
 from pipelines.figures.errors import NoData
-from pipelines.contracts.sources import AcmeJobs, AlibabaGroups
 
 #: A PNG counts as drawn when its grey levels vary and some pixels carry colour (data are drawn
 #: in the palette or viridis; an empty axes is white, grey and black only).
@@ -23,7 +23,7 @@ MIN_COLOURED_SHARE = 0.003
 
 
 @pytest.fixture(scope="module")
-def tables(ingested) -> dict[str, pl.DataFrame]:  # noqa: ANN001
+def tables(ingested) -> dict[str, pl.DataFrame]:
     paths, _ = ingested
     return {p.stem: pl.read_parquet(p) for p in paths.assets.glob("*.parquet")}
 
@@ -50,7 +50,7 @@ def test_expectations_equal_the_published_simulator_frame(mirror: Path) -> None:
     from zeus._legacy.simulate import Simulator
 
     train_csv, power_csv = mirror / "zeus/summary_train.csv", mirror / "zeus/summary_power_v100.csv"
-    sim = Simulator(str(train_csv), str(power_csv), None, None, verbose=False)  # type: ignore[arg-type]
+    sim = Simulator(str(train_csv), str(power_csv), None, None, verbose=False)
     power = pl.read_csv(power_csv).with_columns(pl.lit("v100").alias("gpu"), pl.col("optimizer").str.to_lowercase())
     train = pl.read_csv(train_csv, null_values=["nan", ""]).with_columns(pl.col("target_epoch").cast(pl.Int64))
     ours = energy_data.config_expectations(train, power)
@@ -309,7 +309,7 @@ def test_absent_traces_are_skipped_with_a_reason(tables: dict[str, pl.DataFrame]
         traces.gpu_count_cdf(jobs.clear())
 
 
-def test_dagster_assets_write_figures_and_report_skips(ingested) -> None:  # noqa: ANN001
+def test_dagster_assets_write_figures_and_report_skips(ingested) -> None:
     import dagster as dg
 
     from pipelines.dagster_support import ParquetIOManager, PathsResource

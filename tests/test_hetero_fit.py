@@ -56,7 +56,7 @@ def test_too_few_batch_sizes_and_mixed_frames_are_refused() -> None:
         fit_gpu(frame([]))
 
 
-def test_fit_profiles_keys(mirror) -> None:  # noqa: ANN001
+def test_fit_profiles_keys(mirror) -> None:
     from pipelines.ingest.zeus2 import read_profile_folder
 
     fits = fit_profiles(read_profile_folder(mirror / "zeus2"))

@@ -59,7 +59,7 @@ def _oracle(fits: list[GpuFit], pin_first: bool) -> tuple[tuple[int, int], tuple
     b2 = 4096 - b1
     first, second = fits
     rows1 = [first.min_limit_index()] if pin_first else range(first.n_limits)
-    def term(fit: GpuFit, b: np.ndarray, rows, axis: int) -> np.ndarray:  # noqa: ANN001
+    def term(fit: GpuFit, b: np.ndarray, rows, axis: int) -> np.ndarray:
         c, a = fit.time_coef[list(rows)], fit.power_coef[list(rows)]
         shape = [1, 1, 1]
         shape[axis] = len(rows)

@@ -31,7 +31,7 @@ BATCHES = (32, 64, 128, 256, 512, 1024)
 
 
 @pytest.fixture(scope="module")
-def hetero_fits(mirror) -> dict[tuple[str, str], GpuFit]:  # noqa: ANN001
+def hetero_fits(mirror) -> dict[tuple[str, str], GpuFit]:
     return fit_profiles(read_profile_folder(mirror / "zeus2"))
 
 
@@ -191,7 +191,7 @@ def test_sync_search_matches_scalar_loops(hetero_fits: dict, workload: str) -> N
     assert (ours.cost, ours.batch_split, ours.power_limits) == best
 
 
-def _scalar_sync(fits, split, rows, limits, eta, idle) -> float:  # noqa: ANN001
+def _scalar_sync(fits, split, rows, limits, eta, idle) -> float:
     times, powers = [], []
     for f, b, r in zip(fits, split, rows, strict=True):
         t = f.time_coef[r][0] * b**2 + f.time_coef[r][1] * b + f.time_coef[r][2]

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import lzma
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import polars as pl
@@ -44,12 +44,12 @@ def test_acme_seren_and_kalos_in_one_schema(tmp_path: Path) -> None:
     assert result.quarantine.height == 0 and jobs.height == 3
     first = jobs.row(0, named=True)
     assert first["cluster"] == "seren"
-    assert first["submit_time"] == datetime(2023, 2, 28, 16, 18, 22, tzinfo=timezone.utc)  # +08:00 -> UTC
+    assert first["submit_time"] == datetime(2023, 2, 28, 16, 18, 22, tzinfo=UTC)  # +08:00 -> UTC
     assert first["mem_per_pod_gb"] is None and first["fail_time"] is None
     assert first["gpu_time"] == 936.0 and first["duration"] == 117 and first["queue"] == 32.0
     k = jobs.filter(pl.col("cluster") == "kalos").row(0, named=True)
     assert k["mem_per_pod_gb"] == 1000.0 and k["stop_time"] is None
-    assert k["fail_time"] == datetime(2023, 5, 17, 11, 1, 16, tzinfo=timezone.utc)
+    assert k["fail_time"] == datetime(2023, 5, 17, 11, 1, 16, tzinfo=UTC)
     assert str(jobs.schema["submit_time"]) == "Datetime(time_unit='us', time_zone='UTC')"
     # The Kalos example's duration (18 s) is end - submit, not end - start (8 s): the identity check reports it.
     violations = {r["cluster"]: r for r in acme.identity_violations(jobs).to_dicts()}
@@ -96,7 +96,7 @@ def test_alibaba_reader_xz(tmp_path: Path) -> None:
     result = alibaba.read_groups(path)
     assert result.table.height == 2
     assert result.table["runtime_ratio"].to_list() == [1.1779405764729405, 0.5]
-    reasons = dict(zip(result.quarantine["line"], result.quarantine["reason"]))
+    reasons = dict(zip(result.quarantine["line"], result.quarantine["reason"], strict=True))
     assert reasons[4].startswith("end_not_before_start: ") and "dataset: must be one of cifar100," in reasons[5]
     assert reasons[5].endswith("(value mnist)")
 

@@ -59,7 +59,7 @@ def test_failed_write_keeps_the_previous_file(tmp_path: Path) -> None:
     write_parquet_atomic(pl.DataFrame({"a": [1, 2, 3]}), target)
 
     class Boom(pl.DataFrame):
-        def write_parquet(self, *args: object, **kwargs: object) -> None:  # type: ignore[override]
+        def write_parquet(self, *args: object, **kwargs: object) -> None:
             Path(str(args[0])).write_bytes(b"PAR1 half a file")
             raise OSError("disk full")
 

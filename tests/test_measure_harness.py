@@ -20,7 +20,7 @@ CIFAR = WORKLOADS["cifar100"]
 
 
 def n_params(module: object) -> int:
-    return sum(p.numel() for p in module.parameters())  # type: ignore[attr-defined]
+    return sum(p.numel() for p in module.parameters())
 
 
 def test_networks_match_the_reference_architectures() -> None:

@@ -153,11 +153,11 @@ def materialized(tmp_path_factory: pytest.TempPathFactory) -> tuple[ProjectPaths
 
 def test_asset_reads_raw_measured_and_passes_its_checks(materialized: tuple[ProjectPaths, object]) -> None:
     paths, result = materialized
-    checks = {e.check_name: e.passed for e in result.get_asset_check_evaluations()}  # type: ignore[attr-defined]
+    checks = {e.check_name: e.passed for e in result.get_asset_check_evaluations()}
     assert checks == {"quarantine_share": True, "published_power_limits": True}
     power = pl.read_parquet(paths.table("zeus_power_profiles"))
     assert dict(power.group_by("source").len().iter_rows()) == {"zeus-nsdi23": 1609, "measured:a100.csv": 24}
-    materializations = [e for e in result.get_asset_materialization_events() if e.asset_key.path == ["zeus_power_profiles"]]  # type: ignore[attr-defined]
+    materializations = [e for e in result.get_asset_materialization_events() if e.asset_key.path == ["zeus_power_profiles"]]
     files = materializations[0].materialization.metadata["source_files"].value
     assert "measured/a100.csv" in files and any(f.startswith("measured/cpu.csv (2 time-only rows not ingested") for f in files)
 

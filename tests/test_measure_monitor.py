@@ -17,12 +17,12 @@ from pipelines.measure.power_limit import power_limit
 from pipelines.measure.rapl import RaplMeter, open_rapl, package_power_limit_w, probe_rapl
 
 
-def constant(watts: float):  # noqa: ANN201
+def constant(watts: float):
     return lambda t, limit: watts
 
 
-def gpu(clock: FakeClock, power=constant(200.0), **kw: object) -> FakeGpu:  # noqa: ANN001
-    return FakeGpu("NVIDIA A100-SXM4-40GB", "GPU-0000", power, clock, **kw)  # type: ignore[arg-type]
+def gpu(clock: FakeClock, power: object = None, **kw: object) -> FakeGpu:
+    return FakeGpu("NVIDIA A100-SXM4-40GB", "GPU-0000", power or constant(200.0), clock, **kw)
 
 
 # --- counter path -------------------------------------------------------------------------------
@@ -147,7 +147,9 @@ def test_polling_can_be_forced_and_counter_can_be_required() -> None:
 
 def test_background_thread_samples_between_the_window_edges() -> None:
     start = time.monotonic()
-    step = lambda t, limit: 100.0 if t < start + 0.15 else 300.0  # noqa: E731
+    def step(t: float, limit: float) -> float:
+        return 100.0 if t < start + 0.15 else 300.0
+
     g = FakeGpu("Tesla P100-PCIE-16GB", "GPU-p100", step, time.monotonic, has_counter=False)
     with EnergyMonitor(backend=FakeNvml([g]), poll_interval_s=0.005, power_averaging_s=0.1) as monitor:
         monitor.begin_window("w")
@@ -203,14 +205,12 @@ def test_power_limit_is_restored_even_on_error() -> None:
     clock = FakeClock()
     g = gpu(clock)
     backend = FakeNvml([g])
-    with pytest.raises(RuntimeError, match="training crashed"):
-        with power_limit(backend, g, 150):
-            assert g.limit_mw == 150_000
-            raise RuntimeError("training crashed")
+    with pytest.raises(RuntimeError, match="training crashed"), power_limit(backend, g, 150):
+        assert g.limit_mw == 150_000
+        raise RuntimeError("training crashed")
     assert g.limit_mw == 250_000 and g.set_calls == [150_000, 250_000]
-    with pytest.raises(ValueError, match="outside this GPU's range 100-300 W"):
-        with power_limit(backend, g, 350):
-            pass
+    with pytest.raises(ValueError, match="outside this GPU's range 100-300 W"), power_limit(backend, g, 350):
+        pass
     assert g.set_calls == [150_000, 250_000]  # nothing changed for an out-of-range limit
 
 
@@ -226,9 +226,8 @@ def test_power_limit_through_the_monitor_and_without_permission() -> None:
         assert monitor.enforced_power_limit_w(0) == 250.0
     assert m.gpus[0].energy_j == pytest.approx(1600.0)  # 0.8 x 200 W x 10 s
     locked = gpu(clock, can_set_limit=False)
-    with pytest.raises(NvmlNoPermission, match="CAP_SYS_ADMIN"):
-        with power_limit(FakeNvml([locked]), locked, 200):
-            pass
+    with pytest.raises(NvmlNoPermission, match="CAP_SYS_ADMIN"), power_limit(FakeNvml([locked]), locked, 200):
+        pass
     assert locked.limit_mw == 250_000
 
 

@@ -68,7 +68,7 @@ def _leaf(argv: list[str]) -> tuple[click.Command, list[str], str]:
 
 
 @pytest.fixture(scope="module")
-def home(ingested) -> ProjectPaths:  # noqa: ANN001
+def home(ingested) -> ProjectPaths:
     """The ingested data home plus hetero allocations and the ITP x V100 cluster partition."""
     import dagster as dg
 

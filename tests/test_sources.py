@@ -75,13 +75,19 @@ def test_tarball_unpacks_into_its_own_folder(tmp_path: Path) -> None:
     assert (paths.raw / "itp/b/cluster01.csv").read_text() == "elasticflow\n"
 
 
+def _link(name: str, kind: bytes, target: str) -> tarfile.TarInfo:
+    info = tarfile.TarInfo(name)
+    info.type, info.linkname = kind, target
+    return info
+
+
 @pytest.mark.parametrize(
     "member",
     [
         tarfile.TarInfo("../escape.csv"),
         tarfile.TarInfo("/abs.csv"),
-        (lambda i: (setattr(i, "type", tarfile.SYMTYPE), setattr(i, "linkname", "/etc/passwd"), i)[-1])(tarfile.TarInfo("link.csv")),
-        (lambda i: (setattr(i, "type", tarfile.LNKTYPE), setattr(i, "linkname", "ok.csv"), i)[-1])(tarfile.TarInfo("hard.csv")),
+        _link("link.csv", tarfile.SYMTYPE, "/etc/passwd"),
+        _link("hard.csv", tarfile.LNKTYPE, "ok.csv"),
     ],
     ids=["dotdot", "absolute", "symlink", "hardlink"],
 )

@@ -62,7 +62,8 @@ GOOD_ENTRY = '{"power_limit": 300, "energy": 1.5, "time": 0.25}'
     ("text", "message"),
     [
         (
-            '{\n  "32": [' + GOOD_ENTRY + '],\n  "64": [' + GOOD_ENTRY + ", " + GOOD_ENTRY.replace("300", "250") + ', {"power_limit": 200, "energy": "abc", "time": 1}]\n}',
+            '{\n  "32": [' + GOOD_ENTRY + '],\n  "64": [' + GOOD_ENTRY + ", " + GOOD_ENTRY.replace("300", "250")
+            + ', {"power_limit": 200, "energy": "abc", "time": 1}]\n}',
             'cifar_a10.json:3:{}: key "64"[2].energy: expected a number, got "abc"',
         ),
         ('{"32": [' + GOOD_ENTRY, 'cifar_a10.json:1:58: key "32": invalid JSON: expected \',\' or \']\', found end of file'),

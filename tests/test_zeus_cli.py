@@ -30,11 +30,11 @@ def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
 
 
 @pytest.fixture(scope="module")
-def peer(mirror: Path):  # noqa: ANN201
+def peer(mirror: Path):
     return PEER["Peer"](mirror / "zeus")
 
 
-def test_single_prints_the_published_history(peer, mirror: Path) -> None:  # noqa: ANN001
+def test_single_prints_the_published_history(peer, mirror: Path) -> None:
     from zeus._legacy.job import Job
 
     expected = [line(r) for r in peer.single("rtx6000", Job("squad", "bert_base_uncased", "adamw", 84.0, 6, 32), 0.3, 3.0, 11)]
@@ -48,7 +48,7 @@ def test_single_prints_the_published_history(peer, mirror: Path) -> None:  # noq
     assert len(expected) >= 96  # 2 x |B| x |P| = 2 x 6 x 8 recurrences
 
 
-def test_groups_prints_the_published_history(peer, mirror: Path, tmp_path: Path) -> None:  # noqa: ANN001
+def test_groups_prints_the_published_history(peer, mirror: Path, tmp_path: Path) -> None:
     groups = PEER["elasticflow_groups"](mirror / "itp" / "elasticflow-traces.tar.gz")
     sizes = groups.group_by("group").len()
     chosen = sizes.filter(pl.col("group").str.starts_with("cluster05-") & (pl.col("len") <= 40))["group"]
@@ -98,7 +98,7 @@ def _artifact_example_args(mirror: Path) -> list[str]:
     return block.replace("\\\n", " ").split()
 
 
-def test_the_artifact_example_command_pastes_in(peer, mirror: Path) -> None:  # noqa: ANN001
+def test_the_artifact_example_command_pastes_in(peer, mirror: Path) -> None:
     from zeus._legacy.job import Job
 
     args = _artifact_example_args(mirror)
@@ -110,7 +110,7 @@ def test_the_artifact_example_command_pastes_in(peer, mirror: Path) -> None:  # 
     assert "--b_0" not in run_cli("single", "--help").stdout  # hidden aliases
 
 
-def test_dataset_alone_takes_its_published_job(peer, mirror: Path) -> None:  # noqa: ANN001
+def test_dataset_alone_takes_its_published_job(peer, mirror: Path) -> None:
     from zeus._legacy.job import Job
 
     result = CliRunner().invoke(

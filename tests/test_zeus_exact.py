@@ -60,7 +60,7 @@ def test_skip_permutation_redraws_after_rejection() -> None:
         def __init__(self, values: list[int]) -> None:
             self.values, self.pos = values, 0
 
-        def random_raw(self, size: int | None = None):  # noqa: ANN201
+        def random_raw(self, size: int | None = None):
             if size is None:
                 self.pos += 1
                 return self.values[self.pos - 1]
@@ -71,7 +71,7 @@ def test_skip_permutation_redraws_after_rejection() -> None:
     raws = [0, 5 << 32, 0, (7 << 32) | 3, 123456789, 2**63 + 11, 42, 99, 2**40 + 1, 17, 23, 31]
     for n in (3, 5, 6):
         bulk_source = Scripted(raws)
-        step, bulk = Uint32Draws(Scripted(raws)), Uint32Draws(bulk_source)  # type: ignore[arg-type]
+        step, bulk = Uint32Draws(Scripted(raws)), Uint32Draws(bulk_source)
         for j in range(1, n):
             step.bounded(j)
         for i in range(n - 1, 0, -1):

@@ -23,7 +23,7 @@ def traces(mirror: Path) -> Traces:
 
 
 @pytest.fixture(scope="module")
-def peer(mirror: Path):  # noqa: ANN201
+def peer(mirror: Path):
     return PEER["Peer"](mirror / "zeus")
 
 
@@ -48,7 +48,7 @@ def ours(frame: pl.DataFrame) -> list[tuple]:
     return list(frame.select("group", "bs", "pl", "energy", "time", "reached").iter_rows())
 
 
-def test_identical_to_published_simulator_over_a_few_hundred_groups(peer, traces: Traces, few_hundred: pl.DataFrame) -> None:  # noqa: ANN001
+def test_identical_to_published_simulator_over_a_few_hundred_groups(peer, traces: Traces, few_hundred: pl.DataFrame) -> None:
     assert few_hundred["group"].n_unique() == 276
     expected = flatten(peer.groups(few_hundred, "v100", 0.5, 2.0))
     got = replay_groups(few_hundred, traces, "v100", 0.5, 2.0)
@@ -63,7 +63,7 @@ def test_identical_to_published_simulator_over_a_few_hundred_groups(peer, traces
     ("cluster", "gpu", "eta", "beta"),
     [("cluster01", "rtx6000", 1.0, math.inf), ("cluster02", "a40", 0.0, 2.0), ("cluster10", "p100", 0.5, 2.0)],
 )
-def test_identical_on_other_gpus_and_knobs(peer, traces: Traces, few_hundred: pl.DataFrame, cluster: str, gpu: str, eta: float, beta: float) -> None:  # noqa: ANN001
+def test_identical_on_other_gpus_and_knobs(peer, traces: Traces, few_hundred: pl.DataFrame, cluster: str, gpu: str, eta: float, beta: float) -> None:
     subset = few_hundred.filter(pl.col("group").str.starts_with(f"{cluster}-"))
     assert subset["group"].n_unique() >= 25
     assert ours(replay_groups(subset, traces, gpu, eta, beta)) == flatten(peer.groups(subset, gpu, eta, beta))
@@ -113,7 +113,7 @@ def test_unknown_dataset_is_rejected(traces: Traces) -> None:
         replay_groups(frame, traces, "v100")
 
 
-def test_tight_early_stopping_fails_like_the_published_simulator(peer, traces: Traces, all_groups: pl.DataFrame) -> None:  # noqa: ANN001
+def test_tight_early_stopping_fails_like_the_published_simulator(peer, traces: Traces, all_groups: pl.DataFrame) -> None:
     """beta 1: pruning discards every batch size; both stop with the same error."""
     group = all_groups.filter(pl.col("group") == "cluster01-resnet50-bs256-gpu64")
     with pytest.raises(ValueError, match="Empty batch size set") as published:

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from pipelines.paths import REPO_ROOT
-from pipelines.zeus.groups import group_job_spec
 from pipelines.zeus.errors import SimulationError
+from pipelines.zeus.groups import group_job_spec
 from pipelines.zeus.single import simulate_single
 from pipelines.zeus.traces import Traces, build_table, read_trace_dir
 
@@ -35,7 +35,7 @@ def trace_dir(mirror: Path) -> Path:
 
 
 @pytest.fixture(scope="module")
-def peer(trace_dir: Path):  # noqa: ANN201
+def peer(trace_dir: Path):
     return PEER["Peer"](trace_dir)
 
 
@@ -51,7 +51,7 @@ def ours(traces: Traces, gpu: str, dataset: str, eta: float, beta: float, seed: 
 
 @pytest.mark.parametrize("gpu", GPUS)
 @pytest.mark.parametrize("dataset", DATASETS)
-def test_identical_to_published_simulator(peer, traces: Traces, gpu: str, dataset: str) -> None:  # noqa: ANN001
+def test_identical_to_published_simulator(peer, traces: Traces, gpu: str, dataset: str) -> None:
     job = peer.artifact_job(gpu, dataset)
     for k, (eta, beta) in enumerate(KNOBS):
         seed = SEEDS[k % len(SEEDS)]
@@ -65,7 +65,7 @@ def test_identical_to_published_simulator(peer, traces: Traces, gpu: str, datase
     ("gpu", "dataset", "eta", "beta", "seed"),
     [("v100", "librispeech", 0.5, 2.0, 3), ("a40", "movielens-1m", 1.0, 2.0, 5), ("p100", "cifar100", 0.0, math.inf, 9)],
 )
-def test_identical_over_the_papers_recurrence_count(peer, traces: Traces, gpu: str, dataset: str, eta: float, beta: float, seed: int) -> None:  # noqa: ANN001
+def test_identical_over_the_papers_recurrence_count(peer, traces: Traces, gpu: str, dataset: str, eta: float, beta: float, seed: int) -> None:
     """Full length (2 x |B| x |P| recurrences): deep into Thompson Sampling."""
     job = peer.artifact_job(gpu, dataset)
     expected = peer.single(gpu, job, eta, beta, seed)
@@ -73,7 +73,7 @@ def test_identical_over_the_papers_recurrence_count(peer, traces: Traces, gpu: s
     assert ours(traces, gpu, dataset, eta, beta, seed, None) == expected
 
 
-def test_default_recurrences_and_batch_sizes_match_the_artifact(peer, traces: Traces) -> None:  # noqa: ANN001
+def test_default_recurrences_and_batch_sizes_match_the_artifact(peer, traces: Traces) -> None:
     for gpu in GPUS:
         for dataset in DATASETS:
             job = peer.artifact_job(gpu, dataset)
@@ -85,7 +85,7 @@ def test_default_recurrences_and_batch_sizes_match_the_artifact(peer, traces: Tr
             assert table.max_power == sim.df.power_limit.max()
 
 
-def test_first_recurrence_miss_raises_like_the_published_simulator(peer, traces: Traces) -> None:  # noqa: ANN001
+def test_first_recurrence_miss_raises_like_the_published_simulator(peer, traces: Traces) -> None:
     """b0 missing the target in recurrence 1 is an error in both (here: imagenet capped at 1 epoch)."""
     from zeus._legacy.job import Job
 
@@ -98,7 +98,7 @@ def test_first_recurrence_miss_raises_like_the_published_simulator(peer, traces:
 
 
 @pytest.mark.parametrize(("gpu", "dataset"), [("v100", "squad"), ("a40", "cifar100"), ("v100", "imagenet")])
-def test_too_tight_early_stopping_fails_like_the_published_simulator(peer, traces: Traces, gpu: str, dataset: str) -> None:  # noqa: ANN001
+def test_too_tight_early_stopping_fails_like_the_published_simulator(peer, traces: Traces, gpu: str, dataset: str) -> None:
     """beta 0.3: runs are cut before reaching the target; both simulators stop with the same error."""
     with pytest.raises((ValueError, RuntimeError)) as published:
         peer.single(gpu, peer.artifact_job(gpu, dataset), 0.5, 0.3, 3, 40)

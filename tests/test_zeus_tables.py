@@ -26,11 +26,11 @@ def traces(mirror: Path) -> Traces:
 
 
 @pytest.fixture(scope="module")
-def peer(mirror: Path):  # noqa: ANN201
+def peer(mirror: Path):
     return PEER["Peer"](mirror / "zeus")
 
 
-def test_tables_equal_the_published_lookups(peer, traces: Traces) -> None:  # noqa: ANN001
+def test_tables_equal_the_published_lookups(peer, traces: Traces) -> None:
     """JIT profiling costs and choice, the profiling epoch, the runs' order, per batch size."""
     checked = 0
     for gpu in GPUS:

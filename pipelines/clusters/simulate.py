@@ -68,7 +68,7 @@ def simulate_trace(
                 (pl.col("energy") * pl.col("num_gpu")).alias("energy_j"), pl.col("time").alias("time_s"), "reached",
             )
         )
-    return pl.concat(frames).cast(dict(polars_schema(ZeusClusterHistory)))
+    return pl.concat(frames).cast(polars_schema(ZeusClusterHistory))
 
 
 def summarize(history: pl.DataFrame) -> pl.DataFrame:

@@ -152,8 +152,8 @@ def split_valid(frame: pl.DataFrame, contract: Contract) -> tuple[pl.DataFrame, 
     extras = tuple(c for c in frame.columns if c not in _schema(contract))
     carrying = _carrying(contract, (*extras, _ROW))
     indexed = frame.with_row_index(_ROW)
-    good, failure = carrying.filter(indexed)
-    good = good.select(frame.columns)
+    passed, failure = carrying.filter(indexed)
+    good = passed.select(frame.columns)
     bad_schema = {**{c: frame.schema[c] for c in extras}, "column": pl.String(), "reason": pl.String()}
     if len(failure) == 0:
         return good, pl.DataFrame(schema=bad_schema)

@@ -1,11 +1,13 @@
 """Cluster layer: cluster traces as Zeus workloads, and the Zeus simulation over them (partitioned)."""
 
+from collections.abc import Iterator
+
 import dagster as dg
 import polars as pl
 
 from pipelines.clusters import mapping, simulate
-from pipelines.dagster_support import contract_metadata
 from pipelines.clusters.workloads import REFERENCE_GPU, workloads_by_default_tta
+from pipelines.dagster_support import contract_metadata
 from pipelines.ingest.zeus import PUBLISHED_GPUS
 from pipelines.zeus.traces import from_frames
 from pipelines.zeus.workloads import ZEUS_DATASETS
@@ -60,12 +62,12 @@ def cluster_workload_jobs(
 @dg.asset_check(asset=cluster_workload_jobs, blocking=True, description="runtime_ratio averages 1 per workload per trace.")
 def runtime_ratio_means_one(cluster_workload_jobs: pl.DataFrame) -> dg.AssetCheckResult:
     means = cluster_workload_jobs.group_by("trace", "dataset").agg(pl.col("runtime_ratio").mean().alias("mean"))
-    worst = float((means["mean"] - 1).abs().max() or 0.0)
+    worst = float(means.select((pl.col("mean") - 1).abs().max()).item() or 0.0)
     return dg.AssetCheckResult(passed=worst < 1e-9, metadata={"max_abs_deviation": worst})
 
 
 def _partition(context: dg.AssetExecutionContext) -> tuple[str, str]:
-    keys = context.partition_key.keys_by_dimension  # type: ignore[attr-defined]
+    keys = context.partition_key.keys_by_dimension
     return keys["trace"], keys["gpu"]
 
 
@@ -100,7 +102,7 @@ def zeus_cluster_history(
     check_specs=[dg.AssetCheckSpec("matches_history", asset="zeus_cluster_summary",
                                    description="Energy and time totals equal the sums over the history.")],
 )
-def zeus_cluster_summary(zeus_cluster_history: pl.DataFrame):  # noqa: ANN201 (yields an Output and a check result)
+def zeus_cluster_summary(zeus_cluster_history: pl.DataFrame) -> Iterator[dg.Output[pl.DataFrame] | dg.AssetCheckResult]:
     summary = simulate.summarize(zeus_cluster_history)
     yield dg.Output(summary)
     mismatches = simulate.summary_mismatches(summary, zeus_cluster_history)

@@ -8,6 +8,7 @@ optional trace absent here) is listed under ``skipped`` with the reason, and wri
 """
 
 from collections.abc import Iterator
+from typing import Any
 
 import dagster as dg
 import polars as pl
@@ -19,7 +20,7 @@ GROUP = "figures"
 
 
 def _result(asset: catalog.FigureAsset, report: catalog.Report) -> dg.MaterializeResult:
-    metadata: dict[str, object] = {
+    metadata: dict[str, Any] = {
         "figures": dg.MetadataValue.json(report.written),
         "figure_count": len(report.written),
         "skipped": dg.MetadataValue.json(report.skipped),
@@ -27,7 +28,7 @@ def _result(asset: catalog.FigureAsset, report: catalog.Report) -> dg.Materializ
     }
     if report.written:
         metadata["png"] = dg.MetadataValue.path(str(next(iter(report.written.values()))["png"]))
-    return dg.MaterializeResult(asset_key=asset.key, metadata=metadata)  # type: ignore[arg-type]
+    return dg.MaterializeResult(asset_key=asset.key, metadata=metadata)
 
 
 def figure_family(family: catalog.FigureFamily) -> dg.AssetsDefinition:

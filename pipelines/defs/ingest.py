@@ -3,6 +3,7 @@
 
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import dagster as dg
 import polars as pl
@@ -61,7 +62,7 @@ raw_zeus2_profiles = _raw_asset("raw_zeus2_profiles", "zeus2", "Zeus² A10/T4 pr
 class CheckOutcome:
     passed: bool
     description: str
-    metadata: dict[str, object]
+    metadata: dict[str, Any]
 
 
 @dataclass(frozen=True)
@@ -190,7 +191,7 @@ def _power_limits(power: pl.DataFrame) -> CheckOutcome:
 
 def _acme_identities(jobs: pl.DataFrame) -> CheckOutcome:
     counts = acme.identity_violations(jobs)
-    bad = int(counts["duration_ne_end_minus_start"].sum() + counts["gpu_time_ne_duration_x_gpus"].sum()) if counts.height else 0
+    bad = int(counts.select(pl.sum("duration_ne_end_minus_start") + pl.sum("gpu_time_ne_duration_x_gpus")).item()) if counts.height else 0
     return CheckOutcome(
         bad == 0,
         "duration = end - start (within 1 s) and gpu_time = duration x gpu_num",

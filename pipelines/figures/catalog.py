@@ -14,16 +14,21 @@ materialized by ``make figures``.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import polars as pl
 
 from pipelines.figures.errors import NoData
 
+if TYPE_CHECKING:  # matplotlib loads only when a figure is drawn
+    from matplotlib.figure import Figure
+
 #: A figure to draw: its file stem, and a thunk returning (matplotlib Figure, data plotted).
-Render = tuple[str, Callable[[], tuple[object, pl.DataFrame]]]
+Render = tuple[str, Callable[[], "tuple[Figure, pl.DataFrame]"]]
 Frames = Mapping[str, pl.DataFrame]
 #: eta values of the sensitivity sweep: 0 to 1 in steps of 0.01.
 SWEEP_ETAS: tuple[float, ...] = tuple(i / 100 for i in range(101))
@@ -88,7 +93,7 @@ def render(asset: FigureAsset, frames: Frames, folder: Path) -> Report:
                 (folder / f"{name}{suffix}").unlink(missing_ok=True)
             continue
         validate(data, figure_contract(name), name=f"figures/{name}.parquet")
-        files = style.save_figure(fig, data, name, folder)  # type: ignore[arg-type]
+        files = style.save_figure(fig, data, name, folder)
         report.written[name] = {**files.as_dict(), "rows": data.height, "columns": data.columns}
     return report
 
@@ -108,7 +113,7 @@ def _eta_vs_tta(frames: Frames) -> Plan:
 
     expectations = _expectations(frames)
     gpus = style.ordered(expectations["gpu"].unique(), style.GPU_ORDER)
-    return Plan([(f"energy_eta_vs_tta_{g}", lambda g=g: energy.eta_vs_tta(expectations, g)) for g in gpus])
+    return Plan([(f"energy_eta_vs_tta_{g}", functools.partial(energy.eta_vs_tta, expectations, g)) for g in gpus])
 
 
 def _savings(frames: Frames) -> Plan:
@@ -130,7 +135,7 @@ def _power_limit_response(frames: Frames) -> Plan:
     from pipelines.zeus.workloads import WORKLOADS
 
     power = frames["zeus_power_profiles"]
-    return Plan([(f"energy_power_limit_response_{w.dataset}", lambda w=w: energy.power_limit_response(power, w.dataset))
+    return Plan([(f"energy_power_limit_response_{w.dataset}", functools.partial(energy.power_limit_response, power, w.dataset))
                  for w in WORKLOADS])
 
 
@@ -141,7 +146,7 @@ def _convergence(frames: Frames) -> Plan:
         frames["zeus_train_runs"], frames["zeus_power_profiles"], eta=CONVERGENCE_ETA, beta=CONVERGENCE_BETA, seed=CONVERGENCE_SEED
     )
     gpus = style.ordered(recurrences["gpu"].unique(), style.GPU_ORDER)
-    return Plan([(f"energy_convergence_{g}", lambda g=g: convergence.convergence(recurrences, g, CONVERGENCE_ETA, CONVERGENCE_BETA))
+    return Plan([(f"energy_convergence_{g}", functools.partial(convergence.convergence, recurrences, g, CONVERGENCE_ETA, CONVERGENCE_BETA))
                  for g in gpus], notes)
 
 

@@ -49,7 +49,7 @@ def eta_vs_tta(expectations: pl.DataFrame, gpu: str) -> tuple[Figure, pl.DataFra
     nrows, ncols = _grid(len(datasets), 3)
     fig, axes = style.new_figure(style.DOUBLE_COLUMN, 2.0 * nrows + 0.35, nrows, ncols)
     limits = data["power_limit"]
-    norm = mpl.colors.Normalize(vmin=float(limits.min()), vmax=float(limits.max()))  # type: ignore[arg-type]
+    norm = mpl.colors.Normalize(vmin=float(limits.to_numpy().min()), vmax=float(limits.to_numpy().max()))
     cmap = mpl.colormaps[style.SEQUENTIAL_CMAP]
     default_color = style.palette(4)[3]  # vermillion: stands apart from viridis
     for ax, dataset in zip(axes.flat, datasets, strict=False):
@@ -119,7 +119,7 @@ def savings_bars(savings: pl.DataFrame) -> tuple[Figure, pl.DataFrame]:
         ax.set_ylabel(label)
         ax.grid(axis="x", visible=False)
     energy_axes = [ax for ax, (_, column, _) in zip(axes[:, 0], panels, strict=True) if column == "energy_saving"]
-    lo = min(min(ax.get_ylim()[0] for ax in energy_axes), 0.0)
+    lo = min(*(ax.get_ylim()[0] for ax in energy_axes), 0.0)
     hi = max(ax.get_ylim()[1] for ax in energy_axes)
     for ax in energy_axes:
         ax.set_ylim(lo, hi)
@@ -182,7 +182,8 @@ def power_limit_response(power: pl.DataFrame, dataset: str) -> tuple[Figure, pl.
     gpus = style.ordered(data["gpu"].unique(), style.GPU_ORDER)
     fig, axes = style.new_figure(style.DOUBLE_COLUMN, 3.6, 2, len(gpus), sharex="col", sharey="row")
     sizes = data["batch_size"]
-    norm = mpl.colors.LogNorm(vmin=float(sizes.min()), vmax=float(max(sizes.max(), sizes.min() * 2)))  # type: ignore[arg-type]
+    smallest, largest = float(sizes.to_numpy().min()), float(sizes.to_numpy().max())
+    norm = mpl.colors.LogNorm(vmin=smallest, vmax=max(largest, smallest * 2))
     cmap = mpl.colormaps[style.SEQUENTIAL_CMAP]
     for j, gpu in enumerate(gpus):
         d = data.filter(pl.col("gpu") == gpu)
@@ -191,7 +192,7 @@ def power_limit_response(power: pl.DataFrame, dataset: str) -> tuple[Figure, pl.
             color = cmap(norm(bs))
             axes[0, j].plot(b["power_limit"], b["time_per_epoch"], color=color, marker="o", markersize=2.2, lw=0.9)
             axes[1, j].plot(b["power_limit"], b["average_power"], color=color, marker="o", markersize=2.2, lw=0.9)
-        lo, hi = int(d["power_limit"].min()), int(d["power_limit"].max())  # type: ignore[arg-type]
+        lo, hi = int(d["power_limit"].to_numpy().min()), int(d["power_limit"].to_numpy().max())
         axes[1, j].plot([lo, hi], [lo, hi], color="grey", ls="--", lw=0.7, zorder=0)
         axes[0, j].set_title(style.gpu_label(gpu))
         style.log_scale(axes[0, j], "y")

@@ -1,6 +1,6 @@
 """Expected time and energy to accuracy of every (batch size, power limit), from the Zeus traces.
 
-Plain polars, no plotting. Definitions (Zeus NSDI '23; data-sources.md):
+Plain polars, no plotting. Definitions (Zeus, NSDI '23: https://www.usenix.org/conference/nsdi23/presentation/you):
 
 * A workload is (dataset, network, optimizer, target metric, max epochs, default batch size b0),
   as in the artifact's job specs (``pipelines.zeus.workloads.WORKLOADS``).
@@ -29,7 +29,6 @@ import polars as pl
 from pipelines.contracts.base import conform, polars_schema
 from pipelines.contracts.figures import ConfigExpectations
 from pipelines.zeus.workloads import WORKLOADS, ZeusWorkload
-
 
 #: Columns of ``config_expectations``, types and units: the contract ``ConfigExpectations``.
 EXPECTATION_COLUMNS = polars_schema(ConfigExpectations)

@@ -7,6 +7,8 @@ Raises ``NoData`` when there is nothing to draw.
 
 from __future__ import annotations
 
+from typing import Any
+
 import matplotlib as mpl
 import numpy as np
 import polars as pl
@@ -66,18 +68,19 @@ def cost_split(curves: pl.DataFrame, allocations: pl.DataFrame) -> tuple[Figure,
             for (l1, l2), line in data.group_by("power_limit_1", "power_limit_2", maintain_order=True):
                 ls = _LINESTYLES[limits_2.index(l2) % len(_LINESTYLES)]
                 ax.plot(line["batch_1"], line["cost"], color=cmap(norm(l1)), ls=ls, lw=0.8)
-            for method, (label, marker) in METHOD_MARKS.items():
+            for method, (_, marker) in METHOD_MARKS.items():
                 hit = marks.filter((pl.col("model") == model) & (pl.col("workload") == workload) & (pl.col("method") == method))
                 if hit.height:
                     row = hit.row(0, named=True)
                     ax.scatter(row["batch_split"][0], row["cost"], zorder=5, **_mark_style(marker, star, scatter=True))
-            low = float(data["cost"].min())  # type: ignore[arg-type]
+            low = float(data["cost"].to_numpy().min())
             ax.set_ylim(low - 0.05 * (Y_SPAN - 1) * low, Y_SPAN * low)
             g1, g2 = style.gpu_label(data["gpu_1"][0]), style.gpu_label(data["gpu_2"][0])
             ax.set_title(f"{style.dataset_label(workload)}, {MODEL_LABELS[model]}")
             ax.set_ylabel("cost per profiled window (J)")
             if r == len(models) - 1:
-                ax.set_xlabel(f"samples on {g1} (the {g2} gets the rest of {int(data['batch_1'].max()) + int(data['batch_1'].min())})")
+                global_batch = data.select(pl.col("batch_1").max() + pl.col("batch_1").min()).item()
+                ax.set_xlabel(f"samples on {g1} (the {g2} gets the rest of {global_batch})")
     g1, g2 = style.gpu_label(first["gpu_1"]), style.gpu_label(first["gpu_2"])
     columns = [
         [Line2D([], [], color=cmap(norm(l1)), lw=1.2, label=f"{g1} at {l1} W") for l1 in limits_1],
@@ -91,7 +94,7 @@ def cost_split(curves: pl.DataFrame, allocations: pl.DataFrame) -> tuple[Figure,
     return fig, curves
 
 
-def _mark_style(marker: str, star_color: tuple[float, float, float], scatter: bool = False) -> dict[str, object]:
+def _mark_style(marker: str, star_color: tuple[float, float, float], scatter: bool = False) -> dict[str, Any]:
     """The brute-force star filled; the other optima as hollow black outlines drawn around it."""
     size = {"*": 9.0, "D": 7.0, "s": 6.0}[marker]
     filled = marker == "*"
@@ -152,7 +155,7 @@ def methods(allocations: pl.DataFrame) -> tuple[Figure, pl.DataFrame]:
         gpus = allocations.filter(pl.col("workload") == workload)["gpus"][0]
         ax.set_title(f"{style.dataset_label(workload)} on {' + '.join(style.gpu_label(g) for g in gpus)}")
         ax.set_xlabel("method: batch split (samples) and power limits")
-        ax.set_ylim(0, 1.08 * max(d["published_cost"].max(), d["sync_cost"].max()))  # type: ignore[type-var]
+        ax.set_ylim(0, 1.08 * d.select(pl.max_horizontal(pl.col("published_cost").max(), pl.col("sync_cost").max())).item())
     idle = allocations["idle_power_w"][0].to_list()
     gpus = allocations["gpus"][0].to_list()
     waiting = ", ".join(f"{style.gpu_label(g)} {w:g} W" for g, w in zip(gpus, idle, strict=True))

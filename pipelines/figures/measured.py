@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import matplotlib as mpl
 import polars as pl
+from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from pipelines.figures import style
@@ -17,12 +18,12 @@ from pipelines.figures.errors import NoData
 _COLUMNS = ["gpu", "dataset", "network", "optimizer", "batch_size", "power_limit", "time_per_epoch", "average_power", "source"]
 
 
-def _batch_size_axis(ax: object, batch_sizes: list[int]) -> None:
+def _batch_size_axis(ax: Axes, batch_sizes: list[int]) -> None:
     """Log-2 x axis labelled at the measured batch sizes (every other one when there are many)."""
-    ax.set_xscale("log", base=2)  # type: ignore[attr-defined]
+    ax.set_xscale("log", base=2)
     ticks = batch_sizes if len(batch_sizes) <= 7 else batch_sizes[::2]
-    ax.set_xticks(ticks, [str(b) for b in ticks])  # type: ignore[attr-defined]
-    ax.xaxis.set_minor_locator(mpl.ticker.NullLocator())  # type: ignore[attr-defined]
+    ax.set_xticks(ticks, [str(b) for b in ticks])
+    ax.xaxis.set_minor_locator(mpl.ticker.NullLocator())
 
 
 def measured_profiles(power: pl.DataFrame) -> tuple[Figure, pl.DataFrame]:
@@ -34,7 +35,9 @@ def measured_profiles(power: pl.DataFrame) -> tuple[Figure, pl.DataFrame]:
     """
     data = power.filter(pl.col("source").str.starts_with("measured")).select(_COLUMNS)
     if data.height == 0:
-        raise NoData("no measured power profiles: run `python -m pipelines measure profile ... --out raw/measured/NAME.csv` and materialize zeus_power_profiles")
+        raise NoData(
+            "no measured power profiles: run `python -m pipelines measure profile ... --out raw/measured/NAME.csv` and materialize zeus_power_profiles"
+        )
     data = data.sort("gpu", "dataset", "optimizer", "power_limit", "batch_size")
     panels = data.select("gpu", "dataset", "network", "optimizer").unique(maintain_order=True).rows()
     several_limits = bool((data.group_by("gpu", "dataset", "optimizer").agg(pl.col("power_limit").n_unique())["power_limit"] > 1).any())
@@ -43,9 +46,11 @@ def measured_profiles(power: pl.DataFrame) -> tuple[Figure, pl.DataFrame]:
     fig, axes = style.new_figure(width, 1.6 * nrows + 0.6, nrows, len(panels))
     cmap = mpl.colormaps[style.SEQUENTIAL_CMAP]
     limits = data["power_limit"]
-    limit_norm = mpl.colors.Normalize(vmin=float(limits.min()), vmax=float(max(limits.max(), limits.min() + 1)))  # type: ignore[arg-type]
+    lowest, highest = float(limits.to_numpy().min()), float(limits.to_numpy().max())
+    limit_norm = mpl.colors.Normalize(vmin=lowest, vmax=max(highest, lowest + 1))
     sizes = data["batch_size"]
-    size_norm = mpl.colors.LogNorm(vmin=float(sizes.min()), vmax=float(max(sizes.max(), sizes.min() * 2)))  # type: ignore[arg-type]
+    smallest, largest = float(sizes.to_numpy().min()), float(sizes.to_numpy().max())
+    size_norm = mpl.colors.LogNorm(vmin=smallest, vmax=max(largest, smallest * 2))
     for j, (gpu, dataset, network, optimizer) in enumerate(panels):
         d = data.filter((pl.col("gpu") == gpu) & (pl.col("dataset") == dataset) & (pl.col("optimizer") == optimizer))
         for (limit,), by_limit in d.group_by("power_limit", maintain_order=True):

@@ -17,9 +17,12 @@ import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import matplotlib as mpl
+import numpy as np
 import polars as pl
+from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from pipelines.storage import atomic_path, write_parquet_atomic
@@ -88,15 +91,15 @@ def palette(n: int) -> list[tuple[float, float, float]]:
     return [base[i % len(base)] for i in range(n)]
 
 
-def new_figure(width: float, height: float, nrows: int = 1, ncols: int = 1, **subplot_kw: object) -> tuple[Figure, object]:
+def new_figure(width: float, height: float, nrows: int = 1, ncols: int = 1, **subplot_kw: Any) -> tuple[Figure, np.ndarray]:
     """A themed, constrained-layout figure of ``width`` x ``height`` inches and its axes (``squeeze=False``)."""
     apply_theme()
     fig = Figure(figsize=(width, height), layout="constrained")
-    axes = fig.subplots(nrows, ncols, squeeze=False, **subplot_kw)  # type: ignore[arg-type]
+    axes = fig.subplots(nrows, ncols, squeeze=False, **subplot_kw)
     return fig, axes
 
 
-def log_scale(ax: object, axis: str = "both") -> None:
+def log_scale(ax: Axes, axis: str = "both") -> None:
     """Log scale on ``axis`` ("x", "y" or "both") with readable tick labels.
 
     Decades are always labelled: as plain numbers (0.01, 100), or all as 10^k when the axis spans
@@ -111,7 +114,7 @@ def log_scale(ax: object, axis: str = "both") -> None:
         target.set_minor_formatter(LogTickLabels(minor=True))
 
 
-def auto_log_scale(ax: object, axis: str, values: Iterable[float], min_ratio: float = 4.0) -> bool:
+def auto_log_scale(ax: Axes, axis: str, values: Iterable[float], min_ratio: float = 4.0) -> bool:
     """Log scale on ``axis`` when the positive ``values`` span at least ``min_ratio`` (max / min); True if set.
 
     Below that a log axis shows too few labels to read and a linear one is clearer.
@@ -174,9 +177,9 @@ def ordered(values: Iterable[str], order: Sequence[str]) -> list[str]:
     return [v for v in order if v in present] + sorted(present - set(order))
 
 
-def colorbar(fig: Figure, mappable: mpl.cm.ScalarMappable, axes: object, label: str, **kw: object) -> None:
+def colorbar(fig: Figure, mappable: mpl.cm.ScalarMappable, axes: Axes | np.ndarray, label: str, **kw: Any) -> None:
     """A slim colourbar beside ``axes`` with a print-size label."""
-    cbar = fig.colorbar(mappable, ax=axes, shrink=kw.pop("shrink", 0.9), aspect=kw.pop("aspect", 30), pad=0.01, **kw)  # type: ignore[arg-type]
+    cbar = fig.colorbar(mappable, ax=axes, shrink=kw.pop("shrink", 0.9), aspect=kw.pop("aspect", 30), pad=0.01, **kw)
     cbar.set_label(label)
     cbar.ax.tick_params(labelsize=SMALL_FONT_SIZE)
     if "ticks" in kw:

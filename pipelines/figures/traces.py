@@ -7,9 +7,12 @@ has rows, so an absent trace never leaves an empty axes.
 
 from __future__ import annotations
 
+from typing import Any
+
 import matplotlib as mpl
 import numpy as np
 import polars as pl
+from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 
@@ -21,28 +24,28 @@ _LINESTYLES = ("-", "--", "-.", ":", (0, (5, 1, 1, 1, 1, 1)))
 _STATE_LABELS = {"COMPLETED": "completed", "CANCELLED": "cancelled", "FAILED": "failed"}
 
 
-def _trace_styles(traces: list[str]) -> dict[str, dict[str, object]]:
+def _trace_styles(traces: list[str]) -> dict[str, dict[str, Any]]:
     """One colour and line style per trace, fixed by ``TRACE_ORDER`` so a trace looks the same in every figure."""
     order = list(td.TRACE_ORDER) + sorted(set(traces) - set(td.TRACE_ORDER))
     colors = style.palette(len(order))
     return {t: {"color": colors[order.index(t)], "ls": _LINESTYLES[order.index(t) % len(_LINESTYLES)]} for t in traces}
 
 
-def _step(ax: object, cdf: pl.DataFrame, value: str, x_end: float | None = None, **kw: object) -> None:
+def _step(ax: Axes, cdf: pl.DataFrame, value: str, x_end: float | None = None, **kw: Any) -> None:
     """A CDF as a right-continuous step line, in percent, held at its last level up to ``x_end``."""
     x = cdf[value].to_numpy()
     y = 100.0 * cdf["cdf"].to_numpy()
     xs, ys = np.concatenate([[x[0]], x]), np.concatenate([[0.0], y])
     if x_end is not None and x_end > x[-1]:
         xs, ys = np.append(xs, x_end), np.append(ys, ys[-1])
-    ax.step(xs, ys, where="post", **kw)  # type: ignore[attr-defined]
+    ax.step(xs, ys, where="post", **kw)
 
 
-def _cdf_axes(ax: object, xlabel: str, ylabel: str = "CDF (% of jobs)") -> None:
-    ax.set_xlabel(xlabel)  # type: ignore[attr-defined]
-    ax.set_ylabel(ylabel)  # type: ignore[attr-defined]
-    ax.set_ylim(-1.5, 101.5)  # type: ignore[attr-defined]  # lines at 0 and 100 % stay off the frame
-    ax.set_yticks([0, 25, 50, 75, 100])  # type: ignore[attr-defined]
+def _cdf_axes(ax: Axes, xlabel: str, ylabel: str = "CDF (% of jobs)") -> None:
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.set_ylim(-1.5, 101.5)  # lines at 0 and 100 % stay off the frame
+    ax.set_yticks([0, 25, 50, 75, 100])
 
 
 def _label(trace: str, n: int) -> str:
@@ -83,8 +86,8 @@ def job_duration_cdf(jobs: pl.DataFrame) -> tuple[Figure, pl.DataFrame]:
                    columnspacing=1.0, handlelength=1.8)
         axes[0, 1].set_title("(b) ITP, per cluster")
     for ax, shown in zip(axes[0], (data, itp), strict=False):
-        low = max(1.0, float(shown.filter(pl.col("duration_s") > 0)["duration_s"].min()))  # type: ignore[arg-type]
-        high = float(shown["duration_s"].max())  # type: ignore[arg-type]
+        low = max(1.0, float(shown.filter(pl.col("duration_s") > 0)["duration_s"].to_numpy().min()))
+        high = float(shown["duration_s"].to_numpy().max())
         style.log_scale(ax, "x")
         ax.set_xlim(10 ** np.floor(np.log10(low)), 10 ** np.ceil(np.log10(high)))
         _cdf_axes(ax, "job duration (s)")
@@ -106,7 +109,8 @@ def gpu_count_cdf(jobs: pl.DataFrame) -> tuple[Figure, pl.DataFrame]:
     by_time = td.ecdf(data, "num_gpu", ["trace"], weight="gpu_time_s").with_columns(pl.lit("GPU time").alias("basis"))
     fig, axes = style.new_figure(style.DOUBLE_COLUMN, 2.8, 1, 2, sharey=True)
     styles = _trace_styles(traces)
-    right = 2 ** (np.floor(np.log2(float(data["num_gpu"].max()))) + 1)  # type: ignore[arg-type]
+    most, fewest = float(data["num_gpu"].to_numpy().max()), float(data["num_gpu"].to_numpy().min())
+    right = 2 ** (np.floor(np.log2(most)) + 1)
     for ax, frame, ylabel, title in (
         (axes[0, 0], by_jobs, "CDF (% of jobs)", "(a) by job count"),
         (axes[0, 1], by_time, "CDF (% of GPU time)", "(b) by GPU time"),
@@ -120,7 +124,7 @@ def gpu_count_cdf(jobs: pl.DataFrame) -> tuple[Figure, pl.DataFrame]:
         ticks = ticks[:: -(-len(ticks) // 10)]
         ax.set_xticks(ticks, [str(t) for t in ticks])
         ax.xaxis.set_minor_locator(mpl.ticker.NullLocator())
-        ax.set_xlim(min(1.0, float(data["num_gpu"].min())), right)  # type: ignore[arg-type]
+        ax.set_xlim(min(1.0, fewest), right)
         _cdf_axes(ax, "GPUs per job", ylabel)
         ax.set_title(title)
     axes[0, 1].tick_params(labelleft=True)
@@ -145,7 +149,7 @@ def submissions_heatmap(jobs: pl.DataFrame) -> tuple[Figure, pl.DataFrame]:
     for ax, trace in zip(axes[:, 0], traces, strict=True):
         c = counts.filter(pl.col("trace") == trace)
         clusters = sorted(c["cluster"].unique().to_list())
-        lo, hi = int(c["bin_start"].min()), int(c["bin_start"].max())  # type: ignore[arg-type]
+        lo, hi = int(c["bin_start"].to_numpy().min()), int(c["bin_start"].to_numpy().max())
         grid = np.full((len(clusters), hi - lo + 1), np.nan)
         for cluster, b, n in c.select("cluster", "bin_start", "jobs").iter_rows():
             grid[clusters.index(cluster), b - lo] = n
@@ -219,7 +223,7 @@ def acme_queueing_delay_cdf(jobs: pl.DataFrame) -> tuple[Figure, pl.DataFrame]:
         c = cdf.filter(pl.col("trace") == trace)
         _step(ax, c, "queue_s", label=_label(trace, int(c["n"][0])), **styles[trace])
     ax.set_xscale("symlog", linthresh=1.0)
-    ax.set_xlim(0, max(10.0, float(data["queue_s"].max())))  # type: ignore[arg-type]
+    ax.set_xlim(0, max(10.0, float(data["queue_s"].to_numpy().max())))
     ax.xaxis.set_major_formatter(mpl.ticker.FuncFormatter(lambda x, _: style.plain_number(x)))
     _cdf_axes(ax, "queueing delay (s)", "CDF (% of GPU jobs)")
     ax.legend(loc="lower right", title="cluster (GPU jobs)")
@@ -240,7 +244,7 @@ def acme_cluster_summary(stats: pl.DataFrame, note: str | None = None) -> tuple[
     ncols = 5
     nrows = -(-len(statistics) // ncols)
     fig, axes = style.new_figure(style.DOUBLE_COLUMN, 0.55 + 1.45 * nrows + (0.2 if note else 0.0), nrows, ncols, sharey=True)
-    marker = {td.PUBLISHED: dict(marker="o", s=22, color=style.palette(1)[0], zorder=3),
+    marker: dict[str, dict[str, Any]] = {td.PUBLISHED: dict(marker="o", s=22, color=style.palette(1)[0], zorder=3),
               td.INGEST: dict(marker="x", s=26, color=style.palette(4)[3], linewidths=1.2, zorder=4)}
     for ax, statistic in zip(axes.flat, statistics, strict=False):
         s = stats.filter(pl.col("statistic") == statistic)

@@ -16,9 +16,11 @@ import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import NoReturn
+from typing import Any, NoReturn
 
 import click
+
+from pipelines.hetero.model import ModelKind, TimePrice
 
 _METHODS = ("all", "brute", "heuristic", "baseline", "sync")
 #: Show a progress bar for searches with more splits than this (two GPUs never need one).
@@ -30,7 +32,7 @@ def _fail(message: str) -> NoReturn:
     sys.exit(2)
 
 
-def _selection(method: str) -> tuple[tuple[str, ...], tuple[str, ...], bool]:
+def _selection(method: str) -> tuple[tuple[str, ...], tuple[ModelKind, ...], bool]:
     """(methods, models, include baseline_as_written) for ``--method``."""
     if method == "all":
         return ("brute", "heuristic", "baseline"), ("published", "sync"), True
@@ -39,14 +41,14 @@ def _selection(method: str) -> tuple[tuple[str, ...], tuple[str, ...], bool]:
     return (method,), ("published",), False
 
 
-def _table(rows: list[dict[str, object]]) -> str:
+def _table(rows: list[dict[str, Any]]) -> str:
     header = ("method", "model", "batch split", "power limits (W)", "time (s)", "energy (J)", "cost (J)", "sync cost (J)")
     body = [
         (
             str(r["method"]),
             str(r["model"]),
-            " / ".join(str(b) for b in r["batch_split"]),  # type: ignore[attr-defined]
-            " / ".join(str(w) for w in r["power_limits"]),  # type: ignore[attr-defined]
+            " / ".join(str(b) for b in r["batch_split"]),
+            " / ".join(str(w) for w in r["power_limits"]),
             f"{r['time_s']:.4f}",
             f"{r['energy_j']:.2f}",
             f"{r['cost']:.2f}",
@@ -82,7 +84,7 @@ def hetero(
     granularity: int,
     method: str,
     eta: float,
-    time_price: str,
+    time_price: TimePrice,
     idle_power: tuple[float, ...],
     output_format: str,
 ) -> None:
@@ -126,7 +128,7 @@ def hetero(
 
         try:
             rows = allocation_rows(
-                fits, grid, eta=eta, time_price=time_price, idle_power_w=idle_power or None,  # type: ignore[arg-type]
+                fits, grid, eta=eta, time_price=time_price, idle_power_w=idle_power or None,
                 methods=methods, models=models, as_written=as_written, progress=progress,
             )
         finally:

@@ -299,23 +299,44 @@ def _suggest(grid: Grid, n: int, combos: int, max_candidates: int) -> str:
 # The published methods (GPU order: the stronger GPU first, as the published code assumes)
 
 
-def brute_force(fits: Sequence[GpuFit], grid: Grid, model: CostModel, **kw: object) -> Allocation:
+def brute_force(
+    fits: Sequence[GpuFit],
+    grid: Grid,
+    model: CostModel,
+    *,
+    max_candidates: int = DEFAULT_MAX_CANDIDATES,
+    progress: Progress | None = None,
+) -> Allocation:
     """Every split and every power limit of every GPU."""
-    return optimise(fits, grid, model, **kw)  # type: ignore[arg-type]
+    return optimise(fits, grid, model, max_candidates=max_candidates, progress=progress)
 
 
-def heuristic(fits: Sequence[GpuFit], grid: Grid, model: CostModel, **kw: object) -> Allocation:
+def heuristic(
+    fits: Sequence[GpuFit],
+    grid: Grid,
+    model: CostModel,
+    *,
+    max_candidates: int = DEFAULT_MAX_CANDIDATES,
+    progress: Progress | None = None,
+) -> Allocation:
     """The stronger (first) GPU pinned to its lowest power limit; every split and the other GPUs' limits."""
-    allowed = [[fits[0].min_limit_index()], *[None] * (len(fits) - 1)]
-    return optimise(fits, grid, model, allowed_limits=allowed, **kw)  # type: ignore[arg-type]
+    allowed: list[Sequence[int] | None] = [[fits[0].min_limit_index()], *[None] * (len(fits) - 1)]
+    return optimise(fits, grid, model, allowed_limits=allowed, max_candidates=max_candidates, progress=progress)
 
 
-def baseline(fits: Sequence[GpuFit], grid: Grid, model: CostModel, **kw: object) -> Allocation:
+def baseline(
+    fits: Sequence[GpuFit],
+    grid: Grid,
+    model: CostModel,
+    *,
+    max_candidates: int = DEFAULT_MAX_CANDIDATES,
+    progress: Progress | None = None,
+) -> Allocation:
     """The even split G / N per GPU (G must be divisible by N x granularity); every power limit."""
     n = len(fits)
     if grid.global_batch % (n * grid.granularity):
         raise ValueError(f"global batch {grid.global_batch} cannot be split evenly over {n} GPUs in steps of {grid.granularity}")
-    return optimise(fits, grid, model, fixed_split=[grid.global_batch // n] * n, **kw)  # type: ignore[arg-type]
+    return optimise(fits, grid, model, fixed_split=[grid.global_batch // n] * n, max_candidates=max_candidates, progress=progress)
 
 
 def baseline_as_written(fits: Sequence[GpuFit]) -> tuple[Allocation, float]:

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import polars as pl
 
-from pipelines.ingest.common import IngestResult, TableSpec, ingest_files
 from pipelines.contracts.sources import AcmeClusterSummary, AcmeJobs
+from pipelines.ingest.common import IngestResult, TableSpec, ingest_files
 
 _COMMON = ("job_id", "user", "node_num", "gpu_num", "cpu_num")
 _TAIL = ("duration", "queue", "gpu_time")

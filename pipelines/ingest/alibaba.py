@@ -5,8 +5,8 @@ from __future__ import annotations
 import lzma
 from pathlib import Path
 
-from pipelines.ingest.common import IngestError, IngestResult, TableSpec, ingest_files
 from pipelines.contracts.sources import AlibabaGroups
+from pipelines.ingest.common import IngestError, IngestResult, TableSpec, ingest_files
 
 ALIBABA_SPEC = TableSpec(
     "alibaba_groups", AlibabaGroups, {c: c for c in ("group", "start_time", "end_time", "dataset", "runtime_ratio")}

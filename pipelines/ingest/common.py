@@ -190,7 +190,7 @@ def _fast_parse(data: bytes, spec: TableSpec) -> pl.DataFrame | None:
     """Typed read in one pass; None when any value does not parse (then the per-row path finds which)."""
     dtypes = spec.dtypes()
     overrides = {src: dtypes[dst] for src, dst in spec.columns.items() if not isinstance(dtypes[dst], pl.Datetime)}
-    stamps = {src: _utc_timestamp(src, dtypes[dst]) for src, dst in spec.columns.items() if isinstance(dtypes[dst], pl.Datetime)}
+    stamps = {src: _utc_timestamp(src, dtype) for src, dst in spec.columns.items() if isinstance(dtype := dtypes[dst], pl.Datetime)}
     try:
         frame = _read_csv(data, overrides, spec.null_tokens)
         if not stamps:
@@ -292,7 +292,7 @@ def _validate_files(parsed: Sequence[_ParsedFile | IngestResult], spec: TableSpe
     if files:
         rows = pl.concat([f.frame.with_columns(pl.lit(i, pl.Int32).alias(FILE)) for i, f in enumerate(files)], how="vertical")
         rows, failed = validate_rows(rows, spec)
-        good = {k[0]: v for k, v in rows.partition_by(FILE, as_dict=True, maintain_order=True).items()}  # type: ignore[index]
+        good = {k[0]: v for k, v in rows.partition_by(FILE, as_dict=True, maintain_order=True).items()}
     results, columns, i = [], list(spec.dtypes()), 0
     for p in parsed:  # in input order; empty files are already finished results
         if isinstance(p, IngestResult):

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import polars as pl
 
-from pipelines.ingest.common import IngestResult, TableSpec, ingest_files
 from pipelines.contracts.sources import ElasticflowJobs, ItpJobs
+from pipelines.ingest.common import IngestResult, TableSpec, ingest_files
 
 #: Published totals (elasticflow-traces README): 10 clusters, 69,351 jobs, 1,632,719.7 GPU-hours.
 ITP_CLUSTERS = tuple(f"cluster{i:02d}" for i in range(1, 11))

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import polars as pl
 
+from pipelines.contracts.sources import ZeusPowerProfiles, ZeusTrainRuns
 from pipelines.ingest.common import (
     IngestError,
     IngestResult,
@@ -17,7 +18,6 @@ from pipelines.ingest.common import (
     ingest_files,
     quarantine_frame,
 )
-from pipelines.contracts.sources import ZeusPowerProfiles, ZeusTrainRuns
 
 #: The GPUs of the published power trace, and the power limits (W) each was profiled at.
 PUBLISHED_GPUS: tuple[str, ...] = ("a40", "p100", "rtx6000", "v100")

@@ -1,7 +1,7 @@
 """Zeus² heterogeneous-GPU profiles: ``trace_aws/{workload}_{gpu}.json`` -> one long table.
 
 A profile file is one JSON object ``{"<batch size>": [{"power_limit": W, "energy": J, "time": s}, ...]}``
-measured on one GPU for one workload (see ../shared/docs/data-sources.md). The reader keeps the
+measured on one GPU for one workload (the upstream files are listed in ``pipelines.sources``). The reader keeps the
 file's order (batch-size keys, then entries), because the published algorithm takes the order of
 first appearance of the power limits as its tie-break order (``pipelines.hetero.fit``).
 
@@ -35,20 +35,20 @@ _NAME = re.compile(r"^(?P<workload>[A-Za-z0-9-]+)_(?P<gpu>[A-Za-z0-9-]+)$")
 _WS = re.compile(r"[ \t\n\r]*")
 _MAX_DEPTH = 8
 
-Path_ = tuple[str | int, ...]  # a key path inside the document: object keys and list indices
+KeyPath = tuple[str | int, ...]  # a key path inside the document: object keys and list indices
 
 
 class ProfileFormatError(ValueError):
     """A profile file that is not the documented shape; the message names file, line:column and key path."""
 
-    def __init__(self, file: str | Path, message: str, *, path: Path_ = (), line: int | None = None, column: int | None = None):
+    def __init__(self, file: str | Path, message: str, *, path: KeyPath = (), line: int | None = None, column: int | None = None):
         where = Path(file).name + (f":{line}:{column}" if line is not None else "")
         key = f" key {format_path(path)}:" if path else ""
         super().__init__(f"{where}:{key} {message}")
         self.file, self.path, self.line, self.column = str(file), path, line, column
 
 
-def format_path(path: Path_) -> str:
+def format_path(path: KeyPath) -> str:
     """``("64", 2, "energy")`` -> ``"64"[2].energy`` (first key quoted: it is a batch size as text)."""
     out = ""
     for i, part in enumerate(path):
@@ -78,8 +78,8 @@ class _Located:
 
     def __init__(self, file: str | Path, text: str) -> None:
         self.file, self.text = file, text
-        self.positions: dict[Path_, int] = {}
-        self.key_positions: dict[Path_, int] = {}
+        self.positions: dict[KeyPath, int] = {}
+        self.key_positions: dict[KeyPath, int] = {}
         self._decoder = json.JSONDecoder(parse_constant=self._reject_constant)
 
     def _reject_constant(self, name: str) -> float:
@@ -89,16 +89,18 @@ class _Located:
         line = self.text.count("\n", 0, offset) + 1
         return line, offset - (self.text.rfind("\n", 0, offset) + 1) + 1
 
-    def error(self, message: str, path: Path_, offset: int | None = None, *, at_key: bool = False) -> ProfileFormatError:
+    def error(self, message: str, path: KeyPath, offset: int | None = None, *, at_key: bool = False) -> ProfileFormatError:
         if offset is None:
             offset = (self.key_positions if at_key else self.positions).get(path, 0)
         line, col = self.line_col(offset)
         return ProfileFormatError(self.file, message, path=path, line=line, column=col)
 
     def _skip(self, i: int) -> int:
-        return _WS.match(self.text, i).end()  # type: ignore[union-attr]
+        spaces = _WS.match(self.text, i)
+        assert spaces is not None  # the pattern matches the empty string
+        return spaces.end()
 
-    def _expect(self, i: int, chars: str, path: Path_) -> tuple[str, int]:
+    def _expect(self, i: int, chars: str, path: KeyPath) -> tuple[str, int]:
         i = self._skip(i)
         ch = self.text[i : i + 1]
         if not ch or ch not in chars:
@@ -112,7 +114,7 @@ class _Located:
             raise self.error("invalid JSON: extra data after the top-level object", (), self._skip(end))
         return value
 
-    def _value(self, i: int, path: Path_) -> tuple[object, int]:
+    def _value(self, i: int, path: KeyPath) -> tuple[object, int]:
         i = self._skip(i)
         if len(path) > _MAX_DEPTH:
             raise self.error(f"nested deeper than {_MAX_DEPTH} levels (a profile has 3)", path, i)
@@ -129,11 +131,12 @@ class _Located:
                     raise self.error("invalid JSON: expected a quoted key", path, i)
                 start = i
                 key, i = self._scalar(i, path)
+                assert isinstance(key, str)  # a quoted token decodes to a string
                 self.key_positions[(*path, key)] = start
                 if key in obj:
                     raise self.error("duplicate key (JSON keeps only the last; the file is ambiguous)", (*path, key), start)
                 _, i = self._expect(i, ":", (*path, key))
-                obj[key], i = self._value(i, (*path, key))  # type: ignore[index]
+                obj[key], i = self._value(i, (*path, key))
                 ch, i = self._expect(i, ",}", path)
                 if ch == "}":
                     return obj, i
@@ -150,7 +153,7 @@ class _Located:
                     return items, i
         return self._scalar(i, path)
 
-    def _scalar(self, i: int, path: Path_) -> tuple[object, int]:
+    def _scalar(self, i: int, path: KeyPath) -> tuple[object, int]:
         try:
             return self._decoder.raw_decode(self.text, i)
         except json.JSONDecodeError as exc:
@@ -160,7 +163,7 @@ class _Located:
             raise self.error(f"invalid JSON: {exc}", path, i) from None
 
 
-def _number(doc: _Located, value: object, path: Path_, *, positive: bool) -> float:
+def _number(doc: _Located, value: object, path: KeyPath, *, positive: bool) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise doc.error(f"expected a number, got {json.dumps(value)}", path)
     if not math.isfinite(value) or value < 0 or (positive and value == 0):
@@ -198,7 +201,7 @@ def read_profile(path: str | Path, *, workload: str | None = None, gpu: str | No
             raise doc.error("expected a non-empty list of {power_limit, energy, time}", (key,))
         seen: set[int] = set()
         for i, entry in enumerate(entries):
-            where: Path_ = (key, i)
+            where: KeyPath = (key, i)
             if not isinstance(entry, dict):
                 raise doc.error(f"expected an object with {', '.join(_ENTRY_KEYS)}, got {json.dumps(entry)}", where)
             missing = [k for k in _ENTRY_KEYS if k not in entry]

@@ -11,11 +11,14 @@ from __future__ import annotations
 import importlib.util
 import sys
 from pathlib import Path
-from typing import NoReturn
+from typing import TYPE_CHECKING, NoReturn
 
 import click
 
 from pipelines.measure.workloads import OPTIMIZERS, WORKLOADS
+
+if TYPE_CHECKING:  # the monitor (and NVML) load only when a subcommand runs
+    from pipelines.measure.monitor import MethodChoice
 
 
 def _fail(message: str, code: int = 2) -> NoReturn:
@@ -108,7 +111,7 @@ def profile(
     optimizer: str | None,
     gpu_name: str | None,
     nvml_gpu: str | None,
-    method: str,
+    method: MethodChoice,
     poll_interval: float,
     seed: int,
     threads: int | None,
@@ -120,7 +123,8 @@ def profile(
         _fail("measure profile needs torch, which is not installed: run `make setup-measure` "
               "(pip install -e '.[measure]', torch==2.13.0)")
     from pipelines.ingest.zeus import PUBLISHED_GPUS
-    from pipelines.measure.harness import ProfileConfig, ProfileError, profile as run_profile, write_profile
+    from pipelines.measure.harness import ProfileConfig, ProfileError, write_profile
+    from pipelines.measure.harness import profile as run_profile
     from pipelines.measure.nvml import NvmlNotSupported, NvmlUnavailable
 
     if gpu_name in PUBLISHED_GPUS:
@@ -136,7 +140,7 @@ def profile(
             optimizer=optimizer,
             gpu=gpu_name,
             nvml_gpu=int(nvml_gpu) if nvml_gpu is not None and nvml_gpu.isdigit() else nvml_gpu,
-            method=method,  # type: ignore[arg-type]
+            method=method,
             poll_interval_s=poll_interval,
             seed=seed,
             threads=threads,

@@ -187,7 +187,7 @@ class RaplEnergyMeter(Meter):
         self.meter.begin_window(name)
         yield out
         m = self.meter.end_window(name)
-        note = self.note + ("; a counter wrapped around" if m.wrapped else "")
+        note = (self.note or "") + ("; a counter wrapped around" if m.wrapped else "")
         # RAPL counters update about every 1 ms; below 10 ms a window is rough
         out.append(Window(m.time_s, m.energy_j, m.time_s < 0.01 or m.energy_j == 0, note))
 
@@ -247,9 +247,9 @@ def make_optimizer(name: str, params: Any) -> Any:
     import torch
 
     factories: dict[str, Callable[[Any], Any]] = {
-        "adadelta": lambda p: torch.optim.Adadelta(p),
-        "adam": lambda p: torch.optim.Adam(p),
-        "adamw": lambda p: torch.optim.AdamW(p),
+        "adadelta": torch.optim.Adadelta,
+        "adam": torch.optim.Adam,
+        "adamw": torch.optim.AdamW,
         "sgd": lambda p: torch.optim.SGD(p, lr=0.1, momentum=0.9),
     }
     return factories[name](params)

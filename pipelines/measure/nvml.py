@@ -7,6 +7,7 @@ Errors are translated into the exceptions below, so callers never import pynvml 
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any, Protocol
 
 #: An opaque NVML device handle (a ctypes pointer for pynvml; anything hashable for a fake).
@@ -95,10 +96,8 @@ class PynvmlBackend:
     def shutdown(self) -> None:
         if self._nvml is not None:
             nvml, self._nvml = self._nvml, None
-            try:
+            with contextlib.suppress(nvml.NVMLError):  # shutting down a broken NVML has nothing left to release
                 nvml.nvmlShutdown()
-            except nvml.NVMLError:
-                pass  # shutting down a broken NVML has nothing left to release
 
     def _call(self, function: str, *args: object) -> Any:
         nvml = self._nvml

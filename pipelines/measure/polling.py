@@ -9,10 +9,15 @@ readings are >= 0).
 from __future__ import annotations
 
 import bisect
+import itertools
 import threading
 from collections.abc import Callable, Hashable, Sequence
+from typing import Generic, TypeVar
 
 Sample = tuple[float, float]  # (time s, power W)
+
+#: What the poller reads power of (a GPU position, a name): any hashable key.
+K = TypeVar("K", bound=Hashable)
 
 
 def _power_at(times: Sequence[float], powers: Sequence[float], t: float) -> float:
@@ -39,10 +44,10 @@ def trapezoid_energy_j(samples: Sequence[Sample], start_s: float, end_s: float) 
     powers = [p for _, p in samples]
     lo, hi = bisect.bisect_right(times, start_s), bisect.bisect_left(times, end_s)
     points = [(start_s, _power_at(times, powers, start_s)), *samples[lo:hi], (end_s, _power_at(times, powers, end_s))]
-    return sum((t1 - t0) * (p0 + p1) / 2.0 for (t0, p0), (t1, p1) in zip(points, points[1:]))
+    return sum((t1 - t0) * (p0 + p1) / 2.0 for (t0, p0), (t1, p1) in itertools.pairwise(points))
 
 
-class PowerPoller:
+class PowerPoller(Generic[K]):
     """Samples the power (W) of several sources every ``interval_s`` in a daemon thread.
 
     ``read_mw(key)`` returns one source's power in mW. ``sample()`` takes one sample of every
@@ -53,8 +58,8 @@ class PowerPoller:
 
     def __init__(
         self,
-        keys: Sequence[Hashable],
-        read_mw: Callable[[Hashable], int],
+        keys: Sequence[K],
+        read_mw: Callable[[K], int],
         interval_s: float,
         clock: Callable[[], float],
     ) -> None:
@@ -64,7 +69,7 @@ class PowerPoller:
         self.interval_s = interval_s
         self._read_mw = read_mw
         self._clock = clock
-        self._samples: dict[Hashable, list[Sample]] = {k: [] for k in self.keys}
+        self._samples: dict[K, list[Sample]] = {k: [] for k in self.keys}
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -84,22 +89,22 @@ class PowerPoller:
                     series.append((t, watts))
         return t
 
-    def samples(self, key: Hashable) -> list[Sample]:
+    def samples(self, key: K) -> list[Sample]:
         with self._lock:
             return list(self._samples[key])
 
-    def energy_j(self, key: Hashable, start_s: float, end_s: float) -> float:
+    def energy_j(self, key: K, start_s: float, end_s: float) -> float:
         """Trapezoid energy (J) of one source over [start_s, end_s]."""
         return trapezoid_energy_j(self.samples(key), start_s, end_s)
 
-    def count(self, key: Hashable, start_s: float, end_s: float) -> int:
+    def count(self, key: K, start_s: float, end_s: float) -> int:
         """Number of samples of ``key`` inside [start_s, end_s]."""
         return sum(start_s <= t <= end_s for t, _ in self.samples(key))
 
     def discard_before(self, t: float) -> None:
         """Forget samples older than the last one at or before ``t`` (that one is kept for interpolation)."""
         with self._lock:
-            for k, series in self._samples.items():
+            for series in self._samples.values():
                 i = bisect.bisect_right(series, (t, float("inf")))
                 if i > 1:
                     del series[: i - 1]
@@ -123,6 +128,6 @@ class PowerPoller:
         while not self._stop.wait(self.interval_s):
             try:
                 self.sample()
-            except BaseException as exc:  # noqa: BLE001 - surfaced by check()
+            except BaseException as exc:  # any failure, stored and re-raised by the next sample() or check()
                 self._error = exc
                 return

@@ -155,7 +155,7 @@ class GaussianThompson:
         self._draws.skip_permutation(n)
         z = self._rng.standard_normal(n).tolist()
         best_i, best = 0, -math.inf
-        for i, (mean, scale, zi) in enumerate(zip(self.mean, self.scale, z)):
+        for i, (mean, scale, zi) in enumerate(zip(self.mean, self.scale, z, strict=True)):
             sample = mean + scale * zi
             if i == 0 or sample > best:
                 best_i, best = i, sample

@@ -23,9 +23,9 @@ from typing import Any, NoReturn
 
 import click
 
+from pipelines.zeus.errors import SimulationError
 from pipelines.zeus.groups import GroupTableError, group_job_spec, read_group_file, replay_groups
 from pipelines.zeus.policies import POLICIES, PolicyName
-from pipelines.zeus.errors import SimulationError
 from pipelines.zeus.single import simulate_single
 from pipelines.zeus.traces import JobSpec, TraceError, Traces, build_table, read_materialized, read_trace_dir
 
@@ -192,17 +192,17 @@ def single(
 @_BETA
 @_TRACE_DIR
 @_POLICY
-def groups(groups_file: Path, gpu: str, eta_knob: float, beta_knob: float, trace_dir: Path | None, policy: str) -> None:
+def groups(groups_file: Path, gpu: str, eta_knob: float, beta_knob: float, trace_dir: Path | None, policy: PolicyName) -> None:
     """Replay recurring-job groups of a cluster trace (run_alibaba.py)."""
     try:
         table = read_group_file(groups_file)
         traces = _load_traces(trace_dir, gpu)
-        result = replay_groups(table, traces, gpu, eta_knob, beta_knob, policy, progress=True)  # type: ignore[arg-type]
+        result = replay_groups(table, traces, gpu, eta_knob, beta_knob, policy, progress=True)
     except (TraceError, GroupTableError) as exc:
         _fail(str(exc))
     except SimulationError as exc:
         _fail(str(exc), code=1)
     _emit(
-        {"group": g, "bs": bs, "pl": pl_, "energy": e, "time": t, "reached": r}
-        for g, bs, pl_, e, t, r in result.select("group", "bs", "pl", "energy", "time", "reached").iter_rows()
+        {"group": g, "bs": bs, "pl": limit, "energy": e, "time": t, "reached": r}
+        for g, bs, limit, e, t, r in result.select("group", "bs", "pl", "energy", "time", "reached").iter_rows()
     )

@@ -110,7 +110,7 @@ class Uint32Draws:
         else:
             # Little-endian 32-bit view of the 64-bit outputs: low half first, as next32 takes them.
             halves += np.asarray(self._bitgen.random_raw(fresh), dtype="<u8").view("<u4").tolist()
-        for span, half in zip(spans, halves):
+        for span, half in zip(spans, halves, strict=False):  # halves may hold one more: a high half left for later
             if (half * span) & _MASK32 < span:
                 self._replay_permutation(spans, halves)
                 return
@@ -202,7 +202,7 @@ def kahan_mean_of_copies(value: float, copies: int) -> float:
         y = value - comp
         t = total + y
         comp = t - total - y
-        if comp != comp:  # pandas resets a NaN compensation (infinite inputs)
+        if math.isnan(comp):  # pandas resets a NaN compensation (infinite inputs)
             comp = 0.0
         total = t
     return total / copies

@@ -38,7 +38,6 @@ from pipelines.zeus.runs import RunSampler, hybrid_cost
 from pipelines.zeus.traces import JobSpec, TraceError, Traces, WorkloadTable, build_table, read_table_file, workload_columns
 from pipelines.zeus.workloads import WORKLOAD_BY_DATASET
 
-
 GROUP_SCHEMA = polars_schema(ZeusGroups)
 RESULT_SCHEMA = polars_schema(ZeusGroupRuns)
 #: Runs of one trace job after which its group is declared stuck (the published code would retry forever).
@@ -135,24 +134,24 @@ def replay_group(
         if heap:
             # Concurrent: the best known config. For Zeus best_pl is always its JIT limit of best_bs.
             bs = state.best_bs
-            pl_ = state.best_pl if state.best_pl is not None else pol.power_limit(bs)
+            limit = state.best_pl if state.best_pl is not None else pol.power_limit(bs)
             profile = False
         else:
-            bs, pl_, profile = pol.choose()
-        energy, time, reached = sampler.run(bs, pl_, profile, beta * state.min_cost)
+            bs, limit, profile = pol.choose()
+        energy, time, reached = sampler.run(bs, limit, profile, beta * state.min_cost)
         cost = hybrid_cost(energy, time, eta, max_power)
-        heapq.heappush(heap, (t1, seq, t0, r, job, attempt, bs, pl_, reached, time, energy, cost))
+        heapq.heappush(heap, (t1, seq, t0, r, job, attempt, bs, limit, reached, time, energy, cost))
         seq += 1
 
     def reap(now: float) -> None:
         while heap and heap[0][0] <= now:
-            t1, _, t0, r, job, attempt, bs, pl_, reached, time, energy, cost = heapq.heappop(heap)
-            pol.observe(bs, pl_, cost, reached)
+            t1, _, t0, r, job, attempt, bs, limit, reached, time, energy, cost = heapq.heappop(heap)
+            pol.observe(bs, limit, cost, reached)
             if energy != 0 or time != 0 or reached:
-                out.append((job, t0, t1, bs, pl_, energy * r, time * r, reached))
+                out.append((job, t0, t1, bs, limit, energy * r, time * r, reached))
             if reached:
                 if state.min_cost > cost:
-                    state.min_cost, state.best_bs, state.best_pl = cost, bs, pl_
+                    state.min_cost, state.best_bs, state.best_pl = cost, bs, limit
             else:
                 submit(job, attempt + 1, t1, t1 + (t1 - t0), r)
 
@@ -206,6 +205,7 @@ def replay_groups(
     for group, dataset, start, end, ratio in tqdm(iter_groups(groups), total=n_groups, disable=not progress, unit="group"):
         runs = replay_group(tables[dataset], start, end, ratio, eta, beta, group_seed(group), policy)
         columns["group"].extend([group] * len(runs))
-        for name, values in zip(list(RESULT_SCHEMA)[1:], zip(*runs)):  # nothing to add for no runs
-            columns[name].extend(values)
+        if runs:
+            for name, values in zip(list(RESULT_SCHEMA)[1:], zip(*runs, strict=True), strict=True):
+                columns[name].extend(values)
     return pl.DataFrame(columns, schema=RESULT_SCHEMA)

@@ -2,7 +2,7 @@
 
 A policy answers ``choose()`` -> (batch size, power limit, profile_first_epoch) for a run that
 may explore, ``power_limit(bs)`` for a concurrent run at the best known batch size, and learns
-from ``observe(bs, pl, cost, reached)``. ``early_stopping`` says whether runs are cut at
+from ``observe(bs, limit, cost, reached)``. ``early_stopping`` says whether runs are cut at
 beta x the minimum cost; ``max_tries`` bounds the runs of one recurrence in single-job mode and
 ``first_must_reach`` makes a miss in the first recurrence an error (both as published for Zeus).
 
@@ -24,8 +24,7 @@ from typing import Protocol
 
 from pipelines.zeus.bandit import PruningGTSOptimizer
 from pipelines.zeus.errors import SimulationError
-from pipelines.zeus.names import POLICIES as POLICIES
-from pipelines.zeus.names import PolicyName as PolicyName
+from pipelines.zeus.names import POLICIES, PolicyName
 from pipelines.zeus.traces import WorkloadTable
 
 #: Runs of one recurrence before the published simulator gives up.
@@ -59,17 +58,17 @@ class ZeusPolicy:
 
     def choose(self) -> tuple[int, int, bool]:
         bs = self.bso.predict()
-        pl = self._best_pl.get(bs)
-        if pl is not None:
-            return bs, pl, False
-        pl = self._best_pl[bs] = self._table.by_batch_size[bs].best_power_limit(self._eta)
-        return bs, pl, True
+        limit = self._best_pl.get(bs)
+        if limit is not None:
+            return bs, limit, False
+        limit = self._best_pl[bs] = self._table.by_batch_size[bs].best_power_limit(self._eta)
+        return bs, limit, True
 
     def power_limit(self, batch_size: int) -> int:
-        pl = self._best_pl.get(batch_size)
-        if pl is None:
+        limit = self._best_pl.get(batch_size)
+        if limit is None:
             raise SimulationError(f"Power not profiled for best known BS {batch_size}")
-        return pl
+        return limit
 
     def observe(self, batch_size: int, power_limit: int, cost: float, reached: bool) -> None:
         self.bso.observe(batch_size, cost, reached)
@@ -116,10 +115,10 @@ class GridSearchPolicy:
     def choose(self) -> tuple[int, int, bool]:
         if self._next < len(self._todo):
             self._next += 1
-            bs, pl = self._todo[self._next - 1]
+            bs, limit = self._todo[self._next - 1]
         else:
-            bs, pl = self.best()
-        return bs, pl, False
+            bs, limit = self.best()
+        return bs, limit, False
 
     def power_limit(self, batch_size: int) -> int:
         return self._table.by_batch_size[batch_size].max_power_limit
@@ -150,22 +149,22 @@ def oracle_config(table: WorkloadTable, eta: float) -> OracleChoice:
     """The hindsight-optimal configuration of ``table`` for the hybrid cost with ``eta``."""
     best: OracleChoice | None = None
     max_epochs = table.spec.max_epochs
-    for bs, pl in table.configs():
+    for bs, limit in table.configs():
         t = table.by_batch_size[bs]
         if not t.target_epochs:
             continue
-        epochs = [te if te == te and te <= max_epochs else max_epochs for te in t.target_epochs]
-        reached = sum(1 for te in t.target_epochs if te == te and te <= max_epochs)
+        epochs = [te if not math.isnan(te) and te <= max_epochs else max_epochs for te in t.target_epochs]
+        reached = sum(1 for te in t.target_epochs if not math.isnan(te) and te <= max_epochs)
         if reached == 0:
             continue
         p = reached / len(epochs)
         mean_epochs = sum(epochs) / len(epochs)
-        i = t.limit_index(pl)
+        i = t.limit_index(limit)
         energy = mean_epochs * t.energy_per_epoch[i] / p
         time = mean_epochs * t.time_per_epoch[i] / p
         cost = eta * energy + (1 - eta) * table.max_power * time
         if best is None or cost < best.expected_cost:
-            best = OracleChoice(bs, pl, p, energy, time, cost)
+            best = OracleChoice(bs, limit, p, energy, time, cost)
     if best is None:
         raise ValueError(f"no configuration of {table.spec} on {table.gpu} ever reaches the target")
     return best

@@ -49,11 +49,11 @@ class RunSampler:
         self._draws = Uint32Draws(np.random.PCG64(seed), prefetch=64)
         self._configs: dict[tuple[int, int], tuple[float, float, int, float, float, tuple[float, ...]]] = {}
 
-    def _config(self, bs: int, pl: int) -> tuple[float, float, int, float, float, tuple[float, ...]]:
+    def _config(self, bs: int, power_limit: int) -> tuple[float, float, int, float, float, tuple[float, ...]]:
         t = self._table.by_batch_size[bs]
         if not t.target_epochs:
             raise SimulationError(f"no train-trace run of {self._table.spec} at batch size {bs} on {self._table.gpu}")
-        i = t.limit_index(pl)
+        i = t.limit_index(power_limit)
         cfg = (
             t.energy_per_epoch[i],
             t.time_per_epoch[i],
@@ -62,12 +62,12 @@ class RunSampler:
             t.profiling_epoch_time,
             t.target_epochs,
         )
-        self._configs[(bs, pl)] = cfg
+        self._configs[(bs, power_limit)] = cfg
         return cfg
 
-    def run(self, bs: int, pl: int, profile: bool, cost_bound: float) -> tuple[float, float, bool]:
+    def run(self, bs: int, power_limit: int, profile: bool, cost_bound: float) -> tuple[float, float, bool]:
         """(energy J, time s, reached) of one run; (0.0, 0.0, False) when it cannot afford one epoch."""
-        cfg = self._configs.get((bs, pl)) or self._config(bs, pl)
+        cfg = self._configs.get((bs, power_limit)) or self._config(bs, power_limit)
         epe, tpe, max_pl, first_e, first_t, targets = cfg
         target = targets[self._draws.choice_one(len(targets))]
         if cost_bound == math.inf:
@@ -77,7 +77,7 @@ class RunSampler:
             budget = min(cost_bound // (eta * epe + (1 - eta) * max_pl * tpe), self._max_epochs)
         if budget == 0:
             return 0.0, 0.0, False
-        reached = target == target and target <= budget
+        reached = not math.isnan(target) and target <= budget
         epochs = target if reached else budget
         if profile:
             return first_e + epe * (epochs - 1), first_t + tpe * (epochs - 1), reached

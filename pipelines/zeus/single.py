@@ -12,8 +12,8 @@ import math
 
 import polars as pl
 
-from pipelines.zeus.policies import PolicyName, make_policy
 from pipelines.zeus.errors import SimulationError
+from pipelines.zeus.policies import PolicyName, make_policy
 from pipelines.zeus.runs import JobRun, RunSampler, hybrid_cost
 from pipelines.zeus.traces import WorkloadTable
 
@@ -41,18 +41,17 @@ def simulate_single(
     for i in range(recurrences):
         cost_acc = 0.0
         for _ in range(pol.max_tries):
-            bs, pl_, profile = pol.choose()
-            energy, time, reached = sampler.run(bs, pl_, profile, beta * min_cost)
+            bs, limit, profile = pol.choose()
+            energy, time, reached = sampler.run(bs, limit, profile, beta * min_cost)
             if energy == 0 and time == 0 and not reached:
-                pol.observe(bs, pl_, 100 * beta * min_cost, False)
+                pol.observe(bs, limit, 100 * beta * min_cost, False)
                 continue
             cost = hybrid_cost(energy, time, eta, max_power)
             cost_acc += cost
-            pol.observe(bs, pl_, cost, reached)
-            history.append(JobRun(i, bs, pl_, energy, time, reached))
+            pol.observe(bs, limit, cost, reached)
+            history.append(JobRun(i, bs, limit, energy, time, reached))
             if reached:
-                if min_cost > cost_acc:
-                    min_cost = cost_acc
+                min_cost = min(min_cost, cost_acc)
                 break
             if i == 0 and pol.first_must_reach:
                 raise SimulationError(f"The default batch size {table.spec.b0} did not converge.")

@@ -17,6 +17,7 @@ import lzma
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import polars as pl
@@ -47,7 +48,7 @@ class Traces:
     train: pl.DataFrame
     power: pl.DataFrame
     #: Derived lookups memoized per instance (per-GPU rows, MaxPower, per-workload columns); not part of equality.
-    cache: dict[tuple[str, str | None], object] = field(default_factory=dict, compare=False, repr=False)
+    cache: dict[tuple[str, str | None], Any] = field(default_factory=dict, compare=False, repr=False)
 
     def gpus(self) -> list[str]:
         return sorted(self.power["gpu"].unique().to_list())
@@ -202,7 +203,7 @@ class WorkloadTable:
 
     def configs(self) -> list[tuple[int, int]]:
         """Every (batch size, power limit), batch sizes ascending, limits ascending."""
-        return [(bs, pl_) for bs in self.batch_sizes for pl_ in sorted(self.by_batch_size[bs].power_limits)]
+        return [(bs, limit) for bs in self.batch_sizes for limit in sorted(self.by_batch_size[bs].power_limits)]
 
 
 def max_power(traces: Traces, gpu: str) -> int:
@@ -213,11 +214,11 @@ def max_power(traces: Traces, gpu: str) -> int:
         joined = traces.power_of(gpu).join(traces.train.select(keys).unique(), on=keys, how="semi")
         if joined.height == 0:
             raise TraceError(f"GPU {gpu!r}: no power rows match the train trace")
-        cached = traces.cache[("max_power", gpu)] = int(joined["power_limit"].max())  # type: ignore[arg-type]
+        cached = traces.cache[("max_power", gpu)] = int(joined.select(pl.col("power_limit").max()).item())
     return cached
 
 
-def workload_columns(traces: Traces, gpu: str | None) -> dict[tuple[str, str, str], dict[str, list]]:
+def workload_columns(traces: Traces, gpu: str | None) -> dict[tuple[str, str, str], dict[str, list[Any]]]:
     """Train rows (``gpu`` None) or ``gpu``'s power rows split by (dataset, network, optimizer), as column lists in trace order."""
     key = ("workloads", gpu)
     cached = traces.cache.get(key)
@@ -225,7 +226,7 @@ def workload_columns(traces: Traces, gpu: str | None) -> dict[tuple[str, str, st
         frame = traces.train if gpu is None else traces.power_of(gpu)
         columns = ["batch_size", "target_metric", "target_epoch"] if gpu is None else ["batch_size", "power_limit", "time_per_epoch", "average_power"]
         parts = frame.partition_by(["dataset", "network", "optimizer"], as_dict=True, maintain_order=True)
-        cached = traces.cache[key] = {k: {c: part[c].to_list() for c in columns} for k, part in parts.items()}  # type: ignore[misc]
+        cached = traces.cache[key] = {k: {c: part[c].to_list() for c in columns} for k, part in parts.items()}
     return cached
 
 
