@@ -20,6 +20,9 @@ create or replace view cluster_workload_jobs as select * from read_parquet('asse
 create or replace view zeus_cluster_history as select * from read_parquet('assets/zeus_cluster_history/*.parquet', union_by_name = true);
 create or replace view zeus_cluster_summary as select * from read_parquet('assets/zeus_cluster_summary/*.parquet', union_by_name = true);
 create or replace view zeus_single_job_sweep as select * from read_parquet('assets/zeus_single_job_sweep/*.parquet', union_by_name = true);
+-- cluster power per 300 s bin (W, busy GPUs) and its per-policy summary (peak/p99/mean kW, headroom_gpus)
+create or replace view cluster_power as select * from read_parquet('assets/cluster_power/*.parquet', union_by_name = true);
+create or replace view cluster_power_summary as select * from read_parquet('assets/cluster_power_summary/*.parquet', union_by_name = true);
 
 -- hetero layer (Zeus²): one row per workload, method and cost model
 create or replace view hetero_allocations as select * from read_parquet('assets/hetero_allocations.parquet');
