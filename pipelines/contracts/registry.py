@@ -8,7 +8,7 @@ drawn once per GPU or workload (``energy_eta_vs_tta_``), to the contract of its
 
 from __future__ import annotations
 
-from pipelines.contracts import clusters, figures, hetero, sources
+from pipelines.contracts import clusters, figures, hetero, power, sources
 from pipelines.contracts.base import Contract
 
 TABLES: dict[str, Contract] = {
@@ -25,6 +25,8 @@ TABLES: dict[str, Contract] = {
     "zeus_cluster_summary": clusters.ZeusClusterSummary,
     "zeus_single_job_sweep": clusters.ZeusSingleJobSweep,
     "hetero_allocations": hetero.HeteroAllocations,
+    "cluster_power": power.ClusterPower,
+    "cluster_power_summary": power.ClusterPowerSummary,
 }
 QUARANTINE_PREFIX = "quarantine/"
 
@@ -38,6 +40,8 @@ FIGURE_DATA: dict[str, Contract] = {
     "measured_profiles": sources.ZeusPowerProfiles,
     "clusters_savings_by_trace": figures.SavingsByTrace,
     "clusters_energy_timeline": figures.EnergyTimeline,
+    "clusters_power_timeline": power.PowerTimeline,
+    "clusters_power_load_duration": power.LoadDuration,
     "traces_job_duration_cdf": figures.DurationCdf,
     "traces_gpu_count_cdf": figures.GpuCountCdf,
     "traces_submissions": figures.Submissions,

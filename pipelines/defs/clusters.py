@@ -5,7 +5,7 @@ from collections.abc import Iterator
 import dagster as dg
 import polars as pl
 
-from pipelines.clusters import mapping, simulate
+from pipelines.clusters import mapping, power, simulate
 from pipelines.clusters.workloads import REFERENCE_GPU, workloads_by_default_tta
 from pipelines.dagster_support import contract_metadata
 from pipelines.ingest.zeus import PUBLISHED_GPUS
@@ -127,3 +127,45 @@ def zeus_single_job_sweep(
     for error in errors:
         context.log.warning(f"not simulated (the published simulator raises here): {error}")
     return dg.Output(rows, metadata={"skipped_combinations": len(errors), "skipped": dg.MetadataValue.json(errors[:50])})
+
+
+class PowerConfig(dg.Config):
+    """Bin length of ``cluster_power`` (s)."""
+
+    bin_s: float = power.BIN_S
+
+
+@dg.asset(
+    group_name="clusters",
+    partitions_def=trace_gpu_partitions,
+    kinds={"polars", "parquet"},
+    metadata=contract_metadata("cluster_power"),
+    description=f"Cluster power (W) and busy GPUs per bin (default {power.BIN_S:.0f} s, config bin_s) of the trace's timeline, "
+    "per policy: each run draws energy_j / (end - start) over its [start, end) (see README, Cluster power).",
+    check_specs=[dg.AssetCheckSpec("energy_matches_history", asset="cluster_power", blocking=True,
+                                   description="Per policy, sum(mean_power_w x bin length) equals the history's energy to 1e-9 relative.")],
+)
+def cluster_power(config: PowerConfig, zeus_cluster_history: pl.DataFrame) -> Iterator[dg.Output[pl.DataFrame] | dg.AssetCheckResult]:
+    bins = power.power_bins(zeus_cluster_history, config.bin_s)
+    per_policy = bins.group_by("policy").agg(pl.len().alias("bins"), (pl.col("mean_power_w").max() * power.KW_PER_W).alias("peak_kw"))
+    yield dg.Output(
+        bins, metadata={"bin_s": config.bin_s, "bins_and_peak_kw": dg.MetadataValue.json(per_policy.sort("policy").to_dicts())}
+    )
+    mismatches = power.energy_mismatches(bins, zeus_cluster_history)
+    yield dg.AssetCheckResult(
+        check_name="energy_matches_history", passed=not mismatches, metadata={"mismatches": dg.MetadataValue.json(mismatches)}
+    )
+
+
+@dg.asset(
+    group_name="clusters",
+    partitions_def=trace_gpu_partitions,
+    kinds={"polars", "parquet"},
+    metadata=contract_metadata("cluster_power_summary"),
+    description="Per policy: peak, p99 and mean cluster power (kW), time above 90% of Default's peak (s), busy GPUs, "
+    "p99 per-busy-GPU draw (W) and headroom_gpus (see README for the formula).",
+)
+def cluster_power_summary(cluster_power: pl.DataFrame) -> dg.Output[pl.DataFrame]:
+    summary = power.power_summary(cluster_power)
+    headline = summary.select("policy", "peak_kw", "p99_kw", "headroom_gpus").to_dicts()
+    return dg.Output(summary, metadata={"peak_p99_headroom": dg.MetadataValue.json(headline)})

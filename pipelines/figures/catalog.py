@@ -206,6 +206,29 @@ CLUSTERS = FigureFamily("cluster_figures", (
 ))
 
 
+def _cluster_power_timeline(frames: Frames) -> Plan:
+    from pipelines.figures import cluster_power
+
+    return Plan([("clusters_power_timeline", lambda: cluster_power.power_timeline(frames["cluster_power"]))])
+
+
+def _cluster_power_load_duration(frames: Frames) -> Plan:
+    from pipelines.figures import cluster_power
+
+    return Plan([("clusters_power_load_duration", lambda: cluster_power.load_duration_curve(frames["cluster_power"]))])
+
+
+#: Asset keys equal the figure file names.
+CLUSTER_POWER = FigureFamily("cluster_power_figures", (
+    FigureAsset("clusters_power_timeline",
+                "Cluster power (kW, 5-min bins) over each trace's time on the V100, Default vs Zeus, peaks marked.",
+                ("cluster_power",), _cluster_power_timeline),
+    FigureAsset("clusters_power_load_duration",
+                "Load-duration curve (cluster power sorted descending vs hours at or above it) per trace on the V100, Default vs Zeus.",
+                ("cluster_power",), _cluster_power_load_duration),
+))
+
+
 # ---------------------------------------------------------------------------------------------
 # traces: ITP, ElasticFlow, AcmeTrace, Alibaba
 
@@ -271,6 +294,6 @@ TRACES = FigureFamily("trace_figures", (
 ))
 
 #: Every family, each one Dagster step.
-FAMILIES: tuple[FigureFamily, ...] = (ENERGY, POWER, SIMULATION, CLUSTERS, TRACES)
+FAMILIES: tuple[FigureFamily, ...] = (ENERGY, POWER, SIMULATION, CLUSTERS, CLUSTER_POWER, TRACES)
 
 

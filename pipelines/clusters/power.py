@@ -1,0 +1,273 @@
+"""Cluster power over time from a replay history, and its peak, p99 and GPU headroom per policy.
+
+Input: a replay history (``zeus_cluster_history``: one row per run with start_time_s, end_time_s,
+energy_j for the whole job, num_gpu) of one or more (trace, gpu, policy).
+
+How a run draws power (an approximation; the traces give per-epoch averages, not power over time):
+a run draws a constant power ``energy_j / (end_time_s - start_time_s)`` over its interval
+``[start_time_s, end_time_s)`` on the trace's timeline, on ``num_gpu`` GPUs. The interval is the
+trace's, not the simulated ``time_s``: the replay places every run there (concurrency within a
+group and the start of a retry are decided on these intervals), while ``time_s`` is the simulated
+configuration's time scaled by runtime_ratio and differs from the interval's length (between
+0.02x and 150x of it on the ITP and ElasticFlow replays). Spreading ``energy_j / time_s`` over the
+interval would create or lose energy; ``energy_j / length`` conserves it exactly. The power is
+therefore the rate at which the run's simulated energy is used over the slot the trace gave the
+job, and can exceed num_gpu x the power limit where the simulated run is longer than the slot.
+A run of zero length puts its whole energy into the bin holding its start. ``occupancy="simulated"``
+spreads ``energy_j / time_s`` over ``[start, start + time_s)`` instead, as a sensitivity check.
+
+Bins: ``[k x bin_s, (k + 1) x bin_s)`` on the trace's clock, for every k from the bin holding a
+policy's first start to the one holding its last end (so no run ends after the last bin). Each
+bin's mean power is the energy of the run parts inside it over bin_s; idle bins inside the span
+are rows of 0 W (idle GPUs' own draw is not modelled).
+
+Invariant, per (trace, gpu, policy): sum(mean_power_w x (bin_end_s - bin_start_s)) equals the sum
+of the history's energy_j to within 1e-9 relative (``energy_mismatches``).
+
+Algorithm: a histogram with partial-bin weights in numpy, O(runs + bins): each run adds its
+first and last partial-bin energies with ``bincount`` and its constant power to the full bins in
+between through a difference array (+p at the first full bin, -p after the last) summed once.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Literal
+
+import numpy as np
+import polars as pl
+
+from pipelines.contracts.power import ClusterPower, ClusterPowerSummary
+
+#: Default bin length (s).
+BIN_S = 300.0
+#: Rows are per (trace, gpu, policy).
+KEYS: tuple[str, ...] = ("trace", "gpu", "policy")
+DEFAULT_POLICY = "default"
+#: Percentile of the p99 columns, and the share of Default's peak of the "time above" column.
+P99 = 0.99
+NEAR_PEAK = 0.9
+KW_PER_W = 1e-3
+#: Relative tolerance of the energy invariant.
+ENERGY_RTOL = 1e-9
+#: Where a run's energy is spread: the trace's slot (default) or its simulated duration from its start.
+Occupancy = Literal["trace", "simulated"]
+
+POWER_SCHEMA: pl.Schema = ClusterPower.create_empty().schema
+SUMMARY_SCHEMA: pl.Schema = ClusterPowerSummary.create_empty().schema
+
+
+class HistoryError(ValueError):
+    """A history that cannot be turned into power (missing column, negative or non-finite value)."""
+
+
+def _check_history(history: pl.DataFrame) -> None:
+    needed = [*KEYS, "start_time_s", "end_time_s", "energy_j", "num_gpu"]
+    missing = [c for c in needed if c not in history.columns]
+    if missing:
+        raise HistoryError(f"history: missing column(s) {missing}")
+    bad = history.select(
+        (~pl.col("start_time_s").is_finite() | pl.col("start_time_s").is_null()).any().alias("start_time_s: not finite"),
+        (~pl.col("end_time_s").is_finite() | pl.col("end_time_s").is_null()).any().alias("end_time_s: not finite"),
+        (pl.col("end_time_s") < pl.col("start_time_s")).any().alias("end_time_s: before start_time_s"),
+        (~pl.col("energy_j").is_finite() | (pl.col("energy_j") < 0) | pl.col("energy_j").is_null())
+        .any()
+        .alias("energy_j: negative or not finite"),
+        ((pl.col("num_gpu") < 0) | pl.col("num_gpu").is_null()).any().alias("num_gpu: negative or missing"),
+    )
+    problems = [name for name, flag in bad.row(0, named=True).items() if flag]
+    if problems:
+        raise HistoryError(f"history: {'; '.join(problems)}")
+
+
+def power_bins(history: pl.DataFrame, bin_s: float = BIN_S, occupancy: Occupancy = "trace") -> pl.DataFrame:
+    """Mean cluster power (W) and mean busy GPUs per ``bin_s`` bin, per (trace, gpu, policy).
+
+    Columns: ``ClusterPower`` (trace, gpu, policy, bin_start_s, bin_end_s, mean_power_w,
+    gpus_in_use); sorted by trace, gpu, policy, bin_start_s; every bin of a key's span, idle ones
+    included. A key whose runs all have zero energy and length still gets its one bin. See the
+    module docstring for the spreading rule and the energy invariant.
+
+    ``occupancy="trace"`` (the assets'): a run occupies the trace's ``[start_time_s, end_time_s)``.
+    ``"simulated"`` (a sensitivity check, needs ``time_s``): it occupies ``[start_time_s,
+    start_time_s + time_s)`` at its simulated average power ``energy_j / time_s``, which is physical
+    but leaves the replay's timeline (a retry still starts at the trace slot's end).
+    """
+    if not (math.isfinite(bin_s) and bin_s > 0):
+        raise ValueError(f"bin_s must be a positive number of seconds, got {bin_s!r}")
+    if occupancy == "simulated":
+        if "time_s" not in history.columns:
+            raise HistoryError("history: missing column(s) ['time_s'] (needed by occupancy='simulated')")
+        history = history.with_columns((pl.col("start_time_s") + pl.col("time_s")).alias("end_time_s"))
+    elif occupancy != "trace":
+        raise ValueError(f"occupancy must be 'trace' or 'simulated', got {occupancy!r}")
+    _check_history(history)
+    if history.height == 0:
+        return pl.DataFrame(schema=POWER_SCHEMA)
+    key_ids = history.select(KEYS).unique().sort(KEYS).with_row_index("_key")
+    runs = history.select(*KEYS, "start_time_s", "end_time_s", "energy_j", "num_gpu").join(key_ids, on=list(KEYS))
+    keys = runs.group_by("_key").agg(
+        *(pl.col(k).first() for k in KEYS),
+        (pl.col("start_time_s").min() / bin_s).floor().cast(pl.Int64).alias("first_bin"),
+        # the bin holding the last instant of the last run (a zero-length run: the bin of its start)
+        pl.max_horizontal((pl.col("end_time_s") / bin_s).ceil() - 1, (pl.col("start_time_s") / bin_s).floor())
+        .max().cast(pl.Int64).alias("last_bin"),
+    ).sort("_key")
+    first_bin = keys["first_bin"].to_numpy()
+    n_bins = keys["last_bin"].to_numpy() - first_bin + 1
+    offset = np.concatenate(([0], np.cumsum(n_bins)[:-1]))  # row of each key's first bin in the output
+
+    key = runs["_key"].to_numpy()
+    start = runs["start_time_s"].to_numpy()
+    end = runs["end_time_s"].to_numpy()
+    energy = runs["energy_j"].to_numpy()
+    gpus = runs["num_gpu"].to_numpy().astype(np.float64)
+    length = end - start
+    base = offset[key] - first_bin[key]  # global row of bin k of a run's key: base + k
+    k0 = np.floor(start / bin_s).astype(np.int64)
+    k1 = np.maximum(np.ceil(end / bin_s).astype(np.int64) - 1, k0)
+    point = length <= 0
+    power = np.divide(energy, length, out=np.zeros_like(energy), where=~point)
+    busy = np.where(point, 0.0, gpus)  # a zero-length run occupies no GPU-time
+    single = k0 == k1
+    # Energy (and GPU-seconds) of the first and last partial bins; a run inside one bin puts all in its bin.
+    head = np.where(single, length, (k0 + 1) * bin_s - start)
+    tail = np.where(single, 0.0, end - k1 * bin_s)
+    n_total = int(n_bins.sum())
+    bin_energy: np.ndarray = np.bincount(base + k0, weights=np.where(single, energy, power * head), minlength=n_total) \
+        + np.bincount(base + k1, weights=power * tail, minlength=n_total)
+    bin_gpu_s: np.ndarray = np.bincount(base + k0, weights=busy * head, minlength=n_total) \
+        + np.bincount(base + k1, weights=busy * tail, minlength=n_total)
+    # Full bins k0+1 .. k1-1 at constant power: difference array, summed once.
+    full = k1 > k0 + 1
+    rate = np.bincount(base[full] + k0[full] + 1, weights=power[full], minlength=n_total + 1)
+    rate -= np.bincount(base[full] + k1[full], weights=power[full], minlength=n_total + 1)
+    count = np.bincount(base[full] + k0[full] + 1, weights=busy[full], minlength=n_total + 1)
+    count -= np.bincount(base[full] + k1[full], weights=busy[full], minlength=n_total + 1)
+    # Where no full-bin run is open the exact sum is 0: an integer count of open runs zeroes the rounding residue.
+    open_runs = np.cumsum(np.bincount(base[full] + k0[full] + 1, minlength=n_total + 1)
+                          - np.bincount(base[full] + k1[full], minlength=n_total + 1))[:n_total]
+    bin_energy += np.where(open_runs > 0, np.cumsum(rate)[:n_total], 0.0) * bin_s
+    bin_gpu_s += np.where(open_runs > 0, np.cumsum(count)[:n_total], 0.0) * bin_s
+
+    row_key = np.repeat(np.arange(len(n_bins)), n_bins)
+    k = np.arange(n_total) - offset[row_key] + first_bin[row_key]
+    bin_start = k * bin_s
+    return pl.DataFrame(
+        {
+            **{c: keys[c].gather(row_key) for c in KEYS},
+            "bin_start_s": bin_start.astype(np.float64),
+            "bin_end_s": (k + 1) * bin_s,
+            "mean_power_w": np.maximum(bin_energy / bin_s, 0.0),  # clears rounding residue of order 1e-10 W
+            "gpus_in_use": np.maximum(bin_gpu_s / bin_s, 0.0),
+        },
+        schema=POWER_SCHEMA,
+    )
+
+
+def energy_mismatches(power: pl.DataFrame, history: pl.DataFrame, rtol: float = ENERGY_RTOL) -> list[str]:
+    """Keys whose binned energy differs from the history's total by more than ``rtol`` (relative); [] if none.
+
+    Binned energy = sum(mean_power_w x (bin_end_s - bin_start_s)); a key present in only one of
+    the two tables is a mismatch too.
+    """
+    binned = power.group_by(KEYS).agg(((pl.col("bin_end_s") - pl.col("bin_start_s")) * pl.col("mean_power_w")).sum().alias("binned"))
+    total = history.group_by(KEYS).agg(pl.col("energy_j").sum().alias("total"))
+    joined = binned.join(total, on=list(KEYS), how="full", coalesce=True)
+    problems = []
+    for row in joined.sort(KEYS).iter_rows(named=True):
+        name = "/".join(str(row[k]) for k in KEYS)
+        got, want = row["binned"], row["total"]
+        if got is None or want is None:
+            problems.append(f"{name}: only in the {'history' if got is None else 'power table'}")
+        elif abs(got - want) > rtol * max(abs(want), 1e-300):
+            problems.append(f"{name}: binned {got!r} J != history {want!r} J (rel {abs(got - want) / max(abs(want), 1e-300):.2e})")
+    return problems
+
+
+def power_summary(power: pl.DataFrame) -> pl.DataFrame:
+    """Per (trace, gpu, policy): peak, p99 and mean kW, time near Default's peak, busy GPUs and GPU headroom.
+
+    ``power`` is ``power_bins``'s table (every bin of each key's span, all of length ``bin_s``).
+    Columns are ``ClusterPowerSummary``'s:
+
+    * peak_kw = max bin mean; p99_kw = 99th percentile of the bin means (linear interpolation;
+      bins are of equal length, so it is the power exceeded during at most 1% of the span);
+      mean_kw = energy / span.
+    * default_peak_kw, peak_vs_default_pct, time_above_90pct_default_peak_s (s, a multiple of
+      bin_s): against the Default policy of the same trace and GPU (null where it is absent).
+    * gpu_p99_w: per-busy-GPU draw, the 99th percentile over bins of mean_power_w / gpus_in_use,
+      each bin weighted by its GPU-seconds (the lowest value whose weighted CDF reaches 0.99):
+      what a busy GPU draws under this policy, exceeded in at most 1% of busy GPU-time.
+    * headroom_gpus = floor((default_peak_kw x 1000 - p99_kw x 1000) / gpu_p99_w): how many more
+      GPUs of this kind fit under Default's peak when the cluster runs this policy, planning the
+      existing load at its p99 and each added GPU busy at gpu_p99_w. Default's own row gives the
+      headroom of planning at p99 alone; Zeus's row minus Default's is what Zeus adds.
+    """
+    if power.height == 0:
+        return pl.DataFrame(schema=SUMMARY_SCHEMA)
+    lengths = power.select((pl.col("bin_end_s") - pl.col("bin_start_s")).unique())["bin_end_s"]
+    if lengths.len() != 1:
+        raise ValueError(f"power table: bins of several lengths {sorted(lengths.to_list())[:5]}; summarize one bin length at a time")
+    bin_s = float(lengths[0])
+    per_gpu = pl.when(pl.col("gpus_in_use") > 0).then(pl.col("mean_power_w") / pl.col("gpus_in_use"))
+    weight = pl.col("gpus_in_use") * (pl.col("bin_end_s") - pl.col("bin_start_s"))
+    default_peak = (
+        power.filter(pl.col("policy") == DEFAULT_POLICY)
+        .group_by("trace", "gpu")
+        .agg(pl.col("mean_power_w").max().alias("default_peak_w"))
+    )
+    near_peak = pl.col("mean_power_w") > NEAR_PEAK * pl.col("default_peak_w")
+    # Aggregated in W and converted after. Ratios are written as differences over a column: polars divides a
+    # column by a scalar as a product with its reciprocal, which would leave Default 1e-14 % off its own peak.
+    headroom = ((pl.col("default_peak_w") - pl.col("p99_w")) / pl.col("gpu_p99_w")).floor()
+    return (
+        power.join(default_peak, on=["trace", "gpu"], how="left")
+        .with_columns(per_gpu.alias("_per_gpu"), weight.alias("_weight"))
+        .group_by(KEYS)
+        .agg(
+            pl.lit(bin_s).alias("bin_s"),
+            pl.len().cast(pl.Int64).alias("bins"),
+            (pl.col("mean_power_w").sum() * bin_s).alias("energy_j"),
+            pl.col("mean_power_w").max().alias("peak_w"),
+            pl.col("mean_power_w").quantile(P99, interpolation="linear").alias("p99_w"),
+            pl.col("mean_power_w").mean().alias("mean_w"),
+            pl.col("default_peak_w").first(),
+            pl.when(pl.col("default_peak_w").first().is_not_null()).then(near_peak.sum() * bin_s).alias("time_above_90pct_default_peak_s"),
+            pl.col("gpus_in_use").max().alias("peak_gpus_in_use"),
+            _weighted_quantile("_per_gpu", "_weight", P99).alias("gpu_p99_w"),
+        )
+        .with_columns(
+            *((pl.col(f"{name}_w") * KW_PER_W).alias(f"{name}_kw") for name in ("peak", "p99", "mean", "default_peak")),
+            (100 * (pl.col("default_peak_w") - pl.col("peak_w")) / pl.col("default_peak_w")).alias("peak_vs_default_pct"),
+            pl.when(pl.col("gpu_p99_w") > 0).then(headroom).alias("headroom_gpus"),
+        )
+        .select(list(SUMMARY_SCHEMA))
+        .cast(SUMMARY_SCHEMA)
+        .sort(KEYS)
+    )
+
+
+def _weighted_quantile(value: str, weight: str, q: float) -> pl.Expr:
+    """Lowest ``value`` whose ``weight``-weighted CDF reaches ``q`` (null values and zero weights ignored)."""
+    keep = pl.col(value).is_not_null() & (pl.col(weight) > 0)
+    v = pl.col(value).filter(keep)
+    w = pl.col(weight).filter(keep)
+    cdf = w.sort_by(v).cum_sum()
+    return v.sort().filter(cdf >= q * w.sum()).first()
+
+
+def load_duration(power: pl.DataFrame, keys: Sequence[str] = KEYS) -> pl.DataFrame:
+    """The load-duration curve per key: bin powers sorted descending against the time at or above them.
+
+    Columns: keys, hours (time at or above this power: (rank + 1) x bin length / 3600, h), power_kw.
+    """
+    return (
+        power.sort([*keys, "mean_power_w"], descending=[False] * len(keys) + [True])
+        .with_columns(
+            ((pl.col("bin_end_s") - pl.col("bin_start_s")).cum_sum().over(keys) / 3600).alias("hours"),
+            (pl.col("mean_power_w") * KW_PER_W).alias("power_kw"),
+        )
+        .select(*keys, "hours", "power_kw")
+    )
