@@ -57,7 +57,19 @@ def test_cpu_profile_end_to_end_without_rapl(tmp_path: Path) -> None:
     assert rows["cpu_threads"].to_list() == [1, 1] and not rows["power_limit_set"].any()
 
 
-def test_cli_writes_the_profile_csv(tmp_path: Path) -> None:
+@pytest.mark.parametrize("rapl", ["missing", "readable"])
+def test_cli_writes_the_profile_csv(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, rapl: str) -> None:
+    """On CPU the energy comes from RAPL: here a powercap folder that is missing, or one package zone whose
+    counter does not move (0 J) and whose long-term limit is 125 W, instead of this machine's /sys/class/powercap."""
+    from test_measure_monitor import _zone
+
+    from pipelines.measure import harness
+    from pipelines.measure import rapl as rapl_module
+
+    root = tmp_path / "powercap"
+    if rapl == "readable":
+        _zone(root, "intel-rapl:0", "package-0", 1_000_000)
+    monkeypatch.setattr(harness, "probe_rapl", lambda _root=None: rapl_module.probe_rapl(root))
     out = tmp_path / "measured" / "cpu.csv"
     result = CliRunner().invoke(
         measure,
@@ -69,10 +81,12 @@ def test_cli_writes_the_profile_csv(tmp_path: Path) -> None:
     assert rows.columns == list(PROFILE_SCHEMA)
     assert rows["batch_size"].to_list() == [2, 4] and set(rows["gpu"]) == {"my-cpu"}
     assert rows["time_per_epoch"].to_list() == pytest.approx((50_000 / rows["samples_per_second"]).to_list(), rel=1e-12)
-    if rows["method"][0] == "none":  # no readable RAPL here: the reason is recorded
-        assert rows["average_power"].is_null().all() and rows["note"].str.contains("no energy measurement").all()
+    if rapl == "missing":
+        assert rows["method"].to_list() == ["none", "none"] and rows["average_power"].is_null().all()
+        assert rows["note"].str.starts_with(f"no energy measurement: no RAPL: {root} does not exist").all()
     else:
-        assert rows["method"][0] == "rapl" and (rows["average_power"] >= 0).all()
+        assert rows["method"].to_list() == ["rapl", "rapl"] and rows["average_power"].to_list() == [0.0, 0.0]
+        assert rows["power_limit"].to_list() == [125, 125] and rows["short_window"].all()  # 0 J: flagged
     assert not list(out.parent.glob(".tmp_*"))  # written atomically: no temp file left
 
 

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-import time
+import sys
+import threading
+import types
 import warnings
 from pathlib import Path
 
@@ -146,19 +148,34 @@ def test_polling_can_be_forced_and_counter_can_be_required() -> None:
 
 
 def test_background_thread_samples_between_the_window_edges() -> None:
-    start = time.monotonic()
-    def step(t: float, limit: float) -> float:
-        return 100.0 if t < start + 0.15 else 300.0
+    """The polling thread's samples, on the fake clock: the thread itself moves the clock 1 s before each
+    of its reads, from the window's start (0 s) to 8 s, so every sample lands at a known time and power."""
+    clock = FakeClock()
+    started, done = threading.Event(), threading.Event()
+    thread_reads: list[float] = []
 
-    g = FakeGpu("Tesla P100-PCIE-16GB", "GPU-p100", step, time.monotonic, has_counter=False)
-    with EnergyMonitor(backend=FakeNvml([g]), poll_interval_s=0.005, power_averaging_s=0.1) as monitor:
-        monitor.begin_window("w")
-        time.sleep(0.4)
-        m = monitor.end_window("w")
-    # 100 W until 0.15 s, then 300 W; the edge samples alone would give (100 + 300) / 2 x T
-    expected = 100.0 * (start + 0.15 - (start + 0.0)) + 300.0 * (m.time_s - 0.15)
-    assert m.gpus[0].energy_j == pytest.approx(expected, abs=3.0)
-    assert abs(m.gpus[0].energy_j - 200.0 * m.time_s) > 5.0
+    def power(t: float, limit: float) -> float:
+        # A reading asks for the power now (t == clock.t); the fake's counter bookkeeping asks for earlier times.
+        if threading.current_thread() is not threading.main_thread() and started.is_set() and not done.is_set() and t == clock.t:
+            clock.advance(1.0)  # the poller reads the clock after the power: this sample is at the new time
+            t = clock.t
+            thread_reads.append(t)
+            if t == 8.0:
+                done.set()
+        return 100.0 if t < 3.0 else 300.0  # a step from 100 W to 300 W at 3 s
+
+    g = FakeGpu("Tesla P100-PCIE-16GB", "GPU-p100", power, clock, has_counter=False)
+    with EnergyMonitor(backend=FakeNvml([g]), poll_interval_s=0.001, power_averaging_s=1.0, clock=clock) as monitor:
+        monitor.begin_window("w")  # the main thread's edge sample: 100 W at 0 s
+        started.set()
+        assert done.wait(timeout=30.0), "the polling thread took no samples"
+        m = monitor.end_window("w")  # the edge sample at 8 s: 300 W
+    assert thread_reads == [1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0]
+    # Samples at every second: 100 W up to 2 s, 300 W from 3 s, linear in between:
+    # 100 W x 2 s + (100 + 300) / 2 W x 1 s + 300 W x 5 s = 200 + 200 + 1500 = 1900 J.
+    # The two edge samples alone would give (100 + 300) / 2 W x 8 s = 1600 J.
+    assert m.time_s == 8.0 and m.gpus[0].method == "polling"
+    assert m.gpus[0].energy_j == pytest.approx(1900.0, rel=1e-12)
     assert not m.short_window
 
 
@@ -176,12 +193,43 @@ def test_no_driver_or_no_gpu_is_a_clear_typed_error() -> None:
     assert not probe.available and probe.gpus == () and "Driver Not Loaded" in (probe.reason or "")
 
 
-def test_real_backend_answers_with_gpus_or_a_reason() -> None:
-    probe = probe_gpus()  # pynvml on this machine
-    if probe.available:
-        assert probe.gpus and all(g.uuid for g in probe.gpus)
+def test_missing_pynvml_is_named(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "pynvml", None)  # import pynvml -> ImportError
+    probe = probe_gpus()
+    assert not probe.available and probe.gpus == ()
+    assert probe.reason == "the Python module pynvml (package nvidia-ml-py) is not installed"
+
+
+def test_nvml_that_cannot_start_is_named(monkeypatch: pytest.MonkeyPatch) -> None:
+    class NVMLError(Exception):
+        pass
+
+    def nvml_init() -> None:
+        raise NVMLError("Driver Not Loaded")
+
+    stub = types.ModuleType("pynvml")
+    stub.NVMLError = NVMLError  # type: ignore[attr-defined] - a stand-in module
+    stub.nvmlInit = nvml_init  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "pynvml", stub)
+    probe = probe_gpus()
+    assert not probe.available and probe.gpus == ()
+    assert probe.reason == "NVML could not start: Driver Not Loaded (is an NVIDIA driver installed and loaded?)"
+
+
+def test_real_backend_on_this_machine() -> None:
+    """The real pynvml: the GPUs when the NVIDIA driver's control device exists, else NVML's own failure.
+
+    Whether a GPU is present is read from /dev/nvidiactl, which the driver creates (and container
+    runtimes pass in only with a GPU), not from the code under test.
+    """
+    probe = probe_gpus()
+    if Path("/dev/nvidiactl").exists():
+        assert probe.available and probe.reason is None, probe.reason
+        assert probe.gpus and all(g.uuid.startswith("GPU-") for g in probe.gpus)
+        assert {g.method for g in probe.gpus} <= {"counter", "polling"}
     else:
-        assert "NVML" in (probe.reason or "") or "nvidia-ml-py" in (probe.reason or "")
+        assert not probe.available and probe.gpus == ()
+        assert (probe.reason or "").startswith("NVML could not start: "), probe.reason
 
 
 def test_mig_instance_measures_its_parent() -> None:
