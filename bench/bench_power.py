@@ -70,7 +70,9 @@ def main() -> None:
     print(f"full ITP history: {history.height:,} runs in {len(runs_per_key)} (gpu, policy) keys "
           f"({min(runs_per_key):,} to {max(runs_per_key):,} runs each), bins of {BIN_S:g} s")
     ours_s, ours = _best(lambda: power_bins(history, BIN_S), REPEATS)
-    history_pd = history.select(*KEYS, "start_time_s", "end_time_s", "energy_j", "num_gpu").to_pandas()
+    # The peer gets each run's occupied interval as ours uses it (the default, simulated occupancy).
+    occupied = history.with_columns((pl.col("start_time_s") + pl.col("time_s")).alias("end_time_s"))
+    history_pd = occupied.select(*KEYS, "start_time_s", "end_time_s", "energy_j", "num_gpu").to_pandas()
     peer_s, peer = _best(lambda: pandas_power_bins(history_pd, BIN_S), 1)
 
     theirs = pl.from_pandas(peer).sort(*KEYS, "bin_start_s")

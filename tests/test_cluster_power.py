@@ -14,12 +14,12 @@ from pipelines.contracts.power import ClusterPower, ClusterPowerSummary
 
 
 def _history(runs: list[tuple[str, float, float, float, int]], trace: str = "t", gpu: str = "g") -> pl.DataFrame:
-    """(policy, start s, end s, energy J, num_gpu) -> history rows of one trace and GPU."""
+    """(policy, start s, end s, energy J, num_gpu) -> history rows of one trace and GPU; simulated time_s = end - start."""
     return pl.DataFrame(
-        [{"trace": trace, "gpu": gpu, "policy": p, "start_time_s": s, "end_time_s": e, "energy_j": j, "num_gpu": n}
+        [{"trace": trace, "gpu": gpu, "policy": p, "start_time_s": s, "end_time_s": e, "energy_j": j, "num_gpu": n, "time_s": e - s}
          for p, s, e, j, n in runs],
         schema={"trace": pl.String, "gpu": pl.String, "policy": pl.String, "start_time_s": pl.Float64,
-                "end_time_s": pl.Float64, "energy_j": pl.Float64, "num_gpu": pl.Int64},
+                "end_time_s": pl.Float64, "energy_j": pl.Float64, "num_gpu": pl.Int64, "time_s": pl.Float64},
     )
 
 
@@ -86,9 +86,9 @@ def test_bin_length_is_configurable_and_the_invariant_check_can_fail() -> None:
 def test_simulated_occupancy_spreads_energy_over_time_s() -> None:
     # 600 J in a [0, 600) slot but a simulated time of 150 s: 4 W over [0, 150) instead of 1 W over the slot.
     history = _history([("zeus", 0.0, 600.0, 600.0, 2)]).with_columns(pl.lit(150.0).alias("time_s"))
-    simulated = power.power_bins(history, bin_s=100.0, occupancy="simulated")
+    simulated = power.power_bins(history, bin_s=100.0)  # the default
     assert _bins(simulated, "zeus") == [(0.0, 100.0, 4.0, 2.0), (100.0, 200.0, 2.0, 1.0)]
-    assert [b[2] for b in _bins(power.power_bins(history, bin_s=100.0), "zeus")] == [1.0] * 6
+    assert [b[2] for b in _bins(power.power_bins(history, bin_s=100.0, occupancy="trace"), "zeus")] == [1.0] * 6
     with pytest.raises(power.HistoryError, match="time_s"):
         power.power_bins(history.drop("time_s"), occupancy="simulated")
 
@@ -173,9 +173,9 @@ def test_energy_invariant_and_gpu_time_on_real_partitions(real) -> None:
         assert set(bins["policy"]) == {"zeus", "default", "grid-search"}, trace
         ClusterPower.validate(bins, cast=False)
         assert power.energy_mismatches(bins, history) == [], trace
-        # the same spreading conserves GPU-seconds: sum(gpus_in_use x bin) = sum(num_gpu x (end - start))
+        # the same spreading conserves GPU-seconds: sum(gpus_in_use x bin) = sum(num_gpu x simulated time_s)
         busy = bins.group_by("policy").agg((pl.col("gpus_in_use") * power.BIN_S).sum().alias("binned"))
-        runs = history.group_by("policy").agg((pl.col("num_gpu") * (pl.col("end_time_s") - pl.col("start_time_s"))).sum().alias("runs"))
+        runs = history.group_by("policy").agg((pl.col("num_gpu") * pl.col("time_s")).sum().alias("runs"))
         joined = busy.join(runs, on="policy")
         np.testing.assert_allclose(joined["binned"], joined["runs"], rtol=1e-9)
 
@@ -187,8 +187,9 @@ def test_real_bins_recounted_by_brute_force(real) -> None:
         for policy in ("zeus", "default"):
             runs = history.filter(pl.col("policy") == policy)
             b = bins.filter(pl.col("policy") == policy)
-            s, e, j = (runs[c].to_numpy() for c in ("start_time_s", "end_time_s", "energy_j"))
-            rate = j / (e - s)  # no zero-length run in these replays
+            s, d, j = (runs[c].to_numpy() for c in ("start_time_s", "time_s", "energy_j"))
+            e = s + d  # a run occupies its simulated time from its start
+            rate = j / d  # no zero-length run in these replays
             peak = float(b["mean_power_w"].max())
             picks = np.unique(np.append(rng.choice(b.height, 40, replace=False), b["mean_power_w"].arg_max()))
             for lo, hi, mean_w in b[picks].select("bin_start_s", "bin_end_s", "mean_power_w").iter_rows():

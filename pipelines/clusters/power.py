@@ -4,17 +4,19 @@ Input: a replay history (``zeus_cluster_history``: one row per run with start_ti
 energy_j for the whole job, num_gpu) of one or more (trace, gpu, policy).
 
 How a run draws power (an approximation; the traces give per-epoch averages, not power over time):
-a run draws a constant power ``energy_j / (end_time_s - start_time_s)`` over its interval
-``[start_time_s, end_time_s)`` on the trace's timeline, on ``num_gpu`` GPUs. The interval is the
-trace's, not the simulated ``time_s``: the replay places every run there (concurrency within a
-group and the start of a retry are decided on these intervals), while ``time_s`` is the simulated
-configuration's time scaled by runtime_ratio and differs from the interval's length (between
-0.02x and 150x of it on the ITP and ElasticFlow replays). Spreading ``energy_j / time_s`` over the
-interval would create or lose energy; ``energy_j / length`` conserves it exactly. The power is
-therefore the rate at which the run's simulated energy is used over the slot the trace gave the
-job, and can exceed num_gpu x the power limit where the simulated run is longer than the slot.
-A run of zero length puts its whole energy into the bin holding its start. ``occupancy="simulated"``
-spreads ``energy_j / time_s`` over ``[start, start + time_s)`` instead, as a sensitivity check.
+a run draws its simulated average power ``energy_j / time_s`` (``num_gpu`` GPUs, each at the
+configuration's average draw, at most its power limit) over ``[start_time_s, start_time_s +
+time_s)``: it starts where the replay starts it on the trace's clock and lasts as long as the
+simulated configuration takes (its TTA scaled by runtime_ratio). That is ``occupancy="simulated"``,
+the default and the assets'. It keeps every draw physical, so a lower power limit shows as a lower
+draw over a longer time, and longer runs overlap more: both effects reach the cluster's peak. Its
+caveat: the replay itself decides concurrency and a retry's start on the trace's slot
+``[start_time_s, end_time_s)``, whose length differs from ``time_s`` (0.02x to 150x on the ITP and
+ElasticFlow replays), so a retry may start before or after its failed run's simulated end.
+``occupancy="trace"`` spreads ``energy_j / (end_time_s - start_time_s)`` over the trace's slot
+instead (energy conserved, the replay's own timeline, but a busy GPU may then draw more than its
+power limit): a sensitivity check. A run of zero length puts its whole energy into the bin
+holding its start.
 
 Bins: ``[k x bin_s, (k + 1) x bin_s)`` on the trace's clock, for every k from the bin holding a
 policy's first start to the one holding its last end (so no run ends after the last bin). Each
@@ -51,7 +53,7 @@ NEAR_PEAK = 0.9
 KW_PER_W = 1e-3
 #: Relative tolerance of the energy invariant.
 ENERGY_RTOL = 1e-9
-#: Where a run's energy is spread: the trace's slot (default) or its simulated duration from its start.
+#: Where a run's energy is spread: its simulated duration from its start (default) or the trace's slot.
 Occupancy = Literal["trace", "simulated"]
 
 POWER_SCHEMA: pl.Schema = ClusterPower.create_empty().schema
@@ -81,7 +83,7 @@ def _check_history(history: pl.DataFrame) -> None:
         raise HistoryError(f"history: {'; '.join(problems)}")
 
 
-def power_bins(history: pl.DataFrame, bin_s: float = BIN_S, occupancy: Occupancy = "trace") -> pl.DataFrame:
+def power_bins(history: pl.DataFrame, bin_s: float = BIN_S, occupancy: Occupancy = "simulated") -> pl.DataFrame:
     """Mean cluster power (W) and mean busy GPUs per ``bin_s`` bin, per (trace, gpu, policy).
 
     Columns: ``ClusterPower`` (trace, gpu, policy, bin_start_s, bin_end_s, mean_power_w,
@@ -89,10 +91,10 @@ def power_bins(history: pl.DataFrame, bin_s: float = BIN_S, occupancy: Occupancy
     included. A key whose runs all have zero energy and length still gets its one bin. See the
     module docstring for the spreading rule and the energy invariant.
 
-    ``occupancy="trace"`` (the assets'): a run occupies the trace's ``[start_time_s, end_time_s)``.
-    ``"simulated"`` (a sensitivity check, needs ``time_s``): it occupies ``[start_time_s,
-    start_time_s + time_s)`` at its simulated average power ``energy_j / time_s``, which is physical
-    but leaves the replay's timeline (a retry still starts at the trace slot's end).
+    ``occupancy="simulated"`` (the default, the assets'; needs ``time_s``): a run occupies
+    ``[start_time_s, start_time_s + time_s)`` at its simulated average power ``energy_j / time_s``.
+    ``"trace"`` (a sensitivity check): it occupies the trace's ``[start_time_s, end_time_s)`` at
+    ``energy_j / (end_time_s - start_time_s)``.
     """
     if not (math.isfinite(bin_s) and bin_s > 0):
         raise ValueError(f"bin_s must be a positive number of seconds, got {bin_s!r}")

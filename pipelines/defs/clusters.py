@@ -130,9 +130,10 @@ def zeus_single_job_sweep(
 
 
 class PowerConfig(dg.Config):
-    """Bin length of ``cluster_power`` (s)."""
+    """Bin length of ``cluster_power`` (s), and where a run's energy is spread (see pipelines.clusters.power)."""
 
     bin_s: float = power.BIN_S
+    occupancy: power.Occupancy = "simulated"
 
 
 @dg.asset(
@@ -141,15 +142,16 @@ class PowerConfig(dg.Config):
     kinds={"polars", "parquet"},
     metadata=contract_metadata("cluster_power"),
     description=f"Cluster power (W) and busy GPUs per bin (default {power.BIN_S:.0f} s, config bin_s) of the trace's timeline, "
-    "per policy: each run draws energy_j / (end - start) over its [start, end) (see README, Cluster power).",
+    "per policy: each run draws its simulated average power energy_j / time_s from its start for time_s "
+    "(config occupancy; see README, Cluster power).",
     check_specs=[dg.AssetCheckSpec("energy_matches_history", asset="cluster_power", blocking=True,
                                    description="Per policy, sum(mean_power_w x bin length) equals the history's energy to 1e-9 relative.")],
 )
 def cluster_power(config: PowerConfig, zeus_cluster_history: pl.DataFrame) -> Iterator[dg.Output[pl.DataFrame] | dg.AssetCheckResult]:
-    bins = power.power_bins(zeus_cluster_history, config.bin_s)
+    bins = power.power_bins(zeus_cluster_history, config.bin_s, config.occupancy)
     per_policy = bins.group_by("policy").agg(pl.len().alias("bins"), (pl.col("mean_power_w").max() * power.KW_PER_W).alias("peak_kw"))
     yield dg.Output(
-        bins, metadata={"bin_s": config.bin_s, "bins_and_peak_kw": dg.MetadataValue.json(per_policy.sort("policy").to_dicts())}
+        bins, metadata={"bin_s": config.bin_s, "occupancy": config.occupancy, "bins_and_peak_kw": dg.MetadataValue.json(per_policy.sort("policy").to_dicts())}
     )
     mismatches = power.energy_mismatches(bins, zeus_cluster_history)
     yield dg.AssetCheckResult(
