@@ -68,14 +68,14 @@ def table_metadata(df: pl.DataFrame, path: Path | None = None, contract: Contrac
     meta: dict[str, Any] = {
         "dagster/row_count": df.height,
         COLUMN_SCHEMA: schema,
-        "preview": dg.MetadataValue.md(_markdown_preview(df.head(PREVIEW_ROWS))),
+        "preview": dg.MetadataValue.md(markdown_preview(df.head(PREVIEW_ROWS))),
     }
     if path is not None:
         meta["path"] = dg.MetadataValue.path(str(path))
     return meta
 
 
-def _markdown_preview(df: pl.DataFrame) -> str:
+def markdown_preview(df: pl.DataFrame) -> str:
     if df.width == 0:
         return "(no columns)"
     header = "| " + " | ".join(df.columns) + " |"

@@ -98,6 +98,6 @@ def test_every_figure_of_the_catalog_has_a_data_contract() -> None:
         "acme_cluster_summary", "hetero_cost_split", "hetero_methods", "clusters_power_timeline", "clusters_power_load_duration",
     ]
     assert all(registry.figure_contract(n) for n in names)
-    assert len(catalog.FAMILIES) == 6
+    assert len(catalog.FAMILIES) == 7
     with pytest.raises(KeyError, match="no data contract"):
         registry.figure_contract("made_up")

@@ -257,29 +257,36 @@ def test_energy_figures(tables: dict[str, pl.DataFrame], tmp_path: Path) -> None
 
 
 def test_convergence_figure(tables: dict[str, pl.DataFrame], tmp_path: Path) -> None:
-    from pipelines.figures import convergence, convergence_data
+    from pipelines.clusters.simulate import single_job_sweep
+    from pipelines.contracts.base import polars_schema
+    from pipelines.contracts.figures import ConvergenceRecurrences
+    from pipelines.figures import convergence
+    from pipelines.zeus.traces import from_frames
+    from pipelines.zeus.workloads import ZEUS_DATASETS
 
     train, power = tables["zeus_train_runs"], tables["zeus_power_profiles"]
-    recurrences, notes = convergence_data.simulate_recurrences(train, power, gpus=["v100"])
-    assert not notes
-    counts = dict(recurrences.filter(pl.col("dataset") == "cifar100").group_by("policy").len().iter_rows())
-    assert counts == dict.fromkeys(convergence_data.POLICY_LABELS, 2 * 10 * 7)  # 2 x |B| x |P|: 10 batch sizes, 7 limits
+    sweep, errors = single_job_sweep(from_frames(train, power), ["v100"], list(ZEUS_DATASETS), (0.5,), (2.0,), (1,))
+    assert not errors
+    counts = dict(sweep.filter(pl.col("dataset") == "cifar100").group_by("policy").len().iter_rows())
+    assert counts == dict.fromkeys(convergence.POLICY_LABELS, 2 * 10 * 7)  # 2 x |B| x |P|: 10 batch sizes, 7 limits
     # Default runs b0 at the max limit every time: each recurrence is one reaching run of the trace
     expected = energy_data.config_expectations(train, power.filter(pl.col("gpu") == "v100")).filter(pl.col("is_default"))
     for dataset, default_eta in expected.select("dataset", "eta_j").iter_rows():
-        d = recurrences.filter((pl.col("dataset") == dataset) & (pl.col("policy") == "default"))
-        assert set(d["runs"]) == {1}
+        d = sweep.filter((pl.col("dataset") == dataset) & (pl.col("policy") == "default"))
+        assert set(d["tries"]) == {1}
         assert d["energy_j"].mean() == pytest.approx(default_eta, rel=0.15), dataset  # a sample of the same runs
-    last = recurrences.filter(pl.col("recurrence") == pl.col("recurrence").max().over("dataset", "policy"))
+    last = sweep.filter(pl.col("recurrence") == pl.col("recurrence").max().over("dataset", "policy"))
     oracle = last.filter(pl.col("policy") == "oracle")
     assert oracle["energy_vs_oracle"].to_list() == pytest.approx([1.0] * 6, rel=0.1)
-    zeus_ = last.filter(pl.col("policy") == "zeus").sort("dataset")["cost_regret_j"]
-    default = last.filter(pl.col("policy") == "default").sort("dataset")["cost_regret_j"]
+    zeus_ = last.filter(pl.col("policy") == "zeus").sort("dataset")["cumulative_regret"]
+    default = last.filter(pl.col("policy") == "default").sort("dataset")["cumulative_regret"]
     assert (zeus_ < default).sum() >= 5  # Zeus ends closer to the Oracle's cost than Default on (nearly) every workload
-    two = recurrences.filter(pl.col("dataset").is_in(["cifar100", "librispeech"]))
+    two = sweep.filter(pl.col("dataset").is_in(["cifar100", "librispeech"]))
     fig, data = convergence.convergence(two, "v100")
     style.save_figure(fig, data, "convergence", tmp_path)
-    assert_figure(tmp_path, "convergence", list(convergence_data.RECURRENCE_COLUMNS), rows=two.height)
+    assert_figure(tmp_path, "convergence", list(polars_schema(ConvergenceRecurrences)), rows=two.height)
+    with pytest.raises(NoData, match="seed 2"):
+        convergence.convergence(two, "v100", seed=2)
 
 
 def test_trace_figures_with_synthetic_acme_and_alibaba(tables: dict[str, pl.DataFrame], tmp_path: Path) -> None:
@@ -319,10 +326,10 @@ def test_absent_traces_are_skipped_with_a_reason(tables: dict[str, pl.DataFrame]
     stale = tmp_path / "acme_queueing_delay_cdf.png"
     stale.write_bytes(b"old")
     acme = {a.key: a for a in catalog.TRACES.assets}
-    report = catalog.render(acme["figure_acme_queueing_delay"], tables, tmp_path)
+    report = catalog.render(acme["acme_queueing_delay_cdf"], tables, tmp_path)
     assert not report.written and "trace_seren.csv" in report.skipped["acme_queueing_delay_cdf"]
     assert not stale.exists()
-    report = catalog.render(acme["figure_acme_cluster_summary"], tables, tmp_path)
+    report = catalog.render(acme["acme_cluster_summary"], tables, tmp_path)
     assert "acme_cluster_summary" in report.written and any("acme_jobs is empty" in n for n in report.notes)
     stats = assert_figure(tmp_path, "acme_cluster_summary", ["cluster", "source", "statistic", "label", "unit", "value"], rows=50)
     assert set(stats["source"]) == {trace_data.PUBLISHED}
@@ -344,9 +351,9 @@ def test_dagster_assets_write_figures_and_report_skips(ingested) -> None:
         definitions = defs()
     graph = definitions.resolve_asset_graph()
     figure_keys = dg.AssetSelection.groups("figures").resolve(graph)
-    assert {k.to_user_string() for k in figure_keys} == {a.key for f in catalog.FAMILIES for a in f.assets}
-    assert graph.get(dg.AssetKey("figure_acme_queueing_delay")).parent_keys == {dg.AssetKey("acme_jobs")}
-    selection = ["figure_acme_queueing_delay", "figure_acme_final_states"]
+    assert {k.to_user_string() for k in figure_keys} == {f"figures/{a.key}" for f in catalog.FAMILIES for a in f.assets}
+    assert graph.get(dg.AssetKey(["figures", "acme_queueing_delay_cdf"])).parent_keys == {dg.AssetKey("acme_jobs")}
+    selection = ["figures/acme_queueing_delay_cdf", "figures/acme_final_states"]
     result = dg.materialize(
         list(definitions.assets), selection=selection, raise_on_error=True,
         resources={"io_manager": ParquetIOManager(root=str(paths.root)), "paths": PathsResource(root=str(paths.root))},
@@ -354,8 +361,14 @@ def test_dagster_assets_write_figures_and_report_skips(ingested) -> None:
     meta = {e.asset_key.to_user_string(): e.materialization.metadata for e in result.get_asset_materialization_events()}
     assert set(meta) == set(selection)  # the family was subset: nothing else drawn
     assert pl.read_parquet(paths.table("acme_jobs")).height == 0  # the mirror has no AcmeTrace job CSVs ...
-    assert "acme_queueing_delay_cdf" in meta["figure_acme_queueing_delay"]["skipped"].value  # ... so that figure is skipped
-    assert meta["figure_acme_final_states"]["figure_count"].value == 1
+    assert "acme_queueing_delay_cdf" in meta["figures/acme_queueing_delay_cdf"]["skipped"].value  # ... so that figure is skipped
+    drawn = meta["figures/acme_final_states"]
+    assert drawn["figure_count"].value == 1
+    # The asset's page shows the image (a PNG data URI the UI renders) and the first rows of the plotted data.
+    page = drawn["acme_final_states"].value
+    assert page.startswith("![acme_final_states](data:image/png;base64,iVBORw0KGgo")  # base64 of the PNG signature
+    plotted = pl.read_parquet(paths.figures / "acme_final_states.parquet")
+    assert f"({plotted.height} rows of plotted data" in page and "| " + " | ".join(plotted.columns) + " |" in page
     states = assert_figure(paths.figures, "acme_final_states", ["cluster", "source", "basis", "state", "share"])
     assert states.filter(pl.col("source") == trace_data.PUBLISHED).height == 4 * 6  # PAI publishes no state shares
 
@@ -363,3 +376,24 @@ def test_dagster_assets_write_figures_and_report_skips(ingested) -> None:
 def test_log_tick_labels_are_plain_numbers() -> None:
     assert [style.plain_number(x) for x in (0.04, 0.5, 1.0, 20.0, 30_000.0)] == ["0.04", "0.5", "1", "20", "30000"]
     assert style.plain_number(2e6) == "$2\\times10^{6}$" and style.power_of_ten(1e5) == "$10^{5}$"
+
+
+def test_every_figure_asset_is_named_as_its_files(tables: dict[str, pl.DataFrame]) -> None:
+    """An asset's name is the stem of the files it writes, or their common prefix (one figure per GPU or workload)."""
+    from pipelines.clusters import power
+    from pipelines.clusters.simulate import single_job_sweep
+    from pipelines.hetero.allocations import GPU_STRENGTH_ORDER, allocations_table
+    from pipelines.zeus.traces import from_frames
+
+    traces = from_frames(tables["zeus_train_runs"], tables["zeus_power_profiles"])
+    sweep, _ = single_job_sweep(traces, ["v100"], ["cifar100"], (0.5,), (2.0,), (1,))
+    history = pl.DataFrame(
+        {"trace": ["itp"] * 2, "gpu": ["v100"] * 2, "policy": ["default", "zeus"], "start_time_s": [0.0, 0.0],
+         "end_time_s": [600.0, 600.0], "energy_j": [6e5, 5e5], "num_gpu": [2, 2], "time_s": [600.0, 700.0]}
+    )
+    allocations = allocations_table(tables["hetero_gpu_profiles"], strength_order=GPU_STRENGTH_ORDER)
+    frames = {**tables, "zeus_single_job_sweep": sweep, "cluster_power": power.power_bins(history), "hetero_allocations": allocations}
+    for family in catalog.FAMILIES:
+        for asset in family.assets:
+            for name, _ in asset.plan(frames).renders:  # plans name their figures; the cluster replays are read only when drawn
+                assert name == asset.key or name.startswith(asset.key + "_"), (asset.key, name)

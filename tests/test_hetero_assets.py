@@ -1,4 +1,4 @@
-"""The hetero layer in Dagster: the allocations table, its check and the figures, from the profiles asset."""
+"""The hetero layer in Dagster: the allocations table, its check and its figures (catalog family HETERO), from the profiles asset."""
 
 from __future__ import annotations
 
@@ -11,6 +11,8 @@ import pytest
 
 from pipelines.dagster_support import ParquetIOManager, PathsResource
 from pipelines.defs import hetero as hetero_defs
+from pipelines.defs.figures import figure_family
+from pipelines.figures.catalog import HETERO
 from pipelines.hetero.allocations import SCHEMA
 from pipelines.ingest.zeus2 import read_profile_folder
 
@@ -26,7 +28,7 @@ def materialized(mirror: Path, tmp_path_factory: pytest.TempPathFactory) -> tupl
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         result = dg.materialize(
-            [stand_in, hetero_defs.hetero_allocations, hetero_defs.brute_force_is_lowest, hetero_defs.hetero_figures],
+            [stand_in, hetero_defs.hetero_allocations, hetero_defs.brute_force_is_lowest, figure_family(HETERO)],
             resources={"io_manager": ParquetIOManager(root=str(root)), "paths": PathsResource(root=str(root))},
         )
     return root, result

@@ -15,8 +15,8 @@ import polars as pl
 from pipelines.contracts.base import conform, empty, polars_schema
 from pipelines.contracts.clusters import ZeusClusterHistory, ZeusSingleJobSweep
 from pipelines.zeus.groups import group_job_spec, replay_groups
-from pipelines.zeus.names import REPLAYED_POLICIES, PolicyName
-from pipelines.zeus.policies import oracle_config
+from pipelines.zeus.names import POLICIES, REPLAYED_POLICIES, PolicyName
+from pipelines.zeus.policies import OracleChoice, oracle_config
 from pipelines.zeus.runs import JobRun, SimulationError, hybrid_cost
 from pipelines.zeus.single import simulate_single
 from pipelines.zeus.traces import Traces, build_table
@@ -128,14 +128,18 @@ def single_job_sweep(
     etas: tuple[float, ...],
     betas: tuple[float, ...],
     seeds: tuple[int, ...],
-    policies: tuple[PolicyName, ...] = GROUP_POLICIES,
+    policies: tuple[PolicyName, ...] = POLICIES,
 ) -> tuple[pl.DataFrame, list[str]]:
     """Every (GPU, workload, eta, beta, seed, policy) single-job simulation, one row per recurrence.
 
-    A recurrence's energy/time/cost sum its runs (retries included); ``batch_size``/``power_limit_w``
-    are those of its last run; regret is the cumulative cost minus recurrences x the Oracle's
-    expected cost (the hindsight-optimal configuration). Returns (rows, errors): combinations where
-    the published simulator would raise are listed in ``errors`` instead.
+    The job is the artifact's job of each workload (``group_job_spec``: b0 capped per GPU), run
+    ``2 x |B| x |P|`` times back to back. A recurrence's energy/time/cost sum its runs (retries
+    included); ``batch_size``/``power_limit_w`` are those of its last run. Against the Oracle (the
+    hindsight-best configuration's expected energy, time and cost per recurrence, ``oracle_config``)
+    after k recurrences: regret = cumulative value - k x the Oracle's, and the ratio cumulative value /
+    (k x the Oracle's), in energy, time and cost: computed here once, for the asset and its figure.
+    Returns (rows, errors): combinations where the published simulator would raise are listed in
+    ``errors`` instead.
     """
     frames: list[pl.DataFrame] = []
     errors: list[str] = []
@@ -143,7 +147,7 @@ def single_job_sweep(
         for dataset in datasets:
             table = build_table(traces, gpu, group_job_spec(traces, gpu, dataset))
             for eta in etas:
-                oracle = oracle_config(table, eta).expected_cost
+                oracle = oracle_config(table, eta)
                 for beta in betas:
                     for seed in seeds:
                         for policy in policies:
@@ -163,7 +167,7 @@ def single_job_sweep(
     return conform(pl.concat(frames), ZeusSingleJobSweep), errors
 
 
-def _recurrences(runs: list[JobRun], max_power: int, eta: float, oracle_cost: float) -> pl.DataFrame:
+def _recurrences(runs: list[JobRun], max_power: int, eta: float, oracle: OracleChoice) -> pl.DataFrame:
     frame = pl.DataFrame(
         {
             "recurrence": [r.job for r in runs],
@@ -178,7 +182,18 @@ def _recurrences(runs: list[JobRun], max_power: int, eta: float, oracle_cost: fl
         pl.len().alias("tries"), pl.col("batch_size").last(), pl.col("power_limit_w").last(),
         pl.col("energy_j").sum(), pl.col("time_s").sum(), pl.col("cost").sum(),
     )
+    k = pl.col("recurrence") + 1
     return per.with_columns(
-        pl.lit(oracle_cost).alias("oracle_cost"),
-        (pl.col("cost").cum_sum() - (pl.col("recurrence") + 1) * oracle_cost).alias("cumulative_regret"),
+        pl.col("energy_j").cum_sum().alias("cum_energy_j"),
+        pl.col("time_s").cum_sum().alias("cum_time_s"),
+        pl.col("cost").cum_sum().alias("cum_cost"),
+        pl.lit(oracle.expected_energy).alias("oracle_energy_j"),
+        pl.lit(oracle.expected_time).alias("oracle_time_s"),
+        pl.lit(oracle.expected_cost).alias("oracle_cost"),
+    ).with_columns(
+        (pl.col("cum_energy_j") - k * pl.col("oracle_energy_j")).alias("energy_regret_j"),
+        (pl.col("cum_time_s") - k * pl.col("oracle_time_s")).alias("time_regret_s"),
+        (pl.col("cum_cost") - k * pl.col("oracle_cost")).alias("cumulative_regret"),
+        (pl.col("cum_energy_j") / (k * pl.col("oracle_energy_j"))).alias("energy_vs_oracle"),
+        (pl.col("cum_time_s") / (k * pl.col("oracle_time_s"))).alias("time_vs_oracle"),
     )

@@ -9,7 +9,7 @@ import dataframely as dy
 import polars as pl
 
 from pipelines.contracts.base import one_of
-from pipelines.zeus.names import REPLAYED_POLICIES
+from pipelines.zeus.names import POLICIES, REPLAYED_POLICIES
 from pipelines.zeus.workloads import ZEUS_DATASETS
 
 #: The cluster traces mapped onto Zeus workloads, in the order the mapping concatenates them.
@@ -88,11 +88,16 @@ class ZeusClusterSummary(dy.Schema):
 
 
 class ZeusSingleJobSweep(dy.Schema):
-    """``zeus_single_job_sweep``: single recurring jobs under each policy, one row per recurrence, with regret vs the Oracle."""
+    """``zeus_single_job_sweep``: single recurring jobs under each policy, one row per recurrence, vs the Oracle.
+
+    The Oracle columns are the hindsight-best configuration's expected energy, time and cost per
+    recurrence; regrets and ratios compare the cumulative values after recurrence + 1 recurrences
+    with recurrence + 1 times the Oracle's (``pipelines.clusters.simulate.single_job_sweep``).
+    """
 
     gpu = dy.String(description="GPU simulated")
     dataset = one_of(ZEUS_DATASETS, description="Zeus workload")
-    policy = one_of(REPLAYED_POLICIES, description="zeus, default or grid-search")
+    policy = one_of(POLICIES, description="zeus, default, grid-search or oracle")
     eta = dy.Float64(min=0, max=1, description="energy weight of the cost (Zeus eta knob, fraction)")
     beta = dy.Float64(min_exclusive=0, allow_inf=True, description="early stopping at beta x the minimum cost (inf: never)")
     seed = dy.Int64(description="random seed of the simulation")
@@ -103,5 +108,14 @@ class ZeusSingleJobSweep(dy.Schema):
     energy_j = dy.Float64(min=0, description="energy of the recurrence's runs (J)")
     time_s = dy.Float64(min=0, description="time of the recurrence's runs (s)")
     cost = dy.Float64(min=0, description="cost of the recurrence: eta x energy + (1 - eta) x MaxPower x time (J)")
+    cum_energy_j = dy.Float64(min=0, description="energy of recurrences 0..this one (J)")
+    cum_time_s = dy.Float64(min=0, description="time of recurrences 0..this one (s)")
+    cum_cost = dy.Float64(min=0, description="cost of recurrences 0..this one (J)")
+    oracle_energy_j = dy.Float64(min=0, description="expected energy per recurrence of the hindsight-best configuration (J)")
+    oracle_time_s = dy.Float64(min=0, description="expected time per recurrence of the hindsight-best configuration (s)")
     oracle_cost = dy.Float64(min=0, description="expected cost per recurrence of the hindsight-best configuration (J)")
-    cumulative_regret = dy.Float64(description="cumulative cost - (recurrence + 1) x oracle_cost (J)")
+    energy_regret_j = dy.Float64(description="cum_energy_j - (recurrence + 1) x oracle_energy_j (J)")
+    time_regret_s = dy.Float64(description="cum_time_s - (recurrence + 1) x oracle_time_s (s)")
+    cumulative_regret = dy.Float64(description="cum_cost - (recurrence + 1) x oracle_cost: the cost regret (J)")
+    energy_vs_oracle = dy.Float64(min=0, description="cum_energy_j / ((recurrence + 1) x oracle_energy_j) (ratio)")
+    time_vs_oracle = dy.Float64(min=0, description="cum_time_s / ((recurrence + 1) x oracle_time_s) (ratio)")

@@ -10,9 +10,8 @@ from __future__ import annotations
 import dataframely as dy
 
 from pipelines.contracts.base import one_of, subset
-from pipelines.contracts.clusters import ZeusClusterSummary
+from pipelines.contracts.clusters import ZeusClusterSummary, ZeusSingleJobSweep
 from pipelines.contracts.sources import ZeusPowerProfiles
-from pipelines.zeus.names import POLICIES
 from pipelines.zeus.workloads import ZEUS_DATASETS
 
 # ---------------------------------------------------------------------------------------------
@@ -93,25 +92,13 @@ class SavingsVsDefault(_LeastCost):
     time_saving = dy.Float64(allow_nan=True, description="1 - TTA / Default TTA (fraction; negative: slower than Default)")
 
 
-class ConvergenceRecurrences(dy.Schema):
-    """``energy_convergence_<gpu>``: a job recurring back to back under each policy, per recurrence, vs the Oracle."""
-
-    gpu = dy.String(description="GPU simulated")
-    dataset = one_of(ZEUS_DATASETS, description="Zeus workload")
-    policy = one_of(POLICIES, description="zeus, default, grid-search or oracle")
-    recurrence = dy.Int64(min=0, description="recurrence of the job (0-based)")
-    runs = dy.UInt32(min_exclusive=0, description="runs in this recurrence (1 + retries)")
-    energy_j = dy.Float64(min=0, description="energy of the recurrence's runs (J)")
-    time_s = dy.Float64(min=0, description="time of the recurrence's runs (s)")
-    cost_j = dy.Float64(min=0, description="eta x energy + (1 - eta) x MaxPower x time (J)")
-    cum_energy_j = dy.Float64(min=0, description="energy of recurrences 0..this one (J)")
-    cum_time_s = dy.Float64(min=0, description="time of recurrences 0..this one (s)")
-    cum_cost_j = dy.Float64(min=0, description="cost of recurrences 0..this one (J)")
-    energy_regret_j = dy.Float64(description="cum_energy_j - (recurrence + 1) x the Oracle's expected energy (J)")
-    time_regret_s = dy.Float64(description="cum_time_s - (recurrence + 1) x the Oracle's expected time (s)")
-    cost_regret_j = dy.Float64(description="cum_cost_j - (recurrence + 1) x the Oracle's expected cost (J)")
-    energy_vs_oracle = dy.Float64(min=0, description="cum_energy_j / ((recurrence + 1) x the Oracle's expected energy) (ratio)")
-    time_vs_oracle = dy.Float64(min=0, description="cum_time_s / ((recurrence + 1) x the Oracle's expected time) (ratio)")
+ConvergenceRecurrences = subset(
+    ZeusSingleJobSweep,
+    "ConvergenceRecurrences",
+    ("gpu", "dataset", "policy", "eta", "beta", "seed", "recurrence", "tries", "energy_j", "time_s", "cost",
+     "energy_regret_j", "time_regret_s", "cumulative_regret", "energy_vs_oracle", "time_vs_oracle"),
+    "``energy_convergence_<gpu>``: the rows of ``zeus_single_job_sweep`` of one (eta, beta, seed) on one GPU.",
+)
 
 
 # ---------------------------------------------------------------------------------------------

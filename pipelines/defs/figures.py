@@ -1,22 +1,46 @@
 """Figures layer: every figure of ``pipelines.figures.catalog`` as an asset, written to figures/.
 
 Each ``FigureFamily`` is one multi-asset (one Dagster step, one process), with one asset key per
-``FigureAsset``; it can be subset, so selecting one figure asset draws only that one. Inputs come
-through the default IO manager as polars frames. Each figure is ``figures/<name>.png`` (for eyes),
-``.pdf`` (for papers) and ``.parquet`` (the numbers plotted). A figure with nothing to draw (an
-optional trace absent here) is listed under ``skipped`` with the reason, and writes no file.
+``FigureAsset``, ``figures/<name>``: the path of its files without the extension (an asset drawing
+one figure per GPU or workload, ``figures/energy_eta_vs_tta``, writes ``energy_eta_vs_tta_<gpu>``).
+It can be subset, so selecting one figure asset draws only that one. Inputs come through the
+default IO manager as polars frames. Each figure is ``figures/<name>.png`` (for eyes), ``.pdf``
+(for papers) and ``.parquet`` (the numbers plotted); the asset's page in the UI shows the image
+and the first rows of the plotted data. A figure with nothing to draw (an optional trace absent
+here) is listed under ``skipped`` with the reason, and writes no file.
 """
 
+import base64
+import io
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import dagster as dg
 import polars as pl
 
-from pipelines.dagster_support import PathsResource
+from pipelines.dagster_support import PREVIEW_ROWS, PathsResource, markdown_preview
 from pipelines.figures import catalog
 
 GROUP = "figures"
+KEY_PREFIX = "figures"
+#: Width (px) of the image shown on the asset's page (the PNG file itself is 200 dpi).
+THUMBNAIL_PX = 720
+
+
+def asset_key(asset: catalog.FigureAsset) -> dg.AssetKey:
+    return dg.AssetKey([KEY_PREFIX, asset.key])
+
+
+def _inline_png(path: Path) -> str:
+    """Markdown showing the PNG at ``path`` (downscaled to ``THUMBNAIL_PX`` wide), embedded as a data URI."""
+    from PIL import Image  # matplotlib's own dependency; loaded only when a figure is drawn
+
+    with Image.open(path) as image:
+        image.thumbnail((THUMBNAIL_PX, THUMBNAIL_PX * 4))
+        buffer = io.BytesIO()
+        image.save(buffer, format="PNG", optimize=True)
+    return f"![{path.stem}](data:image/png;base64,{base64.b64encode(buffer.getvalue()).decode('ascii')})"
 
 
 def _result(asset: catalog.FigureAsset, report: catalog.Report) -> dg.MaterializeResult:
@@ -26,15 +50,19 @@ def _result(asset: catalog.FigureAsset, report: catalog.Report) -> dg.Materializ
         "skipped": dg.MetadataValue.json(report.skipped),
         "notes": dg.MetadataValue.json(report.notes),
     }
-    if report.written:
-        metadata["png"] = dg.MetadataValue.path(str(next(iter(report.written.values()))["png"]))
-    return dg.MaterializeResult(asset_key=asset.key, metadata=metadata)
+    for name, files in report.written.items():
+        png, data = Path(str(files["png"])), Path(str(files["data"]))
+        metadata[name] = dg.MetadataValue.md(
+            f"{_inline_png(png)}\n\n`{png}` ({files['rows']} rows of plotted data in `{data.name}`; first {PREVIEW_ROWS}):\n\n"
+            + markdown_preview(pl.read_parquet(data, n_rows=PREVIEW_ROWS))
+        )
+    return dg.MaterializeResult(asset_key=asset_key(asset), metadata=metadata)
 
 
 def figure_family(family: catalog.FigureFamily) -> dg.AssetsDefinition:
     """One subsettable multi-asset drawing the figures of ``family``."""
     specs = [
-        dg.AssetSpec(a.key, deps=list(a.inputs), group_name=GROUP, description=a.description, kinds={"matplotlib"})
+        dg.AssetSpec(asset_key(a), deps=list(a.inputs), group_name=GROUP, description=a.description, kinds={"matplotlib"})
         for a in family.assets
     ]
 
@@ -48,9 +76,8 @@ def figure_family(family: catalog.FigureFamily) -> dg.AssetsDefinition:
         context: dg.AssetExecutionContext, paths: PathsResource, **frames: pl.DataFrame
     ) -> Iterator[dg.MaterializeResult]:
         folder = paths.paths().figures
-        selected = {k.to_user_string() for k in context.selected_asset_keys}
         for asset in family.assets:
-            if asset.key not in selected:
+            if asset_key(asset) not in context.selected_asset_keys:
                 continue
             report = catalog.render(asset, frames, folder)
             for name, files in report.written.items():
@@ -64,9 +91,7 @@ def figure_family(family: catalog.FigureFamily) -> dg.AssetsDefinition:
     return _draw
 
 
-energy_figures = figure_family(catalog.ENERGY)
-power_profile_figures = figure_family(catalog.POWER)
-simulation_figures = figure_family(catalog.SIMULATION)
-cluster_figures = figure_family(catalog.CLUSTERS)
-cluster_power_figures = figure_family(catalog.CLUSTER_POWER)
-trace_figures = figure_family(catalog.TRACES)
+@dg.definitions
+def figures() -> dg.Definitions:
+    """One multi-asset per family of the catalog."""
+    return dg.Definitions(assets=[figure_family(family) for family in catalog.FAMILIES])

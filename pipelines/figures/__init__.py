@@ -8,7 +8,7 @@ Modules (no Dagster; matplotlib/seaborn load only when a figure is drawn):
 * ``energy_data``: expected TTA / ETA of every (batch size, power limit) per workload and GPU,
   Pareto front, Default, least-cost configurations vs eta (``config_expectations``,
   ``eta_sweep``, ``savings_vs_default``). ``energy``: the figures drawn from them.
-* ``convergence_data`` / ``convergence``: Zeus vs Default vs Grid Search over recurrences, vs Oracle
+* ``convergence``: Zeus vs Default vs Grid Search over recurrences, vs Oracle
   (runs ``pipelines.zeus``).
 * ``trace_data`` / ``traces``: ITP, ElasticFlow, AcmeTrace and Alibaba jobs in one frame, their
   CDFs and submissions, AcmeTrace's published summary beside our own.

@@ -140,25 +140,23 @@ def _power_limit_response(frames: Frames) -> Plan:
 
 
 def _convergence(frames: Frames) -> Plan:
-    from pipelines.figures import convergence, convergence_data, style
+    from pipelines.figures import convergence, style
 
-    recurrences, notes = convergence_data.simulate_recurrences(
-        frames["zeus_train_runs"], frames["zeus_power_profiles"], eta=CONVERGENCE_ETA, beta=CONVERGENCE_BETA, seed=CONVERGENCE_SEED
-    )
-    gpus = style.ordered(recurrences["gpu"].unique(), style.GPU_ORDER)
-    return Plan([(f"energy_convergence_{g}", functools.partial(convergence.convergence, recurrences, g, CONVERGENCE_ETA, CONVERGENCE_BETA))
-                 for g in gpus], notes)
+    sweep = frames["zeus_single_job_sweep"]
+    gpus = style.ordered(sweep["gpu"].unique(), style.GPU_ORDER)
+    return Plan([(f"energy_convergence_{g}", functools.partial(
+        convergence.convergence, sweep, g, CONVERGENCE_ETA, CONVERGENCE_BETA, CONVERGENCE_SEED)) for g in gpus])
 
 
-#: The artifact's defaults for the single-job runs (run_single.py).
+#: The artifact's defaults for the single-job runs (run_single.py): one point of zeus_single_job_sweep's grid.
 CONVERGENCE_ETA, CONVERGENCE_BETA, CONVERGENCE_SEED = 0.5, 2.0, 1
 ZEUS = ("zeus_train_runs", "zeus_power_profiles")
 ENERGY = FigureFamily("energy_figures", (
-    FigureAsset("figure_energy_eta_vs_tta", "ETA vs TTA of every (batch size, power limit), Pareto front and Default; one figure per GPU.",
+    FigureAsset("energy_eta_vs_tta", "ETA vs TTA of every (batch size, power limit), Pareto front and Default; one figure per GPU.",
                 ZEUS, _eta_vs_tta),
-    FigureAsset("figure_energy_savings", "Energy and time saved vs Default by the min-ETA and the min-cost (eta 0.5) configuration.",
+    FigureAsset("energy_savings_vs_default", "Energy and time saved vs Default by the min-ETA and the min-cost (eta 0.5) configuration.",
                 ZEUS, _savings),
-    FigureAsset("figure_energy_eta_sensitivity", "Energy and time of the least-cost configuration relative to Default as eta goes 0 -> 1.",
+    FigureAsset("energy_eta_sensitivity", "Energy and time of the least-cost configuration relative to Default as eta goes 0 -> 1.",
                 ZEUS, _eta_sensitivity),
 ))
 def _measured(frames: Frames) -> Plan:
@@ -168,17 +166,18 @@ def _measured(frames: Frames) -> Plan:
 
 
 POWER = FigureFamily("power_profile_figures", (
-    FigureAsset("figure_energy_power_limit_response",
+    FigureAsset("energy_power_limit_response",
                 "Time per epoch and average power vs power limit, per batch size; one figure per workload.",
                 ("zeus_power_profiles",), _power_limit_response),
-    FigureAsset("figure_measured_profiles",
+    FigureAsset("measured_profiles",
                 "Profiles measured here (raw/measured, `python -m pipelines measure profile`): epoch time and power vs batch size.",
                 ("zeus_power_profiles",), _measured),
 ))
 SIMULATION = FigureFamily("simulation_figures", (
-    FigureAsset("figure_energy_convergence",
-                "Zeus vs Default vs Grid Search over a job's recurrences (simulated, eta 0.5, beta 2), vs Oracle; one figure per GPU.",
-                ZEUS, _convergence),
+    FigureAsset("energy_convergence",
+                "Zeus vs Default vs Grid Search over a job's recurrences (zeus_single_job_sweep at eta 0.5, beta 2, seed 1), "
+                "vs Oracle; one figure per GPU.",
+                ("zeus_single_job_sweep",), _convergence),
 ))
 
 
@@ -199,9 +198,9 @@ def _cluster_timeline(frames: Frames) -> Plan:
 
 
 CLUSTERS = FigureFamily("cluster_figures", (
-    FigureAsset("figure_cluster_savings", "Energy and time Zeus saves vs Default (%), per trace, workload and GPU.",
+    FigureAsset("clusters_savings_by_trace", "Energy and time Zeus saves vs Default (%), per trace, workload and GPU.",
                 ("zeus_cluster_summary",), _cluster_savings),
-    FigureAsset("figure_cluster_energy_timeline", "Cumulative energy (MWh) over each trace's timeline, Zeus vs Grid Search vs Default, per GPU.",
+    FigureAsset("clusters_energy_timeline", "Cumulative energy (MWh) over each trace's timeline, Zeus vs Grid Search vs Default, per GPU.",
                 ("zeus_cluster_history",), _cluster_timeline),
 ))
 
@@ -279,21 +278,50 @@ def _acme_queueing(frames: Frames) -> Plan:
 
 
 TRACES = FigureFamily("trace_figures", (
-    FigureAsset("figure_trace_job_duration", "Job-duration CDF (log s) per trace, and per ITP cluster.",
+    FigureAsset("traces_job_duration_cdf", "Job-duration CDF (log s) per trace, and per ITP cluster.",
                 JOB_TABLES, _trace_plan("traces_job_duration_cdf", "job_duration_cdf")),
-    FigureAsset("figure_trace_gpu_count", "GPUs-per-job CDF by job count and by GPU time, per trace.",
+    FigureAsset("traces_gpu_count_cdf", "GPUs-per-job CDF by job count and by GPU time, per trace.",
                 JOB_TABLES, _trace_plan("traces_gpu_count_cdf", "gpu_count_cdf")),
-    FigureAsset("figure_trace_submissions", "Jobs submitted per day (per hour for short traces), per trace and cluster.",
+    FigureAsset("traces_submissions", "Jobs submitted per day (per hour for short traces), per trace and cluster.",
                 JOB_TABLES, _trace_plan("traces_submissions", "submissions_heatmap")),
-    FigureAsset("figure_acme_final_states", "AcmeTrace final-state shares by GPU-job count and GPU time: published and from our ingest.",
+    FigureAsset("acme_final_states", "AcmeTrace final-state shares by GPU-job count and GPU time: published and from our ingest.",
                 ("acme_jobs", "acme_cluster_summary"), _acme_final_states),
-    FigureAsset("figure_acme_queueing_delay", "AcmeTrace queueing-delay CDF of GPU jobs per cluster (needs the job CSVs).",
+    FigureAsset("acme_queueing_delay_cdf", "AcmeTrace queueing-delay CDF of GPU jobs per cluster (needs the job CSVs).",
                 ("acme_jobs",), _acme_queueing),
-    FigureAsset("figure_acme_cluster_summary", "AcmeTrace's published cluster_summary beside the same statistics computed from acme_jobs.",
+    FigureAsset("acme_cluster_summary", "AcmeTrace's published cluster_summary beside the same statistics computed from acme_jobs.",
                 ("acme_jobs", "acme_cluster_summary"), _acme_summary),
 ))
 
+
+
+# ---------------------------------------------------------------------------------------------
+# hetero: Zeus² allocations on A10 + T4
+
+
+def _hetero_cost_split(frames: Frames) -> Plan:
+    from pipelines.figures import hetero
+    from pipelines.hetero.curves import allocation_curves
+
+    allocations = frames["hetero_allocations"]
+    curves = allocation_curves(frames["hetero_gpu_profiles"], allocations)
+    return Plan([("hetero_cost_split", lambda: hetero.cost_split(curves, allocations))])
+
+
+def _hetero_methods(frames: Frames) -> Plan:
+    from pipelines.figures import hetero
+
+    return Plan([("hetero_methods", lambda: hetero.methods(frames["hetero_allocations"]))])
+
+
+HETERO = FigureFamily("hetero_figures", (
+    FigureAsset("hetero_cost_split",
+                "Zeus² cost over the batch split for every pair of power limits, each method's optimum marked, per workload and cost model.",
+                ("hetero_gpu_profiles", "hetero_allocations"), _hetero_cost_split),
+    FigureAsset("hetero_methods", "Zeus² methods (baseline, heuristic, brute force, synchronous optimum) compared under both cost models.",
+                ("hetero_allocations",), _hetero_methods),
+))
+
 #: Every family, each one Dagster step.
-FAMILIES: tuple[FigureFamily, ...] = (ENERGY, POWER, SIMULATION, CLUSTERS, CLUSTER_POWER, TRACES)
+FAMILIES: tuple[FigureFamily, ...] = (ENERGY, POWER, SIMULATION, CLUSTERS, CLUSTER_POWER, TRACES, HETERO)
 
 

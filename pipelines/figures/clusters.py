@@ -82,8 +82,8 @@ def savings_by_trace(summary: pl.DataFrame) -> tuple[Figure, pl.DataFrame]:
 def cumulative_energy_timeline(history: pl.DataFrame, points: int = TIMELINE_POINTS) -> pl.DataFrame:
     """Cumulative energy (MWh) of each (trace, GPU, policy) over the trace's timeline, sampled.
 
-    A run's energy is counted at its start time (``start_time_s``: the job's submission, or the
-    failed attempt's end for a retry). Time is days since the trace's first job. The cumulative
+    A run's energy is counted at its simulated start (``start_time_s``: the job's submission for a
+    first attempt, the failed attempt's end for a retry, so retries extend past the trace's end). Time is days since the trace's first job. The cumulative
     sum is taken over every run, then read at ``points`` evenly spaced times and at the last run,
     so the last point of each line is the policy's exact total.
     """
@@ -132,5 +132,6 @@ def energy_timeline(history: pl.DataFrame) -> tuple[Figure, pl.DataFrame]:
     fig.supxlabel("days since the trace's first job", fontsize=style.FONT_SIZE)
     handles, labels = axes[0, 0].get_legend_handles_labels()
     fig.legend(handles, labels, loc="outside upper center", ncols=len(POLICIES),
-               title="energy of every simulated job run (x GPUs per job), by submission time")
+               title="energy of every simulated run (x GPUs per job), counted at the run's simulated start "
+                     "(a retry starts when its failed run ends, so Grid Search's lines run past the trace)")
     return fig, data.sort("trace", "gpu", "policy", "day")

@@ -1,6 +1,8 @@
 """Simulation figures: Zeus vs Default vs Grid Search over a job's recurrences, with regret vs Oracle.
 
-Input: ``convergence_data.simulate_recurrences``. Returns ``(Figure, data)``; raises ``NoData``.
+Input: ``zeus_single_job_sweep`` (``pipelines.clusters.simulate.single_job_sweep``, where every
+per-recurrence value and its comparison with the Oracle is computed). Returns ``(Figure, data)``;
+raises ``NoData``.
 """
 
 from __future__ import annotations
@@ -9,10 +11,12 @@ import matplotlib as mpl
 import polars as pl
 from matplotlib.figure import Figure
 
+from pipelines.contracts.base import conform
+from pipelines.contracts.figures import ConvergenceRecurrences
 from pipelines.figures import style
-from pipelines.figures.convergence_data import POLICY_LABELS
 from pipelines.figures.errors import NoData
 
+POLICY_LABELS: dict[str, str] = {"zeus": "Zeus", "default": "Default", "grid-search": "Grid Search", "oracle": "Oracle"}
 J_PER_MJ = 1e6
 S_PER_H = 3600.0
 #: (column, scale, axis label) of each row of the figure; y axes are logarithmic where values span 4x.
@@ -34,16 +38,16 @@ def _policy_styles() -> dict[str, dict[str, object]]:
     }
 
 
-def convergence(recurrences: pl.DataFrame, gpu: str, eta: float = 0.5, beta: float = 2.0) -> tuple[Figure, pl.DataFrame]:
+def convergence(sweep: pl.DataFrame, gpu: str, eta: float = 0.5, beta: float = 2.0, seed: int = 1) -> tuple[Figure, pl.DataFrame]:
     """Per workload (column) on ``gpu``: energy and time per recurrence, and cumulative energy and time
     relative to the Oracle's expectation (1 + regret / (k x Oracle's expected value per recurrence)).
 
     The dotted Oracle line shows the spread of its sampled runs around its expectation; the
     absolute regrets (J, s) are in the data.
     """
-    data = recurrences.filter(pl.col("gpu") == gpu)
+    data = sweep.filter((pl.col("gpu") == gpu) & (pl.col("eta") == eta) & (pl.col("beta") == beta) & (pl.col("seed") == seed))
     if data.height == 0:
-        raise NoData(f"no simulated recurrences for GPU {gpu!r}")
+        raise NoData(f"no simulated recurrences for GPU {gpu!r} at eta {eta}, beta {beta}, seed {seed}")
     datasets = style.ordered(data["dataset"].unique(), style.DATASET_ORDER)
     policies = [p for p in POLICY_LABELS if p in set(data["policy"])]
     fig, axes = style.new_figure(style.DOUBLE_COLUMN, 6.2, len(_ROWS), len(datasets), sharex="col")
@@ -67,4 +71,4 @@ def convergence(recurrences: pl.DataFrame, gpu: str, eta: float = 0.5, beta: flo
     handles, labels = axes[0, 0].get_legend_handles_labels()
     fig.legend(handles, labels, loc="outside upper center", ncols=len(policies),
                title=f"{style.gpu_label(gpu)}: a job recurring back to back, η = {eta:g}, β = {beta:g}")
-    return fig, data.sort("dataset", "policy", "recurrence")
+    return fig, conform(data, ConvergenceRecurrences).sort("dataset", "policy", "recurrence")

@@ -54,3 +54,23 @@ def split_curves(fits: Sequence[GpuFit], model: CostModel, grid: Grid = Grid()) 
         },
         schema=SCHEMA,
     )
+
+
+def allocation_curves(profiles: pl.DataFrame, allocations: pl.DataFrame) -> pl.DataFrame:
+    """``split_curves`` of every two-GPU workload of ``allocations``, under each cost model, stacked.
+
+    ``profiles`` is ``hetero_gpu_profiles`` (fitted here, as the allocations were); the idle power of
+    the synchronous model is the one the allocations used. Empty (``SplitCurves`` columns) when no
+    workload has two GPUs.
+    """
+    from pipelines.hetero.fit import fit_profiles
+    from pipelines.hetero.model import MODEL_KINDS
+
+    fits = fit_profiles(profiles)
+    curves = []
+    for workload, gpus in allocations.select("workload", "gpus").unique(maintain_order=True).iter_rows():
+        if len(gpus) == 2:
+            pair = [fits[(workload, g)] for g in gpus]
+            idle = allocations.filter(pl.col("workload") == workload)["idle_power_w"][0].to_list()
+            curves += [split_curves(pair, CostModel(kind, idle_power_w=tuple(idle))) for kind in MODEL_KINDS]
+    return pl.concat(curves) if curves else pl.DataFrame(schema=polars_schema(SplitCurves))
