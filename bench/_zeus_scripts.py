@@ -20,9 +20,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import polars as pl  # noqa: E402 - after the sys.path line, with the rest
-from _zeus_peer import Peer  # noqa: E402 - importable only once bench/ is on sys.path (line above)
-from zeus._legacy.job import Job  # noqa: E402 - run_single.py imports zeus at the top too
+import polars as pl
+from _zeus_peer import Peer
+from zeus._legacy.job import Job
 
 
 def main() -> None:
