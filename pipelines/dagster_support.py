@@ -76,12 +76,19 @@ def table_metadata(df: pl.DataFrame, path: Path | None = None, contract: Contrac
 
 
 def markdown_preview(df: pl.DataFrame) -> str:
+    """``df`` as a markdown table; floats to 6 significant digits (the Parquet file keeps them whole)."""
     if df.width == 0:
         return "(no columns)"
     header = "| " + " | ".join(df.columns) + " |"
     rule = "|" + "---|" * df.width
-    rows = ["| " + " | ".join("" if v is None else str(v) for v in row) + " |" for row in df.iter_rows()]
+    rows = ["| " + " | ".join(_cell(v) for v in row) + " |" for row in df.iter_rows()]
     return "\n".join([header, rule, *rows])
+
+
+def _cell(value: object) -> str:
+    if value is None:
+        return ""
+    return f"{value:.6g}" if isinstance(value, float) else str(value)
 
 
 def partition_file_name(partition_key: str) -> str:
