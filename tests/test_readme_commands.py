@@ -69,7 +69,7 @@ def _leaf(argv: list[str]) -> tuple[click.Command, list[str], str]:
 
 @pytest.fixture(scope="module")
 def home(ingested) -> ProjectPaths:
-    """The ingested data home plus hetero allocations and the ITP x V100 cluster partition."""
+    """The ingested data home plus hetero allocations and the ITP x V100 cluster partition (history, summary, power)."""
     import dagster as dg
 
     from pipelines.dagster_support import ParquetIOManager, PathsResource
@@ -83,7 +83,7 @@ def home(ingested) -> ProjectPaths:
     job = definitions.resolve_implicit_global_asset_job_def()
     for selection, partition in (
         (["hetero_allocations", "cluster_workload_jobs"], None),
-        (["zeus_cluster_history", "zeus_cluster_summary"], "v100|itp"),
+        (["zeus_cluster_history", "zeus_cluster_summary", "cluster_power", "cluster_power_summary"], "v100|itp"),
     ):
         subset = job.get_subset(asset_selection={dg.AssetKey(k) for k in selection})
         result = subset.execute_in_process(resources=resources, partition_key=partition, raise_on_error=True)
