@@ -39,7 +39,17 @@ import polars as pl
 
 from pipelines.contracts.base import Contract, descriptions, polars_schema, split_valid
 from pipelines.contracts.sources import Quarantine
-from pipelines.ingest.records import LINE, BadRecord, count_records, header_fields, line_bytes, split_records, well_formed
+from pipelines.ingest.records import (
+    LINE,
+    BadRecord,
+    count_bytes,
+    count_records,
+    header_fields,
+    line_bytes,
+    records_from_breaks,
+    split_records,
+    well_formed,
+)
 
 __all__ = [
     "FILE",
@@ -353,10 +363,11 @@ def _parse_file(data: bytes, spec: TableSpec, source_file: str, extras: Mapping[
     if not data[:4096].strip() and not data.strip():  # the full strip (a copy) only for a blank-looking start
         return _empty_file(spec, source_file, "empty file: no header, no rows")
     header = check_header(data, name=source_file, expected=list(spec.columns), separator=spec.separator, quote_char=spec.quote_char)
-    records = count_records(data)
+    breaks, separators = count_bytes(data, (0x0A, ord(spec.separator)))  # one pass over the bytes for both
+    records = records_from_breaks(data, breaks)
     if records == 0:
         return _empty_file(spec, source_file, "empty file: header but no data rows")
-    proven = well_formed(data, len(header), records, spec.separator, spec.quote_char)
+    proven = well_formed(data, len(header), records, spec.separator, spec.quote_char, separators)
     frame = _fast_parse(data, spec) if proven else None
     if frame is not None and frame.height == records:
         frame = frame.with_row_index(LINE, offset=2).with_columns(pl.col(LINE).cast(pl.Int64))
