@@ -22,7 +22,7 @@ def fetch_cmd(mirror: Path | None, no_download: bool) -> None:
     failed = False
     for source in tqdm(SOURCES, desc="fetch", unit="file"):
         try:
-            result = fetch(source, paths, mirror, download=not no_download)
+            result = fetch(source, paths, mirror, download=not no_download, warn=lambda message: tqdm.write(f"WARNING {message}"))
         except FetchError as exc:
             tqdm.write(f"ERROR {exc}")
             failed = True

@@ -5,10 +5,12 @@ from __future__ import annotations
 import importlib
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
 from pipelines.cli import SUBCOMMANDS
+from pipelines.paths import REPO_ROOT
 
 
 @pytest.mark.parametrize("name", sorted(SUBCOMMANDS))
@@ -34,3 +36,17 @@ def test_usage_errors_are_one_line() -> None:
     out = subprocess.run([sys.executable, "-m", "pipelines", "no-such-command"], capture_output=True, text=True, check=False)
     assert out.returncode == 2 and out.stdout == ""
     assert out.stderr.splitlines() == ["Error: No such command 'no-such-command'. (see 'python -m pipelines --help')"]
+
+
+def test_measure_profile_without_torch_names_make_setup_measure(tmp_path: Path) -> None:
+    code = (
+        "import sys; sys.modules['torch'] = None\n"  # as if torch were not installed
+        "from pipelines.cli import main\n"
+        f"main(['measure', 'profile', '--workload', 'cifar100', '--batch-sizes', '32', '--device', 'cpu', '--out', {str(tmp_path / 'x.csv')!r}])\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO_ROOT, check=False)
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr.strip().splitlines() == [
+        "Error: measure profile needs torch, which is not installed: run `make setup-measure` (pip install -e '.[measure]', torch==2.13.0)"
+    ]
+    assert not (tmp_path / "x.csv").exists()

@@ -77,6 +77,7 @@ def test_acme_bad_rows_are_quarantined_with_line_and_reason(tmp_path: Path) -> N
     assert q[4]["column"] == "state" and q[4]["reason"].startswith("state: must be one of COMPLETED,")
     assert q[4]["reason"].endswith("(value EXPLODED)")
     assert q[5]["reason"] == "end_not_before_start: end_time must not be before start_time (where both are known)"
+    assert q[5]["column"] == "end_time"  # a row rule names the rule in the reason and a column of the table, never the model
     assert q[6]["column"] == "gpu_num" and "cannot parse eight" in q[6]["reason"]
     assert q[7]["column"] == "duration" and q[7]["reason"] == "duration: must be >= 0 (value -5)"
     assert q[6]["raw"].startswith("9,u1,1,eight,") and q[6]["source_file"] == "trace_seren.csv"

@@ -109,4 +109,4 @@ def test_truncated_tarball_leaves_previous_unpack(mirror: Path, tmp_path: Path) 
     with pytest.raises(FetchError, match="corrupt or truncated archive"):
         safe_unpack_tar(truncated, dest)
     assert sorted(p.name for p in dest.iterdir()) == before
-    assert len(before) == 11  # cluster01..10.csv + LICENSE
+    assert len(before) == 12 and before[0] == ".manifest.json"  # cluster01..10.csv + LICENSE, and the members' hashes

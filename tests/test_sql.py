@@ -70,6 +70,13 @@ def test_every_statement_of_a_script_runs_and_the_last_prints(ingested) -> None:
     assert out.stdout.splitlines() == ["y", "42"]
 
 
+def test_consecutive_queries_each_run_to_completion(tmp_path) -> None:
+    """The issue's ``select 1; select 2``: an earlier query left unfetched used to block the next (Resource In Use)."""
+    out = run_cli(tmp_path, "--format", "csv", "select 1 as a; select * from range(3) t(b); select 2 as c")
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.splitlines() == ["c", "2"]
+
+
 def test_csv_writes_list_and_struct_columns_as_json(tmp_path) -> None:
     frame = pl.DataFrame({"workload": ["cifar100"], "batch_split": [[1874, 2222]], "fit": [{"a": 1.5, "b": None}]})
     write_parquet_atomic(frame, tmp_path / "assets" / "hetero_allocations.parquet")

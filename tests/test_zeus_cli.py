@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import lzma
+import math
 import runpy
 import subprocess
 import sys
@@ -154,3 +155,13 @@ def test_bad_group_files_fail_in_one_line(mirror: Path, tmp_path: Path, name: st
     done = run_cli("groups", "--groups", str(path), "--trace-dir", str(mirror / "zeus"))
     assert done.returncode == 2 and done.stdout == ""
     assert done.stderr.count("\n") == 1 and message in done.stderr
+
+
+def test_output_is_strict_json(capsys: pytest.CaptureFixture[str]) -> None:
+    """A non-finite number is refused, never printed as ``Infinity`` (not JSON); finite ones keep full precision."""
+    from pipelines.zeus.cli import _emit
+
+    _emit([{"energy": 0.1 + 0.2, "time": 3.0}])
+    assert [json.loads(x) for x in capsys.readouterr().out.splitlines()] == [{"energy": 0.30000000000000004, "time": 3.0}]
+    with pytest.raises(ValueError, match="Out of range float values are not JSON compliant"):
+        _emit([{"energy": math.inf}])

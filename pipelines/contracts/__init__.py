@@ -10,6 +10,7 @@ Each column has its type, constraints and a ``description=`` with its unit. Modu
 * ``zeus``: the group table the replay reads and the runs it reports;
 * ``measure``: a measured power profile (``raw/measured/*.csv``);
 * ``figures``: the data written next to each figure;
+* ``limits``: the physically sane bounds and text lengths the ingested and measured tables declare;
 * ``base``: ``polars_schema``, ``empty``, ``descriptions``, ``conform``, ``split_valid``,
   ``validate``, ``one_of``, ``ContractError``;
 * ``registry``: asset key -> contract (``table_contract``), figure name -> contract (``figure_contract``).

@@ -1,25 +1,36 @@
 """Contract of a measured power profile (``python -m pipelines measure profile --out raw/measured/NAME.csv``).
 
 The first seven columns are those of the Zeus power trace, so the rows join the train trace; the
-rest say how each row was measured. The ingest reads these files into ``zeus_power_profiles``.
+rest say how each row was measured. The ingest reads these files into ``zeus_power_profiles``
+(``pipelines.contracts.sources.ZeusPowerProfiles``: the same workloads and bounds). Floats are
+finite (dataframely's default); bounds come from ``pipelines.contracts.limits``.
 """
 
 from __future__ import annotations
 
 import dataframely as dy
 
+from pipelines.contracts.base import one_of
+from pipelines.contracts.limits import MAX_BATCH_SIZE, MAX_EPOCH_S, MAX_GPU_POWER_W, MAX_JOB_S, MAX_NAME_CHARS, MAX_WINDOW_ENERGY_J
+from pipelines.zeus.workloads import ZEUS_DATASETS
+
 
 class MeasuredProfile(dy.Schema):
     """One (batch size, power limit) measured by the harness, in file order."""
 
-    dataset = dy.String(description="Zeus workload dataset")
-    network = dy.String(description="DNN model")
-    batch_size = dy.Int64(min_exclusive=0, description="training batch size (samples)")
-    optimizer = dy.String(description="optimizer name, lower case")
-    power_limit = dy.Int64(nullable=True, description="power limit in effect during the window (W; null: unknown, e.g. a CPU without RAPL)")
-    time_per_epoch = dy.Float64(min_exclusive=0, description="epoch size / samples per second (s)")
-    average_power = dy.Float64(nullable=True, description="window energy / window time (W; null: no energy measurement, see note)")
-    gpu = dy.String(description="the name the simulator knows the device by (--gpu)")
+    dataset = one_of(ZEUS_DATASETS, description="Zeus workload dataset")
+    network = dy.String(max_length=MAX_NAME_CHARS, description="DNN model")
+    batch_size = dy.Int64(min_exclusive=0, max=MAX_BATCH_SIZE, description="training batch size (samples)")
+    optimizer = dy.String(max_length=MAX_NAME_CHARS, description="optimizer name, lower case")
+    power_limit = dy.Int64(
+        min_exclusive=0, max=MAX_GPU_POWER_W, nullable=True,
+        description="power limit in effect during the window (W; null: unknown, e.g. a CPU without RAPL)",
+    )  # fmt: skip
+    time_per_epoch = dy.Float64(min_exclusive=0, max=MAX_EPOCH_S, description="epoch size / samples per second (s)")
+    average_power = dy.Float64(
+        min_exclusive=0, max=MAX_GPU_POWER_W, nullable=True, description="window energy / window time (W; null: no energy measurement, see note)"
+    )
+    gpu = dy.String(max_length=MAX_NAME_CHARS, description="the name the simulator knows the device by (--gpu)")
     gpu_name = dy.String(nullable=True, description="device name as the driver reports it")
     gpu_uuid = dy.String(nullable=True, description="device UUID as the driver reports it")
     device = dy.String(description="torch device (cuda:0, cpu)")
@@ -29,8 +40,8 @@ class MeasuredProfile(dy.Schema):
     cpu_threads = dy.Int64(description="torch intra-op threads")
     iterations = dy.Int64(min_exclusive=0, description="measured training iterations in the window")
     warmup_iterations = dy.Int64(min=0, description="iterations run before the window")
-    window_s = dy.Float64(min_exclusive=0, description="duration of the measured window (s)")
-    window_energy_j = dy.Float64(nullable=True, description="energy of the measured window (J)")
+    window_s = dy.Float64(min_exclusive=0, max=MAX_JOB_S, description="duration of the measured window (s)")
+    window_energy_j = dy.Float64(min=0, max=MAX_WINDOW_ENERGY_J, nullable=True, description="energy of the measured window (J)")
     short_window = dy.Bool(description="the window was shorter than the method's resolution")
     power_limit_set = dy.Bool(description="true: the harness set power_limit; false: the limit found in place")
     note = dy.String(nullable=True, description="why energy is missing or anything else to know about the row")

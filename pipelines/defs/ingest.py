@@ -1,4 +1,11 @@
-"""Raw and ingest layers: fetch the upstream files, then one validated table (+ quarantine) per trace."""
+"""Raw and ingest layers: fetch the upstream files, then one validated table (+ quarantine) per trace.
+
+Every ingest first verifies what it reads (``pipelines.sources.fetch``: the pinned hashes, and every
+unpacked tarball member against its manifest, restoring what differs), then carries blocking checks:
+the quarantined share, every source record accounted for, and the published facts where a trace has
+them (ITP's totals, ElasticFlow holding the ITP jobs). A failed blocking check fails the step and
+keeps everything downstream from running on the table.
+"""
 
 
 from collections.abc import Callable, Iterator, Sequence
@@ -12,7 +19,7 @@ from pipelines.dagster_support import PathsResource, column_schema, contract_met
 from pipelines.ingest import acme, alibaba, itp, zeus, zeus2
 from pipelines.ingest.common import IngestResult, TableSpec, empty_quarantine, empty_table
 from pipelines.paths import ProjectPaths, default_mirror
-from pipelines.sources import SOURCES, FetchResult, Source, fetch
+from pipelines.sources import SOURCES, SOURCES_BY_NAME, FetchResult, Source, fetch, missing_message
 
 #: A table is blocked from flowing downstream when more than this share of its rows is quarantined.
 MAX_QUARANTINE_SHARE = 0.001
@@ -29,7 +36,7 @@ def _raw_asset(name: str, family: str, description: str) -> dg.AssetsDefinition:
     def _fetch(context: dg.AssetExecutionContext, paths: PathsResource) -> dg.MaterializeResult:
         results: list[FetchResult] = []
         for source in sources:
-            result = fetch(source, paths.paths(), default_mirror())
+            result = fetch(source, paths.paths(), default_mirror(), warn=context.log.warning)
             if not result.available:
                 context.log.warning(result.message)
             else:
@@ -42,6 +49,7 @@ def _raw_asset(name: str, family: str, description: str) -> dg.AssetsDefinition:
             metadata={
                 "files": dg.MetadataValue.md("| file | status | sha256 | license |\n|---|---|---|---|\n" + table),
                 "missing": dg.MetadataValue.json([r.source.name for r in results if not r.available]),
+                "replaced_or_restored": dg.MetadataValue.json([n for r in results for n in r.notes]),
             }
         )
 
@@ -73,10 +81,21 @@ class TableCheck:
     description: str
     evaluate: Callable[[pl.DataFrame], CheckOutcome]
     severity: dg.AssetCheckSeverity = dg.AssetCheckSeverity.ERROR
+    #: A failure keeps the assets downstream of the table from running (ERROR severity only).
+    blocking: bool = False
 
 
 def _missing_optional(paths: ProjectPaths, names: Sequence[str]) -> list[Source]:
     return [s for s in SOURCES if s.name in names and not s.raw_path(paths).exists()]
+
+
+def verify_sources(context: dg.AssetExecutionContext, project: ProjectPaths, names: Sequence[str]) -> list[str]:
+    """Re-verify the files a table reads before it reads them (pinned sha256, unpacked members against their
+    manifest), restoring what differs from the mirror or the archive; returns what was replaced or restored."""
+    notes: list[str] = []
+    for name in names:
+        notes.extend(fetch(SOURCES_BY_NAME[name], project, default_mirror(), download=False, warn=context.log.warning).notes)
+    return notes
 
 
 def ingest_asset(
@@ -85,13 +104,16 @@ def ingest_asset(
     description: str,
     raw: dg.AssetsDefinition,
     read: Callable[[ProjectPaths], IngestResult | None],
+    sources: Sequence[str] = (),
     optional_sources: Sequence[str] = (),
     checks: Sequence[TableCheck] = (),
 ) -> dg.AssetsDefinition:
-    """A multi-asset writing ``<table>`` and ``quarantine/<table>``, with a blocking quarantine-share check.
+    """A multi-asset writing ``<table>`` and ``quarantine/<table>``, with blocking checks of the quarantined
+    share and of the record accounting (table + quarantine = records counted in the files).
 
-    ``read`` returns None when its optional sources are missing: the table is then written empty,
-    with a warning naming the missing files and where to put them.
+    ``sources`` (names in ``pipelines.sources.SOURCES``) are verified, and restored if need be,
+    before ``read`` runs. ``read`` returns None when its optional sources are missing: the table is
+    then written empty, with a warning and a WARN check naming the missing files and where to put them.
     """
     table = spec.table
     check_specs = [
@@ -101,8 +123,22 @@ def ingest_asset(
             blocking=True,
             description=f"At most {MAX_QUARANTINE_SHARE:.1%} of the source rows are quarantined.",
         ),
-        *[dg.AssetCheckSpec(c.name, asset=table, description=c.description) for c in checks],
+        dg.AssetCheckSpec(
+            "records_accounted",
+            asset=table,
+            blocking=True,
+            description="Every record of the source files (counted from their bytes) is in the table or the quarantine.",
+        ),
+        *[dg.AssetCheckSpec(c.name, asset=table, blocking=c.blocking, description=c.description) for c in checks],
     ]
+    if optional_sources:
+        check_specs.append(
+            dg.AssetCheckSpec(
+                "optional_sources_present",
+                asset=table,
+                description=f"{table} has rows: its optional sources ({', '.join(optional_sources)}) were supplied (a warning otherwise).",
+            )
+        )
 
     @dg.multi_asset(
         name=f"ingest_{table}",
@@ -127,6 +163,7 @@ def ingest_asset(
     )
     def _ingest(context: dg.AssetExecutionContext, paths: PathsResource) -> Iterator[dg.Output | dg.AssetCheckResult]:
         project = paths.paths()
+        restored = verify_sources(context, project, [*sources, *optional_sources])
         result = read(project)
         missing = _missing_optional(project, optional_sources)
         for source in missing:
@@ -143,7 +180,9 @@ def ingest_asset(
                 "quarantined_rows": result.quarantine.height,
                 "quarantined_share": float(share),
                 "source_files": dg.MetadataValue.json(result.files),
+                "source_records": result.lines_in,
                 "missing_optional_sources": dg.MetadataValue.json([s.name for s in missing]),
+                "replaced_or_restored_before_reading": dg.MetadataValue.json(restored),
             },
         )
         yield dg.Output(result.quarantine, output_name="quarantine")
@@ -158,6 +197,16 @@ def ingest_asset(
                 "top_reasons": dg.MetadataValue.json(dict(reasons.iter_rows())),
             },
         )
+        yield dg.AssetCheckResult(
+            asset_key=table,
+            check_name="records_accounted",
+            passed=result.unaccounted == 0,
+            description=f"{result.lines_in} records in {len(result.files)} files; {result.table.height} in the table, "
+            f"{result.quarantine.height} quarantined ({result.unaccounted:+d} unaccounted)",
+            metadata={"records": result.lines_in, "table_rows": result.table.height, "quarantined_rows": result.quarantine.height},
+        )
+        if optional_sources:
+            yield _optional_sources_check(table, project, optional_sources, missing, result)
         for check in checks:
             outcome = check.evaluate(result.table)
             yield dg.AssetCheckResult(
@@ -170,6 +219,26 @@ def ingest_asset(
             )
 
     return _ingest
+
+
+def _optional_sources_check(
+    table: str, project: ProjectPaths, optional: Sequence[str], missing: Sequence[Source], result: IngestResult
+) -> dg.AssetCheckResult:
+    """WARN when an optional table is empty, naming each file to drop in and where."""
+    if result.table.height:
+        text = f"{table}: {result.table.height} rows from {', '.join(result.files)}"
+    elif missing:
+        text = f"{table} is empty: " + " / ".join(missing_message(s, project) for s in missing)
+    else:
+        text = f"{table} is empty although {', '.join(optional)} are present: see quarantine/{table}"
+    return dg.AssetCheckResult(
+        asset_key=table,
+        check_name="optional_sources_present",
+        passed=result.table.height > 0,
+        severity=dg.AssetCheckSeverity.WARN,
+        description=text,
+        metadata={"missing": dg.MetadataValue.json({s.name: str(s.raw_path(project)) for s in missing})},
+    )
 
 
 def _itp_totals(jobs: pl.DataFrame) -> CheckOutcome:
@@ -216,12 +285,14 @@ zeus_train_runs = ingest_asset(
     description="Zeus train trace: epoch at which each (workload, batch size, seed) run reached each target metric.",
     raw=raw_zeus_traces,
     read=lambda p: zeus.read_train(p.raw / "zeus/summary_train.csv"),
+    sources=["zeus/summary_train.csv"],
 )
 zeus_power_profiles = ingest_asset(
     zeus.POWER_SPEC,
     description="Zeus power traces of V100, A40, RTX6000 and P100 (and measured GPUs): epoch time and power per (batch size, power limit).",
     raw=raw_zeus_traces,
     read=lambda p: zeus.read_power_profiles(p.raw / "zeus", p.measured),
+    sources=[f"zeus/summary_power_{gpu}.csv" for gpu in zeus.PUBLISHED_GPUS],
     checks=[TableCheck("published_power_limits", "Each published GPU's power-limit set is as documented.", _power_limits)],
 )
 alibaba_groups = ingest_asset(
@@ -236,13 +307,19 @@ itp_jobs = ingest_asset(
     description="Microsoft ITP raw job traces, 10 clusters, 2021-03-04 to 2021-05-03.",
     raw=raw_itp_traces,
     read=lambda p: itp.read_itp(p.raw / "itp/raw-traces"),
-    checks=[TableCheck("published_totals", "69,351 jobs, 1,632,719.7 GPU-hours, 10 clusters (elasticflow-traces README).", _itp_totals)],
+    sources=["itp/raw-traces.tar.gz"],
+    checks=[
+        TableCheck(
+            "published_totals", "69,351 jobs, 1,632,719.7 GPU-hours, 10 clusters (elasticflow-traces README).", _itp_totals, blocking=True
+        )
+    ],
 )
 elasticflow_jobs = ingest_asset(
     itp.ELASTICFLOW_SPEC,
     description="ElasticFlow traces: ITP jobs with synthetic model/batch/iteration/deadline labels; 195job.csv as cluster 'testbed'.",
     raw=raw_itp_traces,
     read=lambda p: itp.read_elasticflow(p.raw / "itp/elasticflow-traces"),
+    sources=["itp/elasticflow-traces.tar.gz"],
 )
 acme_jobs = ingest_asset(
     acme.SEREN_SPEC,
@@ -264,12 +341,14 @@ acme_cluster_summary = ingest_asset(
     description="AcmeTrace's published per-cluster summary (Seren, Kalos; Philly, Helios, PAI for comparison).",
     raw=raw_acme_traces,
     read=lambda p: acme.read_cluster_summary(p.raw / "acme/cluster_summary.csv"),
+    sources=["acme/cluster_summary.csv"],
 )
 
 
 @dg.asset_check(
     asset=dg.AssetKey("elasticflow_jobs"),
     additional_ins={"itp_jobs": dg.AssetIn(key=dg.AssetKey("itp_jobs"))},
+    blocking=True,
     description="ElasticFlow's cluster01..10 hold exactly the ITP raw jobs (id, submission, duration, GPUs).",
 )
 def elasticflow_same_jobs_as_itp(elasticflow_jobs: pl.DataFrame, itp_jobs: pl.DataFrame) -> dg.AssetCheckResult:
@@ -277,13 +356,11 @@ def elasticflow_same_jobs_as_itp(elasticflow_jobs: pl.DataFrame, itp_jobs: pl.Da
     return dg.AssetCheckResult(passed=not any(diff.values()), metadata=diff)
 
 
-@dg.asset(
-    group_name="ingest",
-    deps=[raw_zeus2_profiles],
-    kinds={"polars", "parquet"},
-    metadata=contract_metadata("hetero_gpu_profiles"),
+hetero_gpu_profiles = ingest_asset(
+    zeus2.HETERO_SPEC,
     description="Zeus² A10/T4 profiles (cifar, imagenet): energy (J) and time (s) per batch size and power limit (W). "
-    "A malformed file fails with its name, line, column and key path.",
+    "A malformed file is one quarantine row (file, line, key path, reason) and none of its entries.",
+    raw=raw_zeus2_profiles,
+    read=lambda p: zeus2.ingest_profile_folder(p.raw / "zeus2"),
+    sources=[f"zeus2/{name}" for name in zeus2.PROFILE_FILES],
 )
-def hetero_gpu_profiles(paths: PathsResource) -> pl.DataFrame:
-    return zeus2.read_profile_folder(paths.paths().raw / "zeus2")

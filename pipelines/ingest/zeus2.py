@@ -7,7 +7,9 @@ first appearance of the power limits as its tie-break order (``pipelines.hetero.
 
 Every structural or value error raises ``ProfileFormatError`` naming the file, the line and column,
 and the key path, e.g. ``cifar_a10.json:3:47: key "64"[2].energy: expected a number, got "abc"``.
-Nothing is dropped: a file either yields one row per entry or raises.
+Nothing is dropped: a file either yields one row per entry or raises. The ingest
+(``ingest_profile_folder``) turns a file that raises into one quarantine row and keeps the other
+files: a profile is all or nothing, since the fits need every entry of it.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ import polars as pl
 
 from pipelines.contracts.base import polars_schema
 from pipelines.contracts.sources import HeteroGpuProfiles
+from pipelines.ingest.common import IngestResult, TableSpec, empty_quarantine, empty_table, quarantine_frame, raw_text
 
 #: The table of all profiles (``hetero_gpu_profiles``); one row per (gpu, workload, batch_size, power_limit).
 SCHEMA = polars_schema(HeteroGpuProfiles)
@@ -34,6 +37,10 @@ _ENTRY_KEYS = ("power_limit", "energy", "time")
 _NAME = re.compile(r"^(?P<workload>[A-Za-z0-9-]+)_(?P<gpu>[A-Za-z0-9-]+)$")
 _WS = re.compile(r"[ \t\n\r]*")
 _MAX_DEPTH = 8
+#: The table's spec for the ingest layer (no CSV columns: a profile is JSON).
+HETERO_SPEC = TableSpec("hetero_gpu_profiles", HeteroGpuProfiles, {})
+#: Key in a profile entry -> the table column it fills.
+_ENTRY_COLUMNS = {"power_limit": "power_limit", "energy": "energy_j", "time": "time_s"}
 
 KeyPath = tuple[str | int, ...]  # a key path inside the document: object keys and list indices
 
@@ -45,7 +52,7 @@ class ProfileFormatError(ValueError):
         where = Path(file).name + (f":{line}:{column}" if line is not None else "")
         key = f" key {format_path(path)}:" if path else ""
         super().__init__(f"{where}:{key} {message}")
-        self.file, self.path, self.line, self.column = str(file), path, line, column
+        self.file, self.path, self.line, self.column, self.message = str(file), path, line, column, message
 
 
 def format_path(path: KeyPath) -> str:
@@ -239,3 +246,42 @@ def read_profiles(paths: Sequence[str | Path]) -> pl.DataFrame:
 def read_profile_folder(folder: str | Path, names: Sequence[str] = PROFILE_FILES) -> pl.DataFrame:
     """The published profiles (``PROFILE_FILES``) in ``folder`` (e.g. ``raw/zeus2``) -> one frame (``SCHEMA``)."""
     return read_profiles([Path(folder) / name for name in names])
+
+
+def ingest_profile_folder(folder: str | Path, names: Sequence[str] = PROFILE_FILES) -> IngestResult:
+    """The profiles ``names`` of ``folder`` as ``hetero_gpu_profiles`` rows plus a quarantine.
+
+    A file that raises ``ProfileFormatError`` (or repeats a workload and GPU) becomes one quarantine
+    row: its file (``<folder name>/<file>``), line, the table column the failing key fills
+    (``batch_size`` for a batch-size key) and the reason with the key path; its entries are left
+    out. Records: the entries of a good file, one for a rejected file.
+    """
+    folder = Path(folder)
+    results: list[IngestResult] = []
+    seen: set[tuple[str, str]] = set()
+    for name in names:
+        path, display = folder / name, f"{folder.name}/{name}"
+        try:
+            ident = profile_name(path)
+            if ident in seen:
+                raise ProfileFormatError(path, f"a second profile for workload {ident[0]!r} on GPU {ident[1]!r}")
+            seen.add(ident)
+            frame = read_profile(path)
+        except ProfileFormatError as exc:
+            results.append(IngestResult(empty_table(HETERO_SPEC), _quarantine_file(exc, path, display), lines_in=1, files=[display]))
+            continue
+        results.append(IngestResult(frame, empty_quarantine(), lines_in=frame.height, files=[display]))
+    return IngestResult.concat(results, HETERO_SPEC)
+
+
+def _quarantine_file(exc: ProfileFormatError, path: Path, display: str) -> pl.DataFrame:
+    line = exc.line or 1
+    try:
+        lines = path.read_bytes().split(b"\n")
+        raw = raw_text(lines[line - 1]) if line <= len(lines) else ""
+    except OSError:
+        raw = ""
+    last = next((p for p in reversed(exc.path) if isinstance(p, str)), None)
+    column = "batch_size" if len(exc.path) == 1 else _ENTRY_COLUMNS.get(last or "")
+    reason = f"key {format_path(exc.path)}: {exc.message}" if exc.path else exc.message
+    return quarantine_frame(HETERO_SPEC.table, display, [line], column, reason, raw)

@@ -13,7 +13,6 @@ for ``summary_train.csv``, whose runs are ordered 1, 10, 2, 3, ...). Readers mus
 
 from __future__ import annotations
 
-import lzma
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,6 +24,7 @@ import polars as pl
 from pipelines.contracts.base import polars_schema
 from pipelines.contracts.sources import ZeusPowerProfiles, ZeusTrainRuns
 from pipelines.ingest.common import IngestError, IngestResult
+from pipelines.ingest.compressed import read_compressed
 from pipelines.ingest.zeus import power_file, read_power, read_train
 from pipelines.zeus.exact import kahan_mean_of_copies, tiled_mean
 
@@ -65,10 +65,16 @@ class Traces:
 
 
 def _strict(result: IngestResult) -> pl.DataFrame:
-    """The table of an ingest result; any quarantined row raises ``TraceError`` naming file, line and column."""
+    """The table of an ingest result; any quarantined row raises ``TraceError`` naming file, line, column and reason.
+
+    The simulator never runs on part of a trace: a run drawn by position would silently change.
+    """
     if result.quarantine.height:
         row = result.quarantine.row(0, named=True)
-        raise TraceError(f"{row['source_file']}:{row['line']}: {row['reason']}")
+        reason, column = row["reason"], row["column"]
+        named = f"column {column}: " if column and not reason.startswith(("column ", f"{column}:")) else ""
+        more = f" ({result.quarantine.height} rows rejected in all)" if result.quarantine.height > 1 else ""
+        raise TraceError(f"{row['source_file']}:{row['line']}: {named}{reason}{more}")
     return result.table
 
 
@@ -119,7 +125,7 @@ def _conform(frame: pl.DataFrame, schema: pl.Schema, name: str) -> pl.DataFrame:
 
 
 def read_table_file(path: Path) -> pl.DataFrame:
-    """A ``.csv``, ``.csv.xz`` or ``.parquet`` file as a frame with every CSV field as text."""
+    """A ``.csv``, ``.csv.xz`` or ``.parquet`` file as a frame with every CSV field as text (xz streamed, with a size cap)."""
     name = path.name
     if not path.is_file():
         raise TraceError(f"{path}: no such file")
@@ -128,12 +134,11 @@ def read_table_file(path: Path) -> pl.DataFrame:
     try:
         if name.endswith(".parquet"):
             return pl.read_parquet(path)
-        data = lzma.decompress(path.read_bytes()) if name.endswith(".xz") else path.read_bytes()
-        return pl.read_csv(data, infer_schema=False)
+        return pl.read_csv(read_compressed(path), infer_schema=False)
     except pl.exceptions.NoDataError:
         raise TraceError(f"{path}: empty file (no header, no rows)") from None
-    except (lzma.LZMAError, EOFError) as exc:
-        raise TraceError(f"{path}: truncated or corrupt xz stream ({exc})") from None
+    except IngestError as exc:  # a truncated, corrupt or oversized xz stream
+        raise TraceError(f"{path}: {exc.message}") from None
     except (pl.exceptions.PolarsError, OSError) as exc:
         raise TraceError(f"{path}: unreadable ({' '.join(str(exc).split())[:200]})") from None
 
