@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -50,3 +51,27 @@ def test_measure_profile_without_torch_names_make_setup_measure(tmp_path: Path) 
         "Error: measure profile needs torch, which is not installed: run `make setup-measure` (pip install -e '.[measure]', torch==2.13.0)"
     ]
     assert not (tmp_path / "x.csv").exists()
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["simulate", "single", "--trace-dir", "{mirror}/zeus", "--num-recurrence", "2"],
+        ["simulate", "groups", "--trace-dir", "{mirror}/zeus", "--groups", "{groups}"],
+        ["sql", "select 42"],
+    ],
+    ids=["simulate single", "simulate groups", "sql"],
+)
+def test_fast_commands_import_no_pandas_pandera_or_dagster(argv: list[str], mirror: Path, tmp_path: Path) -> None:
+    groups = tmp_path / "groups.csv"
+    groups.write_text("group,start_time,end_time,dataset,runtime_ratio\ng,0,10,cifar100,1.0\n")
+    args = [a.format(mirror=mirror, groups=groups) for a in argv]
+    code = (
+        "import sys\nfrom pipelines.cli import main\n"
+        f"try:\n    main({args!r})\nexcept SystemExit as exc:\n    assert not exc.code, exc.code\n"
+        "print('LOADED', sorted(m for m in ('pandas', 'pandera', 'dagster') if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False, cwd=tmp_path,
+                         env={**os.environ, "GPU_ENERGY_HOME": str(tmp_path)})
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip().splitlines()[-1] == "LOADED []"

@@ -10,10 +10,12 @@ from pathlib import Path
 import polars as pl
 import pytest
 
+from pipelines.contracts.base import polars_schema
+from pipelines.contracts.sources import ZeusTrainRuns
 from pipelines.paths import REPO_ROOT
 from pipelines.zeus.groups import group_job_spec
 from pipelines.zeus.single import simulate_single
-from pipelines.zeus.traces import TRAIN_SCHEMA, TraceError, Traces, build_table, read_materialized, read_trace_dir
+from pipelines.zeus.traces import TRAIN_COLUMNS, TraceError, Traces, build_table, read_materialized, read_trace_dir
 
 PEER = runpy.run_path(str(REPO_ROOT / "bench" / "_zeus_peer.py"))
 GPUS: tuple[str, ...] = PEER["GPUS"]
@@ -91,7 +93,9 @@ def test_bad_csv_values_name_file_line_and_column(tmp_path: Path, mirror: Path) 
         read_trace_dir(tmp_path)
     path.write_text(good + "cifar100,shufflenetv2,8,adadelta,1e-1,1,0.6,nan\ncifar100,shufflenetv2,8,adadelta,1e-1,2,0.6,\n")
     traces = read_trace_dir(tmp_path)
-    assert traces.train["target_epoch"].null_count() == 2 and traces.train.schema == pl.Schema(TRAIN_SCHEMA)
+    assert traces.train["target_epoch"].null_count() == 2
+    contract = polars_schema(ZeusTrainRuns)
+    assert traces.train.schema == pl.Schema({c: contract[c] for c in TRAIN_COLUMNS})
 
 
 def test_unknown_gpu_and_missing_assets_are_clear(traces: Traces, tmp_path: Path) -> None:
@@ -99,3 +103,12 @@ def test_unknown_gpu_and_missing_assets_are_clear(traces: Traces, tmp_path: Path
         build_table(traces, "h100", group_job_spec(traces, "v100", "squad"))
     with pytest.raises(TraceError, match="make materialize"):
         read_materialized(tmp_path)
+
+
+def test_the_simulators_columns_are_the_contracts() -> None:
+    """The simulator reads columns by name from tables validated against these contracts: the names must exist there."""
+    from pipelines.contracts.sources import ZeusPowerProfiles
+    from pipelines.zeus.traces import POWER_COLUMNS
+
+    assert set(TRAIN_COLUMNS) <= set(polars_schema(ZeusTrainRuns))
+    assert set(POWER_COLUMNS) <= set(polars_schema(ZeusPowerProfiles))

@@ -30,16 +30,12 @@ import numpy as np
 import polars as pl
 from tqdm import tqdm
 
-from pipelines.contracts.base import polars_schema, split_valid
-from pipelines.contracts.zeus import ZeusGroupRuns, ZeusGroups
 from pipelines.zeus.errors import SimulationError
 from pipelines.zeus.policies import PolicyName, make_policy
 from pipelines.zeus.runs import RunSampler, hybrid_cost
 from pipelines.zeus.traces import JobSpec, TraceError, Traces, WorkloadTable, build_table, read_table_file, workload_columns
 from pipelines.zeus.workloads import WORKLOAD_BY_DATASET
 
-GROUP_SCHEMA = polars_schema(ZeusGroups)
-RESULT_SCHEMA = polars_schema(ZeusGroupRuns)
 #: Runs of one trace job after which its group is declared stuck (the published code would retry forever).
 _MAX_ATTEMPTS = 1_000
 _ROW = "_row"
@@ -79,7 +75,12 @@ def conform_groups(frame: pl.DataFrame, name: str = "group table", from_text: bo
     or any rule of ``ZeusGroups`` (a null or NaN, end before start, a non-positive runtime ratio,
     an unknown dataset, a group with several datasets).
     """
-    missing = [c for c in GROUP_SCHEMA if c not in frame.columns]
+    # The contracts load dataframely: imported here, so that the single-job path never loads it.
+    from pipelines.contracts.base import polars_schema, split_valid
+    from pipelines.contracts.zeus import ZeusGroups
+
+    schema = polars_schema(ZeusGroups)
+    missing = [c for c in schema if c not in frame.columns]
     if missing:
         raise GroupTableError(f"{name}: column {missing[0]!r} is missing (has {', '.join(frame.columns)})")
     if frame.height == 0:
@@ -88,13 +89,13 @@ def conform_groups(frame: pl.DataFrame, name: str = "group table", from_text: bo
     def where(i: int) -> str:
         return f"{name}:{i + 2}" if from_text else f"{name}: row {i}"
 
-    for column, dtype in GROUP_SCHEMA.items():
+    for column, dtype in schema.items():
         source = frame[column]
         unparsed = source.cast(dtype, strict=False).is_null() & source.is_not_null()
         if unparsed.any():
             i = int(unparsed.arg_true()[0])
             raise GroupTableError(f"{where(i)}: column {column!r}: cannot use {source[i]!r} as {dtype}")
-    typed = frame.select([pl.col(c).cast(t, strict=False) for c, t in GROUP_SCHEMA.items()])
+    typed = frame.select([pl.col(c).cast(t, strict=False) for c, t in schema.items()])
     _, bad = split_valid(typed.with_row_index(_ROW), ZeusGroups)
     if bad.height:
         first = bad.row(0, named=True)
@@ -192,20 +193,24 @@ def replay_groups(
 ) -> pl.DataFrame:
     """Replay every group of ``groups`` (see ``conform_groups``) on ``gpu``; one row per reported run.
 
-    Columns (``RESULT_SCHEMA``): group, job (index of the trace job in its group, by start),
+    Columns (contract ``ZeusGroupRuns``): group, job (index of the trace job in its group, by start),
     start_time/end_time (s, of this run: a retry starts when the run before it ended), bs, pl (W),
     energy (J) and time (s) scaled by runtime_ratio, reached. Rows are in replay order.
     """
+    from pipelines.contracts.base import polars_schema
+    from pipelines.contracts.zeus import ZeusGroupRuns
+
+    result_schema = polars_schema(ZeusGroupRuns)
     groups = conform_groups(groups)
     tables: dict[str, WorkloadTable] = {}
     for dataset in sorted(groups["dataset"].unique().to_list()):
         tables[dataset] = build_table(traces, gpu, group_job_spec(traces, gpu, dataset))
     n_groups = groups["group"].n_unique()
-    columns: dict[str, list] = {c: [] for c in RESULT_SCHEMA}
+    columns: dict[str, list] = {c: [] for c in result_schema}
     for group, dataset, start, end, ratio in tqdm(iter_groups(groups), total=n_groups, disable=not progress, unit="group"):
         runs = replay_group(tables[dataset], start, end, ratio, eta, beta, group_seed(group), policy)
         columns["group"].extend([group] * len(runs))
         if runs:
-            for name, values in zip(list(RESULT_SCHEMA)[1:], zip(*runs, strict=True), strict=True):
+            for name, values in zip(list(result_schema)[1:], zip(*runs, strict=True), strict=True):
                 columns[name].extend(values)
-    return pl.DataFrame(columns, schema=RESULT_SCHEMA)
+    return pl.DataFrame(columns, schema=result_schema)

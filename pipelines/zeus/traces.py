@@ -16,21 +16,22 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import polars as pl
 
-from pipelines.contracts.base import polars_schema
-from pipelines.contracts.sources import ZeusPowerProfiles, ZeusTrainRuns
-from pipelines.ingest.common import IngestError, IngestResult
-from pipelines.ingest.compressed import read_compressed
-from pipelines.ingest.zeus import power_file, read_power, read_train
 from pipelines.zeus.exact import kahan_mean_of_copies, tiled_mean
 
-TRAIN_SCHEMA = polars_schema(ZeusTrainRuns)
-#: The power columns the simulator reads: those of the table but its provenance (``source``).
-POWER_SCHEMA = pl.Schema({c: t for c, t in polars_schema(ZeusPowerProfiles).items() if c != "source"})
+if TYPE_CHECKING:
+    from pipelines.ingest.common import IngestResult
+
+#: The columns of each trace the simulator reads. Their types and units are the contracts'
+#: (``ZeusTrainRuns``, ``ZeusPowerProfiles``), which every table passed here already satisfies: the
+#: materialized tables were validated when written, CSVs are validated by the ingest readers. So
+#: the simulator's own path imports no validation library (the command line starts faster).
+TRAIN_COLUMNS: tuple[str, ...] = ("dataset", "network", "batch_size", "optimizer", "target_metric", "target_epoch")
+POWER_COLUMNS: tuple[str, ...] = ("gpu", "dataset", "network", "batch_size", "optimizer", "power_limit", "time_per_epoch", "average_power")
 #: The columns a train row and a power row are joined on (the published simulator's inner merge).
 JOIN_KEY: tuple[str, ...] = ("dataset", "network", "batch_size", "optimizer")
 TRAIN_TABLE = "zeus_train_runs"
@@ -84,6 +85,9 @@ def read_trace_dir(folder: Path, gpus: tuple[str, ...] | None = None) -> Traces:
     Parsed and validated by the ingest readers (``pipelines.ingest.zeus``); a bad value raises
     ``TraceError`` with its file, line and column instead of being quarantined.
     """
+    from pipelines.ingest.common import IngestError
+    from pipelines.ingest.zeus import power_file, read_power, read_train
+
     train_path = folder / "summary_train.csv"
     if not train_path.is_file():
         raise TraceError(f"{train_path}: no such file")
@@ -106,26 +110,27 @@ def read_materialized(assets: Path) -> Traces:
     for path in paths.values():
         if not path.is_file():
             raise TraceError(f"{path} does not exist: run `make materialize` or pass --trace-dir with the Zeus CSVs")
-    return from_frames(pl.read_parquet(paths[TRAIN_TABLE]), pl.read_parquet(paths[POWER_TABLE]))
+    return from_frames(pl.read_parquet(paths[TRAIN_TABLE], columns=list(TRAIN_COLUMNS)),
+                       pl.read_parquet(paths[POWER_TABLE], columns=list(POWER_COLUMNS)))
 
 
 def from_frames(train: pl.DataFrame, power: pl.DataFrame) -> Traces:
-    """Check and cast in-memory frames to the trace schemas (extra columns dropped, order kept)."""
-    return Traces(_conform(train, TRAIN_SCHEMA, "train trace"), _conform(power, POWER_SCHEMA, "power trace"))
+    """The simulator's columns of validated trace tables (``TRAIN_COLUMNS``, ``POWER_COLUMNS``; row order kept)."""
+    return Traces(_columns(train, TRAIN_COLUMNS, "train trace"), _columns(power, POWER_COLUMNS, "power trace"))
 
 
-def _conform(frame: pl.DataFrame, schema: pl.Schema, name: str) -> pl.DataFrame:
-    missing = [c for c in schema if c not in frame.columns]
+def _columns(frame: pl.DataFrame, columns: tuple[str, ...], name: str) -> pl.DataFrame:
+    missing = [c for c in columns if c not in frame.columns]
     if missing:
         raise TraceError(f"{name}: column {missing[0]!r} is missing (has {', '.join(frame.columns)})")
-    try:
-        return frame.select([pl.col(c).cast(t) for c, t in schema.items()])
-    except pl.exceptions.PolarsError as exc:
-        raise TraceError(f"{name}: {exc}") from exc
+    return frame.select(columns)
 
 
 def read_table_file(path: Path) -> pl.DataFrame:
     """A ``.csv``, ``.csv.xz`` or ``.parquet`` file as a frame with every CSV field as text (xz streamed, with a size cap)."""
+    from pipelines.ingest.common import IngestError
+    from pipelines.ingest.compressed import read_compressed
+
     name = path.name
     if not path.is_file():
         raise TraceError(f"{path}: no such file")
