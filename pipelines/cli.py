@@ -14,9 +14,11 @@ SUBCOMMANDS: dict[str, str] = {
     "fetch": "pipelines.sources_cli:fetch_cmd",
     "sql": "pipelines.sql_cli:sql",
     "materialize": "pipelines.materialize:materialize",
+    "recover": "pipelines.run_recovery:recover_cmd",
     "simulate": "pipelines.zeus.cli:simulate",
     "hetero": "pipelines.hetero.cli:hetero",
     "measure": "pipelines.measure.cli:measure",
+    "sweep": "pipelines.clusters.sweep_cli:sweep_cmd",
 }
 
 

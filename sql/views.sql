@@ -20,6 +20,7 @@ create or replace view cluster_workload_jobs as select * from read_parquet('asse
 create or replace view zeus_cluster_history as select * from read_parquet('assets/zeus_cluster_history/*.parquet', union_by_name = true);
 create or replace view zeus_cluster_summary as select * from read_parquet('assets/zeus_cluster_summary/*.parquet', union_by_name = true);
 create or replace view zeus_single_job_sweep as select * from read_parquet('assets/zeus_single_job_sweep/*.parquet', union_by_name = true);
+create or replace view zeus_knob_grid as select * from read_parquet('assets/zeus_knob_grid.parquet');
 
 -- hetero layer (Zeus²): one row per workload, method and cost model
 create or replace view hetero_allocations as select * from read_parquet('assets/hetero_allocations.parquet');

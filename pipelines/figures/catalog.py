@@ -197,6 +197,19 @@ CLUSTERS = FigureFamily("cluster_figures", (
 ))
 
 
+def _knob_grid(frames: Frames) -> Plan:
+    from pipelines.figures import knob_grid
+
+    return Plan([("knob_grid_savings", lambda: knob_grid.savings_vs_knobs(frames["zeus_knob_grid"]))])
+
+
+KNOB_GRID = FigureFamily("knob_grid_figures", (
+    FigureAsset("knob_grid_savings",
+                "Energy and time Zeus saves vs Default over each whole trace as eta (and beta) vary, per GPU; spread over seeds.",
+                ("zeus_knob_grid",), _knob_grid),
+))
+
+
 # ---------------------------------------------------------------------------------------------
 # traces: ITP, ElasticFlow, AcmeTrace, Alibaba
 
@@ -262,6 +275,6 @@ TRACES = FigureFamily("trace_figures", (
 ))
 
 #: Every family, each one Dagster step.
-FAMILIES: tuple[FigureFamily, ...] = (ENERGY, POWER, SIMULATION, CLUSTERS, TRACES)
+FAMILIES: tuple[FigureFamily, ...] = (ENERGY, POWER, SIMULATION, CLUSTERS, KNOB_GRID, TRACES)
 
 
