@@ -57,7 +57,12 @@ def partition_file_name(partition_key: str) -> str:
 
 
 class ParquetIOManager(dg.ConfigurableIOManager):
-    """Stores polars DataFrames as zstd Parquet under ``<root>/assets``, atomically."""
+    """Stores polars DataFrames as zstd Parquet under ``<root>/assets``, atomically.
+
+    A run over several partitions (a single-run backfill, ``BackfillPolicy.single_run()``) returns
+    a ``{partition key: DataFrame}`` mapping with exactly the run's partition keys; each is written
+    to its own file. A one-partition run may return the frame itself.
+    """
 
     root: str = ""
 
@@ -70,11 +75,25 @@ class ParquetIOManager(dg.ConfigurableIOManager):
             return base.with_name(base.name + ".parquet")
         return base / partition_file_name(partition_key)
 
-    def handle_output(self, context: dg.OutputContext, obj: pl.DataFrame | None) -> None:
+    def handle_output(self, context: dg.OutputContext, obj: pl.DataFrame | dict[str, pl.DataFrame] | None) -> None:
         if obj is None:
             return
+        name = context.asset_key.to_user_string()
+        if isinstance(obj, dict):
+            expected = set(context.asset_partition_keys) if context.has_asset_partitions else set()
+            if set(obj) != expected or not all(isinstance(v, pl.DataFrame) for v in obj.values()):
+                raise TypeError(f"{name}: a mapping output must hold one DataFrame per partition of the run {sorted(expected)}, "
+                                f"got {sorted(obj)}")
+            paths = [write_parquet_atomic(frame, self._path(context.asset_key, key)) for key, frame in sorted(obj.items())]
+            combined = pl.concat(list(obj.values()), how="vertical_relaxed") if obj else pl.DataFrame()
+            context.add_output_metadata({
+                **table_metadata(combined),
+                "rows_by_partition": dg.MetadataValue.json({k: v.height for k, v in sorted(obj.items())}),
+                "files": len(paths),
+            })
+            return
         if not isinstance(obj, pl.DataFrame):
-            raise TypeError(f"{context.asset_key.to_user_string()}: expected a polars DataFrame, got {type(obj)!r}")
+            raise TypeError(f"{name}: expected a polars DataFrame, got {type(obj)!r}")
         partition = context.partition_key if context.has_asset_partitions else None
         path = write_parquet_atomic(obj, self._path(context.asset_key, partition))
         context.add_output_metadata(table_metadata(obj, path))

@@ -49,3 +49,33 @@ def test_failed_write_keeps_the_previous_file(tmp_path: Path) -> None:
         write_parquet_atomic(Boom({"a": [9]}), target)
     assert pl.read_parquet(target)["a"].to_list() == [1, 2, 3]
     assert [p.name for p in tmp_path.iterdir()] == ["t.parquet"]
+
+
+@dg.asset(partitions_def=parts, backfill_policy=dg.BackfillPolicy.single_run())
+def per_gpu_at_once(context: dg.AssetExecutionContext) -> dict[str, pl.DataFrame]:
+    return {key: pl.DataFrame({"gpu": [key], "runs": [len(key)]}) for key in context.partition_keys}
+
+
+def test_a_run_over_several_partitions_writes_one_file_each(tmp_path: Path) -> None:
+    io = ParquetIOManager(root=str(tmp_path))
+    tags = {"dagster/asset_partition_range_start": "v100", "dagster/asset_partition_range_end": "a40"}
+    result = dg.materialize([per_gpu_at_once], tags=tags, resources={"io_manager": io})
+    assert result.success
+    events = result.get_asset_materialization_events()
+    assert sorted(e.partition for e in events) == ["a40", "v100"]
+    assert events[0].materialization.metadata["rows_by_partition"].value == {"a40": 1, "v100": 1}
+    folder = tmp_path / "assets/per_gpu_at_once"
+    assert pl.read_parquet(folder / "a40.parquet").to_dicts() == [{"gpu": "a40", "runs": 3}]
+    assert pl.read_parquet(folder / "v100.parquet").to_dicts() == [{"gpu": "v100", "runs": 4}]
+
+
+@dg.asset(partitions_def=parts, backfill_policy=dg.BackfillPolicy.single_run())
+def missing_a_partition(context: dg.AssetExecutionContext) -> dict[str, pl.DataFrame]:
+    return {"v100": pl.DataFrame({"x": [1]})}
+
+
+def test_a_mapping_must_hold_exactly_the_runs_partitions(tmp_path: Path) -> None:
+    tags = {"dagster/asset_partition_range_start": "v100", "dagster/asset_partition_range_end": "a40"}
+    with pytest.raises(TypeError, match=r"one DataFrame per partition of the run \['a40', 'v100'\], got \['v100'\]"):
+        dg.materialize([missing_a_partition], tags=tags, resources={"io_manager": ParquetIOManager(root=str(tmp_path))})
+    assert not (tmp_path / "assets/missing_a_partition").exists()

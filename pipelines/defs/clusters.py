@@ -62,14 +62,21 @@ def runtime_ratio_means_one(cluster_workload_jobs: pl.DataFrame) -> dg.AssetChec
     return dg.AssetCheckResult(passed=worst < 1e-9, metadata={"max_abs_deviation": worst})
 
 
-def _partition(context: dg.AssetExecutionContext) -> tuple[str, str]:
-    keys = context.partition_key.keys_by_dimension  # type: ignore[attr-defined]
+#: Every partitioned asset here materializes any set of its partitions in one run (one step, one
+#: process: a backfill of all 16 trace x GPU partitions is one run, not 16 run processes); the
+#: step returns {partition key: frame} and the IO manager writes one file per partition.
+ONE_RUN = dg.BackfillPolicy.single_run()
+
+
+def _trace_gpu(key: str) -> tuple[str, str]:
+    keys = trace_gpu_partitions.get_partition_key_from_str(key).keys_by_dimension
     return keys["trace"], keys["gpu"]
 
 
 @dg.asset(
     group_name="clusters",
     partitions_def=trace_gpu_partitions,
+    backfill_policy=ONE_RUN,
     kinds={"polars", "parquet"},
     description=f"Per-run history of Zeus, Default and Grid Search replaying every group of a trace on a GPU "
     f"(eta {ETA}, beta {BETA}); energy in J for the whole job (x num_gpu), time in s.",
@@ -79,26 +86,34 @@ def zeus_cluster_history(
     cluster_workload_jobs: pl.DataFrame,
     zeus_train_runs: pl.DataFrame,
     zeus_power_profiles: pl.DataFrame,
-) -> pl.DataFrame:
-    trace, gpu = _partition(context)
-    jobs = cluster_workload_jobs.filter(pl.col("trace") == trace)
-    if jobs.height == 0:
-        context.log.warning(f"trace {trace} has no jobs (its optional source is missing): empty history")
+) -> dict[str, pl.DataFrame]:
     traces = from_frames(zeus_train_runs, zeus_power_profiles)
-    return simulate.simulate_trace(jobs, traces, gpu, eta=ETA, beta=BETA, log=context.log.info)
+    out = {}
+    for key in context.partition_keys:
+        trace, gpu = _trace_gpu(key)
+        jobs = cluster_workload_jobs.filter(pl.col("trace") == trace)
+        if jobs.height == 0:
+            context.log.warning(f"trace {trace} has no jobs (its optional source is missing): empty history")
+        out[key] = simulate.simulate_trace(jobs, traces, gpu, eta=ETA, beta=BETA, log=context.log.info)
+    return out
 
 
 @dg.asset(
     group_name="clusters",
     partitions_def=trace_gpu_partitions,
+    backfill_policy=ONE_RUN,
     kinds={"polars", "parquet"},
     description="Per trace, workload and GPU: energy (J, MWh) and time (s) of Zeus, Default and Grid Search, and Zeus's savings (%).",
     check_specs=[dg.AssetCheckSpec("matches_history", asset="zeus_cluster_summary",
                                    description="Energy and time totals equal the sums over the history.")],
 )
-def zeus_cluster_summary(zeus_cluster_history: pl.DataFrame):  # noqa: ANN201 (yields an Output and a check result)
-    summary = simulate.summarize(zeus_cluster_history)
-    yield dg.Output(summary)
+def zeus_cluster_summary(context: dg.AssetExecutionContext, zeus_cluster_history: pl.DataFrame):
+    out = {}
+    for key in context.partition_keys:
+        trace, gpu = _trace_gpu(key)
+        out[key] = simulate.summarize(zeus_cluster_history.filter((pl.col("trace") == trace) & (pl.col("gpu") == gpu)))
+    yield dg.Output(out)
+    summary = pl.concat(list(out.values()), how="vertical_relaxed")
     mismatches = simulate.summary_mismatches(summary, zeus_cluster_history)
     yield dg.AssetCheckResult(check_name="matches_history", passed=not mismatches, metadata={"mismatches": dg.MetadataValue.json(mismatches)})
 
@@ -106,17 +121,19 @@ def zeus_cluster_summary(zeus_cluster_history: pl.DataFrame):  # noqa: ANN201 (y
 @dg.asset(
     group_name="clusters",
     partitions_def=gpu_partitions,
+    backfill_policy=ONE_RUN,
     kinds={"polars", "parquet"},
     description="Single recurring jobs: 6 workloads x eta {0..1} x beta {2, inf} x 5 seeds under Zeus, Default and Grid "
     "Search, one row per recurrence, with cumulative regret against the Oracle.",
 )
 def zeus_single_job_sweep(
     context: dg.AssetExecutionContext, zeus_train_runs: pl.DataFrame, zeus_power_profiles: pl.DataFrame
-) -> dg.Output[pl.DataFrame]:
+) -> dg.Output[dict[str, pl.DataFrame]]:
     traces = from_frames(zeus_train_runs, zeus_power_profiles)
-    rows, errors = simulate.single_job_sweep(
-        traces, [context.partition_key], sorted(WORKLOAD_DEFAULTS), SWEEP_ETAS, SWEEP_BETAS, SWEEP_SEEDS
-    )
+    out, errors = {}, []
+    for gpu in context.partition_keys:
+        out[gpu], skipped = simulate.single_job_sweep(traces, [gpu], sorted(WORKLOAD_DEFAULTS), SWEEP_ETAS, SWEEP_BETAS, SWEEP_SEEDS)
+        errors += skipped
     for error in errors:
         context.log.warning(f"not simulated (the published simulator raises here): {error}")
-    return dg.Output(rows, metadata={"skipped_combinations": len(errors), "skipped": dg.MetadataValue.json(errors[:50])})
+    return dg.Output(out, metadata={"skipped_combinations": len(errors), "skipped": dg.MetadataValue.json(errors[:50])})
