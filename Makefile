@@ -7,6 +7,7 @@ STAMP := $(VENV)/.installed
 MEASURE_STAMP := $(VENV)/.installed-measure
 export DAGSTER_HOME := $(CURDIR)/.dagster_home
 SELECT ?= *
+DEV_PORT ?= 3000
 
 .PHONY: setup setup-measure fetch materialize figures test bench dev sql clean
 
@@ -51,10 +52,10 @@ test: $(MEASURE_STAMP)
 bench: $(STAMP)
 	for f in bench/bench_*.py; do echo "== $$f"; $(PY) $$f || exit 1; done
 
-## dev: the Dagster UI and daemon on 127.0.0.1:3000, after marking runs left behind by a killed command as failed.
+## dev: the Dagster UI and daemon on 127.0.0.1:$(DEV_PORT) (3000), after marking runs left behind by a killed command as failed.
 dev: $(STAMP) $(DAGSTER_HOME)/dagster.yaml
 	$(PY) -m pipelines recover
-	$(VENV)/bin/dagster dev -w workspace.yaml -h 127.0.0.1
+	$(VENV)/bin/dagster dev -w workspace.yaml -h 127.0.0.1 -p $(DEV_PORT)
 
 ## sql: interactive DuckDB shell with a view per asset (in-memory: never locks a materialization).
 sql: $(STAMP)

@@ -289,22 +289,34 @@ def _run_all(runs: Any, specs: list[Any], graph: Any, executor: str, concurrency
 
 
 def _cancel(runs: Any, active: dict[int, tuple[str, float]], specs: list[Any], outcome: _Outcome) -> None:
-    """Cancel the runs in flight, wait for them to end CANCELED; mark CANCELED those that do not end in time."""
+    """Cancel the runs in flight, wait for them to end CANCELED; mark CANCELED those that do not end in time.
+
+    A run whose worker has not started it yet is marked CANCELED at once (its worker then leaves
+    it alone); a started one is terminated through the run launcher (its worker stops it).
+    """
+    import dagster as dg
+
     _echo(f"stopping: canceling {len(active)} run(s) in flight, launching nothing more")
+    instance = runs.instance
     for run_id, _ in active.values():
+        run = instance.get_run_by_id(run_id)
+        if run is None or run.is_finished:
+            continue
         try:
-            runs.cancel(run_id)
+            if run.status in (dg.DagsterRunStatus.NOT_STARTED, dg.DagsterRunStatus.STARTING):
+                instance.report_run_canceled(run, "Canceled by pipelines materialize before it started.")
+            else:
+                runs.cancel(run_id)
         except Exception as exc:  # the worker may be gone already; the run is marked below
             _echo(f"cancel {run_id[:8]}: {exc}")
     deadline = time.monotonic() + CANCEL_GRACE_S
-    instance = runs.instance
     while active and time.monotonic() < deadline:
         for i, (run_id, _) in list(active.items()):
             run = instance.get_run_by_id(run_id)
             if run is None or run.is_finished:
                 del active[i]
                 outcome.status[i] = run.status.value if run else "CANCELED"
-        time.sleep(POLL_S)
+        time.sleep(POLL_S / 4)
     for i, (run_id, _) in active.items():
         run = instance.get_run_by_id(run_id)
         if run is not None and not run.is_finished:
