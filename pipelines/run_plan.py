@@ -29,6 +29,8 @@ import dagster as dg
 if TYPE_CHECKING:  # Dagster does not export the asset graph's type
     from dagster._core.definitions.assets.graph.asset_graph import AssetGraph
 
+#: Groups whose steps are light (fetch a file, read and validate a table): never worth a process of their own.
+LIGHT_GROUPS = frozenset({"raw", "ingest", "quarantine"})
 #: The tags of a run over a range of partitions (what a single-run backfill launches).
 RANGE_START, RANGE_END = "dagster/asset_partition_range_start", "dagster/asset_partition_range_end"
 
@@ -130,10 +132,14 @@ def plan_runs(graph: AssetGraph, keys: set[dg.AssetKey]) -> list[RunSpec]:
 
 
 def _parallel(graph: AssetGraph, assets: list[dg.AssetKey], ancestors: Mapping[dg.AssetKey, AbstractSet[dg.AssetKey]]) -> bool:
-    """True when two of the run's steps (assets definitions) do not depend on each other."""
+    """True when two of the run's steps (assets definitions) that are not light do not depend on each other.
+
+    Steps of the ``LIGHT_GROUPS`` take well under a second: a process each would cost more than it saves.
+    """
     steps: dict[int, set[dg.AssetKey]] = {}
     for a in assets:
-        steps.setdefault(id(graph.get(a).assets_def), set()).add(a)
+        if graph.get(a).group_name not in LIGHT_GROUPS:
+            steps.setdefault(id(graph.get(a).assets_def), set()).add(a)
     groups = list(steps.values())
     for i, first in enumerate(groups):
         for second in groups[i + 1:]:

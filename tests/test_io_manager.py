@@ -2,6 +2,7 @@
 # No `from __future__ import annotations`: Dagster reads the context annotation at definition time.
 
 
+import warnings
 from pathlib import Path
 
 import dagster as dg
@@ -51,9 +52,16 @@ def test_failed_write_keeps_the_previous_file(tmp_path: Path) -> None:
     assert [p.name for p in tmp_path.iterdir()] == ["t.parquet"]
 
 
-@dg.asset(partitions_def=parts, backfill_policy=dg.BackfillPolicy.single_run())
-def per_gpu_at_once(context: dg.AssetExecutionContext) -> dict[str, pl.DataFrame]:
-    return {key: pl.DataFrame({"gpu": [key], "runs": [len(key)]}) for key in context.partition_keys}
+with warnings.catch_warnings():  # backfill_policy is a beta parameter of @asset
+    warnings.simplefilter("ignore", dg.BetaWarning)
+
+    @dg.asset(partitions_def=parts, backfill_policy=dg.BackfillPolicy.single_run())
+    def per_gpu_at_once(context: dg.AssetExecutionContext) -> dict[str, pl.DataFrame]:
+        return {key: pl.DataFrame({"gpu": [key], "runs": [len(key)]}) for key in context.partition_keys}
+
+    @dg.asset(partitions_def=parts, backfill_policy=dg.BackfillPolicy.single_run())
+    def missing_a_partition(context: dg.AssetExecutionContext) -> dict[str, pl.DataFrame]:
+        return {"v100": pl.DataFrame({"x": [1]})}
 
 
 def test_a_run_over_several_partitions_writes_one_file_each(tmp_path: Path) -> None:
@@ -67,11 +75,6 @@ def test_a_run_over_several_partitions_writes_one_file_each(tmp_path: Path) -> N
     folder = tmp_path / "assets/per_gpu_at_once"
     assert pl.read_parquet(folder / "a40.parquet").to_dicts() == [{"gpu": "a40", "runs": 3}]
     assert pl.read_parquet(folder / "v100.parquet").to_dicts() == [{"gpu": "v100", "runs": 4}]
-
-
-@dg.asset(partitions_def=parts, backfill_policy=dg.BackfillPolicy.single_run())
-def missing_a_partition(context: dg.AssetExecutionContext) -> dict[str, pl.DataFrame]:
-    return {"v100": pl.DataFrame({"x": [1]})}
 
 
 def test_a_mapping_must_hold_exactly_the_runs_partitions(tmp_path: Path) -> None:

@@ -251,3 +251,28 @@ def test_kill_9_of_the_command_leaves_no_process_and_no_started_run(knob_grid_pr
         driver.wait(timeout=10)
         _wait(lambda: not group_alive(orchestrator_group), "every process of the command to end", timeout=60)
         assert _status(home, run.run_id) == dg.DagsterRunStatus.CANCELED
+
+
+def test_failed_checks_and_steps_are_named() -> None:
+    from pipelines.materialize import _collect_problems, _Outcome
+
+    @dg.asset(check_specs=[dg.AssetCheckSpec("no_negative", asset="table", blocking=True),
+                           dg.AssetCheckSpec("few_rows", asset="table", blocking=False)])
+    def table() -> Iterator[dg.Output[int] | dg.AssetCheckResult]:
+        yield dg.Output(1)
+        yield dg.AssetCheckResult(check_name="no_negative", passed=False)
+        yield dg.AssetCheckResult(check_name="few_rows", passed=False, severity=dg.AssetCheckSeverity.WARN)
+
+    @dg.asset
+    def downstream(table: int) -> int:
+        return table
+
+    with dg.instance_for_test() as instance:
+        result = dg.materialize([table, downstream], instance=instance, raise_on_error=False)
+        run = instance.get_run_by_id(result.run_id)
+        outcome = _Outcome()
+        _collect_problems(instance, result.run_id, "two assets", run.status.value, dg.Definitions(assets=[table, downstream])
+                          .resolve_asset_graph(), outcome)
+    assert any("blocking ERROR check no_negative on table failed" in p for p in outcome.problems), outcome.problems
+    assert outcome.warnings == [f"run {result.run_id[:8]} (two assets): WARN check few_rows on table failed"]
+    assert run.status == dg.DagsterRunStatus.FAILURE  # the blocking check stopped downstream
