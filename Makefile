@@ -7,6 +7,7 @@ STAMP := $(VENV)/.installed
 MEASURE_STAMP := $(VENV)/.installed-measure
 export DAGSTER_HOME := $(CURDIR)/.dagster_home
 SELECT ?= *
+DEV_PORT ?= 3000
 
 .PHONY: setup setup-measure fetch materialize figures test lint bench dev sql clean
 
@@ -25,17 +26,21 @@ $(MEASURE_STAMP): $(STAMP)
 
 setup-measure: $(MEASURE_STAMP)
 
-$(DAGSTER_HOME):
+## The instance: at most 2 UI runs at once; run monitoring fails runs stuck STARTING or CANCELING
+## (runs whose process died while STARTED are marked failed by `python -m pipelines recover`, run first by dev
+## and materialize).
+$(DAGSTER_HOME)/dagster.yaml: Makefile
 	mkdir -p $(DAGSTER_HOME)
-	printf 'concurrency:\n  runs:\n    max_concurrent_runs: 2\ntelemetry:\n  enabled: false\n' > $(DAGSTER_HOME)/dagster.yaml
+	printf 'concurrency:\n  runs:\n    max_concurrent_runs: 2\nrun_monitoring:\n  enabled: true\n  start_timeout_seconds: 180\n  cancel_timeout_seconds: 60\n  poll_interval_seconds: 30\ntelemetry:\n  enabled: false\n' > $@
 
 ## fetch: copy/download every upstream file into raw/, verified by sha256.
 fetch: $(STAMP)
 	$(PY) -m pipelines fetch
 
 ## materialize: every asset and partition (SELECT=... narrows it), fetching as needed.
-materialize: $(STAMP) | $(DAGSTER_HOME)
-	$(PY) -m pipelines materialize --select '$(SELECT)'
+## --exit-with-parent: killing make stops the runs too.
+materialize: $(STAMP) $(DAGSTER_HOME)/dagster.yaml
+	$(PY) -m pipelines materialize --select '$(SELECT)' --exit-with-parent
 
 ## figures: the main command: fetch, materialize everything, render figures/.
 figures: materialize
@@ -52,9 +57,10 @@ lint: $(STAMP)
 bench: $(STAMP)
 	for f in bench/bench_*.py; do echo "== $$f"; $(PY) $$f || exit 1; done
 
-## dev: the Dagster UI and daemons (dg dev) on http://127.0.0.1:3000, runs recorded in .dagster_home.
-dev: $(STAMP) | $(DAGSTER_HOME)
-	VIRTUAL_ENV=$(CURDIR)/$(VENV) $(VENV)/bin/dg dev
+## dev: the Dagster UI and daemons (dg dev) on 127.0.0.1:$(DEV_PORT) (3000), after marking runs left behind by a killed command as failed.
+dev: $(STAMP) $(DAGSTER_HOME)/dagster.yaml
+	$(PY) -m pipelines recover
+	VIRTUAL_ENV=$(CURDIR)/$(VENV) $(VENV)/bin/dg dev --host 127.0.0.1 --port $(DEV_PORT)
 
 ## sql: interactive DuckDB shell with a view per asset (in-memory: never locks a materialization).
 ## Each -cmd holds one statement (the DuckDB shell takes no dot command after a ';' in the same -cmd);

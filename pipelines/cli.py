@@ -24,6 +24,8 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "simulate": ("pipelines.zeus.cli:simulate", "Trace-driven Zeus simulation (identical results to the published simulator)."),
     "hetero": ("pipelines.hetero.cli:hetero", "Split a global batch over heterogeneous GPUs and pick their power limits (Zeus²)."),
     "measure": ("pipelines.measure.cli:measure", "Measure time and energy of training on this machine (NVML on GPUs, RAPL on CPUs)."),
+    "recover": ("pipelines.run_recovery:recover_cmd", "Mark runs whose process is gone as failed and remove stale temp files (make dev runs this first)."),
+    "sweep": ("pipelines.clusters.sweep_cli:sweep_cmd", "Replay every trace on every GPU for every (eta, beta, seed) under Zeus and the baselines."),
 }
 
 

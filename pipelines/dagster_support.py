@@ -97,7 +97,13 @@ def partition_file_name(partition_key: str) -> str:
 
 
 class ParquetIOManager(dg.ConfigurableIOManager):
-    """Stores polars DataFrames as zstd Parquet under ``<root>/assets``, atomically, each checked against its contract."""
+    """Stores polars DataFrames as zstd Parquet under ``<root>/assets``, atomically, each checked against its contract.
+
+    A run over several partitions (a single-run backfill, ``BackfillPolicy.single_run()``) returns
+    a ``{partition key: DataFrame}`` mapping with exactly the run's partition keys; each is written
+    to its own file. A one-partition run may return the frame itself. Every frame is validated
+    before any file is written.
+    """
 
     root: str = ""
 
@@ -110,15 +116,30 @@ class ParquetIOManager(dg.ConfigurableIOManager):
             return base.with_name(base.name + ".parquet")
         return base / partition_file_name(partition_key)
 
-    def handle_output(self, context: dg.OutputContext, obj: pl.DataFrame | None) -> None:
+    def handle_output(self, context: dg.OutputContext, obj: pl.DataFrame | dict[str, pl.DataFrame] | None) -> None:
         if obj is None:
             return
-        if not isinstance(obj, pl.DataFrame):
-            raise TypeError(f"{context.asset_key.to_user_string()}: expected a polars DataFrame, got {type(obj)!r}")
         key = context.asset_key.to_user_string()
         contract = table_contract(key)
         if contract is None:
             raise ContractError(f"{key}: no contract; declare the table in pipelines.contracts.registry.TABLES")
+        if isinstance(obj, dict):
+            expected = set(context.asset_partition_keys) if context.has_asset_partitions else set()
+            if set(obj) != expected or not all(isinstance(v, pl.DataFrame) for v in obj.values()):
+                raise TypeError(f"{key}: a mapping output must hold one DataFrame per partition of the run {sorted(expected)}, "
+                                f"got {sorted(obj)}")
+            for part, frame in sorted(obj.items()):
+                validate(frame, contract, name=f"{key} (partition {part})")  # all before anything is written
+            paths = [write_parquet_atomic(frame, self._path(context.asset_key, part)) for part, frame in sorted(obj.items())]
+            combined = pl.concat(list(obj.values()), how="vertical_relaxed") if obj else pl.DataFrame()
+            context.add_output_metadata({
+                **table_metadata(combined, None, contract),
+                "rows_by_partition": dg.MetadataValue.json({k: v.height for k, v in sorted(obj.items())}),
+                "files": len(paths),
+            })
+            return
+        if not isinstance(obj, pl.DataFrame):
+            raise TypeError(f"{key}: expected a polars DataFrame, got {type(obj)!r}")
         partition = context.partition_key if context.has_asset_partitions else None
         where = f"{key} (partition {partition})" if partition is not None else key
         validate(obj, contract, name=where)  # raises before anything is written

@@ -98,12 +98,15 @@ def default_paths() -> ProjectPaths:
 
 
 def default_mirror(home: Path | None = None) -> Path | None:
-    """The local mirror of upstream files: ``$TRACES_MIRROR``, else ``<home>/../shared/traces`` if present."""
+    """The local mirror of upstream files: ``$TRACES_MIRROR``, else ``shared/traces`` beside the data home,
+    else beside the source checkout this package runs from (a clone; never an installed wheel's folder)."""
     env = os.environ.get("TRACES_MIRROR")
     if env:
         return Path(env).expanduser().resolve()
-    candidate = (home or find_home()).parent / "shared" / "traces"
-    return candidate if candidate.is_dir() else None
+    candidates = [(home or find_home()).parent / "shared" / "traces"]
+    if (REPO_ROOT / "pyproject.toml").is_file():  # running from a clone
+        candidates.append(REPO_ROOT.parent / "shared" / "traces")
+    return next((c for c in candidates if c.is_dir()), None)
 
 
 def sql_file(name: str) -> Traversable:

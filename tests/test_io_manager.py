@@ -2,6 +2,7 @@
 # No `from __future__ import annotations`: Dagster reads the context annotation at definition time.
 
 
+import warnings
 from pathlib import Path
 
 import dagster as dg
@@ -26,7 +27,7 @@ class Energy(dy.Schema):
 
 @pytest.fixture(autouse=True)
 def test_contracts(monkeypatch: pytest.MonkeyPatch) -> None:
-    for key in ("per_gpu", "total", "negative"):
+    for key in ("per_gpu", "total", "negative", "per_gpu_at_once", "missing_a_partition", "one_bad_partition"):
         monkeypatch.setitem(registry.TABLES, key, Energy)
 
 
@@ -100,3 +101,46 @@ def test_a_table_without_a_contract_or_with_a_wrong_type_is_refused(tmp_path: Pa
     with pytest.raises(ContractError, match=r"^mistyped: column 'energy_j' has type Int64, the contract says Float64$"):
         dg.materialize([mistyped], resources={"io_manager": io})
     assert not (tmp_path / "assets").exists() or not any((tmp_path / "assets").iterdir())
+
+
+with warnings.catch_warnings():  # backfill_policy is a beta parameter of @asset
+    warnings.simplefilter("ignore", dg.BetaWarning)
+
+    @dg.asset(partitions_def=parts, backfill_policy=dg.BackfillPolicy.single_run())
+    def per_gpu_at_once(context: dg.AssetExecutionContext) -> dict[str, pl.DataFrame]:
+        return {key: pl.DataFrame({"gpu": [key], "energy_j": [float(len(key))]}) for key in context.partition_keys}
+
+    @dg.asset(partitions_def=parts, backfill_policy=dg.BackfillPolicy.single_run())
+    def missing_a_partition(context: dg.AssetExecutionContext) -> dict[str, pl.DataFrame]:
+        return {"v100": pl.DataFrame({"gpu": ["v100"], "energy_j": [1.0]})}
+
+    @dg.asset(partitions_def=parts, backfill_policy=dg.BackfillPolicy.single_run())
+    def one_bad_partition(context: dg.AssetExecutionContext) -> dict[str, pl.DataFrame]:
+        return {"v100": pl.DataFrame({"gpu": ["v100"], "energy_j": [1.0]}), "a40": pl.DataFrame({"gpu": ["a40"], "energy_j": [-1.0]})}
+
+
+def test_a_run_over_several_partitions_writes_one_file_each(tmp_path: Path) -> None:
+    io = ParquetIOManager(root=str(tmp_path))
+    tags = {"dagster/asset_partition_range_start": "v100", "dagster/asset_partition_range_end": "a40"}
+    result = dg.materialize([per_gpu_at_once], tags=tags, resources={"io_manager": io})
+    assert result.success
+    events = result.get_asset_materialization_events()
+    assert sorted(e.partition for e in events) == ["a40", "v100"]
+    assert events[0].materialization.metadata["rows_by_partition"].value == {"a40": 1, "v100": 1}
+    folder = tmp_path / "assets/per_gpu_at_once"
+    assert pl.read_parquet(folder / "a40.parquet").to_dicts() == [{"gpu": "a40", "energy_j": 3.0}]
+    assert pl.read_parquet(folder / "v100.parquet").to_dicts() == [{"gpu": "v100", "energy_j": 4.0}]
+
+
+def test_a_mapping_must_hold_exactly_the_runs_partitions(tmp_path: Path) -> None:
+    tags = {"dagster/asset_partition_range_start": "v100", "dagster/asset_partition_range_end": "a40"}
+    with pytest.raises(TypeError, match=r"one DataFrame per partition of the run \['a40', 'v100'\], got \['v100'\]"):
+        dg.materialize([missing_a_partition], tags=tags, resources={"io_manager": ParquetIOManager(root=str(tmp_path))})
+    assert not (tmp_path / "assets/missing_a_partition").exists()
+
+
+def test_one_partition_breaking_the_contract_writes_no_partition(tmp_path: Path) -> None:
+    tags = {"dagster/asset_partition_range_start": "v100", "dagster/asset_partition_range_end": "a40"}
+    with pytest.raises(ContractError, match=r"^one_bad_partition \(partition a40\): energy_j: must be >= 0"):
+        dg.materialize([one_bad_partition], tags=tags, resources={"io_manager": ParquetIOManager(root=str(tmp_path))})
+    assert not (tmp_path / "assets/one_bad_partition").exists()

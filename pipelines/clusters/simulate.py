@@ -35,11 +35,13 @@ def simulate_trace(
     beta: float = 2.0,
     policies: tuple[PolicyName, ...] = GROUP_POLICIES,
     log: Callable[[str], None] | None = None,
+    seed: int | None = None,
 ) -> pl.DataFrame:
     """Replay every group of one trace's ``cluster_workload_jobs`` rows on ``gpu`` under each policy.
 
     One row per reported run (retries are extra rows with ``attempt`` > 0), energy in J for the
     whole job (x num_gpu), time in s, scaled by the job's runtime_ratio as in the Zeus artifact.
+    ``seed``: None is the artifact's per-group seeding; an int is a sweep's seed knob (``group_seed``).
     """
     if jobs.height == 0:
         return empty(ZeusClusterHistory)
@@ -55,7 +57,7 @@ def simulate_trace(
     )
     frames = []
     for policy in policies:
-        runs = replay_groups(groups, traces, gpu, eta=eta, beta=beta, policy=policy)
+        runs = replay_groups(groups, traces, gpu, eta=eta, beta=beta, policy=policy, seed=seed)
         if log:
             log(f"{gpu}/{policy}: {runs.height} runs of {jobs.height} jobs in {groups['group'].n_unique()} groups")
         frames.append(

@@ -66,14 +66,30 @@ def runtime_ratio_means_one(cluster_workload_jobs: pl.DataFrame) -> dg.AssetChec
     return dg.AssetCheckResult(passed=worst < 1e-9, metadata={"max_abs_deviation": worst})
 
 
-def _partition(context: dg.AssetExecutionContext) -> tuple[str, str]:
-    keys = context.partition_key.keys_by_dimension
+#: Every partitioned asset here materializes any set of its partitions in one run (one step, one
+#: process: a backfill of all 16 trace x GPU partitions is one run, not 16 run processes); the
+#: step returns {partition key: frame} and the IO manager writes one file per partition.
+ONE_RUN = dg.BackfillPolicy.single_run()
+
+
+def _trace_gpu(key: str) -> tuple[str, str]:
+    keys = trace_gpu_partitions.get_partition_key_from_str(key).keys_by_dimension
     return keys["trace"], keys["gpu"]
+
+
+def _by_partition(frame: pl.DataFrame, keys: list[str]) -> dict[str, pl.DataFrame]:
+    """The rows of ``frame`` (trace and gpu columns) of each trace x GPU partition key."""
+    out = {}
+    for key in keys:
+        trace, gpu = _trace_gpu(key)
+        out[key] = frame.filter((pl.col("trace") == trace) & (pl.col("gpu") == gpu))
+    return out
 
 
 @dg.asset(
     group_name="clusters",
     partitions_def=trace_gpu_partitions,
+    backfill_policy=ONE_RUN,
     kinds={"polars", "parquet"},
     metadata=contract_metadata("zeus_cluster_history"),
     description=f"Per-run history of Zeus, Default and Grid Search replaying every group of a trace on a GPU "
@@ -84,27 +100,34 @@ def zeus_cluster_history(
     cluster_workload_jobs: pl.DataFrame,
     zeus_train_runs: pl.DataFrame,
     zeus_power_profiles: pl.DataFrame,
-) -> pl.DataFrame:
-    trace, gpu = _partition(context)
-    jobs = cluster_workload_jobs.filter(pl.col("trace") == trace)
-    if jobs.height == 0:
-        context.log.warning(f"trace {trace} has no jobs (its optional source is missing): empty history")
+) -> dict[str, pl.DataFrame]:
     traces = from_frames(zeus_train_runs, zeus_power_profiles)
-    return simulate.simulate_trace(jobs, traces, gpu, eta=ETA, beta=BETA, log=context.log.info)
+    out = {}
+    for key in context.partition_keys:
+        trace, gpu = _trace_gpu(key)
+        jobs = cluster_workload_jobs.filter(pl.col("trace") == trace)
+        if jobs.height == 0:
+            context.log.warning(f"trace {trace} has no jobs (its optional source is missing): empty history")
+        out[key] = simulate.simulate_trace(jobs, traces, gpu, eta=ETA, beta=BETA, log=context.log.info)
+    return out
 
 
 @dg.asset(
     group_name="clusters",
     partitions_def=trace_gpu_partitions,
+    backfill_policy=ONE_RUN,
     kinds={"polars", "parquet"},
     metadata=contract_metadata("zeus_cluster_summary"),
     description="Per trace, workload and GPU: energy (J, MWh) and time (s) of Zeus, Default and Grid Search, and Zeus's savings (%).",
     check_specs=[dg.AssetCheckSpec("matches_history", asset="zeus_cluster_summary",
                                    description="Energy and time totals equal the sums over the history.")],
 )
-def zeus_cluster_summary(zeus_cluster_history: pl.DataFrame) -> Iterator[dg.Output[pl.DataFrame] | dg.AssetCheckResult]:
-    summary = simulate.summarize(zeus_cluster_history)
-    yield dg.Output(summary)
+def zeus_cluster_summary(
+    context: dg.AssetExecutionContext, zeus_cluster_history: pl.DataFrame
+) -> Iterator[dg.Output[dict[str, pl.DataFrame]] | dg.AssetCheckResult]:
+    out = {key: simulate.summarize(rows) for key, rows in _by_partition(zeus_cluster_history, context.partition_keys).items()}
+    yield dg.Output(out)
+    summary = pl.concat(list(out.values()), how="vertical_relaxed")
     mismatches = simulate.summary_mismatches(summary, zeus_cluster_history)
     yield dg.AssetCheckResult(check_name="matches_history", passed=not mismatches, metadata={"mismatches": dg.MetadataValue.json(mismatches)})
 
@@ -112,21 +135,23 @@ def zeus_cluster_summary(zeus_cluster_history: pl.DataFrame) -> Iterator[dg.Outp
 @dg.asset(
     group_name="clusters",
     partitions_def=gpu_partitions,
+    backfill_policy=ONE_RUN,
     kinds={"polars", "parquet"},
     metadata=contract_metadata("zeus_single_job_sweep"),
-    description="Single recurring jobs: 6 workloads x eta {0..1} x beta {2, inf} x 5 seeds under Zeus, Default and Grid "
-    "Search, one row per recurrence, with cumulative regret against the Oracle.",
+    description="Single recurring jobs: 6 workloads x eta {0..1} x beta {2, inf} x 5 seeds under Zeus, Default, Grid "
+    "Search and the Oracle, one row per recurrence, with regret and ratio against the Oracle's expectation.",
 )
 def zeus_single_job_sweep(
     context: dg.AssetExecutionContext, zeus_train_runs: pl.DataFrame, zeus_power_profiles: pl.DataFrame
-) -> dg.Output[pl.DataFrame]:
+) -> dg.Output[dict[str, pl.DataFrame]]:
     traces = from_frames(zeus_train_runs, zeus_power_profiles)
-    rows, errors = simulate.single_job_sweep(
-        traces, [context.partition_key], sorted(ZEUS_DATASETS), SWEEP_ETAS, SWEEP_BETAS, SWEEP_SEEDS
-    )
+    out, errors = {}, []
+    for gpu in context.partition_keys:
+        out[gpu], skipped = simulate.single_job_sweep(traces, [gpu], sorted(ZEUS_DATASETS), SWEEP_ETAS, SWEEP_BETAS, SWEEP_SEEDS)
+        errors += skipped
     for error in errors:
         context.log.warning(f"not simulated (the published simulator raises here): {error}")
-    return dg.Output(rows, metadata={"skipped_combinations": len(errors), "skipped": dg.MetadataValue.json(errors[:50])})
+    return dg.Output(out, metadata={"skipped_combinations": len(errors), "skipped": dg.MetadataValue.json(errors[:50])})
 
 
 class PowerConfig(dg.Config):
@@ -139,6 +164,7 @@ class PowerConfig(dg.Config):
 @dg.asset(
     group_name="clusters",
     partitions_def=trace_gpu_partitions,
+    backfill_policy=ONE_RUN,
     kinds={"polars", "parquet"},
     metadata=contract_metadata("cluster_power"),
     description=f"Cluster power (W) and busy GPUs per bin (default {power.BIN_S:.0f} s, config bin_s) of the trace's timeline, "
@@ -147,11 +173,15 @@ class PowerConfig(dg.Config):
     check_specs=[dg.AssetCheckSpec("energy_matches_history", asset="cluster_power", blocking=True,
                                    description="Per policy, sum(mean_power_w x bin length) equals the history's energy to 1e-9 relative.")],
 )
-def cluster_power(config: PowerConfig, zeus_cluster_history: pl.DataFrame) -> Iterator[dg.Output[pl.DataFrame] | dg.AssetCheckResult]:
+def cluster_power(
+    context: dg.AssetExecutionContext, config: PowerConfig, zeus_cluster_history: pl.DataFrame
+) -> Iterator[dg.Output[dict[str, pl.DataFrame]] | dg.AssetCheckResult]:
     bins = power.power_bins(zeus_cluster_history, config.bin_s, config.occupancy)
-    per_policy = bins.group_by("policy").agg(pl.len().alias("bins"), (pl.col("mean_power_w").max() * power.KW_PER_W).alias("peak_kw"))
+    per_key = bins.group_by("trace", "gpu", "policy").agg(pl.len().alias("bins"), (pl.col("mean_power_w").max() * power.KW_PER_W).alias("peak_kw"))
     yield dg.Output(
-        bins, metadata={"bin_s": config.bin_s, "occupancy": config.occupancy, "bins_and_peak_kw": dg.MetadataValue.json(per_policy.sort("policy").to_dicts())}
+        _by_partition(bins, context.partition_keys),
+        metadata={"bin_s": config.bin_s, "occupancy": config.occupancy,
+                  "bins_and_peak_kw": dg.MetadataValue.json(per_key.sort("trace", "gpu", "policy").to_dicts())},
     )
     mismatches = power.energy_mismatches(bins, zeus_cluster_history)
     yield dg.AssetCheckResult(
@@ -162,12 +192,13 @@ def cluster_power(config: PowerConfig, zeus_cluster_history: pl.DataFrame) -> It
 @dg.asset(
     group_name="clusters",
     partitions_def=trace_gpu_partitions,
+    backfill_policy=ONE_RUN,
     kinds={"polars", "parquet"},
     metadata=contract_metadata("cluster_power_summary"),
     description="Per policy: peak, p99 and mean cluster power (kW), time above 90% of Default's peak (s), busy GPUs, "
     "p99 per-busy-GPU draw (W) and headroom_gpus (see README for the formula).",
 )
-def cluster_power_summary(cluster_power: pl.DataFrame) -> dg.Output[pl.DataFrame]:
+def cluster_power_summary(context: dg.AssetExecutionContext, cluster_power: pl.DataFrame) -> dg.Output[dict[str, pl.DataFrame]]:
     summary = power.power_summary(cluster_power)
-    headline = summary.select("policy", "peak_kw", "p99_kw", "headroom_gpus").to_dicts()
-    return dg.Output(summary, metadata={"peak_p99_headroom": dg.MetadataValue.json(headline)})
+    headline = summary.select("trace", "gpu", "policy", "peak_kw", "p99_kw", "headroom_gpus").to_dicts()
+    return dg.Output(_by_partition(summary, context.partition_keys), metadata={"peak_p99_headroom": dg.MetadataValue.json(headline)})

@@ -228,6 +228,19 @@ CLUSTER_POWER = FigureFamily("cluster_power_figures", (
 ))
 
 
+def _knob_grid(frames: Frames) -> Plan:
+    from pipelines.figures import knob_grid
+
+    return Plan([("knob_grid_savings", lambda: knob_grid.savings_vs_knobs(frames["zeus_knob_grid"]))])
+
+
+KNOB_GRID = FigureFamily("knob_grid_figures", (
+    FigureAsset("knob_grid_savings",
+                "Energy and time Zeus saves vs Default over each whole trace as eta (and beta) vary, per GPU; spread over seeds.",
+                ("zeus_knob_grid",), _knob_grid),
+))
+
+
 # ---------------------------------------------------------------------------------------------
 # traces: ITP, ElasticFlow, AcmeTrace, Alibaba
 
@@ -322,6 +335,6 @@ HETERO = FigureFamily("hetero_figures", (
 ))
 
 #: Every family, each one Dagster step.
-FAMILIES: tuple[FigureFamily, ...] = (ENERGY, POWER, SIMULATION, CLUSTERS, CLUSTER_POWER, TRACES, HETERO)
+FAMILIES: tuple[FigureFamily, ...] = (ENERGY, POWER, SIMULATION, CLUSTERS, CLUSTER_POWER, KNOB_GRID, TRACES, HETERO)
 
 

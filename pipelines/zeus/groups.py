@@ -2,8 +2,10 @@
 
 A group table has one row per job (contract ``pipelines.contracts.zeus.ZeusGroups``): group,
 start_time, end_time (s), dataset (one of the six Zeus workloads; one per group) and
-runtime_ratio (this job's runtime over the mean runtime of its dataset's jobs). Groups replay in sorted order, each with its own optimizer state and
-seed adler32(group id); the jobs of a group in start_time order, ties in table order.
+runtime_ratio (this job's runtime over the mean runtime of its dataset's jobs). Groups replay in
+sorted order, each with its own optimizer state and seed adler32(group id) (``group_seed``; a
+sweep's seed knob derives a different per-group seed from it, see there); the jobs of a group in
+start_time order, ties in table order.
 
 Within a group, time follows the trace. Before a job starts, every run that has ended by then
 is reaped, earliest end first (ties in submission order): the optimizer observes its cost; a
@@ -57,9 +59,23 @@ def group_job_spec(traces: Traces, gpu: str, dataset: str) -> JobSpec:
     return JobSpec(dataset, defaults.network, defaults.optimizer, defaults.target_metric, defaults.max_epochs, b0)
 
 
-def group_seed(group: str) -> int:
-    """The per-group seed of the artifact: adler32 of the UTF-8 group id."""
-    return zlib.adler32(group.encode("utf-8"))
+def group_seed(group: str, seed: int | None = None) -> int:
+    """The seed of one group's replay (its optimizer and its run sampler), a uint32.
+
+    ``seed=None`` is the artifact's: adler32 of the UTF-8 group id (the published replay,
+    ``zeus_cluster_history``). A seed knob ``seed`` >= 0 (a sweep's repetitions) derives an
+    independent stream per group: the first uint32 of numpy's
+    ``SeedSequence(entropy=adler32(group), spawn_key=(seed,))``. Knob values never coincide with
+    each other or with the published seeding (seed 1 is not ``None``; note that
+    ``zlib.adler32(data, 1)`` would silently equal the published seed), and the value depends only
+    on (group, seed), so a replay is the same wherever and in whatever order it runs.
+    """
+    base = zlib.adler32(group.encode("utf-8"))
+    if seed is None:
+        return base
+    if seed < 0:
+        raise ValueError(f"seed knob must be >= 0, got {seed}")
+    return int(np.random.SeedSequence(entropy=base, spawn_key=(seed,)).generate_state(1, np.uint32)[0])
 
 
 def read_group_file(path: Path) -> pl.DataFrame:
@@ -190,8 +206,12 @@ def replay_groups(
     beta: float = 2.0,
     policy: PolicyName = "zeus",
     progress: bool = False,
+    seed: int | None = None,
 ) -> pl.DataFrame:
     """Replay every group of ``groups`` (see ``conform_groups``) on ``gpu``; one row per reported run.
+
+    ``seed``: None replays each group with the artifact's seed; an int is the seed knob of a sweep
+    (``group_seed(group, seed)`` per group).
 
     Columns (contract ``ZeusGroupRuns``): group, job (index of the trace job in its group, by start),
     start_time/end_time (s, of this run: a retry starts when the run before it ended), bs, pl (W),
@@ -208,7 +228,7 @@ def replay_groups(
     n_groups = groups["group"].n_unique()
     columns: dict[str, list] = {c: [] for c in result_schema}
     for group, dataset, start, end, ratio in tqdm(iter_groups(groups), total=n_groups, disable=not progress, unit="group"):
-        runs = replay_group(tables[dataset], start, end, ratio, eta, beta, group_seed(group), policy)
+        runs = replay_group(tables[dataset], start, end, ratio, eta, beta, group_seed(group, seed), policy)
         columns["group"].extend([group] * len(runs))
         if runs:
             for name, values in zip(list(result_schema)[1:], zip(*runs, strict=True), strict=True):

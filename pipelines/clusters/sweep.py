@@ -1,0 +1,211 @@
+"""The knob grid at cluster scale: every trace replayed on every GPU for every (eta, beta, seed), per policy.
+
+A *replay* is one whole trace (every recurring group, ``simulate_trace``) on one GPU under one
+policy; the grid's table (``ZeusKnobGrid``) has one row per (trace, gpu, eta, beta, seed, policy)
+with cluster-wide energy and time and the saving vs Default at the same (trace, gpu, seed).
+
+What a replay depends on (so each distinct replay runs once, and its row is repeated for the
+knob values it does not read; the table is exactly what a replay per row would give, which
+``tests/test_sweep.py`` checks):
+
+* Zeus: eta, beta and seed;
+* Grid Search: eta (which configuration is cheapest) and seed; it never stops a run early, so
+  not beta;
+* Default: the seed only: b0 at the maximum limit, no early stopping, and the eta-weighted cost
+  only decides among runs that all have that one configuration.
+
+The seed knob gives each group the seed ``group_seed(group, seed)`` (numpy ``SeedSequence``
+over the artifact's adler32(group) and the knob): distinct knob values are distinct streams, and
+none is the published replay's seeding. Every replay is a pure function of its inputs; totals
+are summed with ``math.fsum`` (exactly rounded, so independent of summation order) and the table
+is sorted, so the result is bit-identical for any scheduler, worker count or completion order.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field, replace
+from typing import cast
+
+import polars as pl
+
+from pipelines.clusters.simulate import simulate_trace
+from pipelines.contracts.sweep import ZeusKnobGrid
+from pipelines.distributed import Runner, fan_out
+from pipelines.ingest.zeus import PUBLISHED_GPUS
+from pipelines.zeus.errors import SimulationError
+from pipelines.zeus.names import REPLAYED_POLICIES, PolicyName
+from pipelines.zeus.traces import Traces
+
+#: Knobs each policy's replay reads (see the module docstring).
+POLICY_KNOBS: dict[PolicyName, tuple[str, ...]] = {"zeus": ("eta", "beta"), "grid-search": ("eta",), "default": ()}
+#: Columns of cluster_workload_jobs a replay needs (what is sent to the workers).
+JOB_COLUMNS: tuple[str, ...] = (
+    "trace", "cluster", "group", "job_id", "start_time_s", "end_time_s", "num_gpu", "dataset", "runtime_ratio",
+)
+KEY: tuple[str, ...] = ("trace", "gpu", "eta", "beta", "seed", "policy")
+#: Values passed for the knobs a policy does not read (they change none of its runs).
+_UNREAD_ETA, _UNREAD_BETA = 0.5, 2.0
+
+
+class SweepError(ValueError):
+    """A grid that cannot be swept (unknown GPU, a trace with no jobs, no Default to compare with)."""
+
+
+@dataclass(frozen=True)
+class Grid:
+    """The knob values of a sweep; ``traces`` empty means every trace with jobs."""
+
+    etas: tuple[float, ...]
+    betas: tuple[float, ...]
+    seeds: tuple[int, ...]
+    gpus: tuple[str, ...] = PUBLISHED_GPUS
+    traces: tuple[str, ...] = ()
+    policies: tuple[PolicyName, ...] = REPLAYED_POLICIES
+
+    def __post_init__(self) -> None:
+        problems = [f"eta {e} is not in [0, 1]" for e in self.etas if not 0 <= e <= 1]
+        problems += [f"beta {b} is not >= 1" for b in self.betas if not b >= 1]
+        problems += [f"seed {s} is negative" for s in self.seeds if s < 0]
+        problems += [f"unknown policy {p!r} (known: {', '.join(REPLAYED_POLICIES)})" for p in self.policies if p not in REPLAYED_POLICIES]
+        if "default" not in self.policies:
+            problems.append("the policies must include default (savings are relative to it)")
+        for name in ("etas", "betas", "seeds", "gpus", "policies"):
+            values = getattr(self, name)
+            if not values:
+                problems.append(f"no {name}")
+            elif len(set(values)) != len(values):
+                problems.append(f"{name} repeat a value: {values}")
+        if problems:
+            raise SweepError("; ".join(problems))
+
+    @property
+    def points(self) -> int:
+        """Rows per trace: gpus x etas x betas x seeds x policies."""
+        return len(self.gpus) * len(self.etas) * len(self.betas) * len(self.seeds) * len(self.policies)
+
+
+#: ``zeus_knob_grid``'s grid (what ``make figures`` runs): 5 etas x beta 2 x 4 GPUs x 3 seeds, Zeus and Default
+#: (what the figure compares; add grid-search with ``--policies``).
+DEFAULT_GRID = Grid(etas=(0.0, 0.25, 0.5, 0.75, 1.0), betas=(2.0,), seeds=(1, 2, 3), policies=("zeus", "default"))
+#: The paper's grid: eta 0..1 step 0.1 x beta {1.5, 2, 3, 5} x 4 GPUs x seeds 1-5, Zeus, Default and Grid Search.
+PAPER_GRID = Grid(etas=tuple(i / 10 for i in range(11)), betas=(1.5, 2.0, 3.0, 5.0), seeds=(1, 2, 3, 4, 5))
+GRIDS: dict[str, Grid] = {"default": DEFAULT_GRID, "paper": PAPER_GRID}
+
+
+@dataclass(frozen=True, order=True)
+class Replay:
+    """One replay: a trace on a GPU under a policy; eta/beta None where the policy does not read them."""
+
+    trace: str
+    gpu: str
+    policy: PolicyName
+    seed: int
+    eta: float | None = field(default=None)
+    beta: float | None = field(default=None)
+
+
+def replays(grid: Grid, traces: tuple[str, ...]) -> list[Replay]:
+    """The distinct replays of ``grid`` over ``traces``, Zeus first (the longest), then in a fixed order."""
+    wanted: set[Replay] = set()
+    for trace in traces:
+        for gpu in grid.gpus:
+            for policy in grid.policies:
+                knobs = POLICY_KNOBS[policy]
+                for seed in grid.seeds:
+                    for eta in grid.etas if "eta" in knobs else (None,):
+                        for beta in grid.betas if "beta" in knobs else (None,):
+                            wanted.add(Replay(trace, gpu, policy, seed, eta, beta))
+    order = {p: i for i, p in enumerate(("zeus", "grid-search", "default"))}
+    return sorted(wanted, key=lambda r: (order[r.policy], r.trace, r.gpu, r.seed, r.eta or 0.0, r.beta or 0.0))
+
+
+def replay_totals(task: Replay, jobs: dict[str, pl.DataFrame], traces: Traces) -> dict[str, object]:
+    """Replay ``task`` (runs on a worker): the trace's jobs, the runs reported, energy (J) and time (s), exactly summed.
+
+    Where the published simulator raises (e.g. Zeus pruning every batch size of a group), the
+    totals are null and ``error`` names the group's failure.
+    """
+    frame = jobs[task.trace]
+    eta = task.eta if task.eta is not None else _UNREAD_ETA
+    beta = task.beta if task.beta is not None else _UNREAD_BETA
+    totals: dict[str, object] = {
+        "trace": task.trace, "gpu": task.gpu, "policy": task.policy, "seed": task.seed, "eta": task.eta, "beta": task.beta,
+        "jobs": frame.height, "runs": None, "energy_j": None, "time_s": None, "error": None,
+    }
+    try:
+        history = simulate_trace(frame, traces, task.gpu, eta=eta, beta=beta, policies=(task.policy,), seed=task.seed)
+    except SimulationError as exc:
+        return {**totals, "error": str(exc)}
+    return {
+        **totals,
+        "runs": history.height,
+        "energy_j": math.fsum(history["energy_j"].to_list()),
+        "time_s": math.fsum(history["time_s"].to_list()),
+    }
+
+
+def present_traces(jobs: pl.DataFrame) -> tuple[str, ...]:
+    """Traces with at least one job, sorted."""
+    return tuple(sorted(jobs.filter(pl.col("trace").is_not_null())["trace"].unique().to_list()))
+
+
+def check_inputs(jobs: pl.DataFrame, traces: Traces, grid: Grid) -> tuple[str, ...]:
+    """The traces to sweep (``grid.traces`` or all present); ``SweepError`` for a GPU or trace that is not there."""
+    present = present_traces(jobs)
+    chosen = grid.traces or present
+    missing = [t for t in chosen if t not in present]
+    if missing:
+        raise SweepError(
+            f"no jobs for trace(s) {', '.join(missing)} in cluster_workload_jobs (present: {', '.join(present) or 'none'}); "
+            "an optional source may be missing (see README)"
+        )
+    known = traces.gpus()
+    unknown = [g for g in grid.gpus if g not in known]
+    if unknown:
+        raise SweepError(f"unknown GPU(s) {', '.join(unknown)}: the power trace has {', '.join(known)}")
+    return tuple(chosen)
+
+
+def sweep(jobs: pl.DataFrame, traces: Traces, grid: Grid, runner: Runner, *, progress: bool = False) -> pl.DataFrame:
+    """The grid's table (``ZeusKnobGrid``), sorted by trace, gpu, eta, beta, seed, policy.
+
+    ``jobs`` is ``cluster_workload_jobs``; the replays run on ``runner`` (see ``pipelines.distributed``).
+    """
+    chosen = check_inputs(jobs, traces, grid)
+    by_trace = {t: jobs.filter(pl.col("trace") == t).select(JOB_COLUMNS) for t in chosen}
+    tasks = replays(grid, chosen)
+    shared = {"jobs": by_trace, "traces": Traces(traces.train, traces.power)}  # no memoized lookups on the wire
+    totals = fan_out(runner, replay_totals, tasks, shared, progress=progress, label="replays")
+    return expand(totals, replace(grid, traces=chosen))
+
+
+def expand(totals: list[dict[str, object]], grid: Grid) -> pl.DataFrame:
+    """One row per grid point from the distinct replays' totals, with savings vs Default; validated and sorted."""
+    if not grid.traces:
+        return ZeusKnobGrid.create_empty()
+    found = {(t["trace"], t["gpu"], t["policy"], t["seed"], t["eta"], t["beta"]): t for t in totals}
+    rows = []
+    for trace in grid.traces:
+        for gpu in grid.gpus:
+            for eta in grid.etas:
+                for beta in grid.betas:
+                    for seed in grid.seeds:
+                        for policy in grid.policies:
+                            knobs = POLICY_KNOBS[policy]
+                            t = found[(trace, gpu, policy, seed, eta if "eta" in knobs else None, beta if "beta" in knobs else None)]
+                            rows.append({**t, "eta": eta, "beta": beta})
+    frame = pl.DataFrame(rows, schema={c: d for c, d in ZeusKnobGrid.create_empty().schema.items() if c in rows[0]})
+    default = frame.filter(pl.col("policy") == "default").select(
+        "trace", "gpu", "eta", "beta", "seed", pl.col("energy_j").alias("_e0"), pl.col("time_s").alias("_t0")
+    )
+    out = (
+        frame.join(default, on=["trace", "gpu", "eta", "beta", "seed"], how="left")
+        .with_columns(
+            (100 * (1 - pl.col("energy_j") / pl.col("_e0"))).alias("energy_savings_vs_default_pct"),
+            (100 * (1 - pl.col("time_s") / pl.col("_t0"))).alias("time_savings_vs_default_pct"),
+        )
+        .select(ZeusKnobGrid.column_names())
+        .sort(KEY)
+    )
+    return cast(pl.DataFrame, ZeusKnobGrid.validate(out, cast=True))

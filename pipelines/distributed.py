@@ -1,0 +1,203 @@
+"""Fan tasks out over Dask, or run them in this process: the layer the sweeps and the Dagster resource share.
+
+A *scheduler* names where tasks run:
+
+* ``"none"``: in this process, one after another (``SerialRunner``; Dask is not imported);
+* ``"local"``: a ``distributed.LocalCluster`` started here and closed on exit: one worker process
+  per core, one thread each (the replay is pure-Python CPU work, so processes, not threads),
+  listening on 127.0.0.1 only, no dashboard. Inside a Dask worker (a step that dagster-dask's
+  executor runs there) ``"local"`` is that worker's own cluster, reached with ``worker_client``;
+* an address (``tcp://HOST:PORT``, anything ``distributed.Client`` accepts): that cluster;
+* ``None``: ``$DASK_SCHEDULER_ADDRESS`` when set (read at call time, never at import), else ``"local"``.
+
+``fan_out`` sends the shared inputs to the workers once (scattered and broadcast to every worker,
+so losing a worker loses no input), runs ``fn(task, **shared)`` per task and returns the results
+in task order. A task running on a worker that dies is run again elsewhere by the scheduler (up
+to ``distributed.scheduler.allowed-failures`` times, 3 by default). As long as ``fn`` is
+deterministic, the results depend neither on the worker count nor on the completion order.
+Workers need this package importable (same version), not the data or a shared filesystem.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import uuid
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import Any, Protocol, TypeVar
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+#: The environment variable naming an existing Dask scheduler (read when a runner is made).
+SCHEDULER_ENV = "DASK_SCHEDULER_ADDRESS"
+LOCAL = "local"
+NONE = "none"
+
+
+class Runner(Protocol):
+    """Runs ``fn(task, **shared)`` for every task; results in task order."""
+
+    @property
+    def workers(self) -> int:
+        """Tasks that can run at once (worker threads; 1 for the serial runner)."""
+        ...
+
+    @property
+    def description(self) -> str: ...
+
+    def map(
+        self,
+        fn: Callable[..., R],
+        tasks: Sequence[T],
+        shared: Mapping[str, object],
+        on_done: Callable[[int], None] | None = None,
+    ) -> list[R]:
+        """``[fn(t, **shared) for t in tasks]``; ``on_done(i)`` after task ``i`` finished (any order)."""
+        ...
+
+
+class SerialRunner:
+    """The ``"none"`` scheduler: every task in this process, in order."""
+
+    workers = 1
+    description = "in-process (serial)"
+
+    def map(
+        self,
+        fn: Callable[..., R],
+        tasks: Sequence[T],
+        shared: Mapping[str, object],
+        on_done: Callable[[int], None] | None = None,
+    ) -> list[R]:
+        results = []
+        for i, task in enumerate(tasks):
+            results.append(fn(task, **shared))
+            if on_done is not None:
+                on_done(i)
+        return results
+
+
+class DaskRunner:
+    """Tasks on the cluster of a ``distributed.Client``."""
+
+    def __init__(self, client: Any, description: str) -> None:
+        self.client = client
+        self._description = description
+
+    @property
+    def workers(self) -> int:
+        return max(1, sum(self.client.nthreads().values()))
+
+    @property
+    def description(self) -> str:
+        return f"{self._description}: {len(self.client.nthreads())} workers, {self.workers} threads"
+
+    def map(
+        self,
+        fn: Callable[..., R],
+        tasks: Sequence[T],
+        shared: Mapping[str, object],
+        on_done: Callable[[int], None] | None = None,
+    ) -> list[R]:
+        from distributed import as_completed
+
+        if not tasks:
+            return []
+        run = uuid.uuid4().hex[:8]
+        handles = {name: self.client.scatter(value, broadcast=True, hash=False) for name, value in shared.items()}
+        name = getattr(fn, "__name__", "task")
+        futures = [
+            self.client.submit(fn, task, **handles, key=f"{name}-{run}-{i}", pure=False) for i, task in enumerate(tasks)
+        ]
+        index = {future.key: i for i, future in enumerate(futures)}
+        results: list[Any] = [None] * len(futures)
+        try:
+            for future in as_completed(futures):
+                i = index[future.key]
+                results[i] = future.result()  # re-raises the task's exception here
+                if on_done is not None:
+                    on_done(i)
+        finally:
+            self.client.cancel([*futures, *handles.values()])
+        return results
+
+
+def resolve_scheduler(scheduler: str | None = None) -> str:
+    """``scheduler``, or ``$DASK_SCHEDULER_ADDRESS``, or ``"local"`` (see the module docstring)."""
+    if scheduler:
+        return scheduler
+    return os.environ.get(SCHEDULER_ENV) or LOCAL
+
+
+def _inside_dask_worker() -> bool:
+    try:
+        from distributed import get_worker
+
+        get_worker()
+    except (ImportError, ValueError):
+        return False
+    return True
+
+
+@contextlib.contextmanager
+def local_cluster(workers: int | None = None) -> Iterator[Any]:
+    """A ``distributed.LocalCluster`` for CPU-bound Python: ``workers`` processes (default one per core)
+    of one thread each, on 127.0.0.1, no dashboards; closed on exit."""
+    from distributed import LocalCluster
+
+    with LocalCluster(
+        n_workers=workers or os.cpu_count() or 1,
+        threads_per_worker=1,
+        processes=True,
+        host="127.0.0.1",
+        dashboard_address=None,
+        worker_dashboard_address=None,
+        silence_logs=logging.ERROR,
+    ) as cluster:
+        yield cluster
+
+
+@contextlib.contextmanager
+def connect(scheduler: str | None = None, *, workers: int | None = None) -> Iterator[Runner]:
+    """A runner for ``scheduler`` (see the module docstring), closed (cluster stopped) on exit.
+
+    ``workers``: processes of a ``"local"`` cluster (default: one per core); ignored otherwise.
+    """
+    target = resolve_scheduler(scheduler)
+    if target == NONE:
+        yield SerialRunner()
+        return
+    if target == LOCAL and _inside_dask_worker():
+        from distributed import worker_client
+
+        with worker_client() as client:
+            yield DaskRunner(client, f"the Dask cluster of this worker ({client.scheduler.address})")
+        return
+    from distributed import Client
+
+    if target == LOCAL:
+        with local_cluster(workers) as cluster, Client(cluster) as client:
+            yield DaskRunner(client, f"local cluster {cluster.scheduler_address}")
+        return
+    with Client(target, timeout="30s") as client:
+        yield DaskRunner(client, f"Dask scheduler {target}")
+
+
+def fan_out(
+    runner: Runner,
+    fn: Callable[..., R],
+    tasks: Sequence[T],
+    shared: Mapping[str, object],
+    *,
+    progress: bool = False,
+    label: str = "tasks",
+) -> list[R]:
+    """``runner.map`` with a tqdm progress bar on stderr when ``progress`` (one tick per finished task)."""
+    if not progress:
+        return runner.map(fn, tasks, shared)
+    from tqdm import tqdm
+
+    with tqdm(total=len(tasks), unit="task", desc=label, dynamic_ncols=True) as bar:
+        return runner.map(fn, tasks, shared, on_done=lambda _: bar.update(1))
