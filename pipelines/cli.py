@@ -22,6 +22,10 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "sql": ("pipelines.sql_cli:sql", "Run QUERY (or --file, or --example) over in-memory DuckDB views of every materialized table."),
     "materialize": ("pipelines.materialize:materialize", "Materialize every selected asset and partition (what `make figures` runs)."),
     "simulate": ("pipelines.zeus.cli:simulate", "Trace-driven Zeus simulation (identical results to the published simulator)."),
+    "whatif": ("pipelines.clusters.whatif_cli:whatif",
+               "What would Zeus save on your cluster? Replays a Slurm sacct export or a job-log CSV; writes nothing."),
+    "clusters": ("pipelines.clusters.clusters_cli:clusters",
+                 "Your own cluster traces (raw/clusters/): add a Slurm export or job-log CSV, list them."),
     "hetero": ("pipelines.hetero.cli:hetero", "Split a global batch over heterogeneous GPUs and pick their power limits (Zeus²)."),
     "measure": ("pipelines.measure.cli:measure", "Measure time and energy of training on this machine (NVML on GPUs, RAPL on CPUs)."),
 }

@@ -189,8 +189,11 @@ def replay_groups(
     beta: float = 2.0,
     policy: PolicyName = "zeus",
     progress: bool = False,
+    desc: str | None = None,
 ) -> pl.DataFrame:
     """Replay every group of ``groups`` (see ``conform_groups``) on ``gpu``; one row per reported run.
+
+    ``progress`` shows a bar of groups on stderr, labelled ``desc``.
 
     Columns (``RESULT_SCHEMA``): group, job (index of the trace job in its group, by start),
     start_time/end_time (s, of this run: a retry starts when the run before it ended), bs, pl (W),
@@ -202,7 +205,7 @@ def replay_groups(
         tables[dataset] = build_table(traces, gpu, group_job_spec(traces, gpu, dataset))
     n_groups = groups["group"].n_unique()
     columns: dict[str, list] = {c: [] for c in RESULT_SCHEMA}
-    for group, dataset, start, end, ratio in tqdm(iter_groups(groups), total=n_groups, disable=not progress, unit="group"):
+    for group, dataset, start, end, ratio in tqdm(iter_groups(groups), total=n_groups, disable=not progress, unit="group", desc=desc):
         runs = replay_group(tables[dataset], start, end, ratio, eta, beta, group_seed(group), policy)
         columns["group"].extend([group] * len(runs))
         if runs:
