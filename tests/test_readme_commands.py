@@ -81,13 +81,16 @@ def home(ingested) -> ProjectPaths:
         definitions = defs()
     resources = {"io_manager": ParquetIOManager(root=str(paths.root)), "paths": PathsResource(root=str(paths.root))}
     job = definitions.resolve_implicit_global_asset_job_def()
-    for selection, partition in (
-        (["hetero_allocations", "cluster_workload_jobs"], None),
-        (["zeus_cluster_history", "zeus_cluster_summary"], "v100|itp"),
-    ):
-        subset = job.get_subset(asset_selection={dg.AssetKey(k) for k in selection})
-        result = subset.execute_in_process(resources=resources, partition_key=partition, raise_on_error=True)
-        assert result.success
+    with dg.instance_for_test() as instance:
+        instance.add_dynamic_partitions("trace", ["itp"])
+        for selection, partition in (
+            (["hetero_allocations"], None),
+            (["cluster_workload_jobs"], "itp"),
+            (["zeus_cluster_history", "zeus_cluster_summary", "cluster_power", "cluster_power_summary"], "v100|itp"),
+        ):
+            subset = job.get_subset(asset_selection={dg.AssetKey(k) for k in selection})
+            result = subset.execute_in_process(resources=resources, instance=instance, partition_key=partition, raise_on_error=True)
+            assert result.success
     if not (paths.root / "sql").exists():
         (paths.root / "sql").symlink_to(REPO_ROOT / "sql")
     return paths

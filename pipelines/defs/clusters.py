@@ -1,14 +1,23 @@
-"""Cluster layer: cluster traces as Zeus workloads, and the Zeus simulation over them (partitioned)."""
+"""Cluster layer: cluster traces as Zeus workloads, and the Zeus simulation over them (partitioned by trace and GPU).
+
+``trace`` is a dynamic partition dimension: a trace is a partition once its files are present (the
+public ones, and every ``raw/clusters/<name>.sacct|.csv``); ``cluster_traces_sensor``
+(``pipelines/defs/own_clusters.py``) registers them, and ``register_trace_partitions`` does the
+same for a command-line materialization. Everything downstream of ``cluster_workload_jobs``
+follows by ``AutomationCondition.eager()``, partition by partition (the ``make dev`` daemon runs it).
+"""
 
 from collections.abc import Iterator
+from pathlib import Path
 
 import dagster as dg
 import polars as pl
 
-from pipelines.clusters import mapping, power, simulate
+from pipelines.clusters import mapping, power, simulate, tracefiles
 from pipelines.clusters.workloads import REFERENCE_GPU, workloads_by_default_tta
 from pipelines.dagster_support import contract_metadata
 from pipelines.ingest.zeus import PUBLISHED_GPUS
+from pipelines.paths import default_mirror, default_paths
 from pipelines.zeus.traces import from_frames
 from pipelines.zeus.workloads import ZEUS_DATASETS
 
@@ -19,16 +28,37 @@ SWEEP_BETAS = (2.0, float("inf"))
 SWEEP_SEEDS = (1, 2, 3, 4, 5)
 
 gpu_partitions = dg.StaticPartitionsDefinition(list(PUBLISHED_GPUS))
-trace_gpu_partitions = dg.MultiPartitionsDefinition(
-    {"trace": dg.StaticPartitionsDefinition(list(mapping.TRACES)), "gpu": gpu_partitions}
-)
+#: One partition per trace present (public or a user's own); see ``register_trace_partitions``.
+TRACE_DIMENSION = "trace"
+trace_partitions = dg.DynamicPartitionsDefinition(name=TRACE_DIMENSION)
+trace_gpu_partitions = dg.MultiPartitionsDefinition({TRACE_DIMENSION: trace_partitions, "gpu": gpu_partitions})
+#: Downstream of cluster_workload_jobs: materialized when an upstream partition updates or a partition is new.
+FOLLOW = dg.AutomationCondition.eager()
+
+
+def register_trace_partitions(instance: dg.DagsterInstance, root: Path | None = None) -> list[str]:
+    """Add a ``trace`` partition for every trace present in the data home (``root``); return every registered trace.
+
+    What ``python -m pipelines materialize`` calls before planning (the sensor does the same on
+    each tick). Partitions are never removed here.
+    """
+    raw = (default_paths().root if root is None else root) / "raw"
+    present = tracefiles.present_traces(raw, default_mirror(raw.parent))
+    missing = [t for t in present if not instance.has_dynamic_partition(TRACE_DIMENSION, t)]
+    if missing:
+        instance.add_dynamic_partitions(TRACE_DIMENSION, missing)
+    return list(instance.get_dynamic_partitions(TRACE_DIMENSION))
 
 
 @dg.asset(
     group_name="clusters",
+    partitions_def=trace_partitions,
     kinds={"polars", "parquet"},
     metadata=contract_metadata("cluster_workload_jobs"),
-    description="Every cluster trace's jobs as recurring groups of Zeus workloads, with runtime_ratio (see README).",
+    description="One trace's jobs as recurring groups of Zeus workloads, with runtime_ratio (see README); a public trace from its "
+    "ingested table, a user trace from own_cluster_jobs.",
+    check_specs=[dg.AssetCheckSpec("runtime_ratio_means_one", asset="cluster_workload_jobs", blocking=True,
+                                   description="runtime_ratio averages 1 per workload per trace.")],
 )
 def cluster_workload_jobs(
     context: dg.AssetExecutionContext,
@@ -36,34 +66,25 @@ def cluster_workload_jobs(
     itp_jobs: pl.DataFrame,
     elasticflow_jobs: pl.DataFrame,
     acme_jobs: pl.DataFrame,
+    own_cluster_jobs: pl.DataFrame,
     zeus_train_runs: pl.DataFrame,
     zeus_power_profiles: pl.DataFrame,
-) -> dg.Output[pl.DataFrame]:
+) -> Iterator[dg.Output[pl.DataFrame] | dg.AssetCheckResult]:
+    trace = context.partition_key
     order = workloads_by_default_tta(from_frames(zeus_train_runs, zeus_power_profiles))
     context.log.info(f"runtime-based mapping order (default TTA on {REFERENCE_GPU}, shortest first): {order}")
-    jobs = pl.concat(
-        [
-            mapping.map_alibaba(alibaba_groups),
-            mapping.map_itp(itp_jobs, order),
-            mapping.map_elasticflow(elasticflow_jobs),
-            mapping.map_acme(acme_jobs, order),
-        ]
-    )
-    counts = jobs.group_by("trace").agg(pl.len(), pl.col("group").n_unique().alias("groups")).sort("trace")
-    return dg.Output(
+    tables = {"alibaba_groups": alibaba_groups, "itp_jobs": itp_jobs, "elasticflow_jobs": elasticflow_jobs, "acme_jobs": acme_jobs,
+              "own_cluster_jobs": own_cluster_jobs}
+    jobs = mapping.map_trace(trace, tables, order)
+    if jobs.height == 0:
+        context.log.warning(f"trace {trace}: no job to replay")
+    yield dg.Output(
         jobs,
-        metadata={
-            "workload_order": dg.MetadataValue.json(order),
-            "jobs_and_groups_by_trace": dg.MetadataValue.json(counts.to_dicts()),
-        },
+        metadata={"workload_order": dg.MetadataValue.json(order), "jobs": jobs.height, "groups": jobs["group"].n_unique()},
     )
-
-
-@dg.asset_check(asset=cluster_workload_jobs, blocking=True, description="runtime_ratio averages 1 per workload per trace.")
-def runtime_ratio_means_one(cluster_workload_jobs: pl.DataFrame) -> dg.AssetCheckResult:
-    means = cluster_workload_jobs.group_by("trace", "dataset").agg(pl.col("runtime_ratio").mean().alias("mean"))
+    means = jobs.group_by("dataset").agg(pl.col("runtime_ratio").mean().alias("mean"))
     worst = float(means.select((pl.col("mean") - 1).abs().max()).item() or 0.0)
-    return dg.AssetCheckResult(passed=worst < 1e-9, metadata={"max_abs_deviation": worst})
+    yield dg.AssetCheckResult(check_name="runtime_ratio_means_one", passed=worst < 1e-9, metadata={"max_abs_deviation": worst})
 
 
 def _partition(context: dg.AssetExecutionContext) -> tuple[str, str]:
@@ -74,6 +95,7 @@ def _partition(context: dg.AssetExecutionContext) -> tuple[str, str]:
 @dg.asset(
     group_name="clusters",
     partitions_def=trace_gpu_partitions,
+    automation_condition=FOLLOW,
     kinds={"polars", "parquet"},
     metadata=contract_metadata("zeus_cluster_history"),
     description=f"Per-run history of Zeus, Default and Grid Search replaying every group of a trace on a GPU "
@@ -88,7 +110,7 @@ def zeus_cluster_history(
     trace, gpu = _partition(context)
     jobs = cluster_workload_jobs.filter(pl.col("trace") == trace)
     if jobs.height == 0:
-        context.log.warning(f"trace {trace} has no jobs (its optional source is missing): empty history")
+        context.log.warning(f"trace {trace} has no job to replay: empty history")
     traces = from_frames(zeus_train_runs, zeus_power_profiles)
     return simulate.simulate_trace(jobs, traces, gpu, eta=ETA, beta=BETA, log=context.log.info)
 
@@ -96,6 +118,7 @@ def zeus_cluster_history(
 @dg.asset(
     group_name="clusters",
     partitions_def=trace_gpu_partitions,
+    automation_condition=FOLLOW,
     kinds={"polars", "parquet"},
     metadata=contract_metadata("zeus_cluster_summary"),
     description="Per trace, workload and GPU: energy (J, MWh) and time (s) of Zeus, Default and Grid Search, and Zeus's savings (%).",
@@ -138,6 +161,7 @@ class PowerConfig(dg.Config):
 @dg.asset(
     group_name="clusters",
     partitions_def=trace_gpu_partitions,
+    automation_condition=FOLLOW,
     kinds={"polars", "parquet"},
     metadata=contract_metadata("cluster_power"),
     description=f"Cluster power (W) and busy GPUs per bin (default {power.BIN_S:.0f} s, config bin_s) of the trace's timeline, "
@@ -160,6 +184,7 @@ def cluster_power(config: PowerConfig, zeus_cluster_history: pl.DataFrame) -> It
 @dg.asset(
     group_name="clusters",
     partitions_def=trace_gpu_partitions,
+    automation_condition=FOLLOW,
     kinds={"polars", "parquet"},
     metadata=contract_metadata("cluster_power_summary"),
     description="Per policy: peak, p99 and mean cluster power (kW), time above 90% of Default's peak (s), busy GPUs, "

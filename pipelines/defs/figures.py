@@ -5,6 +5,8 @@ Each ``FigureFamily`` is one multi-asset (one Dagster step, one process), with o
 through the default IO manager as polars frames. Each figure is ``figures/<name>.png`` (for eyes),
 ``.pdf`` (for papers) and ``.parquet`` (the numbers plotted). A figure with nothing to draw (an
 optional trace absent here) is listed under ``skipped`` with the reason, and writes no file.
+Every figure follows its inputs by ``AutomationCondition.eager()``: a new or changed trace (your
+own ones included) redraws them once every input partition is there (the ``make dev`` daemon).
 """
 
 from collections.abc import Iterator
@@ -34,7 +36,8 @@ def _result(asset: catalog.FigureAsset, report: catalog.Report) -> dg.Materializ
 def figure_family(family: catalog.FigureFamily) -> dg.AssetsDefinition:
     """One subsettable multi-asset drawing the figures of ``family``."""
     specs = [
-        dg.AssetSpec(a.key, deps=list(a.inputs), group_name=GROUP, description=a.description, kinds={"matplotlib"})
+        dg.AssetSpec(a.key, deps=list(a.inputs), group_name=GROUP, description=a.description, kinds={"matplotlib"},
+                     automation_condition=dg.AutomationCondition.eager())
         for a in family.assets
     ]
 
