@@ -21,6 +21,11 @@ from pipelines.paths import REPO_ROOT
 from pipelines.sources import sha256_of
 
 EXPORT = runpy.run_path(str(REPO_ROOT / "bench" / "_sacct_export.py"))
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore")
+    from pipelines.definitions import defs
+
+    DEFINITIONS = defs()
 USER_RUN = {"own_cluster_jobs", "quarantine/own_cluster_jobs", "own_cluster_traces", "cluster_workload_jobs"}
 
 
@@ -33,10 +38,11 @@ def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return tmp_path / "home"
 
 
-def tick(instance: dg.DagsterInstance, home: Path) -> dg.SensorResult:
-    context = dg.build_sensor_context(instance=instance, resources={"paths": PathsResource(root=str(home))})
-    result = cluster_traces_sensor(context)
-    assert isinstance(result, dg.SensorResult)
+def tick(instance: dg.DagsterInstance, home: Path):
+    """One evaluation of the sensor as the daemon runs it (run requests resolved against its target)."""
+    with dg.build_sensor_context(instance_ref=instance.get_ref(), resources={"paths": PathsResource(root=str(home))},
+                                 definitions=DEFINITIONS) as context:
+        result = cluster_traces_sensor.evaluate_tick(context)
     for request in result.dynamic_partitions_requests or []:  # what the daemon does with them
         assert isinstance(request, dg.AddDynamicPartitionsRequest)
         instance.add_dynamic_partitions(request.partitions_def_name, list(request.partition_keys))
@@ -113,7 +119,6 @@ def test_clusters_add_copies_the_file_and_records_its_sha256_and_options(home: P
 
 
 def test_a_user_trace_flows_through_the_assets_and_into_the_figures(home: Path, ingested, tmp_path: Path) -> None:
-    from pipelines.definitions import defs
     from pipelines.figures import catalog
 
     src, _ = ingested
@@ -124,10 +129,7 @@ def test_a_user_trace_flows_through_the_assets_and_into_the_figures(home: Path, 
     clusters.mkdir()
     truth = EXPORT["write_export"](clusters / "lab.sacct", 300, seed=9, timezone="Asia/Tokyo", malformed=2, span_days=3)
     (clusters / "lab.toml").write_text('timezone = "Asia/Tokyo"\n')
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        definitions = defs()
-    everything = [*definitions.assets, *definitions.asset_checks]
+    everything = [*DEFINITIONS.assets, *DEFINITIONS.asset_checks]
     resources = {"io_manager": ParquetIOManager(root=str(home)), "paths": PathsResource(root=str(home))}
     with dg.instance_for_test() as instance:
         (request,) = tick(instance, home).run_requests
@@ -159,3 +161,17 @@ def test_a_user_trace_flows_through_the_assets_and_into_the_figures(home: Path, 
     cluster_frames = {"zeus_cluster_summary": summary}
     report = catalog.render(catalog.CLUSTERS.assets[0], cluster_frames, tmp_path)
     assert set(pl.read_parquet(tmp_path / "clusters_savings_by_trace.parquet")["trace"]) == {"lab"}
+
+
+def test_both_sensors_run_without_a_click_and_the_replay_follows_eagerly() -> None:
+    sensors = {s.name: s for s in DEFINITIONS.sensors}
+    assert {name: s.default_status for name, s in sensors.items()} == {
+        "cluster_traces_sensor": dg.DefaultSensorStatus.RUNNING, "automation_sensor": dg.DefaultSensorStatus.RUNNING}
+    graph = DEFINITIONS.resolve_asset_graph()
+    eager = {k.to_user_string() for k in graph.get_all_asset_keys() if graph.get(k).automation_condition is not None}
+    assert {"zeus_cluster_history", "zeus_cluster_summary", "cluster_power", "cluster_power_summary", "clusters_power_timeline",
+            "figure_cluster_savings", "figure_trace_job_duration"} <= eager
+    assert not {"cluster_workload_jobs", "own_cluster_jobs", "itp_jobs"} & eager  # those run when the sensor (or materialize) says
+    checks = {(s.name, s.blocking) for a in DEFINITIONS.assets if isinstance(a, dg.AssetsDefinition) for s in a.check_specs
+              if s.asset_key == dg.AssetKey("own_cluster_jobs")}
+    assert checks == {("every_line_accounted_for", True), ("quarantine_share", False)}

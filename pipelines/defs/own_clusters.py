@@ -81,8 +81,16 @@ def _materialized_at(instance: dg.DagsterInstance, trace: str) -> float | None:
     return records[0].timestamp if records else None
 
 
+#: What the sensor's runs may materialize (each run selects the assets of one trace, ``tracefiles.plan_tick``).
+SENSOR_TARGET = dg.AssetSelection.assets(
+    *{dg.AssetKey.from_user_string(a) for a in (*tracefiles.USER_TRACE_ASSETS, *tracefiles.PUBLIC_RAW.values(),
+                                               *(t for tables in tracefiles.PUBLIC_TABLES.values() for t in tables))}
+)
+
+
 @dg.sensor(
     name="cluster_traces_sensor",
+    target=SENSOR_TARGET,
     minimum_interval_seconds=SENSOR_INTERVAL_S,
     default_status=dg.DefaultSensorStatus.RUNNING,
     description="Watches raw/clusters/ (and the public traces' files): registers each trace present as a `trace` partition and "
