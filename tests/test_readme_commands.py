@@ -5,7 +5,8 @@ checked without editing this file. Each one is parsed by the real click command 
 types, choices); those that need no GPU and no long materialization are also run, in a data home
 holding the ingested tables plus one cluster partition, with the working directory at that home
 and its ``sql`` linked to the repository's, so relative paths (``raw/zeus2/...``,
-``sql/examples/...``) resolve as in a clone. A command naming a GPU that is not in the published
+``sql/examples/...``) resolve as in a clone; the ``whatif`` examples read a small generated
+``mycluster.sacct`` there. A command naming a GPU that is not in the published
 traces (one you would measure first) is parsed only.
 """
 
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 import os
 import re
+import runpy
 import shlex
 import subprocess
 import sys
@@ -30,7 +32,7 @@ from pipelines.paths import REPO_ROOT, ProjectPaths
 README = REPO_ROOT / "README.md"
 PREFIXES = (".venv/bin/python -m pipelines", "gpu-energy")
 #: Subcommands run for real; the others (fetch, materialize, measure profile on a GPU, ...) are parsed only.
-RUN = ("sql", "simulate single", "hetero", "measure devices")
+RUN = ("sql", "simulate single", "hetero", "measure devices", "whatif")
 FORMATS = ("table", "csv", "json")
 
 
@@ -93,6 +95,8 @@ def home(ingested) -> ProjectPaths:
             assert result.success
     if not (paths.root / "sql").exists():
         (paths.root / "sql").symlink_to(REPO_ROOT / "sql")
+    export = runpy.run_path(str(REPO_ROOT / "bench" / "_sacct_export.py"))
+    export["write_export"](paths.root / "mycluster.sacct", 300, seed=1)  # the README's whatif example file
     return paths
 
 

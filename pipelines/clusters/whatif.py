@@ -220,6 +220,15 @@ def _pct(value: float | None) -> str:
     return "-" if value is None else f"{value:.1f} %"
 
 
+def _grouping(r: dict[str, Any]) -> str:
+    named, jobs = r["jobs_grouped_by_user_and_name"], r["simulated_jobs"]
+    if named == jobs:
+        return "by user, job name and GPUs"
+    if named == 0:
+        return "no user or job name: by GPUs and duration"
+    return f"{named:,} jobs by user, job name and GPUs, {jobs - named:,} by GPUs and duration"
+
+
 def render(report: dict[str, Any]) -> str:
     """The report for a terminal: counts, per GPU Default vs Zeus, money and CO2e if priced, the top groups."""
     r = report
@@ -230,8 +239,7 @@ def render(report: dict[str, Any]) -> str:
         f"skipped + {r['quarantined']:,} quarantined",
         f"allocations  {r['allocations']:>11,} = {r['gpu_allocations']:,} GPU + {r['cpu_only']:,} CPU-only (skipped) + "
         f"{r['not_ended']:,} not ended (pending or running; skipped)",
-        f"replayed     {r['simulated_jobs']:>11,} COMPLETED GPU jobs in {r['recurring_groups']:,} recurring groups "
-        f"({r['jobs_grouped_by_user_and_name']:,} jobs grouped by user/name/GPUs, the rest by GPUs and duration)",
+        f"replayed     {r['simulated_jobs']:>11,} COMPLETED GPU jobs in {r['recurring_groups']:,} recurring groups ({_grouping(r)})",
     ]
     if r["not_simulated_gpu_allocations"]:
         parts = ", ".join(f"{n:,} {state}" for state, n in list(r["not_simulated_gpu_allocations"].items())[:6])
