@@ -16,6 +16,7 @@ import pytest
 
 from pipelines.contracts.base import validate
 from pipelines.contracts.owncluster import OwnClusterJobs, OwnClusterTraces
+from pipelines.ingest import slurm
 from pipelines.ingest.common import IngestError
 from pipelines.ingest.owntrace import OwnTraceResult, Source
 from pipelines.ingest.slurm import parse_fields, read_sacct
@@ -246,7 +247,7 @@ def test_a_line_that_is_not_utf8_is_quarantined_and_crlf_lines_are_read() -> Non
     assert result.counts.accounted and result.counts.lines == 4
 
 
-def test_a_generated_export_counts_as_built_and_blocks_do_not_matter(tmp_path: Path) -> None:
+def test_a_generated_export_counts_as_built_and_blocks_do_not_matter(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     path = tmp_path / "cluster.sacct"
     truth = EXPORT["write_export"](path, 3000, seed=11, timezone="Europe/Berlin", malformed=7)
     result = read_sacct(path, trace="gen", source_file="cluster.sacct", timezone="Europe/Berlin")
@@ -259,6 +260,14 @@ def test_a_generated_export_counts_as_built_and_blocks_do_not_matter(tmp_path: P
     assert result.sha256 == hashlib.sha256(path.read_bytes()).hexdigest()
     small_blocks = Source(path, "cluster.sacct", chunk_bytes=4096)
     assert sum(b.lines for b in small_blocks.blocks()) == truth.lines == small_blocks.lines
+
+    # A well-formed export takes the one-scan path; the block path (taken for the file above) reads it the same.
+    clean = tmp_path / "clean.sacct"
+    EXPORT["write_export"](clean, 2000, seed=12, timezone="Europe/Berlin", parsable=True)
+    fast = read_sacct(clean, trace="gen", source_file="clean.sacct", timezone="Europe/Berlin")
+    monkeypatch.setattr(slurm, "_fast_split", lambda *args: None)
+    blocks = read_sacct(clean, trace="gen", source_file="clean.sacct", timezone="Europe/Berlin")
+    assert fast.table.equals(blocks.table) and fast.counts == blocks.counts and fast.sha256 == blocks.sha256
 
 
 def test_blocks_cut_at_line_ends_whatever_the_block_size(tmp_path: Path) -> None:

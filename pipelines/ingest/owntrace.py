@@ -38,6 +38,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+import numpy as np
 import polars as pl
 
 from pipelines.contracts.base import polars_schema, split_valid
@@ -127,11 +128,12 @@ class Source:
     """A trace file (or bytes) read in blocks of whole lines, so that a large export never sits in memory whole.
 
     ``lines`` (counted from the bytes, independently of the parse) and ``sha256`` are known once
-    ``blocks`` has run to the end.
+    ``blocks`` or ``count`` has run to the end.
     """
 
     def __init__(self, source: Path | bytes, name: str, *, chunk_bytes: int = CHUNK_BYTES, digest: bool = True) -> None:
         self.source, self.name, self.chunk_bytes = source, name, chunk_bytes
+        self._want_digest = digest
         self._digest = hashlib.sha256() if digest else None
         self.lines = 0
         self.size = 0
@@ -174,10 +176,41 @@ class Source:
         except OSError as exc:
             raise IngestError(self.name, f"unreadable file: {exc}") from exc
 
+    def count(self, byte: bytes) -> int:
+        """How often ``byte`` occurs in the file; counts the lines (and the sha256) on the way, parsing nothing."""
+        found, newlines, self.size = 0, 0, 0
+        self._digest = hashlib.sha256() if self._want_digest else None
+        last = b"\n"
+        for piece in self._raw_pieces():
+            if self._digest is not None:
+                self._digest.update(piece)
+            self.size += len(piece)
+            array = np.frombuffer(piece, dtype=np.uint8)
+            found += int(np.count_nonzero(array == byte[0]))
+            newlines += piece.count(b"\n")
+            last = piece[-1:]
+        self.lines = newlines + (0 if last == b"\n" else 1)
+        return found
+
+    def _raw_pieces(self) -> Iterator[bytes]:
+        """The bytes in pieces of ``chunk_bytes``, cut anywhere (for counting)."""
+        if isinstance(self.source, bytes):
+            view = memoryview(self.source)
+            for at in range(0, len(self.source), self.chunk_bytes):
+                yield bytes(view[at : at + self.chunk_bytes])
+            return
+        try:
+            with open(self.source, "rb") as fh:
+                while piece := fh.read(self.chunk_bytes):
+                    yield piece
+        except OSError as exc:
+            raise IngestError(self.name, f"unreadable file: {exc}") from exc
+
     def blocks(self) -> Iterator[Block]:
         """The file in blocks of whole lines (a last line without a newline is a line)."""
         line = 1
         self.lines, self.size = 0, 0
+        self._digest = hashlib.sha256() if self._want_digest else None
         for block in self._pieces():
             if self._digest is not None:
                 self._digest.update(block)
@@ -190,7 +223,7 @@ class Source:
     def first_line(self) -> str:
         """The first line as text (``\\r`` stripped; bytes that are not UTF-8 replaced); "" for an empty file."""
         head = b""
-        for piece in self._pieces():
+        for piece in Source(self.source, self.name, chunk_bytes=1 << 16, digest=False)._raw_pieces():
             head += piece
             if b"\n" in head:
                 break
@@ -199,7 +232,7 @@ class Source:
 
     def is_blank(self) -> bool:
         """No byte but whitespace (an empty file included)."""
-        return all(not piece.strip() for piece in self._pieces())
+        return all(not piece.strip() for piece in Source(self.source, self.name, chunk_bytes=1 << 16, digest=False)._raw_pieces())
 
     def lines_at(self, numbers: set[int]) -> dict[int, str]:
         """The text of the lines ``numbers`` (a second pass; only for rows quarantined after their line was split)."""

@@ -133,7 +133,7 @@ def _is_step(job_id_index: int) -> pl.Expr:
 
 
 def _split_block(lines: pl.DataFrame, layout: Layout) -> tuple[pl.DataFrame, pl.DataFrame, int]:
-    """One block's lines -> (allocation rows as text fields + ``_line``, rejected lines, steps skipped)."""
+    """One block's lines -> (allocation rows as text fields, empty ones null, + ``_line``; rejected lines; steps skipped)."""
     separators = pl.col(TEXT).str.count_matches("|", literal=True)
     well_formed = separators == layout.separators
     if layout.trailing:
@@ -154,8 +154,36 @@ def _split_block(lines: pl.DataFrame, layout: Layout) -> tuple[pl.DataFrame, pl.
     allocations = usable.filter(~is_step)
     parts = allocations.select(LINE, pl.col(TEXT).str.split_exact("|", layout.fields - 1).alias("_f"))
     wanted = {field: f"field_{i}" for field, i in layout.index.items()}
-    text = parts.select(LINE, *[pl.col("_f").struct.field(f).alias(field) for field, f in wanted.items()])
+    text = parts.select(LINE, *[pl.col("_f").struct.field(f).replace("", None).alias(field) for field, f in wanted.items()])
     return text, pl.concat(rejected), steps
+
+
+def _fast_split(reader: Source, layout: Layout, header_lines: int) -> tuple[pl.DataFrame, int] | None:
+    """(allocation rows as text fields + ``_line``, steps) for a well-formed file in one polars CSV scan; else None.
+
+    Well-formed: valid UTF-8, and every data line has exactly the header's number of fields. The
+    scan raises on a line with too many fields or a byte that is not UTF-8; a line with too few
+    cannot be told from one with empty fields, so the ``|`` of the whole file are counted (a pass
+    over the bytes that also counts the lines): every line has at most the right number, so a
+    total of exactly lines x separators means every line has exactly that. Anything else (a blank
+    line included) returns None, and the block path finds and quarantines the lines at fault.
+    """
+    separators = reader.count(b"|")
+    data_lines = reader.lines - header_lines
+    if data_lines <= 0 or separators != (data_lines + header_lines) * layout.separators:
+        return None
+    fields = {field: pl.nth(i).alias(field) for field, i in layout.index.items()}
+    try:
+        scan = pl.scan_csv(reader.source, separator="|", has_header=bool(header_lines), quote_char=None, infer_schema=False,
+                           empty_string_is_null=True, raise_if_empty=False)
+        scan = scan.select(*fields.values()).with_row_index(LINE, offset=1 + header_lines).with_columns(pl.col(LINE).cast(pl.Int64))
+        is_step = pl.col("JobID").str.contains(".", literal=True).fill_null(False)
+        text, rows = pl.collect_all([scan.filter(~is_step), scan.select(pl.len())])
+    except (pl.exceptions.ComputeError, pl.exceptions.NoDataError, pl.exceptions.ShapeError):
+        return None
+    if rows.item() != data_lines:
+        return None
+    return text, data_lines - text.height
 
 
 def _elapsed_seconds(column: str) -> pl.Expr:
@@ -203,14 +231,16 @@ def _gpus(frame: pl.DataFrame) -> pl.DataFrame:
 
 
 def _typed(text: pl.DataFrame, layout: Layout, timezone: str) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """Text fields of the allocation rows -> (typed rows with ``_line``, rejected rows)."""
+    """Text fields of the allocation rows (an empty field null) -> (typed rows with ``_line``, rejected rows)."""
     has = layout.index
     text = text.with_columns(
-        *[(pl.col(c) if c in has else pl.lit(None, pl.String)).replace("", None).alias(out) for c, out in _TEXT_COLUMNS.items()],
-        (pl.col("Elapsed") if "Elapsed" in has else pl.lit(None, pl.String)).replace("", None).alias("Elapsed"),
-        (pl.col("NNodes") if "NNodes" in has else pl.lit(None, pl.String)).replace("", None).alias("NNodes"),
+        *[(pl.col(c) if c in has else pl.lit(None, pl.String)).alias(out) for c, out in _TEXT_COLUMNS.items()],
+        (pl.col("Elapsed") if "Elapsed" in has else pl.lit(None, pl.String)).alias("Elapsed"),
+        (pl.col("NNodes") if "NNodes" in has else pl.lit(None, pl.String)).alias("NNodes"),
         normalised_state("State").alias("state"),
-        pl.col("JobID").str.strip_chars().alias("JobID"),
+        pl.col("JobID").str.strip_chars().fill_null("").alias("JobID"),
+        pl.col("State").fill_null("").alias("State"),
+        pl.col("AllocTRES").fill_null("").alias("AllocTRES"),
     ).with_columns(_elapsed_seconds("Elapsed").alias("elapsed_s"), pl.col("NNodes").cast(pl.Int64, strict=False).alias("num_nodes"))
     text = utc_times(_gpus(text), _TIMES, timezone, "elapsed_s")
     checks = [
@@ -257,16 +287,22 @@ def read_sacct(
     if reader.is_blank():
         raise IngestError(source_file, "empty file: expected a sacct export with a header line (JobID|...)")
     layout, header_lines = layout_of(reader.first_line(), source_file, fields)
-    texts, rejected, steps = [], [empty_rejected()], 0
-    for block in reader.blocks():
-        lines = block_lines(block)
-        if header_lines and block.first_line == 1:
-            lines = lines.slice(1)
-        text, bad, block_steps = _split_block(lines, layout)
-        texts.append(text)
-        rejected.append(bad)
-        steps += block_steps
-    typed, bad = _typed(pl.concat(texts), layout, timezone)
+    rejected = [empty_rejected()]
+    fast = _fast_split(reader, layout, header_lines)
+    if fast is not None:
+        text, steps = fast
+    else:
+        texts, steps = [], 0
+        for block in reader.blocks():
+            lines = block_lines(block)
+            if header_lines and block.first_line == 1:
+                lines = lines.slice(1)
+            block_text, bad, block_steps = _split_block(lines, layout)
+            texts.append(block_text)
+            rejected.append(bad)
+            steps += block_steps
+        text = pl.concat(texts)
+    typed, bad = _typed(text, layout, timezone)
     return finish(trace=trace, source=reader, fmt="sacct", timezone=timezone, typed=typed,
                   rejected=[*rejected, bad], header_lines=header_lines, steps_skipped=steps)
 
