@@ -2,7 +2,8 @@
 
 A file is read in blocks of whole lines (``CHUNK_BYTES``), so memory stays bounded for exports
 of millions of lines; every block is split into lines and fields with polars string operations
-(no Python loop per line). Each line ends in exactly one of: the header, an allocation row
+(no Python loop per line). (The sacct reader reads a well-formed file in one polars CSV scan
+instead, after ``Source.count`` proved it well-formed; ``pipelines.ingest.slurm``.) Each line ends in exactly one of: the header, an allocation row
 (``own_cluster_jobs``), a skipped step (sacct only) or ``quarantine/own_cluster_jobs``:
 
     lines = header_lines + allocations + steps_skipped + quarantined
