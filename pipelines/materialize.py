@@ -174,12 +174,11 @@ def _definitions() -> Any:
 def _materialize(select: str, executor: str, scheduler: str | None, concurrency: int, stop: _Stop) -> _Outcome:
     import dagster as dg
 
+    from pipelines.defs.partitions import register_trace_partitions
     from pipelines.run_launch import launcher
     from pipelines.run_plan import SelectionError, plan_runs, resolve_selection
     from pipelines.run_recovery import recover, report
 
-    with dg.DagsterInstance.get() as instance:
-        report(recover(instance))
     graph = _definitions().resolve_asset_graph()
     try:
         keys, added = resolve_selection(graph, select)
@@ -187,7 +186,11 @@ def _materialize(select: str, executor: str, scheduler: str | None, concurrency:
         return _Outcome(problems=[str(exc)])
     if added:
         _echo(f"selection widened to the assets written together with it: {', '.join(sorted(k.to_user_string() for k in added))}")
-    specs = plan_runs(graph, keys)
+    with dg.DagsterInstance.get() as instance:
+        report(recover(instance))
+        traces = register_trace_partitions(instance)  # a trace is a partition once its files are present
+        specs = plan_runs(graph, keys, instance)
+    _echo(f"traces: {', '.join(traces) or 'none present'}")
     _echo(f"{len(keys)} assets in {len(specs)} runs, at most {concurrency} at a time, steps on the {executor} executor")
     with ExitStack() as stack:
         if executor == "dask":

@@ -69,11 +69,13 @@ def resolve_selection(graph: AssetGraph, select: str) -> tuple[set[dg.AssetKey],
     return set(widened), set(widened) - chosen
 
 
-def plan_runs(graph: AssetGraph, keys: set[dg.AssetKey]) -> list[RunSpec]:
+def plan_runs(graph: AssetGraph, keys: set[dg.AssetKey], instance: dg.DagsterInstance | None = None) -> list[RunSpec]:
     """The runs that materialize ``keys`` (see the module docstring), each with the indices of the runs it waits for.
 
     Assets that execute together (one multi-asset) stay in one run; partition runs of one
     partitions definition do not wait for each other (each reads its own partition upstream).
+    ``instance`` holds the dynamic partitions (the traces present); a partitioned asset with no
+    partition yet is left out.
     """
     order = [k for k in graph.toposorted_asset_keys if k in keys]
     ancestors = {k: graph.get_ancestor_asset_keys(k) for k in order}
@@ -118,7 +120,9 @@ def plan_runs(graph: AssetGraph, keys: set[dg.AssetKey]) -> list[RunSpec]:
     for name, assets in by_def.items():
         partitions_def = graph.get(assets[0]).partitions_def
         assert partitions_def is not None
-        partition_keys = partitions_def.get_partition_keys()
+        partition_keys = partitions_def.get_partition_keys(dynamic_partitions_store=instance)
+        if not partition_keys:
+            continue
         if all(_single_run(graph.get(a).backfill_policy) for a in assets):  # one run over every partition
             tags = {RANGE_START: partition_keys[0], RANGE_END: partition_keys[-1]}
             add(assets, f"{partition_keys[0]}...{partition_keys[-1]}, {len(partition_keys)} partitions", name, tags)

@@ -34,6 +34,8 @@ def _acme_fixture() -> pl.DataFrame:
 
 @pytest.fixture(scope="module")
 def layer(ingested, tmp_path_factory: pytest.TempPathFactory):
+    from pipelines.contracts.base import empty
+    from pipelines.contracts.owncluster import OwnClusterJobs
     from pipelines.definitions import defs
 
     src, _ = ingested
@@ -53,25 +55,37 @@ def layer(ingested, tmp_path_factory: pytest.TempPathFactory):
     })
     write_parquet_atomic(alibaba, root / "assets/alibaba_groups.parquet")
     write_parquet_atomic(_acme_fixture().cast(pl.read_parquet(src.table("acme_jobs")).schema), root / "assets/acme_jobs.parquet")
+    write_parquet_atomic(empty(OwnClusterJobs), root / "assets/own_cluster_jobs.parquet")  # no trace of your own here
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         definitions = defs()
     everything = [*definitions.assets, *definitions.asset_checks]
     resources = {"io_manager": ParquetIOManager(root=str(root)), "paths": PathsResource(root=str(root))}
-    first = dg.materialize(everything, resources=resources, selection=["cluster_workload_jobs"])
-    results = {}
-    for key in ("v100|alibaba", "v100|acme", "a40|itp"):
-        results[key] = dg.materialize(everything, resources=resources, partition_key=key,
-                                      selection=["zeus_cluster_history", "zeus_cluster_summary"])
+    with dg.instance_for_test() as instance:
+        instance.add_dynamic_partitions("trace", list(TRACES))
+        first = [dg.materialize(everything, resources=resources, instance=instance, partition_key=trace, selection=["cluster_workload_jobs"])
+                 for trace in TRACES]
+        results = {}
+        for key in ("v100|alibaba", "v100|acme", "a40|itp"):
+            results[key] = dg.materialize(everything, resources=resources, instance=instance, partition_key=key,
+                                          selection=["zeus_cluster_history", "zeus_cluster_summary"])
     return root, first, results
+
+
+TRACES = ("alibaba", "itp", "elasticflow", "acme")
+
+
+def _workload_jobs(root: Path) -> pl.DataFrame:
+    return pl.concat([pl.read_parquet(root / f"assets/cluster_workload_jobs/{trace}.parquet") for trace in TRACES])
 
 
 def test_layer_runs_and_checks_pass(layer) -> None:
     root, first, results = layer
-    assert first.success and all(r.success for r in results.values())
-    for result in (first, *results.values()):
+    assert all(r.success for r in first) and all(r.success for r in results.values())
+    for result in (*first, *results.values()):
         assert all(e.passed for e in result.get_asset_check_evaluations())
-    jobs = pl.read_parquet(root / "assets/cluster_workload_jobs.parquet")
+    assert all(len(r.get_asset_check_evaluations()) == 1 for r in first)  # runtime_ratio_means_one, per trace partition
+    jobs = _workload_jobs(root)
     assert dict(jobs.group_by("trace").len().iter_rows()) == {"alibaba": 7, "acme": 10, "itp": 260, "elasticflow": 195}
 
 
@@ -93,7 +107,7 @@ def test_alibaba_fixture_history_and_summary(layer, mirror: Path) -> None:
     assert summary["jobs"].to_list() == [4, 3]
     # Zeus's totals per workload are those of the published simulator (zeus==0.16.0) replaying the same
     # groups at the layer's knobs (eta 0.5, beta 2); Alibaba jobs run on one GPU, so no scaling.
-    jobs = pl.read_parquet(root / "assets/cluster_workload_jobs.parquet").filter(pl.col("trace") == "alibaba")
+    jobs = _workload_jobs(root).filter(pl.col("trace") == "alibaba")
     groups = jobs.select("group", start_time="start_time_s", end_time="end_time_s", dataset="dataset", runtime_ratio="runtime_ratio")
     published = {group: runs for group, runs in PEER["Peer"](mirror / "zeus").groups(groups, "v100", 0.5, 2.0)}
     totals = {group: (sum(r[2] for r in runs), sum(r[3] for r in runs)) for group, runs in published.items()}  # (J, s)

@@ -40,6 +40,14 @@ def definitions() -> dg.Definitions:
         return defs()
 
 
+@pytest.fixture(scope="module")
+def instance() -> Iterator[dg.DagsterInstance]:
+    """An instance with the two public traces of the mirror registered as ``trace`` partitions."""
+    with dg.instance_for_test() as test_instance:
+        test_instance.add_dynamic_partitions("trace", ["elasticflow", "itp"])
+        yield test_instance
+
+
 def _names(keys: set[dg.AssetKey]) -> set[str]:
     return {k.to_user_string() for k in keys}
 
@@ -48,7 +56,7 @@ def test_selection_is_widened_to_what_a_multi_asset_writes(definitions: dg.Defin
     graph = definitions.resolve_asset_graph()
     keys, added = resolve_selection(graph, "group:ingest")
     assert "itp_jobs" in _names(keys) and _names(added) == {n for n in _names(keys) if n.startswith("quarantine/")}
-    assert len(added) == 8  # one quarantine table per ingested table
+    assert len(added) == 9  # one quarantine table per ingested table
     keys, added = resolve_selection(graph, "itp_jobs")
     assert _names(keys) == {"itp_jobs", "quarantine/itp_jobs"} and _names(added) == {"quarantine/itp_jobs"}
     keys, _ = resolve_selection(graph, "+zeus_train_runs")
@@ -59,29 +67,31 @@ def test_selection_is_widened_to_what_a_multi_asset_writes(definitions: dg.Defin
         resolve_selection(graph, "no_such_asset")
 
 
-def test_every_planned_run_is_a_valid_dagster_subset(definitions: dg.Definitions) -> None:
+def test_every_planned_run_is_a_valid_dagster_subset(definitions: dg.Definitions, instance: dg.DagsterInstance) -> None:
     graph = definitions.resolve_asset_graph()
     job = definitions.resolve_implicit_global_asset_job_def()
     for select in ("*", "group:ingest", "itp_jobs", "quarantine/acme_jobs", "zeus_cluster_summary", "group:figures"):
         keys, _ = resolve_selection(graph, select)
-        runs = plan_runs(graph, keys)
+        runs = plan_runs(graph, keys, instance)
         assert sorted(a for r in runs for a in r.assets) == sorted(_names(keys)), select  # each asset in exactly one run
         for run in runs:
             assert all(i < runs.index(run) for i in run.after)
             job.get_subset(asset_selection={dg.AssetKey.from_user_string(a) for a in run.assets})  # raises if not
 
 
-def test_plan_of_everything(definitions: dg.Definitions) -> None:
+def test_plan_of_everything(definitions: dg.Definitions, instance: dg.DagsterInstance) -> None:
     graph = definitions.resolve_asset_graph()
     keys, added = resolve_selection(graph, "*")
-    runs = plan_runs(graph, keys)
-    assert not added and len(runs) == 5
+    runs = plan_runs(graph, keys, instance)
+    assert not added and len(runs) == 6
     by_asset = {a: i for i, r in enumerate(runs) for a in r.assets}
     history = runs[by_asset["zeus_cluster_history"]]
     # one single-run backfill of 16 partitions for the trace x GPU assets
     assert history.assets == ("zeus_cluster_history", "cluster_power", "zeus_cluster_summary", "cluster_power_summary")
-    assert history.tags == {RANGE_START: "a40|alibaba", RANGE_END: "v100|acme"} and not history.parallel
-    assert history.after == (by_asset["cluster_workload_jobs"],)
+    assert history.tags == {RANGE_START: "a40|elasticflow", RANGE_END: "v100|itp"} and not history.parallel
+    jobs = runs[by_asset["cluster_workload_jobs"]]  # one single-run backfill of the traces registered
+    assert jobs.tags == {RANGE_START: "elasticflow", RANGE_END: "itp"}
+    assert by_asset["cluster_workload_jobs"] in history.after
     assert by_asset["zeus_knob_grid"] != by_asset["cluster_workload_jobs"]  # runs beside the partitions
     assert by_asset["itp_jobs"] == by_asset["quarantine/itp_jobs"]
     figures = runs[by_asset["figures/clusters_savings_by_trace"]]
@@ -186,13 +196,18 @@ def test_recover_marks_runs_of_dead_processes_and_removes_stale_temp_files(tmp_p
 
 @pytest.fixture(scope="module")
 def knob_grid_project(ingested: tuple[ProjectPaths, object], tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A project whose assets hold what zeus_knob_grid reads: the whole ElasticFlow trace as cluster jobs."""
+    """A project whose assets hold what zeus_knob_grid reads: the whole ElasticFlow trace as cluster jobs.
+
+    ``cluster_workload_jobs`` is partitioned by trace; materialize registers the traces whose files
+    the mirror holds (itp, elasticflow): ITP's partition is written empty, so only ElasticFlow replays.
+    """
     from pipelines.clusters import mapping
 
     src, _ = ingested
     root = tmp_path_factory.mktemp("knob_project")
     jobs = mapping.map_elasticflow(pl.read_parquet(src.table("elasticflow_jobs")))
-    write_parquet_atomic(jobs, root / "assets/cluster_workload_jobs.parquet")
+    write_parquet_atomic(jobs, root / "assets/cluster_workload_jobs/elasticflow.parquet")
+    write_parquet_atomic(jobs.clear(), root / "assets/cluster_workload_jobs/itp.parquet")
     for table in ("zeus_train_runs", "zeus_power_profiles"):
         write_parquet_atomic(pl.read_parquet(src.table(table)), root / f"assets/{table}.parquet")
     return root

@@ -5,7 +5,8 @@ checked without editing this file. Each one is parsed by the real click command 
 types, choices); those that need no GPU and no long materialization are also run, in a data home
 holding the ingested tables plus one cluster partition, with the working directory at that home
 and its ``sql`` linked to the repository's, so relative paths (``raw/zeus2/...``,
-``sql/examples/...``) resolve as in a clone. A command naming a GPU that is not in the published
+``sql/examples/...``) resolve as in a clone; the ``whatif`` examples read a small generated
+``mycluster.sacct`` there. A command naming a GPU that is not in the published
 traces (one you would measure first) is parsed only.
 """
 
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 import os
 import re
+import runpy
 import shlex
 import subprocess
 import sys
@@ -30,7 +32,7 @@ from pipelines.paths import REPO_ROOT, ProjectPaths
 README = REPO_ROOT / "README.md"
 PREFIXES = (".venv/bin/python -m pipelines", "gpu-energy")
 #: Subcommands run for real; the others (fetch, materialize, measure profile on a GPU, ...) are parsed only.
-RUN = ("sql", "simulate single", "hetero", "measure devices")
+RUN = ("sql", "simulate single", "hetero", "measure devices", "whatif")
 FORMATS = ("table", "csv", "json")
 
 
@@ -81,15 +83,20 @@ def home(ingested) -> ProjectPaths:
         definitions = defs()
     resources = {"io_manager": ParquetIOManager(root=str(paths.root)), "paths": PathsResource(root=str(paths.root))}
     job = definitions.resolve_implicit_global_asset_job_def()
-    for selection, partition in (
-        (["hetero_allocations", "cluster_workload_jobs"], None),
-        (["zeus_cluster_history", "zeus_cluster_summary", "cluster_power", "cluster_power_summary"], "v100|itp"),
-    ):
-        subset = job.get_subset(asset_selection={dg.AssetKey(k) for k in selection})
-        result = subset.execute_in_process(resources=resources, partition_key=partition, raise_on_error=True)
-        assert result.success
+    with dg.instance_for_test() as instance:
+        instance.add_dynamic_partitions("trace", ["itp"])
+        for selection, partition in (
+            (["hetero_allocations"], None),
+            (["cluster_workload_jobs"], "itp"),
+            (["zeus_cluster_history", "zeus_cluster_summary", "cluster_power", "cluster_power_summary"], "v100|itp"),
+        ):
+            subset = job.get_subset(asset_selection={dg.AssetKey(k) for k in selection})
+            result = subset.execute_in_process(resources=resources, instance=instance, partition_key=partition, raise_on_error=True)
+            assert result.success
     if not (paths.root / "sql").exists():
         (paths.root / "sql").symlink_to(REPO_ROOT / "sql")
+    export = runpy.run_path(str(REPO_ROOT / "bench" / "_sacct_export.py"))
+    export["write_export"](paths.root / "mycluster.sacct", 300, seed=1)  # the README's whatif example file
     return paths
 
 

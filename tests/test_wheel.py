@@ -68,6 +68,22 @@ def test_the_installed_wheel_works_from_an_empty_folder(installed: tuple[Path, d
     records = [json.loads(line) for line in runs.stdout.splitlines()]
     assert len(records) >= 3 and records[0]["bs"] == 192 and sum(r["reached"] for r in records) == 3
 
+    # whatif on a Slurm export written here: two jobs of one recurring group, a step, a pending job, a CPU job
+    export = work / "lab.sacct"
+    export.write_text(
+        "JobID|JobName|User|Submit|Start|End|Elapsed|State|AllocTRES\n"
+        "7|train|ann|2024-05-01T09:00:00|2024-05-01T09:10:00|2024-05-01T11:10:00|02:00:00|COMPLETED|cpu=8,gres/gpu:a100=2,gres/gpu=2\n"
+        "7.batch|batch||2024-05-01T09:00:00|2024-05-01T09:10:00|2024-05-01T11:10:00|02:00:00|COMPLETED|cpu=8\n"
+        "8|train|ann|2024-05-02T09:00:00|2024-05-02T09:05:00|2024-05-02T10:35:00|01:30:00|COMPLETED|cpu=8,gres/gpu=2\n"
+        "9|eval|bob|2024-05-02T09:00:00|Unknown|Unknown|00:00:00|PENDING|\n"
+        "10|prep|bob|2024-05-02T09:00:00|2024-05-02T09:00:10|2024-05-02T09:30:00|00:29:50|COMPLETED|cpu=4\n"
+    )
+    report = json.loads(_run([cli, "whatif", "lab.sacct", "--timezone", "Europe/Paris", "--trace-dir", str(mirror / "zeus"), "--json"],
+                             cwd=work, env=env).stdout)
+    assert {k: report[k] for k in ("lines", "allocations", "steps_skipped", "cpu_only", "not_ended", "quarantined", "simulated_jobs")} == {
+        "lines": 6, "allocations": 4, "steps_skipped": 1, "cpu_only": 1, "not_ended": 1, "quarantined": 0, "simulated_jobs": 2}
+    assert report["gpus"]["v100"]["default_mwh"] > 0 and report["recurring_groups"] == 1
+
     answer = _run([cli, "sql", "--format", "csv", "select 42 as answer"], cwd=work, env=env).stdout
     assert answer.splitlines() == ["answer", "42"]
     examples = _run([cli, "sql", "--list-examples"], cwd=work, env=env).stdout.split()

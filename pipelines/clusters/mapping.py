@@ -15,8 +15,13 @@ deterministically (no randomness, ties broken by name):
   the same GPU count and the same power-of-two duration bucket (``floor(log2(duration))``).
 * **acme** -- GPU jobs (gpu_num > 0) that COMPLETED (failed/cancelled runs did not train to a
   target, which the Zeus replay assumes); group = cluster/user/type/gpu_num.
+* **a user trace** (``own_cluster_jobs``: a Slurm export or a job-log CSV) -- GPU allocations that
+  COMPLETED, with end > start (the replay assumes a run reaches its target); group =
+  user/job name/GPU count where the row has both a user and a job name, else the ITP rule:
+  (Slurm partition/)GPU count/power-of-two duration bucket; cluster = the trace's name; times in
+  s since 1970 UTC.
 
-For itp and acme the workload comes from the group's runtime: groups sorted by mean duration are
+For itp, acme and user traces the workload comes from the group's runtime: groups sorted by mean duration are
 cut into six consecutive slices of (nearly) equal job counts, assigned to the workloads in order of
 their expected time-to-accuracy at the default configuration (shortest to longest), so short jobs
 play short workloads. runtime_ratio = job duration / mean duration of the jobs of that trace
@@ -25,7 +30,7 @@ assigned to the same workload (as in the Zeus artifact), so it averages exactly 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import polars as pl
 
@@ -131,6 +136,52 @@ def map_acme(jobs: pl.DataFrame, workload_order: Sequence[str]) -> pl.DataFrame:
         pl.col("gpu_num").alias("num_gpu"),
     )
     return _finish(assign_by_runtime(keyed, workload_order), "acme")
+
+
+def own_replay_candidates(jobs: pl.DataFrame) -> pl.DataFrame:
+    """The rows of ``own_cluster_jobs`` the replay uses: GPU allocations that COMPLETED, with end > start."""
+    return jobs.filter((pl.col("category") == "gpu") & (pl.col("state") == "COMPLETED") & (pl.col("end_time") > pl.col("start_time")))
+
+
+def own_group(jobs: pl.DataFrame) -> pl.Expr:
+    """The recurring group of an own-cluster job: user/name/GPUs where both names exist, else the ITP rule."""
+    seconds = (pl.col("end_time") - pl.col("start_time")).dt.total_microseconds() / 1e6
+    bucket = seconds.clip(1).log(2).floor().cast(pl.Int64)
+    named = pl.col("user").is_not_null() & pl.col("job_name").is_not_null()
+    by_size = pl.format("{}gpu/2^{}s", "num_gpus", bucket)
+    if "slurm_partition" in jobs.columns:
+        by_size = pl.when(pl.col("slurm_partition").is_not_null()).then(pl.format("{}/{}", "slurm_partition", by_size)).otherwise(by_size)
+    return pl.when(named).then(pl.format("{}/{}/{}gpu", "user", "job_name", "num_gpus")).otherwise(by_size)
+
+
+def map_own(jobs: pl.DataFrame, workload_order: Sequence[str], trace: str) -> pl.DataFrame:
+    """One user trace's ``own_cluster_jobs`` rows -> rows (see the module docstring); times in s since 1970 UTC."""
+    completed = own_replay_candidates(jobs.filter(pl.col("trace") == trace))
+    keyed = completed.with_columns(
+        own_group(completed).alias("group"),
+        pl.lit(trace).alias("cluster"),
+        (pl.col("start_time").dt.epoch("us") / 1e6).alias("start_time_s"),
+        (pl.col("end_time").dt.epoch("us") / 1e6).alias("end_time_s"),
+        pl.col("num_gpus").alias("num_gpu"),
+    )
+    return _finish(assign_by_runtime(keyed, workload_order), trace)
+
+
+def map_trace(trace: str, tables: Mapping[str, pl.DataFrame], workload_order: Sequence[str]) -> pl.DataFrame:
+    """The rows of one trace: a public one from its ingested table, a user trace from ``own_cluster_jobs``.
+
+    ``tables`` maps table names (alibaba_groups, itp_jobs, elasticflow_jobs, acme_jobs,
+    own_cluster_jobs) to frames; only the one the trace needs is read.
+    """
+    if trace == "alibaba":
+        return map_alibaba(tables["alibaba_groups"])
+    if trace == "itp":
+        return map_itp(tables["itp_jobs"], workload_order)
+    if trace == "elasticflow":
+        return map_elasticflow(tables["elasticflow_jobs"])
+    if trace == "acme":
+        return map_acme(tables["acme_jobs"], workload_order)
+    return map_own(tables["own_cluster_jobs"], workload_order, trace)
 
 
 def empty() -> pl.DataFrame:

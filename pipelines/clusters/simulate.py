@@ -36,8 +36,11 @@ def simulate_trace(
     policies: tuple[PolicyName, ...] = GROUP_POLICIES,
     log: Callable[[str], None] | None = None,
     seed: int | None = None,
+    progress: bool = False,
 ) -> pl.DataFrame:
     """Replay every group of one trace's ``cluster_workload_jobs`` rows on ``gpu`` under each policy.
+
+    ``progress`` shows a bar per policy on stderr (tqdm).
 
     One row per reported run (retries are extra rows with ``attempt`` > 0), energy in J for the
     whole job (x num_gpu), time in s, scaled by the job's runtime_ratio as in the Zeus artifact.
@@ -57,7 +60,7 @@ def simulate_trace(
     )
     frames = []
     for policy in policies:
-        runs = replay_groups(groups, traces, gpu, eta=eta, beta=beta, policy=policy, seed=seed)
+        runs = replay_groups(groups, traces, gpu, eta=eta, beta=beta, policy=policy, seed=seed, progress=progress, desc=f"{gpu} {policy}")
         if log:
             log(f"{gpu}/{policy}: {runs.height} runs of {jobs.height} jobs in {groups['group'].n_unique()} groups")
         frames.append(

@@ -7,6 +7,7 @@ Each column has its type, constraints and a ``description=`` with its unit. Modu
 * ``clusters``: ``cluster_workload_jobs``, ``zeus_cluster_history``, ``zeus_cluster_summary``,
   ``zeus_single_job_sweep``;
 * ``hetero``: ``hetero_allocations``;
+* ``owncluster``: a user's own cluster traces, ``own_cluster_jobs`` and ``own_cluster_traces``;
 * ``zeus``: the group table the replay reads and the runs it reports;
 * ``measure``: a measured power profile (``raw/measured/*.csv``);
 * ``figures``: the data written next to each figure;

@@ -12,18 +12,31 @@ from pipelines.contracts.base import one_of
 from pipelines.zeus.names import POLICIES, REPLAYED_POLICIES
 from pipelines.zeus.workloads import ZEUS_DATASETS
 
-#: The cluster traces mapped onto Zeus workloads, in the order the mapping concatenates them.
+#: The public cluster traces mapped onto Zeus workloads, in the mapping's order.
 CLUSTER_TRACES: tuple[str, ...] = ("alibaba", "itp", "elasticflow", "acme")
+#: Every trace name, public or a user's own (``raw/clusters/<name>.sacct|.csv``): lower-case letters, digits,
+#: ``_`` and ``-``, starting with a letter or digit, at most 48 characters. It is also a Dagster partition key.
+TRACE_NAME_REGEX = r"^[a-z0-9][a-z0-9_-]{0,47}$"
+
+
+def trace_column(*, primary_key: bool = False) -> dy.String:
+    """The ``trace`` column of the cluster tables: a public trace or a user trace's name."""
+    return dy.String(
+        primary_key=primary_key,
+        regex=TRACE_NAME_REGEX,
+        description="trace: alibaba, itp, elasticflow, acme, or a user trace (raw/clusters/<trace>.sacct or .csv)",
+    )
 
 
 class ClusterWorkloadJobs(dy.Schema):
     """``cluster_workload_jobs``: every cluster trace's jobs as recurring groups of Zeus workloads (see README)."""
 
-    trace = one_of(CLUSTER_TRACES, primary_key=True, description="source trace")
-    cluster = dy.String(primary_key=True, description="cluster of the trace (alibaba-pai, cluster01..10, testbed, seren, kalos)")
+    trace = trace_column(primary_key=True)
+    cluster = dy.String(primary_key=True, description="cluster of the trace (alibaba-pai, cluster01..10, testbed, seren, kalos; "
+                        "a user trace: its name)")
     group = dy.String(description="recurring group: jobs replayed as recurrences of one job")
     job_id = dy.String(primary_key=True, description="job id in the trace (alibaba: group#k in start order)")
-    start_time_s = dy.Float64(description="job start (s; acme: since 1970 UTC, others: since the trace's origin)")
+    start_time_s = dy.Float64(description="job start (s; acme and user traces: since 1970 UTC, others: since the trace's origin)")
     end_time_s = dy.Float64(description="job end (s, same origin as start_time_s)")
     num_gpu = dy.Int64(min=0, description="GPUs of the job (alibaba: 1, not in the file)")
     dataset = one_of(ZEUS_DATASETS, description="Zeus workload the job plays")
@@ -38,7 +51,7 @@ class ClusterWorkloadJobs(dy.Schema):
 class ZeusClusterHistory(dy.Schema):
     """``zeus_cluster_history``: one row per simulated run of Zeus, Default and Grid Search replaying a trace on a GPU."""
 
-    trace = one_of(CLUSTER_TRACES, description="source trace")
+    trace = trace_column()
     gpu = dy.String(description="GPU whose power trace was simulated")
     policy = one_of(REPLAYED_POLICIES, description="who chose the configuration: zeus, default or grid-search")
     cluster = dy.String(description="cluster of the trace")
@@ -68,7 +81,7 @@ def _savings(quantity: str, baseline: str) -> dy.Float64:
 class ZeusClusterSummary(dy.Schema):
     """``zeus_cluster_summary``: per trace, workload and GPU, each policy's energy and time and Zeus's savings."""
 
-    trace = one_of(CLUSTER_TRACES, primary_key=True, description="source trace")
+    trace = trace_column(primary_key=True)
     dataset = one_of(ZEUS_DATASETS, primary_key=True, description="Zeus workload")
     gpu = dy.String(primary_key=True, description="GPU simulated")
     jobs = dy.Int64(min=0, description="trace jobs of this workload (distinct cluster and job id)")

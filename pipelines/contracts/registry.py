@@ -8,7 +8,7 @@ drawn once per GPU or workload (``energy_eta_vs_tta_``), to the contract of its
 
 from __future__ import annotations
 
-from pipelines.contracts import clusters, figures, hetero, power, sources, sweep
+from pipelines.contracts import clusters, figures, hetero, owncluster, power, sources, sweep
 from pipelines.contracts.base import Contract
 
 TABLES: dict[str, Contract] = {
@@ -28,6 +28,8 @@ TABLES: dict[str, Contract] = {
     "cluster_power": power.ClusterPower,
     "cluster_power_summary": power.ClusterPowerSummary,
     "zeus_knob_grid": sweep.ZeusKnobGrid,
+    "own_cluster_jobs": owncluster.OwnClusterJobs,
+    "own_cluster_traces": owncluster.OwnClusterTraces,
 }
 QUARANTINE_PREFIX = "quarantine/"
 

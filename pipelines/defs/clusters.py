@@ -1,4 +1,11 @@
-"""Cluster layer: cluster traces as Zeus workloads, and the Zeus simulation over them (partitioned)."""
+"""Cluster layer: cluster traces as Zeus workloads, and the Zeus simulation over them (partitioned by trace and GPU).
+
+``trace`` is a dynamic partition dimension: a trace is a partition once its files are present (the
+public ones, and every ``raw/clusters/<name>.sacct|.csv``); ``cluster_traces_sensor``
+(``pipelines/defs/own_clusters.py``) registers them, and ``register_trace_partitions`` does the
+same for a command-line materialization. Everything downstream of ``cluster_workload_jobs``
+follows by ``AutomationCondition.eager()``, partition by partition (the ``make dev`` daemon runs it).
+"""
 
 from collections.abc import Iterator
 
@@ -8,7 +15,7 @@ import polars as pl
 from pipelines.clusters import mapping, power, simulate
 from pipelines.clusters.workloads import REFERENCE_GPU, workloads_by_default_tta
 from pipelines.dagster_support import contract_metadata
-from pipelines.ingest.zeus import PUBLISHED_GPUS
+from pipelines.defs.partitions import gpu_partitions, trace_gpu_partitions, trace_partitions
 from pipelines.zeus.traces import from_frames
 from pipelines.zeus.workloads import ZEUS_DATASETS
 
@@ -18,17 +25,24 @@ SWEEP_ETAS = (0.0, 0.25, 0.5, 0.75, 1.0)
 SWEEP_BETAS = (2.0, float("inf"))
 SWEEP_SEEDS = (1, 2, 3, 4, 5)
 
-gpu_partitions = dg.StaticPartitionsDefinition(list(PUBLISHED_GPUS))
-trace_gpu_partitions = dg.MultiPartitionsDefinition(
-    {"trace": dg.StaticPartitionsDefinition(list(mapping.TRACES)), "gpu": gpu_partitions}
-)
+#: Every partitioned asset here materializes any set of its partitions in one run (one step, one
+#: process: a backfill of all 16 trace x GPU partitions is one run, not 16 run processes); the
+#: step returns {partition key: frame} and the IO manager writes one file per partition.
+ONE_RUN = dg.BackfillPolicy.single_run()
+#: Downstream of cluster_workload_jobs: materialized when an upstream partition updates or a partition is new.
+FOLLOW = dg.AutomationCondition.eager()
 
 
 @dg.asset(
     group_name="clusters",
+    partitions_def=trace_partitions,
+    backfill_policy=ONE_RUN,
     kinds={"polars", "parquet"},
     metadata=contract_metadata("cluster_workload_jobs"),
-    description="Every cluster trace's jobs as recurring groups of Zeus workloads, with runtime_ratio (see README).",
+    description="One trace's jobs as recurring groups of Zeus workloads, with runtime_ratio (see README); a public trace from its "
+    "ingested table, a user trace from own_cluster_jobs.",
+    check_specs=[dg.AssetCheckSpec("runtime_ratio_means_one", asset="cluster_workload_jobs", blocking=True,
+                                   description="runtime_ratio averages 1 per workload per trace.")],
 )
 def cluster_workload_jobs(
     context: dg.AssetExecutionContext,
@@ -36,40 +50,27 @@ def cluster_workload_jobs(
     itp_jobs: pl.DataFrame,
     elasticflow_jobs: pl.DataFrame,
     acme_jobs: pl.DataFrame,
+    own_cluster_jobs: pl.DataFrame,
     zeus_train_runs: pl.DataFrame,
     zeus_power_profiles: pl.DataFrame,
-) -> dg.Output[pl.DataFrame]:
+) -> Iterator[dg.Output[dict[str, pl.DataFrame]] | dg.AssetCheckResult]:
     order = workloads_by_default_tta(from_frames(zeus_train_runs, zeus_power_profiles))
     context.log.info(f"runtime-based mapping order (default TTA on {REFERENCE_GPU}, shortest first): {order}")
-    jobs = pl.concat(
-        [
-            mapping.map_alibaba(alibaba_groups),
-            mapping.map_itp(itp_jobs, order),
-            mapping.map_elasticflow(elasticflow_jobs),
-            mapping.map_acme(acme_jobs, order),
-        ]
+    tables = {"alibaba_groups": alibaba_groups, "itp_jobs": itp_jobs, "elasticflow_jobs": elasticflow_jobs, "acme_jobs": acme_jobs,
+              "own_cluster_jobs": own_cluster_jobs}
+    out = {trace: mapping.map_trace(trace, tables, order) for trace in context.partition_keys}
+    for trace, jobs in out.items():
+        if jobs.height == 0:
+            context.log.warning(f"trace {trace}: no job to replay")
+    yield dg.Output(
+        out,
+        metadata={"workload_order": dg.MetadataValue.json(order),
+                  "jobs_and_groups": dg.MetadataValue.json({t: [j.height, j["group"].n_unique()] for t, j in out.items()})},
     )
-    counts = jobs.group_by("trace").agg(pl.len(), pl.col("group").n_unique().alias("groups")).sort("trace")
-    return dg.Output(
-        jobs,
-        metadata={
-            "workload_order": dg.MetadataValue.json(order),
-            "jobs_and_groups_by_trace": dg.MetadataValue.json(counts.to_dicts()),
-        },
-    )
-
-
-@dg.asset_check(asset=cluster_workload_jobs, blocking=True, description="runtime_ratio averages 1 per workload per trace.")
-def runtime_ratio_means_one(cluster_workload_jobs: pl.DataFrame) -> dg.AssetCheckResult:
-    means = cluster_workload_jobs.group_by("trace", "dataset").agg(pl.col("runtime_ratio").mean().alias("mean"))
+    jobs = pl.concat(list(out.values()), how="vertical_relaxed")
+    means = jobs.group_by("trace", "dataset").agg(pl.col("runtime_ratio").mean().alias("mean"))
     worst = float(means.select((pl.col("mean") - 1).abs().max()).item() or 0.0)
-    return dg.AssetCheckResult(passed=worst < 1e-9, metadata={"max_abs_deviation": worst})
-
-
-#: Every partitioned asset here materializes any set of its partitions in one run (one step, one
-#: process: a backfill of all 16 trace x GPU partitions is one run, not 16 run processes); the
-#: step returns {partition key: frame} and the IO manager writes one file per partition.
-ONE_RUN = dg.BackfillPolicy.single_run()
+    yield dg.AssetCheckResult(check_name="runtime_ratio_means_one", passed=worst < 1e-9, metadata={"max_abs_deviation": worst})
 
 
 def _trace_gpu(key: str) -> tuple[str, str]:
@@ -90,6 +91,7 @@ def _by_partition(frame: pl.DataFrame, keys: list[str]) -> dict[str, pl.DataFram
     group_name="clusters",
     partitions_def=trace_gpu_partitions,
     backfill_policy=ONE_RUN,
+    automation_condition=FOLLOW,
     kinds={"polars", "parquet"},
     metadata=contract_metadata("zeus_cluster_history"),
     description=f"Per-run history of Zeus, Default and Grid Search replaying every group of a trace on a GPU "
@@ -107,7 +109,7 @@ def zeus_cluster_history(
         trace, gpu = _trace_gpu(key)
         jobs = cluster_workload_jobs.filter(pl.col("trace") == trace)
         if jobs.height == 0:
-            context.log.warning(f"trace {trace} has no jobs (its optional source is missing): empty history")
+            context.log.warning(f"trace {trace} has no job to replay: empty history")
         out[key] = simulate.simulate_trace(jobs, traces, gpu, eta=ETA, beta=BETA, log=context.log.info)
     return out
 
@@ -116,6 +118,7 @@ def zeus_cluster_history(
     group_name="clusters",
     partitions_def=trace_gpu_partitions,
     backfill_policy=ONE_RUN,
+    automation_condition=FOLLOW,
     kinds={"polars", "parquet"},
     metadata=contract_metadata("zeus_cluster_summary"),
     description="Per trace, workload and GPU: energy (J, MWh) and time (s) of Zeus, Default and Grid Search, and Zeus's savings (%).",
@@ -165,6 +168,7 @@ class PowerConfig(dg.Config):
     group_name="clusters",
     partitions_def=trace_gpu_partitions,
     backfill_policy=ONE_RUN,
+    automation_condition=FOLLOW,
     kinds={"polars", "parquet"},
     metadata=contract_metadata("cluster_power"),
     description=f"Cluster power (W) and busy GPUs per bin (default {power.BIN_S:.0f} s, config bin_s) of the trace's timeline, "
@@ -193,6 +197,7 @@ def cluster_power(
     group_name="clusters",
     partitions_def=trace_gpu_partitions,
     backfill_policy=ONE_RUN,
+    automation_condition=FOLLOW,
     kinds={"polars", "parquet"},
     metadata=contract_metadata("cluster_power_summary"),
     description="Per policy: peak, p99 and mean cluster power (kW), time above 90% of Default's peak (s), busy GPUs, "

@@ -8,6 +8,8 @@ default IO manager as polars frames. Each figure is ``figures/<name>.png`` (for 
 (for papers) and ``.parquet`` (the numbers plotted); the asset's page in the UI shows the image
 and the first rows of the plotted data. A figure with nothing to draw (an optional trace absent
 here) is listed under ``skipped`` with the reason, and writes no file.
+Every figure follows its inputs by ``AutomationCondition.eager()``: a new or changed trace (your
+own ones included) redraws them once every input partition is there (the ``make dev`` daemon).
 """
 
 import base64
@@ -62,7 +64,8 @@ def _result(asset: catalog.FigureAsset, report: catalog.Report) -> dg.Materializ
 def figure_family(family: catalog.FigureFamily) -> dg.AssetsDefinition:
     """One subsettable multi-asset drawing the figures of ``family``."""
     specs = [
-        dg.AssetSpec(asset_key(a), deps=list(a.inputs), group_name=GROUP, description=a.description, kinds={"matplotlib"})
+        dg.AssetSpec(asset_key(a), deps=list(a.inputs), group_name=GROUP, description=a.description, kinds={"matplotlib"},
+                     automation_condition=dg.AutomationCondition.eager())
         for a in family.assets
     ]
 

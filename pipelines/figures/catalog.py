@@ -242,16 +242,17 @@ KNOB_GRID = FigureFamily("knob_grid_figures", (
 
 
 # ---------------------------------------------------------------------------------------------
-# traces: ITP, ElasticFlow, AcmeTrace, Alibaba
+# traces: ITP, ElasticFlow, AcmeTrace, Alibaba, and your own (raw/clusters/)
 
-JOB_TABLES = ("itp_jobs", "elasticflow_jobs", "acme_jobs", "alibaba_groups")
+JOB_TABLES = ("itp_jobs", "elasticflow_jobs", "acme_jobs", "alibaba_groups", "own_cluster_jobs")
 
 
 def _trace_plan(name: str, figure: str) -> Callable[[Frames], Plan]:
     def plan(frames: Frames) -> Plan:
         from pipelines.figures import trace_data, traces
 
-        jobs, notes = trace_data.cluster_jobs(*(frames[t] for t in JOB_TABLES))
+        jobs, notes = trace_data.cluster_jobs(frames["itp_jobs"], frames["elasticflow_jobs"], frames["acme_jobs"], frames["alibaba_groups"],
+                                              frames.get("own_cluster_jobs"))
         if figure == "gpu_count_cdf":
             notes.append("Alibaba groups carry no GPU count: never drawn here")
         return Plan([(name, lambda: getattr(traces, figure)(jobs))], notes)

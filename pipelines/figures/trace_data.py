@@ -12,6 +12,10 @@ Plain polars, no plotting. Every trace becomes rows of ``TraceJobs`` (GPU jobs o
   queue = ``queue`` (s); state with TIMEOUT and NODE_FAIL counted as FAILED.
 * Alibaba (``alibaba_groups``): duration = end - start; submit = start (s since trace start);
   no GPU count, queue or state.
+* Your own traces (``own_cluster_jobs``): one trace per name, its GPU allocations that started;
+  cluster = the Slurm partition (else the trace's name); submit = seconds since midnight UTC of
+  the trace's first submission; queue = start - submit; state COMPLETED, CANCELLED, FAILED (every
+  other end state) or null (still running).
 
 A trace with no rows is left out and named in the notes ``cluster_jobs`` returns.
 """
@@ -87,16 +91,44 @@ def alibaba_jobs(groups: pl.DataFrame) -> pl.DataFrame:
     )
 
 
+def _seconds(later: str, earlier: str) -> pl.Expr:
+    return (pl.col(later) - pl.col(earlier)).dt.total_microseconds() / 1e6
+
+
+def own_jobs(own: pl.DataFrame) -> pl.DataFrame:
+    """GPU allocations of ``own_cluster_jobs`` that started, one trace per name (see the module docstring)."""
+    gpu = own.filter((pl.col("num_gpus") > 0) & pl.col("start_time").is_not_null())
+    if gpu.height == 0:
+        return empty(TraceJobs)
+    day0 = pl.col("submit_time").min().over("trace").dt.truncate("1d")
+    state = (pl.when(pl.col("end_time").is_null()).then(None)
+             .when(pl.col("state").is_in(["COMPLETED", "CANCELLED"])).then(pl.col("state")).otherwise(pl.lit("FAILED")))
+    return _conform(
+        gpu.select(
+            pl.col("trace"),
+            pl.coalesce("slurm_partition", "trace").alias("cluster"),
+            (day0.dt.strftime("%Y-%m-%d") + pl.lit(" 00:00 UTC")).alias("origin"),
+            ((pl.col("submit_time") - day0).dt.total_microseconds() / 1e6).alias("submit_s"),
+            _seconds("end_time", "start_time").alias("duration_s"),
+            pl.col("num_gpus").alias("num_gpu"),
+            _seconds("start_time", "submit_time").alias("queue_s"),
+            state.alias("state"),
+        )
+    )
+
+
 def cluster_jobs(
-    itp: pl.DataFrame, elasticflow: pl.DataFrame, acme: pl.DataFrame, alibaba: pl.DataFrame
+    itp: pl.DataFrame, elasticflow: pl.DataFrame, acme: pl.DataFrame, alibaba: pl.DataFrame, own: pl.DataFrame | None = None
 ) -> tuple[pl.DataFrame, list[str]]:
-    """All traces as GPU jobs in ``JOB_COLUMNS``, and one note per trace that is empty here."""
+    """All traces as GPU jobs in ``JOB_COLUMNS`` (``own``: your own traces, ``own_cluster_jobs``), and one note per trace empty here."""
     parts = {
         "ITP": itp_jobs(itp),
         "ElasticFlow testbed": elasticflow_testbed_jobs(elasticflow),
         "AcmeTrace (Seren, Kalos)": acme_gpu_jobs(acme),
         "Alibaba": alibaba_jobs(alibaba),
     }
+    if own is not None and own.height:
+        parts["your traces"] = own_jobs(own)
     hints = {"AcmeTrace (Seren, Kalos)": f"needs {ACME_FILES}", "Alibaba": f"needs {ALIBABA_FILE}"}
     notes = [f"{name}: no jobs, left out ({hints.get(name, 'empty input table')})" for name, part in parts.items() if part.height == 0]
     return pl.concat(list(parts.values())), notes

@@ -12,12 +12,15 @@ create or replace view elasticflow_jobs as select * from read_parquet(getvariabl
 create or replace view acme_jobs as select * from read_parquet(getvariable('assets') || '/acme_jobs.parquet');
 create or replace view acme_cluster_summary as select * from read_parquet(getvariable('assets') || '/acme_cluster_summary.parquet');
 create or replace view hetero_gpu_profiles as select * from read_parquet(getvariable('assets') || '/hetero_gpu_profiles.parquet');
+-- your own cluster traces (raw/clusters/): every allocation, and one row per file with its line accounting
+create or replace view own_cluster_jobs as select * from read_parquet(getvariable('assets') || '/own_cluster_jobs.parquet');
+create or replace view own_cluster_traces as select * from read_parquet(getvariable('assets') || '/own_cluster_traces.parquet');
 
 -- every quarantined row of every table: table, source_file, line, column, reason, raw
 create or replace view quarantine as select * from read_parquet(getvariable('assets') || '/quarantine/*.parquet', union_by_name = true);
 
 -- cluster layer (partitioned assets: one Parquet file per partition)
-create or replace view cluster_workload_jobs as select * from read_parquet(getvariable('assets') || '/cluster_workload_jobs.parquet');
+create or replace view cluster_workload_jobs as select * from read_parquet(getvariable('assets') || '/cluster_workload_jobs/*.parquet', union_by_name = true);
 create or replace view zeus_cluster_history as select * from read_parquet(getvariable('assets') || '/zeus_cluster_history/*.parquet', union_by_name = true);
 create or replace view zeus_cluster_summary as select * from read_parquet(getvariable('assets') || '/zeus_cluster_summary/*.parquet', union_by_name = true);
 create or replace view zeus_single_job_sweep as select * from read_parquet(getvariable('assets') || '/zeus_single_job_sweep/*.parquet', union_by_name = true);

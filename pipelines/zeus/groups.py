@@ -207,11 +207,12 @@ def replay_groups(
     policy: PolicyName = "zeus",
     progress: bool = False,
     seed: int | None = None,
+    desc: str | None = None,
 ) -> pl.DataFrame:
     """Replay every group of ``groups`` (see ``conform_groups``) on ``gpu``; one row per reported run.
 
     ``seed``: None replays each group with the artifact's seed; an int is the seed knob of a sweep
-    (``group_seed(group, seed)`` per group).
+    (``group_seed(group, seed)`` per group). ``progress`` shows a bar of groups on stderr, labelled ``desc``.
 
     Columns (contract ``ZeusGroupRuns``): group, job (index of the trace job in its group, by start),
     start_time/end_time (s, of this run: a retry starts when the run before it ended), bs, pl (W),
@@ -227,7 +228,7 @@ def replay_groups(
         tables[dataset] = build_table(traces, gpu, group_job_spec(traces, gpu, dataset))
     n_groups = groups["group"].n_unique()
     columns: dict[str, list] = {c: [] for c in result_schema}
-    for group, dataset, start, end, ratio in tqdm(iter_groups(groups), total=n_groups, disable=not progress, unit="group"):
+    for group, dataset, start, end, ratio in tqdm(iter_groups(groups), total=n_groups, disable=not progress, unit="group", desc=desc):
         runs = replay_group(tables[dataset], start, end, ratio, eta, beta, group_seed(group, seed), policy)
         columns["group"].extend([group] * len(runs))
         if runs:

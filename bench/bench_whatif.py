@@ -1,0 +1,161 @@
+"""whatif on a large Slurm export: end to end (time, peak RSS), and the parse alone against pandas in the same run.
+
+Writes a sacct export of 1,000,000 allocations with their steps (about 3.3M lines, 550 MB;
+bench/_sacct_export.py, Europe/Berlin clock) into a temp folder, then:
+
+1. runs ``python -m pipelines whatif FILE --json`` in a child process (on the V100, the default;
+   Zeus traces from the mirror) and prints its wall time and peak RSS (goal: < 30 s, < 2 GB);
+   its counts must equal the generator's truth;
+2. times the parse alone, ``pipelines.ingest.slurm.read_sacct``, against pandas
+   ``read_csv(sep="|")`` on the same file, and prints the ratio. ``read_csv`` only splits the
+   fields and infers types (no steps, states, GPUs, time zones, accounting or quarantine), so a
+   second peer is timed too: pandas reading the file and doing the core of the same work, written
+   plainly here (steps dropped, the three times parsed and localized to UTC, the GPU count and type
+   from AllocTRES, the state's first word, Elapsed in seconds), and its result checked against ours.
+
+The export is written by a child process, so that the parent stays small: a child's peak RSS as
+the kernel reports it includes what it inherited at fork.
+
+Usage: ``.venv/bin/python bench/bench_whatif.py [--allocations N] [--keep FILE]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import os
+import runpy
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from pipelines.paths import REPO_ROOT
+
+EXPORT = runpy.run_path(str(REPO_ROOT / "bench" / "_sacct_export.py"))
+MIRROR = Path(os.environ.get("TRACES_MIRROR", REPO_ROOT.parent / "shared" / "traces"))
+TIMEZONE = "Europe/Berlin"
+GOAL_S, GOAL_RSS_GB = 30.0, 2.0
+
+
+def write(path: Path, allocations: int) -> Any:
+    """The export, written by a child process; its truth (bench/_sacct_export.py's ``Truth``)."""
+    argv = [sys.executable, str(REPO_ROOT / "bench" / "_sacct_export.py"), "--allocations", str(allocations), "--timezone", TIMEZONE,
+            "--out", str(path)]
+    done = subprocess.run(argv, capture_output=True, text=True, check=True, cwd=REPO_ROOT)
+    return EXPORT["Truth"](**json.loads(done.stdout))
+
+
+def end_to_end(path: Path) -> tuple[float, float, dict]:
+    """(wall s, peak RSS GB, the JSON report) of one whatif run in a child process (its own rusage, by wait4)."""
+    argv = [sys.executable, "-m", "pipelines", "whatif", str(path), "--timezone", TIMEZONE, "--json", "--no-progress",
+            "--trace-dir", str(MIRROR / "zeus")]
+    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+        t0 = time.perf_counter()
+        child = subprocess.Popen(argv, stdout=out, stderr=err, cwd=REPO_ROOT)
+        _, status, usage = os.wait4(child.pid, 0)
+        wall = time.perf_counter() - t0
+        child.returncode = os.waitstatus_to_exitcode(status)
+        out.seek(0)
+        err.seek(0)
+        if child.returncode != 0:
+            raise SystemExit(f"whatif failed ({child.returncode}): {err.read()[-2000:]}")
+        return wall, usage.ru_maxrss / 1024**2, json.loads(out.read())  # ru_maxrss in KiB on Linux
+
+
+def parse_ours(path: Path) -> tuple[float, Any]:
+    from pipelines.ingest.slurm import read_sacct
+
+    t0 = time.perf_counter()
+    result = read_sacct(path, trace="bench", source_file=path.name, timezone=TIMEZONE, digest=False)
+    return time.perf_counter() - t0, result
+
+
+def parse_pandas(path: Path) -> tuple[float, int]:
+    import pandas as pd
+
+    t0 = time.perf_counter()
+    frame = pd.read_csv(path, sep="|")
+    return time.perf_counter() - t0, len(frame) + 1
+
+
+def parse_pandas_same_work(path: Path) -> tuple[float, Any]:
+    """pandas doing the core of read_sacct's work (no quarantine, no accounting, no contract): the fair peer."""
+    import numpy as np
+    import pandas as pd
+
+    t0 = time.perf_counter()
+    frame = pd.read_csv(path, sep="|", dtype=str, keep_default_na=False)
+    jobs = frame[~frame["JobID"].str.contains(".", regex=False)].copy()
+
+    def utc(column: str) -> pd.Series:
+        naive = pd.to_datetime(jobs[column].where(~jobs[column].isin(["Unknown", "None", ""])), format="%Y-%m-%dT%H:%M:%S",
+                               errors="coerce")
+        earlier = np.ones(len(naive), dtype=bool)  # an ambiguous time: its first instant (DST)
+        return naive.dt.tz_localize(TIMEZONE, ambiguous=earlier, nonexistent="NaT").dt.tz_convert("UTC")
+
+    for column, out in (("Submit", "submit_time"), ("Start", "start_time"), ("End", "end_time")):
+        jobs[out] = utc(column)
+    untyped = pd.to_numeric(jobs["AllocTRES"].str.extract(r"(?:^|,)gres/gpu=(\d+)", expand=False))
+    typed = jobs["AllocTRES"].str.extract(r"(?:^|,)gres/gpu:([^=,]+)=(\d+)")
+    jobs["num_gpus"] = untyped.fillna(pd.to_numeric(typed[1])).fillna(0).astype("int64")
+    jobs["gpu_type"] = typed[0]
+    jobs["state"] = jobs["State"].str.extract(r"^([A-Za-z_]+)", expand=False).str.upper()
+    parts = jobs["Elapsed"].str.extract(r"^(?:(\d+)-)?(\d+):(\d+):(\d+)$").astype(float).fillna({0: 0})
+    jobs["elapsed_s"] = parts[0] * 86400 + parts[1] * 3600 + parts[2] * 60 + parts[3]
+    return time.perf_counter() - t0, jobs
+
+
+def agrees(jobs: Any, table: pl.DataFrame) -> bool:
+    """The pandas peer's allocations, GPU counts and UTC submit times equal ours (file order)."""
+    import numpy as np
+
+    theirs = jobs["submit_time"].dt.tz_localize(None).to_numpy().astype("datetime64[us]")
+    mine = table["submit_time"].dt.replace_time_zone(None).to_numpy()
+    same_times = bool((np.isnat(theirs) == np.isnat(mine)).all() and (theirs[~np.isnat(theirs)] == mine[~np.isnat(mine)]).all())
+    return len(jobs) == table.height and int(jobs["num_gpus"].sum()) == int(table["num_gpus"].sum()) and same_times
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--allocations", type=int, default=1_000_000)
+    parser.add_argument("--keep", type=Path, default=None, help="write the export here instead of a temp folder (kept)")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="bench-whatif-") as tmp:
+        path = args.keep or Path(tmp) / "cluster.sacct"
+        t0 = time.perf_counter()
+        truth = write(path, args.allocations)
+        print(f"export: {truth.lines:,} lines ({path.stat().st_size / 1e6:,.0f} MB), {truth.allocations:,} allocations, "
+              f"{truth.steps:,} steps, written in {time.perf_counter() - t0:.1f} s")
+
+        wall, rss, report = end_to_end(path)
+        got = {k: report[k] for k in ("lines", "allocations", "steps_skipped", "cpu_only", "not_ended", "quarantined")}
+        want = {"lines": truth.lines, "allocations": truth.allocations, "steps_skipped": truth.steps, "cpu_only": truth.cpu_only,
+                "not_ended": truth.not_ended, "quarantined": 0}
+        if got != want:
+            raise SystemExit(f"whatif counts {got} != the generator's truth {want}")
+        v100 = report["gpus"]["v100"]
+        print(f"whatif end to end: {wall:.1f} s wall, peak RSS {rss:.2f} GB (goal < {GOAL_S:.0f} s, < {GOAL_RSS_GB:.0f} GB); "
+              f"{report['simulated_jobs']:,} jobs replayed; V100 Default {v100['default_mwh']:,.1f} MWh vs Zeus {v100['zeus_mwh']:,.1f} MWh "
+              f"({v100['energy_saved_pct']:.1f} % saved), peak {v100['default_peak_kw']:,.0f} -> {v100['zeus_peak_kw']:,.0f} kW")
+
+        ours, result = parse_ours(path)
+        table = result.table
+        del result
+        gc.collect()
+        theirs, rows = parse_pandas(path)
+        if (table.height, rows) != (truth.allocations, truth.lines):
+            raise SystemExit(f"counts differ: ours {table.height} allocations, pandas {rows} lines; truth {truth.allocations}, {truth.lines}")
+        gc.collect()
+        same_work, jobs = parse_pandas_same_work(path)
+        print(f"parse alone: read_sacct {ours:.2f} s; pandas read_csv(sep='|') {theirs:.2f} s: ratio pandas / ours = {theirs / ours:.2f}x; "
+              f"pandas read_csv + the same core work {same_work:.2f} s: ratio {same_work / ours:.2f}x (results agree: {agrees(jobs, table)})")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,275 @@
+"""Which cluster traces are present: the public ones whose files are here, and the user's own in ``raw/clusters/``.
+
+A user trace is ``raw/clusters/<name>.sacct`` (a Slurm export) or ``raw/clusters/<name>.csv`` (the
+generic job log), with an optional sidecar ``raw/clusters/<name>.toml`` holding how to read it::
+
+    format = "sacct"            # or "csv"; default: from the extension
+    timezone = "Europe/Berlin"  # IANA name of the cluster's clock; default "UTC"
+    fields = ["JobID", ...]     # only for a sacct --noheader export: its --format list
+    sha256 = "..."              # written by `clusters add`: the file as added
+    source = "/where/it/came/from.sacct"
+    added = "2024-11-23T10:00:00Z"
+
+``python -m pipelines clusters add`` copies a file there and writes the sidecar (first, so that a
+reader never sees the file without its options). A file dropped in by hand is read with the
+defaults, or with a sidecar written beside it. ``<name>`` is the trace's name everywhere (the
+Dagster partition, the ``trace`` column): lower-case letters, digits, ``_`` and ``-``, not the
+name of a public trace.
+
+A public trace is present when its files are in ``raw/`` or in the local mirror (``fetch``
+copies them from there): ``itp`` and ``elasticflow`` (their tarballs), ``acme`` (either job CSV)
+and ``alibaba`` (``alibaba_groups.csv.xz``). Nothing here imports Dagster.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import tomllib
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Literal, cast
+
+from pipelines.contracts.clusters import CLUSTER_TRACES, TRACE_NAME_REGEX
+from pipelines.ingest.owntrace import OwnTraceResult, check_timezone
+from pipelines.sources import sha256_of
+from pipelines.storage import atomic_path, write_text_atomic
+
+Format = Literal["sacct", "csv"]
+FOLDER = "clusters"  # below raw/
+EXTENSIONS: dict[str, Format] = {".sacct": "sacct", ".csv": "csv"}
+SIDECAR = ".toml"
+#: Files (below raw/ or the mirror) whose presence makes each public trace present; any one suffices.
+PUBLIC_FILES: dict[str, tuple[str, ...]] = {
+    "alibaba": ("zeus/alibaba_groups.csv.xz",),
+    "itp": ("itp/raw-traces.tar.gz",),
+    "elasticflow": ("itp/elasticflow-traces.tar.gz",),
+    "acme": ("acme/trace_seren.csv", "acme/trace_kalos.csv"),
+}
+#: The raw assets whose run ingests each public trace's table (for a trace whose files were dropped in).
+PUBLIC_TABLES: dict[str, tuple[str, ...]] = {
+    "alibaba": ("alibaba_groups", "quarantine/alibaba_groups"),
+    "itp": ("itp_jobs", "quarantine/itp_jobs"),
+    "elasticflow": ("elasticflow_jobs", "quarantine/elasticflow_jobs"),
+    "acme": ("acme_jobs", "quarantine/acme_jobs"),
+}
+
+
+class TraceFileError(ValueError):
+    """A trace file or sidecar that cannot be used (bad name, bad option, two files of one name)."""
+
+
+def check_name(name: str) -> str:
+    """``name`` if it can name a user trace; else ``TraceFileError`` saying why."""
+    if not re.fullmatch(TRACE_NAME_REGEX, name):
+        raise TraceFileError(f"trace name {name!r}: use lower-case letters, digits, '_' and '-' (at most 48, starting with a letter or digit)")
+    if name in CLUSTER_TRACES:
+        raise TraceFileError(f"trace name {name!r} is a public trace's; choose another")
+    return name
+
+
+def format_of(path: Path, given: str | None = None) -> Format:
+    """The format given, else the extension's (``.csv``: csv; anything else: sacct)."""
+    if given is not None:
+        if given not in ("sacct", "csv"):
+            raise TraceFileError(f"format {given!r}: use sacct or csv")
+        return cast(Format, given)
+    return EXTENSIONS.get(path.suffix.lower(), "sacct")
+
+
+@dataclass(frozen=True)
+class TraceFile:
+    """A user trace in ``raw/clusters/`` and how to read it."""
+
+    name: str
+    path: Path
+    format: Format
+    timezone: str
+    fields: tuple[str, ...] | None
+    recorded_sha256: str | None  # from the sidecar (None: dropped in by hand)
+
+    @property
+    def source_file(self) -> str:
+        """The file's name relative to raw/ (in messages and the quarantine)."""
+        return f"{FOLDER}/{self.path.name}"
+
+    @property
+    def sidecar(self) -> Path:
+        return self.path.with_suffix(SIDECAR)
+
+    def fingerprint(self) -> str:
+        """Changes when the file or its sidecar changes (size and modification time; no hashing)."""
+        parts = []
+        for path in (self.path, self.sidecar):
+            try:
+                st = path.stat()
+                parts.append(f"{st.st_size}:{st.st_mtime_ns}")
+            except FileNotFoundError:
+                parts.append("-")
+        return "/".join(parts)
+
+    def read(self, *, digest: bool = True) -> OwnTraceResult:
+        """The trace's rows, quarantine and counts (``IngestError`` for a file that cannot be read at all)."""
+        return read_trace(self.path, self.name, self.format, self.timezone, self.fields, source_file=self.source_file, digest=digest)
+
+
+def read_trace(path: Path | bytes, name: str, fmt: Format, timezone: str, fields: tuple[str, ...] | list[str] | None = None, *,
+               source_file: str, digest: bool = True) -> OwnTraceResult:
+    """Read a sacct export or a job-log CSV (``pipelines.ingest.slurm`` / ``pipelines.ingest.joblog``)."""
+    from pipelines.ingest import joblog, slurm
+
+    if fmt == "sacct":
+        return slurm.read_sacct(path, trace=name, source_file=source_file, timezone=timezone, fields=fields, digest=digest)
+    if fields:
+        raise TraceFileError("fields are for a sacct --noheader export only; a job-log CSV has a header")
+    return joblog.read_joblog(path, trace=name, source_file=source_file, timezone=timezone, digest=digest)
+
+
+def folder(raw: Path) -> Path:
+    return raw / FOLDER
+
+
+def _sidecar_options(path: Path, fmt_default: Format) -> tuple[Format, str, tuple[str, ...] | None, str | None]:
+    sidecar = path.with_suffix(SIDECAR)
+    if not sidecar.is_file():
+        return fmt_default, "UTC", None, None
+    try:
+        options = tomllib.loads(sidecar.read_text(encoding="utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError, OSError) as exc:
+        raise TraceFileError(f"{sidecar}: not readable TOML ({exc})") from None
+    fmt = format_of(path, options.get("format")) if "format" in options else fmt_default
+    timezone = options.get("timezone", "UTC")
+    fields = options.get("fields")
+    if not isinstance(timezone, str):
+        raise TraceFileError(f"{sidecar}: timezone must be a string")
+    try:
+        check_timezone(timezone)
+    except ValueError as exc:
+        raise TraceFileError(f"{sidecar}: {exc}") from None
+    if fields is not None and not (isinstance(fields, list) and all(isinstance(f, str) and f for f in fields)):
+        raise TraceFileError(f"{sidecar}: fields must be a list of sacct field names")
+    sha = options.get("sha256")
+    return fmt, timezone, tuple(fields) if fields else None, sha if isinstance(sha, str) else None
+
+
+def user_traces(raw: Path) -> tuple[list[TraceFile], list[str]]:
+    """(the user traces in ``raw/clusters``, sorted by name; a line per file that cannot be used, and why)."""
+    base = folder(raw)
+    if not base.is_dir():
+        return [], []
+    found: dict[str, TraceFile] = {}
+    problems: list[str] = []
+    for path in sorted(base.iterdir()):
+        if path.suffix.lower() not in EXTENSIONS or not path.is_file() or path.name.startswith("."):
+            continue
+        name = path.stem
+        try:
+            check_name(name)
+            fmt, timezone, fields, sha = _sidecar_options(path, EXTENSIONS[path.suffix.lower()])
+        except TraceFileError as exc:
+            problems.append(f"{path.name}: {exc}")
+            continue
+        if name in found:
+            problems.append(f"{path.name}: trace {name!r} has two files ({found[name].path.name} is used); remove one")
+            continue
+        found[name] = TraceFile(name, path, fmt, timezone, fields, sha)
+    return list(found.values()), problems
+
+
+def public_traces(raw: Path, mirror: Path | None) -> list[str]:
+    """The public traces whose files are in ``raw/`` or in the mirror, in the mapping's order."""
+    roots = [raw] + ([mirror] if mirror is not None else [])
+    return [t for t in CLUSTER_TRACES if any((root / f).is_file() for root in roots for f in PUBLIC_FILES[t])]
+
+
+def present_traces(raw: Path, mirror: Path | None) -> list[str]:
+    """Every trace that should be a partition: the public ones present, then the user's (sorted)."""
+    return public_traces(raw, mirror) + [t.name for t in user_traces(raw)[0]]
+
+
+def _toml_value(value: object) -> str:
+    """A TOML value for a string or a list of strings (JSON's string escapes are TOML's)."""
+    return json.dumps(value, ensure_ascii=True)
+
+
+def add_trace(raw: Path, name: str, file: Path, *, fmt: Format, timezone: str, fields: tuple[str, ...] | None = None,
+              replace: bool = False) -> TraceFile:
+    """Copy ``file`` to ``raw/clusters/<name>.<ext>`` and record its sha256 and options in ``<name>.toml``.
+
+    The sidecar is written before the file (both atomically), so a sensor never sees the file
+    without its options. Refuses to overwrite a trace of that name unless ``replace``.
+    """
+    check_name(name)
+    check_timezone(timezone)
+    base = folder(raw)
+    ext = ".csv" if fmt == "csv" else ".sacct"
+    target = base / f"{name}{ext}"
+    existing = [p for p in (base / f"{name}.sacct", base / f"{name}.csv") if p.exists()]
+    if existing and not replace:
+        raise TraceFileError(f"trace {name!r} exists ({existing[0]}); pass --replace to replace it")
+    sha = sha256_of(file)
+    options = {"format": fmt, "timezone": timezone, **({"fields": list(fields)} if fields else {}), "sha256": sha,
+               "source": str(file.resolve()), "added": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")}
+    text = "# How to read this trace (written by `gpu-energy clusters add`; see the README, \"Your own cluster\").\n"
+    text += "".join(f"{key} = {_toml_value(value)}\n" for key, value in options.items())
+    base.mkdir(parents=True, exist_ok=True)
+    write_text_atomic(text, target.with_suffix(SIDECAR))
+    with atomic_path(target) as tmp:
+        shutil.copyfile(file, tmp)
+    for stale in existing:
+        if stale != target:
+            stale.unlink()
+    return TraceFile(name, target, fmt, timezone, fields, sha)
+
+
+# ---------------------------------------------------------------------------------------------
+# what the sensor does on a tick (Dagster-free; pipelines/defs/own_clusters.py wraps it)
+
+
+@dataclass(frozen=True)
+class TickPlan:
+    """Partitions to add, runs to request (trace, run key, assets to run), and files that cannot be used."""
+
+    add: list[str]
+    runs: list[tuple[str, str, tuple[str, ...]]]
+    problems: list[str]
+
+
+#: What a run for a user trace materializes: the own-trace ingest (every file; cheap) and the trace's partition.
+USER_TRACE_ASSETS: tuple[str, ...] = ("own_cluster_jobs", "quarantine/own_cluster_jobs", "own_cluster_traces", "cluster_workload_jobs")
+#: The raw asset of each public trace's files.
+PUBLIC_RAW: dict[str, str] = {"alibaba": "raw_zeus_traces", "itp": "raw_itp_traces", "elasticflow": "raw_itp_traces", "acme": "raw_acme_traces"}
+
+
+def _newest_change_s(trace: TraceFile) -> float:
+    times = [p.stat().st_mtime for p in (trace.path, trace.sidecar) if p.exists()]
+    return max(times)
+
+
+def plan_tick(raw: Path, mirror: Path | None, registered: set[str], materialized_at: Callable[[str], float | None]) -> TickPlan:
+    """What the sensor does now.
+
+    * every present trace (``present_traces``) that is not a partition yet is added;
+    * a run is requested for a trace whose ``cluster_workload_jobs`` partition was never
+      materialized (``materialized_at(trace)`` is None), and for a user trace whose file or
+      sidecar changed after that (its modification time is later). A public trace's run
+      ingests its table first (its raw and ingest assets), a user trace's run ingests every
+      own trace. The run key names the trace and the change, so a run is requested once
+      per change (a failed run is not retried until the file changes).
+    """
+    users, problems = user_traces(raw)
+    public = public_traces(raw, mirror)
+    add = [t for t in [*public, *(u.name for u in users)] if t not in registered]
+    runs: list[tuple[str, str, tuple[str, ...]]] = []
+    for name in public:
+        if materialized_at(name) is None:
+            runs.append((name, f"{name}:first", (PUBLIC_RAW[name], *PUBLIC_TABLES[name], "cluster_workload_jobs")))
+    for trace in users:
+        changed = _newest_change_s(trace)
+        done = materialized_at(trace.name)
+        if done is None or changed > done:
+            runs.append((trace.name, f"{trace.name}:{changed:.6f}", USER_TRACE_ASSETS))
+    return TickPlan(add, runs, problems)

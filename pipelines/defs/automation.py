@@ -1,0 +1,20 @@
+"""The sensor that evaluates the assets' automation conditions, on from the start.
+
+Dagster's own ``default_automation_condition_sensor`` is created stopped; this one, over every
+asset, replaces it and is running by default, so that under ``make dev`` a new or changed trace's
+history, summaries, power and figures follow without a click (``AutomationCondition.eager()`` on
+those assets, ``pipelines/defs/clusters.py`` and ``figures.py``).
+"""
+
+import dagster as dg
+
+#: Seconds between two evaluations of the automation conditions.
+INTERVAL_S = 30
+
+automation_sensor = dg.AutomationConditionSensorDefinition(
+    "automation_sensor",
+    target=dg.AssetSelection.all(),
+    default_status=dg.DefaultSensorStatus.RUNNING,
+    minimum_interval_seconds=INTERVAL_S,
+    description="Runs what the automation conditions ask for (eager: downstream of a new or updated partition).",
+)

@@ -1,0 +1,495 @@
+"""What the own-cluster readers (Slurm ``sacct``, generic CSV) share: lines, times, states, the finish.
+
+A file is read in blocks of whole lines (``CHUNK_BYTES``), so memory stays bounded for exports
+of millions of lines; every block is split into lines and fields with polars string operations
+(no Python loop per line). (The sacct reader reads a well-formed file in one polars CSV scan
+instead, after ``Source.count`` proved it well-formed; ``pipelines.ingest.slurm``.) Each line ends in exactly one of: the header, an allocation row
+(``own_cluster_jobs``), a skipped step (sacct only) or ``quarantine/own_cluster_jobs``:
+
+    lines = header_lines + allocations + steps_skipped + quarantined
+
+``lines`` is counted from the bytes (newlines, plus a last line without one), independently of
+the parse; ``finish`` raises ``IngestError`` if the parse lost or invented a line, and the
+``own_cluster_traces`` contract (and the asset's blocking check) re-checks the identity.
+
+Rules common to both formats (the README's section "Your own cluster" lists them all):
+
+* a line that is not valid UTF-8 is quarantined (``line is not valid UTF-8``);
+* naive local times are read in the file's IANA time zone and stored in UTC. At the change from
+  daylight saving time the hour that repeats is ambiguous: a time in it is read as its earlier
+  instant, except that for a Start/End pair whose Elapsed is known the pair of readings that
+  gives exactly Elapsed wins, and without Elapsed an End that would otherwise come before its
+  Start is read as its later instant. A local time that does not exist (skipped when clocks go
+  forward) cannot come from the scheduler's clock: it is quarantined, naming the time zone;
+* the state is normalised to its first word, upper case (``CANCELLED by 1234`` -> ``CANCELLED``)
+  and the text kept in ``state_raw``;
+* an allocation whose start or end is unknown is ``not_ended``; else one with no GPU is
+  ``cpu_only``; else ``gpu``. Both skipped kinds are allocations (they are in the table);
+* a later row with the job id of an earlier one is quarantined (the first is kept);
+* end before start is quarantined.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import zoneinfo
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+import numpy as np
+import polars as pl
+
+from pipelines.contracts.base import polars_schema, split_valid
+from pipelines.contracts.owncluster import OwnClusterJobs, OwnClusterTraces
+from pipelines.ingest.common import LINE, IngestError, empty_quarantine, quarantine_frame
+
+TABLE = "own_cluster_jobs"
+#: Lines are read in blocks of about this many bytes (whole lines; a longer line makes its block longer).
+CHUNK_BYTES = 32 << 20
+TEXT = "_text"  # a line's text, without its line break
+RAW = "_raw"  # the raw line kept beside a parsed row, for the quarantine
+#: Time values that mean "not known" (sacct prints Unknown, or None for a start that never came).
+UNKNOWN_TIMES: tuple[str, ...] = ("", "Unknown", "None")
+NAIVE_FORMAT = "%Y-%m-%dT%H:%M:%S"
+TABLE_SCHEMA = polars_schema(OwnClusterJobs)
+#: The state the replay needs: the run reached its end.
+COMPLETED = "COMPLETED"
+Ambiguous = Literal["earliest", "latest"]
+
+
+@dataclass(frozen=True)
+class TraceCounts:
+    """Where every line of a trace file went, and how its allocations split (see the module docstring)."""
+
+    lines: int
+    header_lines: int
+    allocations: int
+    steps_skipped: int
+    quarantined: int
+    cpu_only: int
+    not_ended: int
+    gpu_allocations: int
+    completed_gpu_allocations: int
+
+    @property
+    def accounted(self) -> bool:
+        """lines = header + allocations + steps + quarantined, and allocations = cpu_only + not_ended + gpu."""
+        return (self.lines == self.header_lines + self.allocations + self.steps_skipped + self.quarantined
+                and self.allocations == self.cpu_only + self.not_ended + self.gpu_allocations)
+
+
+@dataclass
+class OwnTraceResult:
+    """One trace file read: its allocation rows (``OwnClusterJobs``), quarantine and counts."""
+
+    trace: str
+    source_file: str
+    format: str
+    timezone: str
+    sha256: str | None  # None when not asked for (whatif)
+    table: pl.DataFrame
+    quarantine: pl.DataFrame
+    counts: TraceCounts
+
+    def summary_row(self) -> pl.DataFrame:
+        """This file's row of ``own_cluster_traces`` (the result must carry its sha256)."""
+        if self.sha256 is None:
+            raise ValueError(f"{self.source_file}: read without its sha256")
+        row = {"trace": self.trace, "source_file": self.source_file, "format": self.format, "timezone": self.timezone,
+               "sha256": self.sha256, **vars(self.counts)}
+        return pl.DataFrame([row], schema=polars_schema(OwnClusterTraces))
+
+
+def check_timezone(timezone: str) -> str:
+    """``timezone`` if it names an IANA time zone (``Europe/Berlin``, ``UTC``); else ``ValueError`` saying so."""
+    try:
+        zoneinfo.ZoneInfo(timezone)
+    except (zoneinfo.ZoneInfoNotFoundError, ValueError):
+        raise ValueError(f"unknown time zone {timezone!r}: give an IANA name such as UTC, Europe/Berlin or America/New_York") from None
+    return timezone
+
+
+# ---------------------------------------------------------------------------------------------
+# bytes -> lines
+
+
+@dataclass(frozen=True)
+class Block:
+    """Whole lines of a file: their bytes, the number of the first, and how many there are."""
+
+    data: bytes
+    first_line: int
+    lines: int
+
+
+class Source:
+    """A trace file (or bytes) read in blocks of whole lines, so that a large export never sits in memory whole.
+
+    ``lines`` (counted from the bytes, independently of the parse) and ``sha256`` are known once
+    ``blocks`` or ``count`` has run to the end.
+    """
+
+    def __init__(self, source: Path | bytes, name: str, *, chunk_bytes: int = CHUNK_BYTES, digest: bool = True) -> None:
+        self.source, self.name, self.chunk_bytes = source, name, chunk_bytes
+        self._want_digest = digest
+        self._digest = hashlib.sha256() if digest else None
+        self.lines = 0
+        self.size = 0
+
+    @property
+    def sha256(self) -> str | None:
+        return self._digest.hexdigest() if self._digest is not None else None
+
+    def _pieces(self) -> Iterator[bytes]:
+        """The bytes in pieces of about ``chunk_bytes``, each ending at a line break (but the last)."""
+        if isinstance(self.source, bytes):
+            data, view, at = self.source, memoryview(self.source), 0
+            while at < len(data):
+                end = at + self.chunk_bytes
+                cut = len(data) if end >= len(data) else data.rfind(b"\n", at, end) + 1
+                if cut <= at:  # a line longer than a piece
+                    nxt = data.find(b"\n", end)
+                    cut = len(data) if nxt < 0 else nxt + 1
+                yield bytes(view[at:cut])
+                at = cut
+            return
+        try:
+            with open(self.source, "rb") as fh:
+                carry = b""
+                while piece := fh.read(self.chunk_bytes):
+                    cut = piece.rfind(b"\n") + 1
+                    if len(piece) < self.chunk_bytes or cut == 0:  # the end, or a line longer than a piece: keep reading
+                        carry += piece
+                        if len(piece) < self.chunk_bytes:
+                            break
+                        continue
+                    if cut < len(piece):
+                        fh.seek(cut - len(piece), 1)  # the partial last line is read again with the next piece
+                        piece = piece[:cut]
+                    if carry:
+                        piece, carry = carry + piece, b""
+                    yield piece
+                if carry:
+                    yield carry
+        except OSError as exc:
+            raise IngestError(self.name, f"unreadable file: {exc}") from exc
+
+    def count(self, byte: bytes) -> int:
+        """How often ``byte`` occurs in the file; counts the lines (and the sha256) on the way, parsing nothing."""
+        found, newlines, self.size = 0, 0, 0
+        self._digest = hashlib.sha256() if self._want_digest else None
+        last = b"\n"
+        for piece in self._raw_pieces():
+            if self._digest is not None:
+                self._digest.update(piece)
+            self.size += len(piece)
+            array = np.frombuffer(piece, dtype=np.uint8)
+            found += int(np.count_nonzero(array == byte[0]))
+            newlines += piece.count(b"\n")
+            last = piece[-1:]
+        self.lines = newlines + (0 if last == b"\n" else 1)
+        return found
+
+    def _raw_pieces(self) -> Iterator[bytes]:
+        """The bytes in pieces of ``chunk_bytes``, cut anywhere (for counting)."""
+        if isinstance(self.source, bytes):
+            view = memoryview(self.source)
+            for at in range(0, len(self.source), self.chunk_bytes):
+                yield bytes(view[at : at + self.chunk_bytes])
+            return
+        try:
+            with open(self.source, "rb") as fh:
+                while piece := fh.read(self.chunk_bytes):
+                    yield piece
+        except OSError as exc:
+            raise IngestError(self.name, f"unreadable file: {exc}") from exc
+
+    def blocks(self) -> Iterator[Block]:
+        """The file in blocks of whole lines (a last line without a newline is a line)."""
+        line = 1
+        self.lines, self.size = 0, 0
+        self._digest = hashlib.sha256() if self._want_digest else None
+        for block in self._pieces():
+            if self._digest is not None:
+                self._digest.update(block)
+            self.size += len(block)
+            count = block.count(b"\n") + (0 if block.endswith(b"\n") else 1)
+            yield Block(block, line, count)
+            line += count
+        self.lines = line - 1
+
+    def first_line(self) -> str:
+        """The first line as text (``\\r`` stripped; bytes that are not UTF-8 replaced); "" for an empty file."""
+        head = b""
+        for piece in Source(self.source, self.name, chunk_bytes=1 << 16, digest=False)._raw_pieces():
+            head += piece
+            if b"\n" in head:
+                break
+        end = head.find(b"\n")
+        return (head if end < 0 else head[:end]).decode("utf-8", "replace").removesuffix("\r")
+
+    def is_blank(self) -> bool:
+        """No byte but whitespace (an empty file included)."""
+        return all(not piece.strip() for piece in Source(self.source, self.name, chunk_bytes=1 << 16, digest=False)._raw_pieces())
+
+    def lines_at(self, numbers: set[int]) -> dict[int, str]:
+        """The text of the lines ``numbers`` (a second pass; only for rows quarantined after their line was split)."""
+        found: dict[int, str] = {}
+        if not numbers:
+            return found
+        for block in Source(self.source, self.name, chunk_bytes=self.chunk_bytes, digest=False).blocks():
+            wanted = [n for n in numbers if block.first_line <= n < block.first_line + block.lines]
+            if wanted:
+                split = block.data.split(b"\n")
+                for n in wanted:
+                    found[n] = split[n - block.first_line].decode("utf-8", "replace").removesuffix("\r")
+        return found
+
+
+def block_lines(block: Block) -> pl.DataFrame:
+    """The block's lines: ``_line`` (number in the file), ``_text`` (without ``\\r\\n``), ``_utf8`` (valid UTF-8?).
+
+    Fast path: polars' CSV reader with a separator that does not occur, one field per line. A
+    block with a ``\\r``, that separator or a byte that is not UTF-8 is split by string
+    operations instead (the same result; bad lines found one by one, only in such a block).
+    """
+    text: pl.Series | None = None
+    valid: pl.Series | None = None
+    if b"\x1f" not in block.data and b"\r" not in block.data:
+        try:
+            text = pl.read_csv(block.data, separator="\x1f", has_header=False, quote_char=None, infer_schema=False,
+                               new_columns=[TEXT], raise_if_empty=False)[TEXT].fill_null("").rechunk()
+        except pl.exceptions.ComputeError:  # not UTF-8
+            text = None
+        if text is not None and text.len() != block.lines:
+            text = None
+    if text is None:
+        try:
+            whole = pl.Series([block.data], dtype=pl.Binary).cast(pl.String)
+        except (pl.exceptions.InvalidOperationError, pl.exceptions.ComputeError):
+            whole = pl.Series([block.data.decode("utf-8", "replace")])
+            valid = pl.Series([_is_utf8(b) for b in block.data.split(b"\n")[: block.lines]], dtype=pl.Boolean)
+        text = whole.str.split("\n").explode()
+        if block.data.endswith(b"\n"):
+            text = text.head(text.len() - 1)
+        text = text.str.strip_suffix("\r")
+    if text.len() != block.lines:
+        raise IngestError("<block>", f"internal error: {text.len()} lines split from a block of {block.lines}", line=block.first_line)
+    return pl.DataFrame({
+        LINE: pl.int_range(block.first_line, block.first_line + block.lines, dtype=pl.Int64, eager=True),
+        TEXT: text,
+        "_utf8": valid if valid is not None else pl.repeat(True, block.lines, eager=True),
+    })
+
+
+def _is_utf8(line: bytes) -> bool:
+    try:
+        line.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+# ---------------------------------------------------------------------------------------------
+# values
+
+
+def unknown_time(column: str) -> pl.Expr:
+    return pl.col(column).str.strip_chars().is_in(list(UNKNOWN_TIMES)) | pl.col(column).is_null()
+
+
+def naive_time(column: str) -> pl.Expr:
+    """``YYYY-MM-DDTHH:MM:SS`` text (sacct's form) -> naive datetime; null when it is not of that form."""
+    return pl.col(column).str.strip_chars().str.to_datetime(NAIVE_FORMAT, time_unit="us", strict=False, cache=False)
+
+
+def localize(naive: pl.Expr, timezone: str, ambiguous: Ambiguous) -> pl.Expr:
+    """Naive local times in ``timezone`` -> UTC; a time that does not exist there (a DST gap) -> null."""
+    if timezone == "UTC":
+        return naive.dt.replace_time_zone("UTC")
+    local = naive.dt.replace_time_zone(timezone, ambiguous=ambiguous, non_existent="null")
+    return local.dt.convert_time_zone("UTC")
+
+
+def utc_times(frame: pl.DataFrame, columns: dict[str, str], timezone: str, elapsed: str | None) -> pl.DataFrame:
+    """Add UTC columns for the naive local ``columns`` (text column -> output name), by the module's DST rule.
+
+    ``columns`` maps the text columns of submit, start and end (in that order) to their outputs;
+    ``elapsed`` names a column of seconds (or None). A value that does not exist in ``timezone``
+    becomes null with ``_gap_<output>`` set.
+    """
+    (submit, submit_out), (start, start_out), (end, end_out) = columns.items()
+    frame = frame.with_columns(naive_time(c).alias(f"_naive_{c}") for c in columns)
+    naive = {c: pl.col(f"_naive_{c}") for c in columns}
+    frame = frame.with_columns(
+        localize(naive[submit], timezone, "earliest").alias(submit_out),
+        *(localize(naive[c], timezone, "earliest").alias(f"_early_{c}") for c in (start, end)),
+        *(localize(naive[c], timezone, "latest").alias(f"_late_{c}") for c in (start, end)),
+    )
+    s_e, s_l, e_e, e_l = (pl.col(f"_{when}_{c}") for c in (start, end) for when in ("early", "late"))
+    fallback_end = pl.when(e_e >= s_e).then(e_e).otherwise(e_l)
+    if elapsed is not None:
+        spent = pl.duration(microseconds=(pl.col(elapsed) * 1e6).round().cast(pl.Int64))
+        pairs = [(s_e, e_e), (s_e, e_l), (s_l, e_e), (s_l, e_l)]
+        ambiguous = (s_e != s_l) | (e_e != e_l)  # only these rows need the pairs
+        start_expr = pl.when(ambiguous).then(pl.coalesce([*(pl.when((e - s) == spent).then(s) for s, e in pairs), s_e])).otherwise(s_e)
+        end_expr = pl.when(ambiguous).then(pl.coalesce([*(pl.when((e - s) == spent).then(e) for s, e in pairs), fallback_end])).otherwise(e_e)
+    else:
+        start_expr, end_expr = s_e, fallback_end
+    gaps = [(naive[c].is_not_null() & pl.col(out if c == submit else f"_early_{c}").is_null()).alias(f"_gap_{out}")
+            for c, out in columns.items()]
+    helpers = [f"_{kind}_{c}" for c in (start, end) for kind in ("early", "late")] + [f"_naive_{c}" for c in columns]
+    return frame.with_columns(start_expr.alias(start_out), end_expr.alias(end_out), *gaps).drop(helpers)
+
+
+def normalised_state(column: str) -> pl.Expr:
+    """First word of the state, upper case (``CANCELLED by 1234`` -> ``CANCELLED``); null when there is none."""
+    return pl.col(column).str.strip_chars().str.extract(r"^([A-Za-z][A-Za-z_]*)", 1).str.to_uppercase()
+
+
+def category() -> pl.Expr:
+    """not_ended / cpu_only / gpu, from start_time, end_time and num_gpus (the contract's rule)."""
+    unknown = pl.col("start_time").is_null() | pl.col("end_time").is_null()
+    return pl.when(unknown).then(pl.lit("not_ended")).when(pl.col("num_gpus") == 0).then(pl.lit("cpu_only")).otherwise(pl.lit("gpu"))
+
+
+@dataclass(frozen=True)
+class Check:
+    """A value rule applied while parsing: rows where ``failed`` holds go to quarantine with ``reason``."""
+
+    column: str  # the file's column name, for the quarantine's column
+    failed: pl.Expr
+    reason: pl.Expr
+
+
+def apply_checks(frame: pl.DataFrame, checks: Sequence[Check]) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """(rows passing every check, failing rows as ``_line``, ``_raw`` (null), column, reason: every failed reason, ``; ``-joined).
+
+    The flags are computed on every row, the reasons only on the (few) failing ones.
+    """
+    flags = [f"_failed_{i}" for i in range(len(checks))]
+    flagged = frame.with_columns(c.failed.fill_null(False).alias(f) for c, f in zip(checks, flags, strict=True))
+    any_failed = pl.any_horizontal(flags)
+    bad = flagged.filter(any_failed).select(
+        LINE,
+        pl.lit(None, pl.String).alias(RAW),
+        pl.coalesce([pl.when(pl.col(f)).then(pl.lit(c.column)) for c, f in zip(checks, flags, strict=True)]).alias("column"),
+        pl.concat_str([pl.when(pl.col(f)).then(c.reason) for c, f in zip(checks, flags, strict=True)], separator="; ",
+                      ignore_nulls=True).alias("reason"),
+    )
+    return flagged.filter(~any_failed).drop(flags), bad
+
+
+def quoted(column: str) -> pl.Expr:
+    """The value of ``column`` for a reason: ``'text'`` (first 60 characters)."""
+    return pl.format("'{}'", pl.col(column).fill_null("").str.slice(0, 60))
+
+
+def time_checks(columns: dict[str, str], timezone: str, *, required: str) -> list[Check]:
+    """Checks of the time columns (file column -> output): unparsable text, a time in a DST gap, a missing ``required`` one."""
+    checks = []
+    for column, out in columns.items():
+        unknown = unknown_time(column)
+        if column == required:
+            checks.append(Check(column, unknown, pl.lit(f"{column}: missing (a job always has a submit time)")))
+        checks.append(Check(column, ~unknown & naive_time(column).is_null(),
+                            pl.format(f"{column}: cannot parse {{}} as a time (YYYY-MM-DDTHH:MM:SS)", quoted(column))))
+        checks.append(Check(column, pl.col(f"_gap_{out}"),
+                            pl.format(f"{column}: {{}} does not exist in {timezone} (skipped when clocks went forward); "
+                                      "is the time zone right?", quoted(column))))
+    return checks
+
+
+# ---------------------------------------------------------------------------------------------
+# the finish: duplicates, contract, counts
+
+
+def quarantine_rows(bad: pl.DataFrame, source_file: str) -> pl.DataFrame:
+    """``_line``, ``_raw``, column, reason rows -> ``quarantine/own_cluster_jobs`` rows."""
+    if bad.height == 0:
+        return empty_quarantine()
+    return quarantine_frame(TABLE, source_file, bad[LINE], None, bad["reason"], bad[RAW]).with_columns(column=bad["column"])
+
+
+def _duplicates(typed: pl.DataFrame, column: str) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """(rows but later duplicates of a job id, the later duplicates as rejected rows naming the first's line)."""
+    key = pl.col("job_id")
+    if typed.select(key.hash().n_unique()).item() == typed.height:  # distinct hashes prove distinct ids (the common case)
+        return typed, empty_rejected()
+    later = typed.select(key.is_first_distinct().not_()).to_series()
+    if not later.any():
+        return typed, empty_rejected()
+    repeated = typed.filter(later).select("job_id").unique()
+    first = typed.join(repeated, on="job_id", how="semi").group_by("job_id").agg(pl.col(LINE).min().alias("_first"))
+    rejected = typed.filter(later).join(first, on="job_id").select(
+        LINE, pl.lit(None, pl.String).alias(RAW), pl.lit(column).alias("column"),
+        pl.format(f"{column}: duplicate of line {{}} (the first is kept)", "_first").alias("reason"),
+    )
+    return typed.filter(~later), rejected
+
+
+def finish(
+    *,
+    trace: str,
+    source: Source,
+    fmt: str,
+    timezone: str,
+    typed: pl.DataFrame,
+    rejected: Sequence[pl.DataFrame],
+    header_lines: int,
+    steps_skipped: int,
+) -> OwnTraceResult:
+    """Typed allocation rows (the contract's columns but trace/category/line, plus ``_line``) -> the result.
+
+    ``source`` has been read to the end (its line count and sha256 are known). Moves later
+    duplicates of a job id and rows failing the contract to the quarantine, adds ``trace``,
+    ``line`` and ``category``, reads back the raw text of rows rejected after their line was
+    split, sorts both tables by line, and counts. Raises ``IngestError`` if the lines do not add
+    up (a parser bug, never the file's fault).
+    """
+    typed, duplicates = _duplicates(typed, "JobID" if fmt == "sacct" else "job_id")
+    rows = typed.with_columns(pl.lit(trace).alias("trace"), category().alias("category"), pl.col(LINE).alias("line"))
+    good, failed = split_valid(rows.select(*TABLE_SCHEMA, LINE).cast(TABLE_SCHEMA), OwnClusterJobs)
+    failed = failed.select(LINE, pl.lit(None, pl.String).alias(RAW), "column", "reason")
+    bad = pl.concat([*(r.select(LINE, RAW, "column", "reason") for r in rejected), duplicates, failed], how="vertical").sort(LINE)
+    missing = bad.filter(pl.col(RAW).is_null())[LINE]
+    if missing.len():
+        text = source.lines_at(set(missing.to_list()))
+        bad = bad.with_columns(pl.col(RAW).fill_null(pl.col(LINE).replace_strict(text, default=None, return_dtype=pl.String)))
+    table = good.sort(LINE).select(*TABLE_SCHEMA)
+    quarantine = quarantine_rows(bad, source.name)
+    counts = _counts(table, source.lines, header_lines, steps_skipped, quarantine.height)
+    if not counts.accounted:
+        raise IngestError(source.name, f"internal error: lines do not add up ({counts})")
+    return OwnTraceResult(trace, source.name, fmt, timezone, source.sha256, table, quarantine, counts)
+
+
+def _counts(table: pl.DataFrame, lines: int, header_lines: int, steps: int, quarantined: int) -> TraceCounts:
+    replayable = (pl.col("category") == "gpu") & (pl.col("state") == COMPLETED) & (pl.col("end_time") > pl.col("start_time"))
+    row = table.select(
+        (pl.col("category") == "cpu_only").sum().alias("cpu_only"),
+        (pl.col("category") == "not_ended").sum().alias("not_ended"),
+        (pl.col("category") == "gpu").sum().alias("gpu"),
+        replayable.sum().alias("completed"),
+    ).row(0)
+    cpu_only, not_ended, gpu, completed = (int(v or 0) for v in row)
+    return TraceCounts(lines, header_lines, table.height, steps, quarantined, cpu_only, not_ended, gpu, completed)
+
+
+def empty_rejected() -> pl.DataFrame:
+    return pl.DataFrame(schema={LINE: pl.Int64(), RAW: pl.String(), "column": pl.String(), "reason": pl.String()})
+
+
+def rejected_lines(lines: pl.DataFrame, mask: pl.Expr, column: str | None, reason: pl.Expr) -> pl.DataFrame:
+    """Whole lines (``_line``, ``_text``) where ``mask`` holds, as rejected rows with ``reason``."""
+    return lines.filter(mask).select(LINE, pl.col(TEXT).alias(RAW), pl.lit(column, pl.String).alias("column"), reason.alias("reason"))
+
+
+def csv_rows(text: pl.Series) -> list[list[str]]:
+    """Fields of CSV lines with quotes, by the csv module (only lines that contain a quote come here)."""
+    import csv
+
+    return [next(csv.reader(io.StringIO(line)), []) for line in text.to_list()]
