@@ -21,5 +21,4 @@ def defs() -> dg.Definitions:
     with warnings.catch_warnings():
         # The loader calls Dagster's own preview module loaders; dg.load_from_defs_folder silences the same warnings.
         warnings.simplefilter("ignore", dg.PreviewWarning)
-        warnings.simplefilter("ignore", dg.BetaWarning)
         return tree.build_defs()

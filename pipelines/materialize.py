@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import pkgutil
 import signal
 import subprocess
 import sys
@@ -208,17 +207,19 @@ def _materialize(select: str, executor: str, scheduler: str | None, concurrency:
         return _run_all(runs, specs, graph, executor, concurrency, stop)
 
 
-def _preload_modules() -> list[str]:
-    import pipelines.defs
-
-    return ["pipelines.definitions", *(f"pipelines.defs.{m.name}" for m in pkgutil.iter_modules(pipelines.defs.__path__))]
+#: Imported once by the forkserver that forks each step's process. Only modules whose import runs
+#: no polars computation: polars' thread pool, once started in the server, deadlocks a forked child
+#: at its first parallel operation (the defs modules build tables at import, so they load per step).
+PRELOAD_MODULES: tuple[str, ...] = (
+    "dagster._core.executor.multiprocess", "polars", "numpy", "dataframely", "pipelines.definitions", "pipelines.dagster_support",
+)
 
 
 def _run_config(parallel: bool, executor: str) -> dict[str, object]:
     config: dict[str, object] = {"loggers": LOGGERS}
     if executor == "multiprocess":
         if parallel:
-            multiprocess = {"max_concurrent": os.cpu_count() or 1, "start_method": {"forkserver": {"preload_modules": _preload_modules()}}}
+            multiprocess = {"max_concurrent": os.cpu_count() or 1, "start_method": {"forkserver": {"preload_modules": list(PRELOAD_MODULES)}}}
             config["execution"] = {"config": {"multiprocess": multiprocess}}
         else:
             config["execution"] = {"config": {"in_process": {}}}

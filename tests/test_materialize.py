@@ -293,3 +293,24 @@ def test_failed_checks_and_steps_are_named() -> None:
     assert any("blocking ERROR check no_negative on table failed" in p for p in outcome.problems), outcome.problems
     assert outcome.warnings == [f"run {result.run_id[:8]} (two assets): WARN check few_rows on table failed"]
     assert run.status == dg.DagsterRunStatus.FAILURE  # the blocking check stopped downstream
+
+
+def test_preloaded_modules_leave_polars_usable_in_a_forked_step(tmp_path: Path) -> None:
+    """A step forked from the forkserver must not inherit a started polars thread pool (it would hang)."""
+    from pipelines.materialize import PRELOAD_MODULES
+
+    data = tmp_path / "t.parquet"
+    pl.DataFrame({"x": list(range(100_000))}).write_parquet(data)
+    code = textwrap.dedent(f"""
+        import importlib, os, signal
+        for name in {list(PRELOAD_MODULES)!r}:
+            importlib.import_module(name)
+        pid = os.fork()
+        if pid == 0:
+            import polars as pl
+            signal.alarm(20)
+            os._exit(0 if pl.read_parquet({str(data)!r})["x"].sum() == 4_999_950_000 else 3)
+        print(os.waitpid(pid, 0)[1])
+    """)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
+    assert out.stdout.strip() == "0", out.stderr
