@@ -4,34 +4,40 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
+TEST_STAMP := $(VENV)/.installed-test
 MEASURE_STAMP := $(VENV)/.installed-measure
 export DAGSTER_HOME := $(CURDIR)/.dagster_home
 SELECT ?= *
 DEV_PORT ?= 3000
 
-.PHONY: setup setup-measure fetch materialize figures test lint bench dev sql clean
+.PHONY: setup setup-test setup-measure fetch materialize figures test lint bench dev sql clean
 
+## setup: the package and what it needs to run (make figures, dev, sql); the other targets add their extras.
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/pip install -q --upgrade pip
-	$(VENV)/bin/pip install -q -e '.[test,lint]'
+	$(VENV)/bin/pip install -q -e .
 	touch $(STAMP)
 
 setup: $(STAMP)
 
+## setup-test: the test peers (zeus==0.16.0, pandas, scipy), the wheel tools and the linters.
+$(TEST_STAMP): $(STAMP)
+	$(VENV)/bin/pip install -q -e '.[test,lint]'
+	touch $(TEST_STAMP)
+
+setup-test: $(TEST_STAMP)
+
 ## setup-measure: the torch extra for the measurement harness (torch==2.13.0: a CPU build from local disk here).
-$(MEASURE_STAMP): $(STAMP)
+$(MEASURE_STAMP): $(TEST_STAMP)
 	$(VENV)/bin/pip install -q -e '.[test,lint,measure]'
 	touch $(MEASURE_STAMP)
 
 setup-measure: $(MEASURE_STAMP)
 
-## The instance: at most 2 UI runs at once; run monitoring fails runs stuck STARTING or CANCELING
-## (runs whose process died while STARTED are marked failed by `python -m pipelines recover`, run first by dev
-## and materialize).
-$(DAGSTER_HOME)/dagster.yaml: Makefile
-	mkdir -p $(DAGSTER_HOME)
-	printf 'concurrency:\n  runs:\n    max_concurrent_runs: 2\nrun_monitoring:\n  enabled: true\n  start_timeout_seconds: 180\n  cancel_timeout_seconds: 60\n  poll_interval_seconds: 30\ntelemetry:\n  enabled: false\n' > $@
+## The Dagster instance's settings (pipelines/home.py DAGSTER_YAML, the same as `gpu-energy init` writes).
+$(DAGSTER_HOME)/dagster.yaml: $(STAMP) pipelines/home.py
+	$(PY) -c 'import sys; from pathlib import Path; from pipelines.home import write_dagster_yaml; write_dagster_yaml(Path(sys.argv[1]))' $(DAGSTER_HOME)
 
 ## fetch: copy/download every upstream file into raw/, verified by sha256.
 fetch: $(STAMP)
@@ -45,16 +51,17 @@ materialize: $(STAMP) $(DAGSTER_HOME)/dagster.yaml
 ## figures: the main command: fetch, materialize everything, render figures/.
 figures: materialize
 
-## test: the whole suite, the measurement harness's CPU path included (so it installs the torch extra).
+## test: the whole suite, the measurement harness's CPU path included (so it installs the torch extra);
+## one worker per core, each test file in one worker.
 test: $(MEASURE_STAMP)
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -n auto --dist loadfile
 
 ## lint: ruff (rules in pyproject.toml) over the code, tests and benchmarks; mypy over the package.
-lint: $(STAMP)
+lint: $(TEST_STAMP)
 	$(VENV)/bin/ruff check pipelines tests bench
 	$(VENV)/bin/mypy
 
-bench: $(STAMP)
+bench: $(TEST_STAMP)
 	for f in bench/bench_*.py; do echo "== $$f"; $(PY) $$f || exit 1; done
 
 ## dev: the Dagster UI and daemons (dg dev) on 127.0.0.1:$(DEV_PORT) (3000), after marking runs left behind by a killed command as failed.

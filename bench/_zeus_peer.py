@@ -79,6 +79,11 @@ def history_rows(history: list) -> list[tuple[int, int, float, float, bool]]:
     return [(int(h.bs), int(h.pl), float(h.energy), float(h.time), bool(h.reached)) for h in history]
 
 
+def _categorical(frame: pd.DataFrame) -> pd.DataFrame:
+    text = [c for c in frame.columns if frame[c].dtype == object or pd.api.types.is_string_dtype(frame[c])]
+    return frame.astype(dict.fromkeys(text, "category"))
+
+
 class Peer:
     """The published simulator (``zeus._legacy``) over the Zeus CSVs of ``trace_dir``, read with pandas.
 
@@ -88,9 +93,15 @@ class Peer:
     and seeds its own generator.
     """
 
-    def __init__(self, trace_dir: Path) -> None:
+    def __init__(self, trace_dir: Path, categorical: bool = False) -> None:
+        """``categorical``: text columns as pandas categories (the tests' choice). The simulator's every
+        lookup filters these frames by text; categories make that about 1.5x faster with identical
+        results. The benchmarks keep ``pd.read_csv``'s own types, as the artifact scripts do."""
         self.train = pd.read_csv(trace_dir / "summary_train.csv")
         self.power = {gpu: pd.read_csv(trace_dir / f"summary_power_{gpu}.csv") for gpu in GPUS}
+        if categorical:
+            self.train = _categorical(self.train)
+            self.power = {gpu: _categorical(frame) for gpu, frame in self.power.items()}
         self._simulators: dict[str, object] = {}
 
     def _simulator(self, gpu: str, seed: int, concurrency: bool):

@@ -11,11 +11,19 @@ from pathlib import Path
 from pipelines.paths import HOME_MARKER
 from pipelines.storage import write_text_atomic
 
-#: The Dagster instance settings of a home (also what the repository's Makefile writes).
+#: The Dagster instance settings of a home (the repository's Makefile writes the same, through
+#: ``write_dagster_yaml``): at most 2 UI runs at once on 2 cores; run monitoring fails runs stuck
+#: STARTING or CANCELING (runs whose process died while STARTED are marked failed by
+#: ``python -m pipelines recover``, run first by ``make dev`` and ``materialize``).
 DAGSTER_YAML = """\
 concurrency:
   runs:
     max_concurrent_runs: 2
+run_monitoring:
+  enabled: true
+  start_timeout_seconds: 180
+  cancel_timeout_seconds: 60
+  poll_interval_seconds: 30
 telemetry:
   enabled: false
 """
@@ -66,6 +74,14 @@ FILES: dict[str, str] = {
     ".dagster_home/dagster.yaml": DAGSTER_YAML,
 }
 FOLDERS = ("raw", "assets", "figures")
+
+
+def write_dagster_yaml(dagster_home: Path) -> Path:
+    """``<dagster_home>/dagster.yaml`` with ``DAGSTER_YAML`` (replaced if it differs)."""
+    path = dagster_home / "dagster.yaml"
+    if not path.is_file() or path.read_text() != DAGSTER_YAML:
+        write_text_atomic(DAGSTER_YAML, path)
+    return path
 
 
 def init_home(folder: Path) -> list[Path]:

@@ -48,7 +48,7 @@ def traces(mirror: Path) -> Traces:
 
 @pytest.fixture(scope="module")
 def peer(mirror: Path):
-    return PEER["Peer"](mirror / "zeus")
+    return PEER["Peer"](mirror / "zeus", categorical=True)
 
 
 @pytest.fixture(scope="module")
