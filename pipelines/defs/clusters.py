@@ -31,12 +31,17 @@ SWEEP_SEEDS = (1, 2, 3, 4, 5)
 ONE_RUN = dg.BackfillPolicy.single_run()
 #: Downstream of cluster_workload_jobs: materialized when an upstream partition updates or a partition is new.
 FOLLOW = dg.AutomationCondition.eager()
+#: cluster_workload_jobs follows the ingested tables, except own_cluster_jobs: every trace partition reads
+#: every table, and a user's new trace (which updates own_cluster_jobs) is run, for its own partition
+#: only, by cluster_traces_sensor; following it here would replay every other trace again.
+FOLLOW_TABLES = dg.AutomationCondition.eager().ignore(dg.AssetSelection.assets("own_cluster_jobs"))
 
 
 @dg.asset(
     group_name="clusters",
     partitions_def=trace_partitions,
     backfill_policy=ONE_RUN,
+    automation_condition=FOLLOW_TABLES,
     kinds={"polars", "parquet"},
     metadata=contract_metadata("cluster_workload_jobs"),
     description="One trace's jobs as recurring groups of Zeus workloads, with runtime_ratio (see README); a public trace from its "
@@ -139,6 +144,7 @@ def zeus_cluster_summary(
     group_name="clusters",
     partitions_def=gpu_partitions,
     backfill_policy=ONE_RUN,
+    automation_condition=FOLLOW,
     kinds={"polars", "parquet"},
     metadata=contract_metadata("zeus_single_job_sweep"),
     description="Single recurring jobs: 6 workloads x eta {0..1} x beta {2, inf} x 5 seeds under Zeus, Default, Grid "

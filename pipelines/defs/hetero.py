@@ -13,6 +13,7 @@ _PROFILES = {"hetero_gpu_profiles": dg.AssetIn(key="hetero_gpu_profiles")}
     group_name="hetero",
     ins=_PROFILES,
     kinds={"polars", "parquet"},
+    automation_condition=dg.AutomationCondition.eager(),
     description="Zeus² allocations: per workload, the brute-force, heuristic and baseline split of a 4096 batch over "
     "A10 + T4 and their power limits, under the published cost and the synchronous model (eta 0.5); time in s, "
     "energy and cost in J per profiled window.",

@@ -21,6 +21,10 @@ from pipelines.ingest.common import IngestResult, TableSpec, empty_quarantine, e
 from pipelines.paths import ProjectPaths, default_mirror
 from pipelines.sources import SOURCES, SOURCES_BY_NAME, FetchResult, Source, fetch, missing_message
 
+#: Metadata of zeus_power_profiles: the fingerprint of the raw/measured files it read (``zeus.measured_fingerprint``).
+MEASURED_FINGERPRINT = "measured_fingerprint"
+#: A table re-ingests when its raw files are fetched again (a materialization of its raw asset, in the UI too).
+FOLLOW = dg.AutomationCondition.eager()
 #: A table is blocked from flowing downstream when more than this share of its rows is quarantined.
 MAX_QUARANTINE_SHARE = 0.001
 
@@ -107,9 +111,13 @@ def ingest_asset(
     sources: Sequence[str] = (),
     optional_sources: Sequence[str] = (),
     checks: Sequence[TableCheck] = (),
+    extra_metadata: Callable[[ProjectPaths], dict[str, str]] | None = None,
 ) -> dg.AssetsDefinition:
     """A multi-asset writing ``<table>`` and ``quarantine/<table>``, with blocking checks of the quarantined
     share and of the record accounting (table + quarantine = records counted in the files).
+
+    ``extra_metadata`` adds to the table's materialization what it returns for the data home (read
+    before the files are, so it describes no newer state than the table's).
 
     ``sources`` (names in ``pipelines.sources.SOURCES``) are verified, and restored if need be,
     before ``read`` runs. ``read`` returns None when its optional sources are missing: the table is
@@ -149,6 +157,7 @@ def ingest_asset(
                 description=description,
                 metadata={"dagster/column_schema": column_schema(spec.model)},
                 kinds={"polars", "parquet"},
+                automation_condition=FOLLOW,
             ),
             "quarantine": dg.AssetOut(
                 key=dg.AssetKey(["quarantine", table]),
@@ -156,6 +165,7 @@ def ingest_asset(
                 description=f"Rows of {table}'s sources that failed parsing or validation: file, line, column, reason, raw line.",
                 metadata=contract_metadata(f"quarantine/{table}"),
                 kinds={"polars", "parquet"},
+                automation_condition=FOLLOW,
             ),
         },
         deps=[raw],
@@ -163,6 +173,7 @@ def ingest_asset(
     )
     def _ingest(context: dg.AssetExecutionContext, paths: PathsResource) -> Iterator[dg.Output | dg.AssetCheckResult]:
         project = paths.paths()
+        extra = extra_metadata(project) if extra_metadata else {}
         restored = verify_sources(context, project, [*sources, *optional_sources])
         result = read(project)
         missing = _missing_optional(project, optional_sources)
@@ -183,6 +194,7 @@ def ingest_asset(
                 "source_records": result.lines_in,
                 "missing_optional_sources": dg.MetadataValue.json([s.name for s in missing]),
                 "replaced_or_restored_before_reading": dg.MetadataValue.json(restored),
+                **extra,
             },
         )
         yield dg.Output(result.quarantine, output_name="quarantine")
@@ -294,6 +306,8 @@ zeus_power_profiles = ingest_asset(
     read=lambda p: zeus.read_power_profiles(p.raw / "zeus", p.measured),
     sources=[f"zeus/summary_power_{gpu}.csv" for gpu in zeus.PUBLISHED_GPUS],
     checks=[TableCheck("published_power_limits", "Each published GPU's power-limit set is as documented.", _power_limits)],
+    # what measured_profiles_sensor compares raw/measured with
+    extra_metadata=lambda p: {MEASURED_FINGERPRINT: zeus.measured_fingerprint(p.measured)},
 )
 alibaba_groups = ingest_asset(
     alibaba.ALIBABA_SPEC,

@@ -29,6 +29,7 @@ class KnobGridConfig(dg.Config):
 @dg.asset(
     group_name="clusters",
     kinds={"polars", "parquet", "dask"},
+    automation_condition=dg.AutomationCondition.eager(),
     metadata=contract_metadata("zeus_knob_grid"),
     # Bound here, so that a job of other assets needs no Dask resource; configure it per run
     # (resources: dask: config: scheduler: tcp://...) or with $DASK_SCHEDULER_ADDRESS.

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import hashlib
 from pathlib import Path
 
 import polars as pl
@@ -185,6 +186,19 @@ def read_measured(folder: Path) -> IngestResult:
             result.files = [f"{display} ({len(time_only)} time-only rows not ingested: {'; '.join(reasons)})"]
         results.append(result)
     return IngestResult.concat(results, POWER_SPEC)
+
+
+def measured_fingerprint(folder: Path) -> str:
+    """sha256 over the name and the sha256 of every ``*.csv`` of ``folder`` (``raw/measured``), in name order.
+
+    Equal fingerprints mean the same measured profiles: ``zeus_power_profiles`` records the one it
+    read, and the sensor compares it with the folder's. An absent or empty folder has the
+    fingerprint of no file.
+    """
+    digest = hashlib.sha256()
+    for path in sorted(folder.glob("*.csv")) if folder.is_dir() else []:
+        digest.update(f"{path.name}\0{hashlib.sha256(path.read_bytes()).hexdigest()}\n".encode())
+    return digest.hexdigest()
 
 
 def read_power_profiles(zeus_folder: Path, measured_folder: Path) -> IngestResult:
