@@ -102,3 +102,15 @@ def test_every_figure_of_the_catalog_has_a_data_contract() -> None:
     assert len(catalog.FAMILIES) == 8
     with pytest.raises(KeyError, match="no data contract"):
         registry.figure_contract("made_up")
+
+
+def test_contracts_load_without_dataframelys_optional_integrations_which_stay_importable() -> None:
+    code = (
+        "import sys\nimport pipelines.contracts.registry\n"
+        "print(sorted(m for m in ('sqlalchemy', 'pydantic') if m in sys.modules))\n"
+        "import sqlalchemy, pydantic, dagster\n"
+        "from pipelines.contracts.sources import ItpJobs\n"
+        "print(ItpJobs.validate(ItpJobs.create_empty()).height, sqlalchemy.__name__, pydantic.__name__)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.splitlines() == ["[]", "0 sqlalchemy pydantic"]
