@@ -15,15 +15,16 @@ imports below are the ones its own ``dagster-graphql`` CLI uses.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
+import tempfile
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 import dagster as dg
 
-from pipelines.paths import REPO_ROOT
+from pipelines.paths import find_home
 
-WORKSPACE = REPO_ROOT / "workspace.yaml"
 REPOSITORY = "__repository__"
 ASSET_JOB = "__ASSET_JOB"
 _IMMEDIATE_COORDINATOR = {"module": "dagster.core.run_coordinator", "class": "DefaultRunCoordinator"}
@@ -80,19 +81,42 @@ class Launcher:
 
 
 @contextlib.contextmanager
-def launcher(workspace: Path = WORKSPACE) -> Iterator[Launcher]:
-    """The instance of ``$DAGSTER_HOME`` with an immediate run coordinator, and the workspace's code server."""
+def _workspace(home: Path) -> Iterator[Path]:
+    """The data home's ``workspace.yaml`` (a clone's, or the one ``gpu-energy init`` wrote), else a temporary one.
+
+    The temporary one is the same code location (``pipelines.definitions``, run from the home), so
+    a home made by hand materializes as well.
+    """
+    own = home / "workspace.yaml"
+    if own.is_file():
+        yield own
+        return
+    from pipelines.home import WORKSPACE_YAML
+
+    with tempfile.TemporaryDirectory(prefix="gpu-energy-workspace-") as folder:
+        path = Path(folder) / "workspace.yaml"
+        path.write_text(WORKSPACE_YAML.replace("working_directory: .", f"working_directory: {json.dumps(str(home))}"))
+        yield path
+
+
+@contextlib.contextmanager
+def launcher(workspace: Path | None = None) -> Iterator[Launcher]:
+    """The instance of ``$DAGSTER_HOME`` with an immediate run coordinator, and the workspace's code server.
+
+    ``workspace`` defaults to the data home's (``_workspace``).
+    """
     from dagster._core.instance.ref import InstanceRef
     from dagster._core.workspace.context import WorkspaceProcessContext
     from dagster._core.workspace.load_target import WorkspaceFileTarget
 
     ref = InstanceRef.from_dir(os.environ["DAGSTER_HOME"], overrides={"run_coordinator": _IMMEDIATE_COORDINATOR})
     with (
+        _workspace(find_home()) if workspace is None else contextlib.nullcontext(workspace) as target,
         dg.DagsterInstance.from_ref(ref) as instance,
-        WorkspaceProcessContext(instance, WorkspaceFileTarget([str(workspace)])) as context,
+        WorkspaceProcessContext(instance, WorkspaceFileTarget([str(target)])) as context,
     ):
         entries = context.create_request_context().get_code_location_entries()
         errors = [e.load_error for e in entries.values() if e.load_error is not None]
         if errors or len(entries) != 1:
-            raise LaunchError(f"{workspace}: expected one code location that loads; got {list(entries)}: {errors[:1]}")
+            raise LaunchError(f"{target}: expected one code location that loads; got {list(entries)}: {errors[:1]}")
         yield Launcher(instance, context, next(iter(entries)))

@@ -95,3 +95,11 @@ def test_the_installed_wheel_works_from_an_empty_folder(installed: tuple[Path, d
     code = "from pipelines.definitions import defs; print(len(list(defs().resolve_asset_graph().materializable_asset_keys)))"
     assert int(_run([str(bin_dir / "python"), "-c", code], cwd=work, env=env).stdout) > 30
     assert sorted(p.name for p in (work / "assets").iterdir()) == []  # nothing written by merely loading
+
+    # Dagster runs from the home: its workspace.yaml, its raw/ (fetched from the mirror) and assets/.
+    dagster_env = {**env, "DAGSTER_HOME": str(work / ".dagster_home"), "TRACES_MIRROR": str(mirror)}
+    _run([cli, "materialize", "--select", "+zeus_train_runs"], cwd=work, env=dagster_env)
+    assert (work / "raw" / "zeus" / "summary_train.csv").is_file()
+    assert sorted(p.name for p in (work / "assets").iterdir()) == ["quarantine", "zeus_train_runs.parquet"]
+    rows = _run([cli, "sql", "--format", "csv", "select count(*) as n from zeus_train_runs"], cwd=work, env=env).stdout
+    assert rows.splitlines() == ["n", "3759"]
