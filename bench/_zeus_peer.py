@@ -176,13 +176,13 @@ class Peer:
                     reaped.append(self)
                 return same
 
-            made.__eq__ = eq_and_log  # type: ignore[method-assign, assignment] - instrumentation of the peer
+            made.__eq__ = eq_and_log  # type: ignore[method-assign, assignment]  # instrumentation of the peer
             return made
 
         frame = groups.to_pandas().sort_values("start_time", kind="stable")
         out = []
         original = published.dataclass
-        published.dataclass = logging_dataclass  # type: ignore[attr-defined] - restored below
+        published.dataclass = logging_dataclass  # type: ignore[attr-defined]  # restored below
         try:
             with contextlib.redirect_stdout(io.StringIO()):
                 for group_id, group in frame.groupby("group"):

@@ -25,7 +25,10 @@ GRID = sweep.Grid(etas=(0.0, 0.5, 1.0), betas=(2.0,), seeds=(1, 2), gpus=("v100"
 
 def load() -> tuple[pl.DataFrame, Traces]:
     paths = default_paths()
-    read = lambda name: pl.read_parquet(paths.table(name))  # noqa: E731
+
+    def read(name: str) -> pl.DataFrame:
+        return pl.read_parquet(paths.table(name))
+
     traces = from_frames(read("zeus_train_runs"), read("zeus_power_profiles"))
     order = workloads_by_default_tta(traces)
     jobs = pl.concat([

@@ -68,7 +68,7 @@ class Launcher:
             "runConfigData": dict(run_config),
             "executionMetadata": {"tags": [{"key": k, "value": v} for k, v in tags.items()]},
         }
-        result = execute_query(self._context, LAUNCH_RUN, {"params": params})  # type: ignore[arg-type]
+        result = execute_query(self._context, LAUNCH_RUN, {"params": params})  # type: ignore[arg-type]  # _context is the WorkspaceProcessContext (dagster-private type)
         data = (result.get("data") or {}).get("launchRun") or {}
         if data.get("__typename") == "LaunchRunSuccess":
             return str(data["run"]["runId"])

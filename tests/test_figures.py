@@ -137,7 +137,7 @@ def _published_min_energy_saving(mirror: Path, gpu: str, dataset: str) -> tuple[
 
     network, optimizer, target, max_epochs, b0 = runpy.run_path(str(REPO_ROOT / "bench" / "_zeus_peer.py"))["ARTIFACT_JOBS"][dataset]
     train, power = str(mirror / "zeus/summary_train.csv"), str(mirror / f"zeus/summary_power_{gpu}.csv")
-    sim = Simulator(train, power, None, None, verbose=False)  # type: ignore[arg-type] - the frame only: no optimizers
+    sim = Simulator(train, power, None, None, verbose=False)  # type: ignore[arg-type]  # the frame only: no optimizers
     df = sim.df
     df = df[(df.dataset == dataset) & (df.network == network) & (df.optimizer == optimizer) & (df.target_metric == target)]
     eta = df[df.target_epoch.notna() & (df.target_epoch <= max_epochs)].groupby(["batch_size", "power_limit"]).ETA.mean()

@@ -240,7 +240,9 @@ def _start_knob_grid(root: Path, home: Path, started: Started) -> tuple[subproce
 
 def _status(home: Path, run_id: str) -> dg.DagsterRunStatus:
     with dg.DagsterInstance.from_config(str(home)) as instance:
-        return instance.get_run_by_id(run_id).status  # type: ignore[union-attr]
+        run = instance.get_run_by_id(run_id)
+        assert run is not None, run_id
+        return run.status
 
 
 def test_ctrl_c_cancels_the_run_and_ends_every_process(knob_grid_project: Path, tmp_path: Path) -> None:

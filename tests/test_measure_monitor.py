@@ -208,8 +208,8 @@ def test_nvml_that_cannot_start_is_named(monkeypatch: pytest.MonkeyPatch) -> Non
         raise NVMLError("Driver Not Loaded")
 
     stub = types.ModuleType("pynvml")
-    stub.NVMLError = NVMLError  # type: ignore[attr-defined] - a stand-in module
-    stub.nvmlInit = nvml_init  # type: ignore[attr-defined]
+    stub.NVMLError = NVMLError  # type: ignore[attr-defined]  # a stand-in module
+    stub.nvmlInit = nvml_init  # type: ignore[attr-defined]  # likewise
     monkeypatch.setitem(sys.modules, "pynvml", stub)
     probe = probe_gpus()
     assert not probe.available and probe.gpus == ()

@@ -11,6 +11,7 @@ import random
 import runpy
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -38,10 +39,10 @@ def step(job: str, suffix: str) -> str:
     return row(f"{job}.{suffix}", name=suffix, user="", tres="cpu=32,mem=256G,node=1", state="CANCELLED")
 
 
-def read(lines: list[str], *, header: str | None = HEADER, timezone: str = "UTC", trailing: bool = False, **kw: object) -> OwnTraceResult:
+def read(lines: list[str], *, header: str | None = HEADER, timezone: str = "UTC", trailing: bool = False, **kw: Any) -> OwnTraceResult:
     body = [header] if header is not None else []
     text = "\n".join(line + ("|" if trailing else "") for line in [*body, *lines]) + "\n"
-    result = read_sacct(text.encode(), trace="t", source_file="t.sacct", timezone=timezone, **kw)  # type: ignore[arg-type]
+    result = read_sacct(text.encode(), trace="t", source_file="t.sacct", timezone=timezone, **kw)
     assert result.counts.accounted
     validate(result.table, OwnClusterJobs, name="own_cluster_jobs")
     validate(result.summary_row(), OwnClusterTraces, name="own_cluster_traces")
