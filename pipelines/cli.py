@@ -73,6 +73,12 @@ def cli(verbose: bool) -> None:
         click.echo(f"data home: {home} ({why})", err=True)
 
 
+def invoked_as(subcommand: str) -> str:
+    """``subcommand`` as the user types it here: ``gpu-energy materialize`` or ``python -m pipelines materialize``."""
+    ctx = click.get_current_context(silent=True)
+    return f"{ctx.find_root().command_path if ctx is not None else 'gpu-energy'} {subcommand}"
+
+
 def main(args: list[str] | None = None, prog_name: str | None = None) -> None:
     """Run the CLI on ``args`` (default: ``sys.argv[1:]``); usage errors print one line and exit with code 2.
 

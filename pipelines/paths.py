@@ -61,6 +61,18 @@ class ProjectPaths:
         return self.assets / f"{name}.parquet"
 
 
+def table_files(assets: Path, name: str) -> list[Path]:
+    """The Parquet files of table ``name`` under ``assets`` as the IO manager writes them.
+
+    ``assets/<name>.parquet`` for an unpartitioned table, else the partitions' files
+    ``assets/<name>/*.parquet`` in name order; empty when the table is not materialized.
+    """
+    single = assets / f"{name}.parquet"
+    if single.is_file():
+        return [single]
+    return sorted((assets / name).glob("*.parquet"))
+
+
 def is_home(folder: Path) -> bool:
     """Whether ``folder`` is marked as a data home (see the module docstring)."""
     if (folder / HOME_MARKER).is_file():

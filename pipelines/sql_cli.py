@@ -10,6 +10,7 @@ import click
 import duckdb
 import polars as pl
 
+from pipelines.cli import invoked_as
 from pipelines.paths import sql_file
 from pipelines.sql_views import connect, run_sql, view_names
 
@@ -49,7 +50,7 @@ def sql(query: str | None, file: Path | None, example: str | None, list_examples
         result = run_sql(con, text)
     except duckdb.CatalogException as exc:
         raise click.ClickException(f"{str(exc).splitlines()[0]} (views: {', '.join(view_names(con))}; "
-                                   "a missing table may not be materialized yet: make materialize)") from exc
+                                   f"a missing table may not be materialized yet: {invoked_as('materialize')})") from exc
     except duckdb.Error as exc:
         raise click.ClickException(str(exc).splitlines()[0]) from exc
     if fmt == "csv":

@@ -20,11 +20,11 @@ from pathlib import Path
 
 import polars as pl
 import pytest
+from sweep_inputs import write_sweep_inputs
 
 from pipelines.clusters import mapping, sweep
 from pipelines.distributed import SerialRunner, connect
 from pipelines.paths import REPO_ROOT, ProjectPaths
-from pipelines.storage import write_parquet_atomic
 from pipelines.zeus.traces import Traces, from_frames
 
 BIN = Path(sys.executable).parent
@@ -130,9 +130,7 @@ def test_sweep_command_through_the_address_equals_in_process(
 ) -> None:
     jobs, traces = inputs
     assets = tmp_path / "assets"
-    write_parquet_atomic(jobs, assets / "cluster_workload_jobs.parquet")
-    write_parquet_atomic(traces.train, assets / "zeus_train_runs.parquet")
-    write_parquet_atomic(traces.power, assets / "zeus_power_profiles.parquet")
+    write_sweep_inputs(assets, jobs, traces)
     out = tmp_path / "grid.parquet"
     args = [sys.executable, "-m", "pipelines", "sweep", "--gpus", "v100", "--eta", "0,0.5,1", "--beta", "2", "--seeds", "1,2",
             "--policies", "zeus,default", "--assets", str(assets), "--output", str(out), "--scheduler", cluster.address]

@@ -10,13 +10,13 @@ from pathlib import Path
 import polars as pl
 import pytest
 from click.testing import CliRunner
+from sweep_inputs import write_sweep_inputs
 
 from pipelines.clusters import mapping, sweep
 from pipelines.clusters.workloads import workloads_by_default_tta
 from pipelines.contracts.sweep import ZeusKnobGrid
 from pipelines.distributed import SerialRunner, connect
 from pipelines.paths import ProjectPaths
-from pipelines.storage import write_parquet_atomic
 from pipelines.zeus.groups import group_seed, replay_groups
 from pipelines.zeus.traces import Traces, from_frames
 
@@ -129,18 +129,10 @@ def test_grid_and_input_errors(jobs: pl.DataFrame, traces: Traces) -> None:
     assert empty.height == 0 and empty.schema == ZeusKnobGrid.create_empty().schema
 
 
-def write_inputs(folder: Path, jobs: pl.DataFrame, traces: Traces) -> Path:
-    """The three tables the sweep command reads, as make materialize writes them."""
-    write_parquet_atomic(jobs, folder / "cluster_workload_jobs.parquet")
-    write_parquet_atomic(traces.train, folder / "zeus_train_runs.parquet")
-    write_parquet_atomic(traces.power, folder / "zeus_power_profiles.parquet")
-    return folder
-
-
 def test_command_writes_the_grid(jobs: pl.DataFrame, traces: Traces, tmp_path: Path) -> None:
     from pipelines.cli import cli
 
-    assets = write_inputs(tmp_path / "assets", jobs, traces)
+    assets = write_sweep_inputs(tmp_path / "assets", jobs, traces)
     out = tmp_path / "grid.parquet"
     args = ["sweep", "--traces", "elasticflow", "--gpus", "v100", "--eta", "0,1", "--beta", "2,5", "--seeds", "1,2",
             "--scheduler", "none", "--assets", str(assets), "--output", str(out), "--no-progress"]
@@ -153,7 +145,7 @@ def test_command_writes_the_grid(jobs: pl.DataFrame, traces: Traces, tmp_path: P
     bad = CliRunner().invoke(cli, ["sweep", "--traces", "acme", "--scheduler", "none", "--assets", str(assets), "--output", str(out)])
     assert bad.exit_code != 0 and "no jobs for trace(s) acme" in bad.output
     missing = CliRunner().invoke(cli, ["sweep", "--assets", str(tmp_path / "nowhere"), "--output", str(out), "--scheduler", "none"])
-    assert missing.exit_code != 0 and "cluster_workload_jobs.parquet does not exist" in missing.output
+    assert missing.exit_code != 0 and "cluster_workload_jobs is not materialized" in missing.output
     usage = CliRunner().invoke(cli, ["sweep", "--eta", "0.5,x", "--output", str(out)])
     assert usage.exit_code == 2 and "comma-separated list of numbers" in usage.output
 

@@ -101,7 +101,7 @@ def test_bad_csv_values_name_file_line_and_column(tmp_path: Path, mirror: Path) 
 def test_unknown_gpu_and_missing_assets_are_clear(traces: Traces, tmp_path: Path) -> None:
     with pytest.raises(TraceError, match="unknown GPU 'h100'"):
         build_table(traces, "h100", group_job_spec(traces, "v100", "squad"))
-    with pytest.raises(TraceError, match="make materialize"):
+    with pytest.raises(TraceError, match="materialize zeus_train_runs and zeus_power_profiles first"):
         read_materialized(tmp_path)
 
 

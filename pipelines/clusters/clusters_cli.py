@@ -14,6 +14,8 @@ from typing import NoReturn
 
 import click
 
+from pipelines.cli import invoked_as
+
 
 def _fail(message: str) -> NoReturn:
     click.echo(f"Error: {' '.join(message.split())}", err=True)
@@ -53,7 +55,8 @@ def add(name: str, file: Path, fmt: str | None, timezone: str, fields: str | Non
     click.echo(f"added trace {name}: {added.path} (sha256 {added.recorded_sha256}; {file_format}, times in {timezone})")
     click.echo(f"  {c.lines:,} lines = {c.header_lines} header + {c.allocations:,} allocations + {c.steps_skipped:,} steps + "
                f"{c.quarantined:,} quarantined; {c.completed_gpu_allocations:,} COMPLETED GPU jobs to replay")
-    click.echo("  `make dev` picks it up within a minute (sensor cluster_traces_sensor); or run `make materialize`.")
+    click.echo(f"  a running `dagster dev` (`make dev`) picks it up within a minute (sensor cluster_traces_sensor); "
+               f"or run `{invoked_as('materialize')}`.")
 
 
 @clusters.command("list")

@@ -68,9 +68,10 @@ def sweep_cmd(
     """
     import polars as pl
 
+    from pipelines.cli import invoked_as
     from pipelines.clusters.sweep import GRIDS, SweepError, replays, sweep
     from pipelines.distributed import connect
-    from pipelines.paths import default_paths
+    from pipelines.paths import default_paths, table_files
     from pipelines.storage import write_parquet_atomic
     from pipelines.zeus.traces import from_frames
 
@@ -83,10 +84,11 @@ def sweep_cmd(
     folder = assets_dir or default_paths().assets
     tables = {}
     for name in ("cluster_workload_jobs", "zeus_train_runs", "zeus_power_profiles"):
-        path = folder / f"{name}.parquet"
-        if not path.exists():
-            raise click.ClickException(f"{path} does not exist: materialize it first (make materialize)")
-        tables[name] = pl.read_parquet(path)
+        files = table_files(folder, name)
+        if not files:
+            raise click.ClickException(f"{name} is not materialized in {folder} (no {name}.parquet, no {name}/*.parquet): "
+                                       f"run `{invoked_as('materialize')}` first")
+        tables[name] = pl.read_parquet(files)
     trace_tables = from_frames(tables["zeus_train_runs"], tables["zeus_power_profiles"])
     started = time.perf_counter()
     with connect(scheduler, workers=workers) as runner:

@@ -30,7 +30,7 @@ def measured_profiles_sensor(context: dg.SensorEvaluationContext, paths: PathsRe
     current = measured_fingerprint(paths.paths().measured)
     event = context.instance.get_latest_materialization_event(TABLE)
     if event is None or event.asset_materialization is None:
-        return dg.SkipReason("zeus_power_profiles is not materialized yet: `make materialize` ingests raw/measured with it")
+        return dg.SkipReason("zeus_power_profiles is not materialized yet: its first materialization ingests raw/measured")
     recorded = event.asset_materialization.metadata.get(MEASURED_FINGERPRINT)
     if recorded is not None and recorded.value == current:
         return dg.SkipReason("raw/measured/ holds the files zeus_power_profiles was ingested from")

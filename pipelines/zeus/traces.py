@@ -109,7 +109,7 @@ def read_materialized(assets: Path) -> Traces:
     paths = {name: assets / f"{name}.parquet" for name in (TRAIN_TABLE, POWER_TABLE)}
     for path in paths.values():
         if not path.is_file():
-            raise TraceError(f"{path} does not exist: run `make materialize` or pass --trace-dir with the Zeus CSVs")
+            raise TraceError(f"{path} does not exist: materialize zeus_train_runs and zeus_power_profiles first, or pass --trace-dir with the Zeus CSVs")
     return from_frames(pl.read_parquet(paths[TRAIN_TABLE], columns=list(TRAIN_COLUMNS)),
                        pl.read_parquet(paths[POWER_TABLE], columns=list(POWER_COLUMNS)))
 
