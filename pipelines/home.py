@@ -6,9 +6,10 @@ Nothing here imports Dagster: the workspace file only names the code location
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
-from pipelines.paths import HOME_MARKER
+from pipelines.paths import HOME_MARKER, find_home
 from pipelines.storage import write_text_atomic
 
 #: The Dagster instance settings of a home (the repository's Makefile writes the same, through
@@ -61,17 +62,19 @@ Start:
 
 ```sh
 gpu-energy fetch                                  # upstream traces into raw/ (mirror: $TRACES_MIRROR)
-DAGSTER_HOME=$PWD/.dagster_home gpu-energy materialize
+gpu-energy materialize                            # Dagster runs, recorded in .dagster_home
 gpu-energy sql "select count(*) from itp_jobs"
 DAGSTER_HOME=$PWD/.dagster_home dagster dev -w workspace.yaml    # the UI on http://127.0.0.1:3000
 ```
 """
 
+#: The Dagster instance's folder in a data home (the Makefile's ``DAGSTER_HOME`` too).
+DAGSTER_FOLDER = ".dagster_home"
 FILES: dict[str, str] = {
     HOME_MARKER: MARKER_TOML,
     "workspace.yaml": WORKSPACE_YAML,
     "README.md": README_MD,
-    ".dagster_home/dagster.yaml": DAGSTER_YAML,
+    f"{DAGSTER_FOLDER}/dagster.yaml": DAGSTER_YAML,
 }
 FOLDERS = ("raw", "assets", "figures")
 
@@ -82,6 +85,23 @@ def write_dagster_yaml(dagster_home: Path) -> Path:
     if not path.is_file() or path.read_text() != DAGSTER_YAML:
         write_text_atomic(DAGSTER_YAML, path)
     return path
+
+
+def use_dagster_home() -> tuple[Path, str]:
+    """The Dagster instance folder of ``materialize`` and ``recover``, and why.
+
+    ``$DAGSTER_HOME`` when set; else the data home's ``.dagster_home`` (its ``dagster.yaml`` written
+    when absent), then exported as ``$DAGSTER_HOME`` to this process and every process it starts.
+    """
+    env = os.environ.get("DAGSTER_HOME")
+    if env:
+        return Path(env), "from $DAGSTER_HOME"
+    folder = find_home() / DAGSTER_FOLDER
+    if not (folder / "dagster.yaml").is_file():
+        folder.mkdir(parents=True, exist_ok=True)
+        write_dagster_yaml(folder)
+    os.environ["DAGSTER_HOME"] = str(folder)
+    return folder, "the data home's; $DAGSTER_HOME is not set"
 
 
 def init_home(folder: Path) -> list[Path]:

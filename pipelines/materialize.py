@@ -41,6 +41,7 @@ from typing import Any
 
 import click
 
+from pipelines.home import use_dagster_home
 from pipelines.processes import die_with_parent, end_group, process_started_at
 
 #: Set in the orchestrator's environment to the driver's pid.
@@ -68,10 +69,11 @@ def _echo(message: str) -> None:
 @click.option("--exit-with-parent", is_flag=True, help="Stop (canceling the runs) when the parent process exits.")
 def materialize(select: str, executor: str, scheduler: str | None, concurrency: int | None, exit_with_parent: bool) -> None:
     """Materialize every selected asset and partition (what `make figures` runs)."""
-    if not os.environ.get("DAGSTER_HOME"):
-        raise click.UsageError("set DAGSTER_HOME (the Makefile sets it to .dagster_home)")
     if scheduler and executor != "dask":
         raise click.UsageError("--scheduler goes with --executor dask")
+    if not os.environ.get("DAGSTER_HOME"):
+        folder, why = use_dagster_home()
+        _echo(f"Dagster instance: {folder} ({why})")
     if os.environ.get(PARENT_ENV) == str(os.getppid()):
         sys.exit(_orchestrate(select, executor, scheduler, concurrency or os.cpu_count() or 1))
     args = ["--select", select, "--executor", executor]
@@ -332,12 +334,14 @@ def _cancel(runs: Any, active: dict[int, tuple[str, float]], specs: list[Any], o
 
 
 def _collect_problems(instance: Any, run_id: str, label: str, status: str, graph: Any, outcome: _Outcome) -> None:
-    """Failed steps (first line of their error) and failed checks of a finished run, into ``outcome``."""
+    """Failed steps (first line of the error the step raised) and failed checks of a finished run, into ``outcome``."""
     import dagster as dg
 
     for entry in instance.all_logs(run_id, of_type=dg.DagsterEventType.STEP_FAILURE):
         event = entry.dagster_event
         error = getattr(event.event_specific_data, "error", None)
+        while error is not None and error.cls_name.startswith("Dagster") and error.cause is not None:
+            error = error.cause  # past Dagster's wrapper ("Error occurred while executing op ...") to the step's own error
         message = (error.message if error else entry.message).strip().splitlines()[0]
         outcome.problems.append(f"run {run_id[:8]} ({label}): step {event.step_key}: {message}")
     for entry in instance.all_logs(run_id, of_type=dg.DagsterEventType.ASSET_CHECK_EVALUATION):

@@ -16,13 +16,13 @@ stale when no run is in progress, or it is older than the oldest run still in pr
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from pathlib import Path
 
 import click
 import dagster as dg
 
+from pipelines.home import use_dagster_home
 from pipelines.paths import ProjectPaths, default_paths
 from pipelines.processes import still_running
 
@@ -124,7 +124,6 @@ def report(recovery: Recovery) -> None:
 @click.command("recover")
 def recover_cmd() -> None:
     """Mark runs whose process is gone as failed and remove stale temp files (make dev runs this first)."""
-    if not os.environ.get("DAGSTER_HOME"):
-        raise click.UsageError("set DAGSTER_HOME (the Makefile sets it to .dagster_home)")
+    use_dagster_home()
     with dg.DagsterInstance.get() as instance:
         report(recover(instance))

@@ -286,14 +286,22 @@ def test_failed_checks_and_steps_are_named() -> None:
     def downstream(table: int) -> int:
         return table
 
+    @dg.asset
+    def pinned() -> int:
+        raise ValueError("raw/zeus/x.csv: sha256 mismatch (pinned 11aa, file 22bb)\nmore detail")
+
+    assets = [table, downstream, pinned]
     with dg.instance_for_test() as instance:
-        result = dg.materialize([table, downstream], instance=instance, raise_on_error=False)
+        result = dg.materialize(assets, instance=instance, raise_on_error=False)
         run = instance.get_run_by_id(result.run_id)
         outcome = _Outcome()
-        _collect_problems(instance, result.run_id, "two assets", run.status.value, dg.Definitions(assets=[table, downstream])
+        _collect_problems(instance, result.run_id, "3 assets", run.status.value, dg.Definitions(assets=assets)
                           .resolve_asset_graph(), outcome)
     assert any("blocking ERROR check no_negative on table failed" in p for p in outcome.problems), outcome.problems
-    assert outcome.warnings == [f"run {result.run_id[:8]} (two assets): WARN check few_rows on table failed"]
+    # the step's own error, first line, not Dagster's "Error occurred while executing op" around it
+    assert f"run {result.run_id[:8]} (3 assets): step pinned: ValueError: raw/zeus/x.csv: sha256 mismatch (pinned 11aa, file 22bb)" \
+        in outcome.problems, outcome.problems
+    assert outcome.warnings == [f"run {result.run_id[:8]} (3 assets): WARN check few_rows on table failed"]
     assert run.status == dg.DagsterRunStatus.FAILURE  # the blocking check stopped downstream
 
 

@@ -31,7 +31,7 @@ def _run(argv: list[str], cwd: Path, env: dict[str, str], timeout: float = 300) 
 def installed(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str]]:
     """(the fresh venv's bin folder, a clean environment) with the freshly built wheel installed."""
     tmp = tmp_path_factory.mktemp("wheel")
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV", "GPU_ENERGY_HOME", "TRACES_MIRROR")}
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV", "GPU_ENERGY_HOME", "TRACES_MIRROR", "DAGSTER_HOME")}
     dist = tmp / "dist"
     # No --sdist/--wheel: build makes the sdist, then the wheel from the unpacked sdist, so the sdist is
     # proven complete and the clone gets no build/ folder.
@@ -96,9 +96,11 @@ def test_the_installed_wheel_works_from_an_empty_folder(installed: tuple[Path, d
     assert int(_run([str(bin_dir / "python"), "-c", code], cwd=work, env=env).stdout) > 30
     assert sorted(p.name for p in (work / "assets").iterdir()) == []  # nothing written by merely loading
 
-    # Dagster runs from the home: its workspace.yaml, its raw/ (fetched from the mirror) and assets/.
-    dagster_env = {**env, "DAGSTER_HOME": str(work / ".dagster_home"), "TRACES_MIRROR": str(mirror)}
-    _run([cli, "materialize", "--select", "+zeus_train_runs"], cwd=work, env=dagster_env)
+    # Dagster runs from the home: its workspace.yaml, its instance (.dagster_home, $DAGSTER_HOME unset),
+    # its raw/ (fetched from the mirror) and assets/.
+    done = _run([cli, "materialize", "--select", "+zeus_train_runs"], cwd=work, env={**env, "TRACES_MIRROR": str(mirror)})
+    assert f"Dagster instance: {work.resolve() / '.dagster_home'} (the data home's" in done.stderr, done.stderr[-2000:]
+    assert (work / ".dagster_home" / "history" / "runs.db").is_file()
     assert (work / "raw" / "zeus" / "summary_train.csv").is_file()
     assert sorted(p.name for p in (work / "assets").iterdir()) == ["quarantine", "zeus_train_runs.parquet"]
     rows = _run([cli, "sql", "--format", "csv", "select count(*) as n from zeus_train_runs"], cwd=work, env=env).stdout
