@@ -190,11 +190,6 @@ def fetch(
         attempts.append((Status.MIRROR, str(mirror / source.name)))
     if download:
         attempts.append((Status.DOWNLOADED, source.url))
-    if edited is not None and attempts:  # with nothing to try, the error below says it all
-        note(
-            f"{source.name}: {target} has sha256 {edited}, not the pinned {source.sha256} (edited by hand?); "
-            f"replacing it with a verified copy from {attempts[0][1]}"
-        )
     for status, origin in attempts:
         try:
             with atomic_path(target) as tmp:
@@ -203,6 +198,11 @@ def fetch(
                 else:
                     _download(origin, tmp, timeout_s)
                 digest = _verify(source, tmp, origin)
+                if edited is not None:  # said with a verified copy in hand (when none comes, the error below says it)
+                    note(
+                        f"{source.name}: {target} has sha256 {edited}, not the pinned {source.sha256} (edited by hand?); "
+                        f"replacing it with a verified copy from {origin}"
+                    )
         except (OSError, FetchError) as exc:
             errors.append(f"{origin}: {exc}")
             continue

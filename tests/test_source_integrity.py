@@ -115,6 +115,15 @@ def test_with_no_mirror_the_error_is_the_sha256_mismatch(mirror: Path, tmp_path:
     assert message.startswith(f"zeus/summary_train.csv: sha256 mismatch: {target} has {sha(edited)}, the pin is {source.sha256}")
     assert "no origin" not in message and target.read_bytes() == edited  # left as it was
 
+    # A mirror whose copy fails verification replaces nothing, and nothing says it would.
+    bad_mirror = tmp_path / "bad_mirror"
+    (bad_mirror / "zeus").mkdir(parents=True)
+    (bad_mirror / source.name).write_bytes(b"not the trace\n")
+    seen: list[str] = []
+    with pytest.raises(FetchError, match=f"sha256 mismatch: {target} has {sha(edited)}.*{bad_mirror / source.name}"):
+        fetch(source, paths, bad_mirror, download=False, warn=seen.append)
+    assert seen == [] and target.read_bytes() == edited
+
 
 # ---------------------------------------------------------------------------------------------
 # in Dagster: verified before every ingest; the checks that guard downstream block it
