@@ -154,6 +154,9 @@ def local_cluster(workers: int | None = None) -> Iterator[Any]:
         host="127.0.0.1",
         dashboard_address=None,
         worker_dashboard_address=None,
+        # Without a dashboard the scheduler still serves its HTTP routes (health, metrics) on 8787,
+        # warning when that port is taken (another cluster, two commands at once): any free port.
+        scheduler_kwargs={"dashboard": False, "dashboard_address": "127.0.0.1:0"},
         silence_logs=logging.ERROR,
     ) as cluster:
         yield cluster

@@ -96,7 +96,7 @@ def resolve_home(start: Path | None = None) -> tuple[Path, str]:
     for folder in (cwd, *cwd.parents):
         if is_home(folder):
             return folder, "the nearest marked home at or above the working directory"
-    return cwd, "the working directory (no marked home above it; `gpu-energy init` marks one)"
+    return cwd, "the working directory: no marked home above it; `gpu-energy init` marks one"
 
 
 def find_home(start: Path | None = None) -> Path:

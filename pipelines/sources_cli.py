@@ -20,7 +20,7 @@ def fetch_cmd(mirror: Path | None, no_download: bool) -> None:
     paths = default_paths()
     mirror = mirror or default_mirror()
     failed = False
-    for source in tqdm(SOURCES, desc="fetch", unit="file"):
+    for source in tqdm(SOURCES, desc="fetch", unit="file", disable=None):  # None: no bar when stderr is not a terminal
         try:
             result = fetch(source, paths, mirror, download=not no_download, warn=lambda message: tqdm.write(f"WARNING {message}"))
         except FetchError as exc:
