@@ -248,10 +248,10 @@ def render(report: dict[str, Any]) -> str:
         parts = ", ".join(f"{what} {n:,}" for what, n in list(r["quarantined_by"].items())[:5])
         out.append(f"quarantined  {r['quarantined']:>11,} rows, by column or reason: {parts}")
     out += ["", f"{'GPU':<8} {'Default MWh':>12} {'Zeus MWh':>10} {'energy saved':>13} {'time saved':>11} "
-                f"{'peak kW Default':>16} {'Zeus':>8} {'GPU headroom':>13}"]
+                f"{'Default peak kW':>16} {'Zeus peak kW':>13} {'GPU headroom':>13}"]
     for gpu, g in r["gpus"].items():
         out.append(f"{gpu:<8} {_n(g['default_mwh'], 2):>12} {_n(g['zeus_mwh'], 2):>10} {_pct(g['energy_saved_pct']):>13} "
-                   f"{_pct(g['time_saved_pct']):>11} {_n(g['default_peak_kw'], 1):>16} {_n(g['zeus_peak_kw'], 1):>8} "
+                   f"{_pct(g['time_saved_pct']):>11} {_n(g['default_peak_kw'], 1):>16} {_n(g['zeus_peak_kw'], 1):>13} "
                    f"{_n(g['headroom_gpus']):>13}")
     out.append("  peak: highest 5-minute mean cluster power; headroom: more GPUs under Default's peak at Zeus's p99 (README, Cluster power)")
     priced = [(gpu, g) for gpu, g in r["gpus"].items() if "cost_saved" in g or "co2e_saved_kg" in g]
