@@ -193,10 +193,10 @@ class Peer:
                     history = history_rows(sim.simulate_one_alibaba_group(job, group, beta_knob=beta, eta_knob=eta))
                     reported = [r for r in reaped if r.energy != 0 or r.time != 0 or r.reached]
                     runs = []
-                    for r, (bs, pl_, energy, time, reached) in zip(reported, history, strict=True):
-                        if (r.batch_size, r.power_limit, r.energy * r.runtime_ratio, r.reached) != (bs, pl_, energy, reached):
-                            raise AssertionError(f"{group_id}: reaped record {r} does not match history entry {(bs, pl_, energy)}")
-                        runs.append((float(r.start_time), float(r.end_time), bs, pl_, energy, time, reached))
+                    for r, (bs, limit, energy, time, reached) in zip(reported, history, strict=True):
+                        if (r.batch_size, r.power_limit, r.energy * r.runtime_ratio, r.reached) != (bs, limit, energy, reached):
+                            raise AssertionError(f"{group_id}: reaped record {r} does not match history entry {(bs, limit, energy)}")
+                        runs.append((float(r.start_time), float(r.end_time), bs, limit, energy, time, reached))
                     out.append((str(group_id), runs))
         finally:
             published.dataclass = original

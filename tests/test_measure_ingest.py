@@ -122,7 +122,7 @@ def test_simulator_runs_on_a_measured_gpu(mirror: Path, train: pl.DataFrame, tmp
     assert runs[0].bs == 1024 and runs[0].reached  # Zeus starts from b0
     assert {r.bs for r in runs} <= set(BATCH_SIZES) and {r.pl for r in runs} <= set(LIMITS_W)
     for r in runs:  # every run's average power is one of its batch size's measured powers (or a mix, while profiling)
-        powers = [min(DRAW_W[r.bs], 0.95 * pl_) for pl_ in LIMITS_W]
+        powers = [min(DRAW_W[r.bs], 0.95 * limit_w) for limit_w in LIMITS_W]
         assert min(powers) - 1e-6 <= r.energy / r.time <= max(powers) + 1e-6
     # the published GPUs are unaffected by the measured rows
     v100 = build_table(traces, "v100", JobSpec("cifar100", "shufflenetv2", "adadelta", 0.6, 100, 1024))

@@ -21,8 +21,8 @@ PEER = runpy.run_path(str(REPO_ROOT / "bench" / "_zeus_peer.py"))
 
 
 def line(run: tuple, group: str | None = None) -> str:
-    bs, pl_, energy, time, reached = run
-    record = {"bs": bs, "pl": pl_, "energy": energy, "time": time, "reached": reached}
+    bs, limit, energy, time, reached = run
+    record = {"bs": bs, "pl": limit, "energy": energy, "time": time, "reached": reached}
     return json.dumps(record if group is None else {"group": group, **record})
 
 

@@ -47,10 +47,10 @@ def test_tables_equal_the_published_lookups(peer, traces: Traces) -> None:
                 assert t.max_power_limit == power_df.power_limit.max()
                 assert t.profiling_epoch_energy == power_df.energy_per_epoch.mean()
                 assert t.profiling_epoch_time == power_df.time_per_epoch.mean()
-                for pl_ in t.power_limits:
-                    path_rows = power_df.loc[power_df.power_limit == pl_]
+                for limit in t.power_limits:
+                    path_rows = power_df.loc[power_df.power_limit == limit]
                     assert list(t.target_epochs) == pytest.approx(path_rows.target_epoch.tolist(), nan_ok=True, rel=0, abs=0)
-                    i = t.limit_index(pl_)
+                    i = t.limit_index(limit)
                     assert (t.energy_per_epoch[i], t.time_per_epoch[i]) == (
                         path_rows.energy_per_epoch.iloc[0],
                         path_rows.time_per_epoch.iloc[0],
