@@ -34,6 +34,7 @@ import sys
 import time
 import uuid
 import warnings
+from collections.abc import Callable
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from types import FrameType
@@ -42,12 +43,14 @@ from typing import Any
 import click
 
 from pipelines.home import use_dagster_home
-from pipelines.processes import die_with_parent, end_group, process_started_at
+from pipelines.processes import die_with_parent, end_group, end_own_group, process_started_at
 
 #: Set in the orchestrator's environment to the driver's pid.
 PARENT_ENV = "PIPELINES_MATERIALIZE_PARENT"
 #: ``dask``: the code location's executor is dagster-dask's (see ``pipelines.definitions``, which reads it).
 CANCEL_GRACE_S = 20.0
+#: A SIGTERM this long after the first is a second request to stop.
+REPEAT_S = 1.0
 POLL_S = 1.0
 #: Dagster's console logger at INFO: asset logs and step outcomes, without the per-event DEBUG lines.
 LOGGERS = {"console": {"config": {"log_level": "INFO"}}}
@@ -120,15 +123,24 @@ def _drive(args: list[str], exit_with_parent: bool) -> int:
 
 
 class _Stop:
-    """Set by SIGINT/SIGTERM; the loop cancels the runs in flight and launches nothing more."""
+    """Set by SIGINT/SIGTERM; the loop cancels the runs in flight and launches nothing more.
 
-    def __init__(self) -> None:
-        self.requests = 0
+    Asked again (a second Ctrl-C, or a SIGTERM ``REPEAT_S`` or more after the first), it stops
+    waiting for the runs: every process is ended at once. The kernel's parent-death signal comes
+    once per thread of this process, all at the same moment: that is one request, not several.
+    """
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self.requested = False
+        self.first_at = 0.0
+        self._clock = clock
 
     def __call__(self, signum: int, frame: FrameType | None) -> None:
-        self.requests += 1
-        if self.requests > 1:  # asked twice: do not wait for the runs to end
+        now = self._clock()
+        if self.requested and (signum == signal.SIGINT or now - self.first_at >= REPEAT_S):
             raise KeyboardInterrupt
+        if not self.requested:
+            self.requested, self.first_at = True, now
 
 
 @dataclass
@@ -151,6 +163,7 @@ def _orchestrate(select: str, executor: str, scheduler: str | None, concurrency:
         outcome = _materialize(select, executor, scheduler, concurrency, stop)
     except KeyboardInterrupt:
         _echo("interrupted twice: ending every process now")
+        end_own_group(grace_s=2.0)  # the driver may be gone: nobody else would end them
         return 130
     ok = sum(1 for s in outcome.status.values() if s == "SUCCESS")
     for line in outcome.warnings:
@@ -250,7 +263,7 @@ def _run_all(runs: Any, specs: list[Any], graph: Any, executor: str, concurrency
     launching: dict[int, tuple[Future[str], float]] = {}
     active: dict[int, tuple[str, float]] = {}
     with ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="launch") as pool:
-        while (pending or launching or active) and not stop.requests:
+        while (pending or launching or active) and not stop.requested:
             for i in list(pending):
                 if len(active) + len(launching) >= concurrency:
                     break
@@ -284,7 +297,7 @@ def _run_all(runs: Any, specs: list[Any], graph: Any, executor: str, concurrency
                 _echo(f"({done}/{len(specs)}) {run.status.value} in {time.perf_counter() - t0:.1f} s: run {run_id[:8]} {specs[i].label}")
                 _collect_problems(instance, run_id, specs[i].label, run.status.value, graph, outcome)
             time.sleep(POLL_S)
-        if stop.requests:
+        if stop.requested:
             outcome.interrupted = True
             for i, (future, t0) in launching.items():  # a launch in progress: wait for its run id, then cancel it too
                 try:

@@ -73,3 +73,32 @@ def end_group(pgid: int, grace_s: float = 5.0) -> None:
             time.sleep(0.05)
         if not group_alive(pgid):
             return
+
+
+def _others_in_group(pgid: int) -> list[int]:
+    """Live processes of group ``pgid`` other than this one (zombies left out)."""
+    import psutil
+
+    others = []
+    for process in psutil.process_iter():
+        with contextlib.suppress(psutil.Error, OSError):
+            if process.pid != os.getpid() and os.getpgid(process.pid) == pgid and process.status() != psutil.STATUS_ZOMBIE:
+                others.append(process.pid)
+    return others
+
+
+def end_own_group(grace_s: float = 5.0) -> None:
+    """End every other process of this process's group (SIGTERM, then SIGKILL after ``grace_s``); this one goes on.
+
+    SIGTERM is ignored here from then on: the group's SIGTERM reaches this process too.
+    """
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    pgid = os.getpgid(0)
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, signal.SIGTERM)
+    deadline = time.monotonic() + grace_s
+    while time.monotonic() < deadline and _others_in_group(pgid):
+        time.sleep(0.05)
+    for pid in _others_in_group(pgid):
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, signal.SIGKILL)

@@ -213,17 +213,22 @@ def knob_grid_project(ingested: tuple[ProjectPaths, object], tmp_path_factory: p
     return root
 
 
-def _start_knob_grid(root: Path, home: Path, started: Started) -> tuple[subprocess.Popen[bytes], dg.DagsterRun]:
-    """Start materializing zeus_knob_grid; return the driver and its run once the asset's step has started."""
+def _start_knob_grid(root: Path, home: Path, started: Started, log: Path) -> tuple[subprocess.Popen[bytes], dg.DagsterRun]:
+    """Start materializing zeus_knob_grid; return the driver and its run once the asset's step has started.
+
+    The command's output goes to the file ``log``, not a pipe: a pipe nobody reads fills up and blocks
+    every process still writing to it (the orchestrator and its runs outlive a killed driver).
+    """
     env = {**os.environ, "DAGSTER_HOME": str(home), "GPU_ENERGY_HOME": str(root)}
     env.pop("DASK_SCHEDULER_ADDRESS", None)
-    driver = subprocess.Popen([sys.executable, "-m", "pipelines", "materialize", "--select", "zeus_knob_grid"], env=env,
-                              cwd=REPO_ROOT, start_new_session=True, stderr=subprocess.PIPE)
+    with log.open("wb") as out:
+        driver = subprocess.Popen([sys.executable, "-m", "pipelines", "materialize", "--select", "zeus_knob_grid"], env=env,
+                                  cwd=REPO_ROOT, start_new_session=True, stdout=out, stderr=subprocess.STDOUT)
     started.append(driver)
     with dg.DagsterInstance.from_config(str(home)) as instance:
 
         def step_started() -> bool:
-            assert driver.poll() is None, driver.stderr.read().decode()[-3000:] if driver.stderr else ""
+            assert driver.poll() is None, log.read_text()[-3000:]
             try:  # sqlite: a run's event log is created by its worker; read it once the run has started
                 runs = instance.get_runs()
                 if not runs or runs[0].status != dg.DagsterRunStatus.STARTED:
@@ -248,15 +253,16 @@ def _status(home: Path, run_id: str) -> dg.DagsterRunStatus:
 def test_ctrl_c_cancels_the_run_and_ends_every_process(knob_grid_project: Path, tmp_path: Path) -> None:
     home = _home(tmp_path)
     with _processes() as started:
-        driver, run = _start_knob_grid(knob_grid_project, home, started)
+        log = tmp_path / "materialize.log"
+        driver, run = _start_knob_grid(knob_grid_project, home, started, log)
         orchestrator_group = int(run.tags[LAUNCHER_PID_TAG])
         assert group_alive(orchestrator_group) and os.getpgid(driver.pid) != orchestrator_group
         sent = time.monotonic()
         driver.send_signal(signal.SIGINT)
         assert driver.wait(timeout=60) == 130
-        _, err = driver.communicate()
         assert time.monotonic() - sent < 45
-        assert "stopping: canceling 1 run(s) in flight" in err.decode() and "interrupted" in err.decode()
+        err = log.read_text()
+        assert "stopping: canceling 1 run(s) in flight" in err and "interrupted" in err
         assert _status(home, run.run_id) == dg.DagsterRunStatus.CANCELED
         _wait(lambda: not group_alive(orchestrator_group), "the orchestrator's processes to end", timeout=10)
 
@@ -264,12 +270,46 @@ def test_ctrl_c_cancels_the_run_and_ends_every_process(knob_grid_project: Path, 
 def test_kill_9_of_the_command_leaves_no_process_and_no_started_run(knob_grid_project: Path, tmp_path: Path) -> None:
     home = _home(tmp_path)
     with _processes() as started:
-        driver, run = _start_knob_grid(knob_grid_project, home, started)
+        log = tmp_path / "materialize.log"
+        driver, run = _start_knob_grid(knob_grid_project, home, started, log)
         orchestrator_group = int(run.tags[LAUNCHER_PID_TAG])
         driver.kill()
         driver.wait(timeout=10)
         _wait(lambda: not group_alive(orchestrator_group), "every process of the command to end", timeout=60)
-        assert _status(home, run.run_id) == dg.DagsterRunStatus.CANCELED
+        assert _status(home, run.run_id) == dg.DagsterRunStatus.CANCELED, log.read_text()[-3000:]
+
+
+def test_asked_twice_with_the_driver_gone_the_orchestrator_ends_its_group(knob_grid_project: Path, tmp_path: Path) -> None:
+    home = _home(tmp_path)
+    with _processes() as started:
+        log = tmp_path / "materialize.log"
+        driver, run = _start_knob_grid(knob_grid_project, home, started, log)
+        orchestrator = int(run.tags[LAUNCHER_PID_TAG])
+        driver.kill()  # the kernel's SIGTERM to the orchestrator: it starts canceling
+        driver.wait(timeout=10)
+        _wait(lambda: "stopping: canceling" in log.read_text(), "the orchestrator to start canceling", timeout=20)
+        os.kill(orchestrator, signal.SIGINT)  # asked again: nobody is left to end its processes but itself
+        _wait(lambda: not group_alive(orchestrator), "every process of the command to end", timeout=20)
+        assert "interrupted twice: ending every process now" in log.read_text()
+
+
+def test_a_burst_of_sigterm_is_one_request_and_a_second_ctrl_c_ends_everything() -> None:
+    from pipelines.materialize import REPEAT_S, _Stop
+
+    now = [100.0]
+    stop = _Stop(clock=lambda: now[0])
+    stop(signal.SIGTERM, None)
+    now[0] += 0.003
+    stop(signal.SIGTERM, None)  # the parent-death signal comes once per thread, at the same moment
+    assert stop.requested  # and nothing raised
+    with pytest.raises(KeyboardInterrupt):
+        stop(signal.SIGINT, None)  # Ctrl-C again
+
+    later = _Stop(clock=lambda: now[0])
+    later(signal.SIGINT, None)
+    now[0] += REPEAT_S
+    with pytest.raises(KeyboardInterrupt):
+        later(signal.SIGTERM, None)  # asked again, a second later
 
 
 def test_failed_checks_and_steps_are_named() -> None:
