@@ -1,7 +1,7 @@
 """Knob-grid sweep benchmark: one grid in-process, on a LocalCluster of 1 worker and of 2 workers, in one run.
 
-Reads the materialized ingest tables (`make materialize SELECT='group:ingest'` writes them), maps
-every trace present to Zeus workloads, and sweeps one grid (Zeus and Default, 2 GPUs, eta
+Reads the materialized inputs of the sweep command (`make figures` or `make materialize` writes
+them), keeps the public traces present, and sweeps one grid (Zeus and Default, 2 GPUs, eta
 {0, 0.5, 1}, beta 2, seeds 1-2) three ways. Prints replays per second, the scaling ratios, the
 cost of one replay per policy, checks the three tables are identical, and extrapolates the
 paper grid (``sweep.PAPER_GRID``) from the measured per-replay costs.
@@ -15,29 +15,17 @@ import time
 import polars as pl
 
 from pipelines.clusters import mapping, sweep
-from pipelines.clusters.workloads import workloads_by_default_tta
 from pipelines.distributed import SerialRunner, connect
 from pipelines.paths import default_paths
-from pipelines.zeus.traces import Traces, from_frames
+from pipelines.zeus.traces import Traces
 
 GRID = sweep.Grid(etas=(0.0, 0.5, 1.0), betas=(2.0,), seeds=(1, 2), gpus=("v100", "a40"), policies=("zeus", "default"))
 
 
 def load() -> tuple[pl.DataFrame, Traces]:
-    paths = default_paths()
-
-    def read(name: str) -> pl.DataFrame:
-        return pl.read_parquet(paths.table(name))
-
-    traces = from_frames(read("zeus_train_runs"), read("zeus_power_profiles"))
-    order = workloads_by_default_tta(traces)
-    jobs = pl.concat([
-        mapping.map_alibaba(read("alibaba_groups")),
-        mapping.map_itp(read("itp_jobs"), order),
-        mapping.map_elasticflow(read("elasticflow_jobs")),
-        mapping.map_acme(read("acme_jobs"), order),
-    ])
-    return jobs, traces
+    """The public traces' jobs (your own traces left out, so runs compare) and the Zeus traces."""
+    jobs, traces = sweep.read_inputs(default_paths().assets)
+    return jobs.filter(pl.col("trace").is_in(mapping.TRACES)), traces
 
 
 def per_replay_seconds(jobs: pl.DataFrame, traces: Traces, chosen: tuple[str, ...]) -> dict[str, float]:

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import cast
 
 import polars as pl
@@ -33,9 +34,10 @@ from pipelines.clusters.simulate import simulate_trace
 from pipelines.contracts.sweep import ZeusKnobGrid
 from pipelines.distributed import Runner, fan_out
 from pipelines.ingest.zeus import PUBLISHED_GPUS
+from pipelines.paths import table_files
 from pipelines.zeus.errors import SimulationError
 from pipelines.zeus.names import REPLAYED_POLICIES, PolicyName
-from pipelines.zeus.traces import Traces
+from pipelines.zeus.traces import Traces, from_frames
 
 #: Knobs each policy's replay reads (see the module docstring).
 POLICY_KNOBS: dict[PolicyName, tuple[str, ...]] = {"zeus": ("eta", "beta"), "grid-search": ("eta",), "default": ()}
@@ -143,6 +145,21 @@ def replay_totals(task: Replay, jobs: dict[str, pl.DataFrame], traces: Traces) -
         "energy_j": math.fsum(history["energy_j"].to_list()),
         "time_s": math.fsum(history["time_s"].to_list()),
     }
+
+
+#: The materialized tables a sweep reads: every trace's jobs and the Zeus traces.
+INPUT_TABLES = ("cluster_workload_jobs", "zeus_train_runs", "zeus_power_profiles")
+
+
+def read_inputs(assets: Path) -> tuple[pl.DataFrame, Traces]:
+    """(cluster_workload_jobs, the Zeus traces) as materialized under ``assets``; SweepError names a missing table."""
+    tables = {}
+    for name in INPUT_TABLES:
+        files = table_files(assets, name)  # cluster_workload_jobs: one file per trace partition
+        if not files:
+            raise SweepError(f"{name} is not materialized in {assets} (no {name}.parquet, no {name}/*.parquet)")
+        tables[name] = pl.read_parquet(files)
+    return tables["cluster_workload_jobs"], from_frames(tables["zeus_train_runs"], tables["zeus_power_profiles"])
 
 
 def present_traces(jobs: pl.DataFrame) -> tuple[str, ...]:

@@ -66,14 +66,12 @@ def sweep_cmd(
     One output row per (trace, gpu, eta, beta, seed, policy): jobs, runs, energy_j, time_s and the
     saving vs Default. The table is the same, bit for bit, whatever the scheduler.
     """
-    import polars as pl
 
     from pipelines.cli import invoked_as
-    from pipelines.clusters.sweep import GRIDS, SweepError, replays, sweep
+    from pipelines.clusters.sweep import GRIDS, SweepError, read_inputs, replays, sweep
     from pipelines.distributed import connect
-    from pipelines.paths import default_paths, table_files
+    from pipelines.paths import default_paths
     from pipelines.storage import write_parquet_atomic
-    from pipelines.zeus.traces import from_frames
 
     changes = {k: v for k, v in {"traces": traces, "gpus": gpus, "etas": etas, "betas": betas, "seeds": seeds,
                                   "policies": policies}.items() if v is not None}
@@ -81,20 +79,15 @@ def sweep_cmd(
         grid = replace(GRIDS[preset], **changes)  # type: ignore[arg-type]  # values typed per field above
     except SweepError as exc:
         raise click.UsageError(str(exc)) from exc
-    folder = assets_dir or default_paths().assets
-    tables = {}
-    for name in ("cluster_workload_jobs", "zeus_train_runs", "zeus_power_profiles"):
-        files = table_files(folder, name)
-        if not files:
-            raise click.ClickException(f"{name} is not materialized in {folder} (no {name}.parquet, no {name}/*.parquet): "
-                                       f"run `{invoked_as('materialize')}` first")
-        tables[name] = pl.read_parquet(files)
-    trace_tables = from_frames(tables["zeus_train_runs"], tables["zeus_power_profiles"])
+    try:
+        jobs, trace_tables = read_inputs(assets_dir or default_paths().assets)
+    except SweepError as exc:
+        raise click.ClickException(f"{exc}: run `{invoked_as('materialize')}` first") from exc
     started = time.perf_counter()
     with connect(scheduler, workers=workers) as runner:
         click.echo(f"[sweep] on {runner.description}", err=True)
         try:
-            table = sweep(tables["cluster_workload_jobs"], trace_tables, grid, runner, progress=progress)
+            table = sweep(jobs, trace_tables, grid, runner, progress=progress)
         except SweepError as exc:
             raise click.ClickException(str(exc)) from exc
     seconds = time.perf_counter() - started
