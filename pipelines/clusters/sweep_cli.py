@@ -68,7 +68,7 @@ def sweep_cmd(
     """
 
     from pipelines.cli import invoked_as
-    from pipelines.clusters.sweep import GRIDS, SweepError, read_inputs, replays, sweep
+    from pipelines.clusters.sweep import GRIDS, SweepError, check_inputs, read_inputs, replays, sweep
     from pipelines.distributed import connect
     from pipelines.paths import default_paths
     from pipelines.storage import write_parquet_atomic
@@ -83,13 +83,14 @@ def sweep_cmd(
         jobs, trace_tables = read_inputs(assets_dir or default_paths().assets)
     except SweepError as exc:
         raise click.ClickException(f"{exc}: run `{invoked_as('materialize')}` first") from exc
+    try:
+        check_inputs(jobs, trace_tables, grid)  # before a cluster is started for nothing
+    except SweepError as exc:
+        raise click.ClickException(str(exc)) from exc
     started = time.perf_counter()
     with connect(scheduler, workers=workers) as runner:
         click.echo(f"[sweep] on {runner.description}", err=True)
-        try:
-            table = sweep(jobs, trace_tables, grid, runner, progress=progress)
-        except SweepError as exc:
-            raise click.ClickException(str(exc)) from exc
+        table = sweep(jobs, trace_tables, grid, runner, progress=progress)
     seconds = time.perf_counter() - started
     write_parquet_atomic(table, output)
     n = len(replays(grid, tuple(sorted(table["trace"].unique().to_list()))))
