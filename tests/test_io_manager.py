@@ -26,7 +26,7 @@ class Energy(dy.Schema):
 
 
 @pytest.fixture(autouse=True)
-def test_contracts(monkeypatch: pytest.MonkeyPatch) -> None:
+def register_test_contracts(monkeypatch: pytest.MonkeyPatch) -> None:
     for key in ("per_gpu", "total", "negative", "per_gpu_at_once", "missing_a_partition", "one_bad_partition"):
         monkeypatch.setitem(registry.TABLES, key, Energy)
 
