@@ -45,8 +45,8 @@ TARGETS = {"--help": 0.3, "simulate single": 0.45, f"simulate groups ({GROUPS} g
 
 def materialize_zeus_tables(zeus_dir: Path, home: Path) -> None:
     """The two Zeus tables of ``home`` as ``make materialize`` writes them (ingested, validated)."""
+    from pipelines.home.storage import write_parquet_atomic
     from pipelines.ingest.zeus import read_power_profiles, read_train
-    from pipelines.storage import write_parquet_atomic
 
     write_parquet_atomic(read_train(zeus_dir / "summary_train.csv").table, home / "assets" / "zeus_train_runs.parquet")
     write_parquet_atomic(read_power_profiles(zeus_dir, home / "raw" / "measured").table, home / "assets" / "zeus_power_profiles.parquet")

@@ -16,8 +16,8 @@ import polars as pl
 
 from pipelines.clusters import mapping, simulate
 from pipelines.clusters.workloads import workloads_by_default_tta
-from pipelines.ingest.zeus import PUBLISHED_GPUS
-from pipelines.paths import default_paths
+from pipelines.home.paths import default_paths
+from pipelines.vocabulary import PUBLISHED_GPUS
 from pipelines.zeus.traces import from_frames
 
 
@@ -48,8 +48,8 @@ def _partition(args: tuple[str, str]) -> tuple[str, str, int, float]:
 
 
 def _sweep(gpu: str) -> tuple[str, int, float]:
-    from pipelines.defs.clusters import SWEEP_BETAS, SWEEP_ETAS, SWEEP_SEEDS
-    from pipelines.zeus.workloads import ZEUS_DATASETS
+    from pipelines.defs.zeus.single_job_sweep import SWEEP_BETAS, SWEEP_ETAS, SWEEP_SEEDS
+    from pipelines.vocabulary import ZEUS_DATASETS
 
     _, traces = _load()
     t0 = time.perf_counter()

@@ -176,8 +176,8 @@ def main() -> int:
 
     from pipelines.hetero.fit import GpuFit, fit_gpu
     from pipelines.hetero.search import Grid, baseline_as_written
+    from pipelines.home.paths import default_mirror
     from pipelines.ingest.zeus2 import read_profile
-    from pipelines.paths import default_mirror
 
     folder = args.profiles_dir or (REPO / "raw" / "zeus2")
     if not (folder / "cifar_a10.json").is_file():

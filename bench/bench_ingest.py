@@ -73,9 +73,10 @@ def child(task: str, arg: str) -> None:
     """Run one measurement in this (fresh) process and print a JSON line; imports are timed apart."""
     t0 = time.perf_counter()
     if task.startswith("ours"):
+        from pipelines.home.paths import ProjectPaths, default_mirror
         from pipelines.ingest import acme, itp, zeus  # polars + dataframely and the contracts
-        from pipelines.paths import ProjectPaths, default_mirror
-        from pipelines.sources import SOURCES, fetch
+        from pipelines.sources.fetch import fetch
+        from pipelines.sources.manifest import SOURCES
     else:
         import pandas as pd
     t_import = time.perf_counter() - t0

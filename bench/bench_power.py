@@ -21,7 +21,7 @@ import pandas as pd
 import polars as pl
 
 from pipelines.clusters.power import BIN_S, KEYS, power_bins
-from pipelines.paths import default_paths
+from pipelines.home.paths import default_paths
 
 REPEATS = 3
 T = TypeVar("T")

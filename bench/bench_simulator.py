@@ -41,7 +41,7 @@ def trace_sources(mirror: Path | None) -> tuple[Path, Path]:
     raw = REPO / "raw"
     if (raw / "zeus" / "summary_train.csv").is_file() and (raw / "itp" / "elasticflow-traces").is_dir():
         return raw / "zeus", raw / "itp" / "elasticflow-traces"
-    from pipelines.paths import default_mirror
+    from pipelines.home.paths import default_mirror
 
     mirror = mirror or default_mirror()
     if mirror is None:
@@ -78,9 +78,10 @@ def child(side: str, part: str, quick: bool, gpu: str, zeus_dir: Path, elasticfl
             rows = [(group, *r) for group, runs in peer.groups(groups, gpu, 0.5, 2.0) for r in runs]
         seconds = time.perf_counter() - start
     else:
+        from pipelines.ingest.simulator_inputs import read_trace_dir
         from pipelines.zeus.groups import group_job_spec, replay_groups
         from pipelines.zeus.single import simulate_single
-        from pipelines.zeus.traces import build_table, read_trace_dir
+        from pipelines.zeus.traces import build_table
 
         traces = read_trace_dir(zeus_dir)
         groups = groups_input(elasticflow, quick) if part == "groups" else None

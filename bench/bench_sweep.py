@@ -16,7 +16,7 @@ import polars as pl
 
 from pipelines.clusters import mapping, sweep
 from pipelines.distributed import SerialRunner, connect
-from pipelines.paths import default_paths
+from pipelines.home.paths import default_paths
 from pipelines.zeus.traces import Traces
 
 GRID = sweep.Grid(etas=(0.0, 0.5, 1.0), betas=(2.0,), seeds=(1, 2), gpus=("v100", "a40"), policies=("zeus", "default"))

@@ -35,7 +35,7 @@ from typing import Any
 
 import polars as pl
 
-from pipelines.paths import REPO_ROOT
+from pipelines.home.paths import REPO_ROOT
 
 EXPORT = runpy.run_path(str(REPO_ROOT / "bench" / "_sacct_export.py"))
 MIRROR = Path(os.environ.get("TRACES_MIRROR", REPO_ROOT.parent / "shared" / "traces"))

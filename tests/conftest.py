@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from pipelines.paths import REPO_ROOT, ProjectPaths
+from pipelines.home.paths import REPO_ROOT, ProjectPaths
 
 MIRROR = REPO_ROOT.parent / "shared" / "traces"
 
@@ -23,8 +23,8 @@ def ingested(mirror: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Pr
     """Materialize the raw + ingest layers from the mirror into a temp root, once per session."""
     import dagster as dg
 
-    from pipelines.dagster_support import ParquetIOManager, PathsResource
     from pipelines.definitions import defs
+    from pipelines.defs.shared.io_manager import ParquetIOManager, PathsResource
 
     root = tmp_path_factory.mktemp("project")
     with warnings.catch_warnings():

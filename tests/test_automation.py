@@ -14,10 +14,10 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
-from pipelines.dagster_support import ParquetIOManager, PathsResource
-from pipelines.defs.measured import measured_profiles_sensor
-from pipelines.defs.partitions import register_trace_partitions
-from pipelines.paths import ProjectPaths
+from pipelines.defs.clusters.partitions import register_trace_partitions
+from pipelines.defs.shared.io_manager import ParquetIOManager, PathsResource
+from pipelines.defs.zeus.sensors import measured_profiles_sensor
+from pipelines.home.paths import ProjectPaths
 
 CLUSTER_JOBS = dg.AssetKey("cluster_workload_jobs")
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib
 import os
 import subprocess
 import sys
@@ -10,24 +9,27 @@ from pathlib import Path
 
 import pytest
 
-from pipelines.cli import SUBCOMMANDS
-from pipelines.paths import REPO_ROOT
+from pipelines.cli import SUBCOMMANDS, load
+from pipelines.home.paths import REPO_ROOT
 
 
 @pytest.mark.parametrize("name", sorted(SUBCOMMANDS))
 def test_listed_help_is_the_commands_own(name: str) -> None:
-    target, listed = SUBCOMMANDS[name]
-    module, attr = target.split(":")
-    command = getattr(importlib.import_module(module), attr)
-    assert command.name == name.replace("_", "-") or command.name == name
-    assert listed == command.get_short_help_str(limit=200)
+    command = load(name)
+    assert command.name == name
+    assert SUBCOMMANDS[name] == command.get_short_help_str(limit=200)
+
+
+def test_every_module_of_the_cli_package_is_a_listed_command() -> None:
+    modules = {p.stem for p in (REPO_ROOT / "pipelines" / "cli").glob("*.py") if p.stem != "__init__"}
+    assert modules == set(SUBCOMMANDS)
 
 
 def test_top_level_help_imports_no_subcommand() -> None:
     code = (
         "import sys; from pipelines.cli import main\n"
         "try:\n    main(['--help'])\nexcept SystemExit:\n    pass\n"
-        "print(sorted(m for m in sys.modules if m.startswith('pipelines.') and m not in ('pipelines.cli', 'pipelines.paths')))"
+        "print(sorted(m for m in sys.modules if m.startswith('pipelines.') and m not in ('pipelines.cli', 'pipelines.home', 'pipelines.home.paths')))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip().splitlines()[-1] == "[]"

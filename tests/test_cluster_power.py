@@ -153,7 +153,7 @@ def real(ingested) -> dict[str, tuple[pl.DataFrame, pl.DataFrame]]:
     """trace -> (zeus_cluster_history, cluster_power) of the V100 replay, built from the mirror as the assets do."""
     from pipelines.clusters import mapping, simulate
     from pipelines.clusters.workloads import workloads_by_default_tta
-    from pipelines.defs.clusters import BETA, ETA
+    from pipelines.defs.clusters.assets import BETA, ETA
     from pipelines.zeus.traces import from_frames
 
     paths, _ = ingested

@@ -11,9 +11,9 @@ import polars as pl
 import pytest
 
 from pipelines.clusters.simulate import summarize
-from pipelines.dagster_support import ParquetIOManager, PathsResource
-from pipelines.paths import REPO_ROOT
-from pipelines.storage import write_parquet_atomic
+from pipelines.defs.shared.io_manager import ParquetIOManager, PathsResource
+from pipelines.home.paths import REPO_ROOT
+from pipelines.home.storage import write_parquet_atomic
 
 PEER = runpy.run_path(str(REPO_ROOT / "bench" / "_zeus_peer.py"))
 

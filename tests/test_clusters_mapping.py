@@ -8,7 +8,7 @@ import polars as pl
 import pytest
 
 from pipelines.clusters import mapping
-from pipelines.zeus.workloads import ZEUS_DATASETS
+from pipelines.vocabulary import ZEUS_DATASETS
 
 ORDER = ["cifar100", "movielens-1m", "sentiment140", "squad", "librispeech", "imagenet"]
 

@@ -14,7 +14,7 @@ import pipelines.contracts
 import pipelines.zeus
 from pipelines.contracts import registry
 from pipelines.contracts.base import ContractError, descriptions, one_of, split_valid, validate
-from pipelines.paths import REPO_ROOT
+from pipelines.home.paths import REPO_ROOT
 
 #: The CLI's simulate path and the contracts must load without these (the CLI answers in well under a second).
 HEAVY = ("pandas", "pandera", "dagster")

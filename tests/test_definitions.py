@@ -12,7 +12,7 @@ import dagster as dg
 from pipelines.contracts.base import polars_schema
 from pipelines.contracts.registry import table_contract
 from pipelines.definitions import defs
-from pipelines.paths import REPO_ROOT, sql_file
+from pipelines.home.paths import REPO_ROOT, sql_file
 
 #: Groups whose assets are tables (Parquet through the IO manager); raw and figures write files.
 TABLE_GROUPS = {"ingest", "clusters", "hetero"}

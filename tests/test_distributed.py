@@ -24,7 +24,7 @@ from sweep_inputs import write_sweep_inputs
 
 from pipelines.clusters import mapping, sweep
 from pipelines.distributed import SerialRunner, connect
-from pipelines.paths import REPO_ROOT, ProjectPaths
+from pipelines.home.paths import REPO_ROOT, ProjectPaths
 from pipelines.zeus.traces import Traces, from_frames
 
 BIN = Path(sys.executable).parent

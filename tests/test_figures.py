@@ -106,7 +106,7 @@ def test_pareto_default_and_best_configs_by_brute_force(tables: dict[str, pl.Dat
             assert r["is_pareto"] == (not dominated), (gpu, dataset, r["batch_size"], r["power_limit"])
         spec = next(w for w in energy_data.WORKLOADS if w.dataset == dataset)
         sizes = power.filter((pl.col("gpu") == gpu) & (pl.col("dataset") == dataset) & (pl.col("optimizer") == spec.optimizer))
-        b0 = min(spec.b0, int(sizes["batch_size"].max()))
+        b0 = min(spec.default_bs, int(sizes["batch_size"].max()))
         (default,) = [r for r in rows if r["is_default"]]
         assert (default["batch_size"], default["power_limit"]) == (b0, max(r["power_limit"] for r in rows if r["batch_size"] == b0))
         max_power = int(power.filter(pl.col("gpu") == gpu)["power_limit"].max())
@@ -133,7 +133,7 @@ def _published_min_energy_saving(mirror: Path, gpu: str, dataset: str) -> tuple[
 
     from zeus._legacy.simulate import Simulator
 
-    from pipelines.paths import REPO_ROOT
+    from pipelines.home.paths import REPO_ROOT
 
     network, optimizer, target, max_epochs, b0 = runpy.run_path(str(REPO_ROOT / "bench" / "_zeus_peer.py"))["ARTIFACT_JOBS"][dataset]
     train, power = str(mirror / "zeus/summary_train.csv"), str(mirror / f"zeus/summary_power_{gpu}.csv")
@@ -261,8 +261,8 @@ def test_convergence_figure(tables: dict[str, pl.DataFrame], tmp_path: Path) -> 
     from pipelines.contracts.base import polars_schema
     from pipelines.contracts.figures import ConvergenceRecurrences
     from pipelines.figures import convergence
+    from pipelines.vocabulary import ZEUS_DATASETS
     from pipelines.zeus.traces import from_frames
-    from pipelines.zeus.workloads import ZEUS_DATASETS
 
     train, power = tables["zeus_train_runs"], tables["zeus_power_profiles"]
     sweep, errors = single_job_sweep(from_frames(train, power), ["v100"], list(ZEUS_DATASETS), (0.5,), (2.0,), (1,))
@@ -342,8 +342,8 @@ def test_absent_traces_are_skipped_with_a_reason(tables: dict[str, pl.DataFrame]
 def test_dagster_assets_write_figures_and_report_skips(ingested) -> None:
     import dagster as dg
 
-    from pipelines.dagster_support import ParquetIOManager, PathsResource
     from pipelines.definitions import defs
+    from pipelines.defs.shared.io_manager import ParquetIOManager, PathsResource
 
     paths, _ = ingested
     with warnings.catch_warnings():

@@ -9,9 +9,9 @@ import dagster as dg
 import polars as pl
 import pytest
 
-from pipelines.dagster_support import ParquetIOManager, PathsResource
-from pipelines.defs import hetero as hetero_defs
-from pipelines.defs.figures import figure_family
+from pipelines.defs.hetero import assets as hetero_defs
+from pipelines.defs.figures.assets import figure_family
+from pipelines.defs.shared.io_manager import ParquetIOManager, PathsResource
 from pipelines.figures.catalog import HETERO
 from pipelines.hetero.allocations import SCHEMA
 from pipelines.ingest.zeus2 import read_profile_folder

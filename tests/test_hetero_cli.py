@@ -13,10 +13,10 @@ from click.testing import CliRunner
 from test_hetero_published import PEER
 from test_hetero_published import _oracle as published_optimum
 
-from pipelines.hetero.cli import hetero
+from pipelines.cli.hetero import cli as hetero
 from pipelines.hetero.fit import GpuFit, fit_gpu
+from pipelines.home.paths import REPO_ROOT
 from pipelines.ingest.zeus2 import read_profile
-from pipelines.paths import REPO_ROOT
 
 
 def profiles(mirror: Path, workload: str = "cifar") -> list[str]:

@@ -17,8 +17,8 @@ import pytest
 from pipelines.hetero.fit import GpuFit, fit_gpu
 from pipelines.hetero.model import CostModel
 from pipelines.hetero.search import Grid, baseline, baseline_as_written, brute_force, heuristic
+from pipelines.home.paths import REPO_ROOT
 from pipelines.ingest.zeus2 import read_profile
-from pipelines.paths import REPO_ROOT
 
 PEER = runpy.run_path(str(REPO_ROOT / "bench" / "bench_hetero.py"))
 FILES = {"cifar100": "cifar", "imagenet": "imagenet"}

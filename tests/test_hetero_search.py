@@ -23,8 +23,8 @@ from pipelines.hetero.search import (
     heuristic,
     optimise,
 )
+from pipelines.home.paths import REPO_ROOT
 from pipelines.ingest.zeus2 import read_profile_folder
-from pipelines.paths import REPO_ROOT
 
 PEER = runpy.run_path(str(REPO_ROOT / "bench" / "bench_hetero.py"))
 BATCHES = (32, 64, 128, 256, 512, 1024)

@@ -11,9 +11,10 @@ import pytest
 
 from pipelines.ingest.common import IngestError
 from pipelines.ingest.compressed import read_compressed
+from pipelines.ingest.simulator_inputs import read_table_file
 from pipelines.ingest.zeus import read_measured
 from pipelines.ingest.zeus2 import PROFILE_FILES, ingest_profile_folder
-from pipelines.zeus.traces import TraceError, read_table_file
+from pipelines.zeus.traces import TraceError
 
 POWER_HEADER = "dataset,network,batch_size,optimizer,power_limit,time_per_epoch,average_power"
 

@@ -13,11 +13,11 @@ from pathlib import Path
 import dataframely as dy
 import pytest
 
+from pipelines.home.paths import REPO_ROOT
 from pipelines.ingest import acme
 from pipelines.ingest.common import MAX_RAW_CHARS, IngestResult, TableSpec, ingest_bytes
 from pipelines.ingest.itp import ITP_SPEC
 from pipelines.ingest.records import count_records
-from pipelines.paths import REPO_ROOT
 
 HEADER = b"job_id,submission_time,duration,num_gpu\n"
 SEREN_HEADER = b"job_id,user,node_num,gpu_num,cpu_num,type,state,submit_time,start_time,end_time,duration,queue,gpu_time\n"

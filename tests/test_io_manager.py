@@ -12,8 +12,8 @@ import pytest
 
 from pipelines.contracts import registry
 from pipelines.contracts.base import ContractError
-from pipelines.dagster_support import ParquetIOManager
-from pipelines.storage import write_parquet_atomic
+from pipelines.defs.shared.io_manager import ParquetIOManager
+from pipelines.home.storage import write_parquet_atomic
 
 parts = dg.StaticPartitionsDefinition(["v100", "a40"])
 

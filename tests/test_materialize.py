@@ -22,11 +22,11 @@ import polars as pl
 import pytest
 from sqlalchemy.exc import OperationalError
 
-from pipelines.paths import REPO_ROOT, ProjectPaths
-from pipelines.processes import group_alive
-from pipelines.run_plan import RANGE_END, RANGE_START, SelectionError, plan_runs, resolve_selection
-from pipelines.run_recovery import LAUNCHER_PID_TAG, recover
-from pipelines.storage import write_parquet_atomic
+from pipelines.home.paths import REPO_ROOT, ProjectPaths
+from pipelines.home.storage import write_parquet_atomic
+from pipelines.orchestration.plan import RANGE_END, RANGE_START, SelectionError, plan_runs, resolve_selection
+from pipelines.orchestration.processes import group_alive
+from pipelines.orchestration.recovery import LAUNCHER_PID_TAG, recover
 
 WAIT_S = 120
 
@@ -294,7 +294,7 @@ def test_asked_twice_with_the_driver_gone_the_orchestrator_ends_its_group(knob_g
 
 
 def test_a_burst_of_sigterm_is_one_request_and_a_second_ctrl_c_ends_everything() -> None:
-    from pipelines.materialize import REPEAT_S, _Stop
+    from pipelines.cli.materialize import REPEAT_S, _Stop
 
     now = [100.0]
     stop = _Stop(clock=lambda: now[0])
@@ -313,7 +313,7 @@ def test_a_burst_of_sigterm_is_one_request_and_a_second_ctrl_c_ends_everything()
 
 
 def test_failed_checks_and_steps_are_named() -> None:
-    from pipelines.materialize import _collect_problems, _Outcome
+    from pipelines.cli.materialize import _collect_problems, _Outcome
 
     @dg.asset(check_specs=[dg.AssetCheckSpec("no_negative", asset="table", blocking=True),
                            dg.AssetCheckSpec("few_rows", asset="table", blocking=False)])
@@ -347,7 +347,7 @@ def test_failed_checks_and_steps_are_named() -> None:
 
 def test_preloaded_modules_leave_polars_usable_in_a_forked_step(tmp_path: Path) -> None:
     """A step forked from the forkserver must not inherit a started polars thread pool (it would hang)."""
-    from pipelines.materialize import PRELOAD_MODULES
+    from pipelines.cli.materialize import PRELOAD_MODULES
 
     data = tmp_path / "t.parquet"
     pl.DataFrame({"x": list(range(100_000))}).write_parquet(data)

@@ -10,7 +10,7 @@ import pytest
 from click.testing import CliRunner
 from measure_fakes import FakeGpu, FakeNvml
 
-from pipelines.measure.cli import measure
+from pipelines.cli.measure import cli as measure
 from pipelines.measure.harness import PROFILE_SCHEMA, NvmlMeter, ProfileConfig, ProfileError, profile, slug
 from pipelines.measure.monitor import EnergyMonitor
 from pipelines.measure.workloads import WORKLOADS

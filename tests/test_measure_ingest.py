@@ -12,11 +12,12 @@ from pathlib import Path
 import polars as pl
 import pytest
 
+from pipelines.home.paths import REPO_ROOT, ProjectPaths
 from pipelines.ingest.zeus import read_measured, read_power_profiles, read_train
 from pipelines.measure.harness import PROFILE_SCHEMA, write_profile
-from pipelines.paths import REPO_ROOT, ProjectPaths
+from pipelines.vocabulary import Job
 from pipelines.zeus.single import simulate_single
-from pipelines.zeus.traces import JobSpec, build_table, from_frames
+from pipelines.zeus.traces import build_table, from_frames
 
 GPU = "a100-sxm4-40gb"
 BATCH_SIZES = (32, 64, 128, 256, 512, 1024)
@@ -114,7 +115,7 @@ def test_simulator_runs_on_a_measured_gpu(mirror: Path, train: pl.DataFrame, tmp
     write_profile(profile_rows(), tmp_path / "a100.csv")
     power = read_power_profiles(mirror / "zeus", tmp_path).table
     traces = from_frames(train, power)
-    table = build_table(traces, GPU, JobSpec("cifar100", "shufflenetv2", "adadelta", 0.6, 100, 1024))
+    table = build_table(traces, GPU, Job("cifar100", "shufflenetv2", "adadelta", 0.6, 100, 1024))
     assert table.batch_sizes == BATCH_SIZES and table.max_power == 400
     assert table.by_batch_size[1024].power_limits == LIMITS_W
     runs = simulate_single(table, eta=0.5, beta=2.0, seed=1)
@@ -125,7 +126,7 @@ def test_simulator_runs_on_a_measured_gpu(mirror: Path, train: pl.DataFrame, tmp
         powers = [min(DRAW_W[r.bs], 0.95 * limit_w) for limit_w in LIMITS_W]
         assert min(powers) - 1e-6 <= r.energy / r.time <= max(powers) + 1e-6
     # the published GPUs are unaffected by the measured rows
-    v100 = build_table(traces, "v100", JobSpec("cifar100", "shufflenetv2", "adadelta", 0.6, 100, 1024))
+    v100 = build_table(traces, "v100", Job("cifar100", "shufflenetv2", "adadelta", 0.6, 100, 1024))
     assert v100.max_power == 250
 
 
@@ -134,8 +135,8 @@ def materialized(tmp_path_factory: pytest.TempPathFactory) -> tuple[ProjectPaths
     """raw_zeus_traces + zeus_train_runs + zeus_power_profiles materialized into a root whose raw/measured holds two files."""
     import dagster as dg
 
-    from pipelines.dagster_support import ParquetIOManager, PathsResource
-    from pipelines.defs import ingest
+    from pipelines.defs.zeus import assets as ingest
+    from pipelines.defs.shared.io_manager import ParquetIOManager, PathsResource
 
     root = tmp_path_factory.mktemp("measured_project")
     paths = ProjectPaths(root)
@@ -173,7 +174,7 @@ def test_simulate_cli_accepts_the_measured_gpu(materialized: tuple[ProjectPaths,
     assert done.returncode == 0, done.stderr
     lines = [json.loads(line) for line in done.stdout.splitlines()]
     power = pl.read_parquet(paths.table("zeus_power_profiles"))
-    expected = simulate_single(build_table(from_frames(train, power), GPU, JobSpec("cifar100", "shufflenetv2", "adadelta", 0.6, 100, 1024)), 0.5, 2.0, 3)
+    expected = simulate_single(build_table(from_frames(train, power), GPU, Job("cifar100", "shufflenetv2", "adadelta", 0.6, 100, 1024)), 0.5, 2.0, 3)
     assert [(r["bs"], r["pl"], r["energy"], r["time"], r["reached"]) for r in lines] == [(r.bs, r.pl, r.energy, r.time, r.reached) for r in expected]
     assert sum(r["reached"] for r in lines) == 2 * 6 * 4  # 2 x |B| x |P| recurrences, each ending in one run that reached
 

@@ -15,10 +15,10 @@ import dagster as dg
 import polars as pl
 import pytest
 
-from pipelines.dagster_support import ParquetIOManager, PathsResource
-from pipelines.defs.own_clusters import cluster_traces_sensor
-from pipelines.paths import REPO_ROOT
-from pipelines.sources import sha256_of
+from pipelines.defs.clusters.sensors import cluster_traces_sensor
+from pipelines.defs.shared.io_manager import ParquetIOManager, PathsResource
+from pipelines.home.paths import REPO_ROOT
+from pipelines.sources.fetch import sha256_of
 
 EXPORT = runpy.run_path(str(REPO_ROOT / "bench" / "_sacct_export.py"))
 with warnings.catch_warnings():

@@ -26,8 +26,8 @@ import polars as pl
 import pytest
 
 from pipelines.cli import cli
-from pipelines.ingest.zeus import PUBLISHED_GPUS
-from pipelines.paths import REPO_ROOT, ProjectPaths
+from pipelines.home.paths import REPO_ROOT, ProjectPaths
+from pipelines.vocabulary import PUBLISHED_GPUS
 
 README = REPO_ROOT / "README.md"
 PREFIXES = (".venv/bin/python -m pipelines", "gpu-energy")
@@ -74,8 +74,8 @@ def home(ingested) -> ProjectPaths:
     """The ingested data home plus hetero allocations and the ITP x V100 cluster partition (replay, summary, power)."""
     import dagster as dg
 
-    from pipelines.dagster_support import ParquetIOManager, PathsResource
     from pipelines.definitions import defs
+    from pipelines.defs.shared.io_manager import ParquetIOManager, PathsResource
 
     paths, _ = ingested
     with warnings.catch_warnings():

@@ -17,11 +17,11 @@ import pytest
 
 from pipelines.contracts.base import validate
 from pipelines.contracts.owncluster import OwnClusterJobs, OwnClusterTraces
+from pipelines.home.paths import REPO_ROOT
 from pipelines.ingest import slurm
 from pipelines.ingest.common import IngestError
 from pipelines.ingest.owntrace import OwnTraceResult, Source
 from pipelines.ingest.slurm import parse_fields, read_sacct
-from pipelines.paths import REPO_ROOT
 
 EXPORT = runpy.run_path(str(REPO_ROOT / "bench" / "_sacct_export.py"))
 FIELDS = ("JobID", "JobIDRaw", "JobName", "User", "Account", "Partition", "Submit", "Start", "End", "Elapsed", "State", "ExitCode",

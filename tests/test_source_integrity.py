@@ -15,10 +15,11 @@ import dagster as dg
 import polars as pl
 import pytest
 
-from pipelines.dagster_support import ParquetIOManager, PathsResource
+from pipelines.defs.shared.io_manager import ParquetIOManager, PathsResource
+from pipelines.home.paths import ProjectPaths
 from pipelines.ingest.common import IngestResult, empty_quarantine
-from pipelines.paths import ProjectPaths
-from pipelines.sources import MANIFEST, SOURCES_BY_NAME, FetchError, Status, fetch
+from pipelines.sources.fetch import MANIFEST, FetchError, Status, fetch
+from pipelines.sources.manifest import SOURCES_BY_NAME
 
 RAW_TRACES = SOURCES_BY_NAME["itp/raw-traces.tar.gz"]
 
@@ -130,9 +131,9 @@ def test_with_no_mirror_the_error_is_the_sha256_mismatch(mirror: Path, tmp_path:
 
 
 def _defs_assets(*names: str) -> list[dg.AssetsDefinition]:
-    from pipelines.defs import ingest
+    from pipelines.defs.itp import assets
 
-    return [getattr(ingest, n) for n in names]
+    return [getattr(assets, n) for n in names]
 
 
 def _materialize(root: Path, assets: list, raise_on_error: bool = True) -> dg.ExecuteInProcessResult:
@@ -188,7 +189,8 @@ def test_failed_published_totals_block_downstream(mirror: Path, tmp_path: Path, 
 
 
 def test_unaccounted_records_block_downstream(tmp_path: Path) -> None:
-    from pipelines.defs.ingest import ingest_asset, raw_itp_traces
+    from pipelines.defs.itp.assets import raw_itp_traces
+    from pipelines.defs.shared.ingest_assets import ingest_asset
     from pipelines.ingest.itp import ITP_SPEC
 
     rows = pl.DataFrame({"cluster": ["c"], "job_id": ["a"], "submission_time": [1], "duration": [2], "num_gpu": [1]})

@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from pipelines.paths import ProjectPaths
-from pipelines.sources import SOURCES_BY_NAME, FetchError, Source, Status, fetch, safe_unpack_tar
+from pipelines.home.paths import ProjectPaths
+from pipelines.sources.fetch import FetchError, Status, fetch, safe_unpack_tar
+from pipelines.sources.manifest import SOURCES_BY_NAME, Source
 
 
 def make_source(mirror: Path, name: str, data: bytes, *, sha: str | None = None, required: bool = True, unpack: str | None = None) -> Source:

@@ -9,9 +9,9 @@ import threading
 
 import polars as pl
 
-from pipelines.paths import sql_file
-from pipelines.sql_views import connect, run_sql
-from pipelines.storage import write_parquet_atomic
+from pipelines.home.paths import sql_file
+from pipelines.home.storage import write_parquet_atomic
+from pipelines.sql.views import connect, run_sql
 
 
 def run_cli(root, *args: str) -> subprocess.CompletedProcess[str]:

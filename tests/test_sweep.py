@@ -16,7 +16,7 @@ from pipelines.clusters import mapping, sweep
 from pipelines.clusters.workloads import workloads_by_default_tta
 from pipelines.contracts.sweep import ZeusKnobGrid
 from pipelines.distributed import SerialRunner, connect
-from pipelines.paths import ProjectPaths
+from pipelines.home.paths import ProjectPaths
 from pipelines.zeus.groups import group_seed, replay_groups
 from pipelines.zeus.traces import Traces, from_frames
 

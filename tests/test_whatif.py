@@ -13,10 +13,11 @@ import pytest
 
 from pipelines.clusters import mapping, whatif
 from pipelines.clusters.workloads import workloads_by_default_tta
+from pipelines.home.paths import REPO_ROOT
+from pipelines.ingest.simulator_inputs import read_trace_dir
 from pipelines.ingest.slurm import read_sacct
-from pipelines.paths import REPO_ROOT
 from pipelines.zeus.groups import replay_groups
-from pipelines.zeus.traces import Traces, read_trace_dir
+from pipelines.zeus.traces import Traces
 
 EXPORT = runpy.run_path(str(REPO_ROOT / "bench" / "_sacct_export.py"))
 PEER = runpy.run_path(str(REPO_ROOT / "bench" / "_zeus_peer.py"))

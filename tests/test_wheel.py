@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from pipelines.paths import HOME_MARKER, REPO_ROOT
+from pipelines.home.paths import HOME_MARKER, REPO_ROOT
 
 
 def _run(argv: list[str], cwd: Path, env: dict[str, str], timeout: float = 300) -> subprocess.CompletedProcess[str]:

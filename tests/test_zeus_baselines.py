@@ -8,10 +8,11 @@ import pandas as pd
 import polars as pl
 import pytest
 
+from pipelines.ingest.simulator_inputs import read_trace_dir
 from pipelines.zeus.groups import group_job_spec, replay_groups
 from pipelines.zeus.policies import oracle_config
 from pipelines.zeus.single import simulate_single
-from pipelines.zeus.traces import Traces, WorkloadTable, build_table, read_trace_dir
+from pipelines.zeus.traces import Traces, WorkloadTable, build_table
 
 
 @pytest.fixture(scope="module")
@@ -37,7 +38,7 @@ def job_rows(trace_dir: Path, table: WorkloadTable) -> pd.DataFrame:
 def test_default_runs_b0_at_its_highest_limit_with_trace_energies(traces: Traces, trace_dir: Path) -> None:
     table = build_table(traces, "a40", group_job_spec(traces, "a40", "squad"))
     rows = job_rows(trace_dir, table)
-    b0_rows = rows[(rows.batch_size == table.spec.b0) & (rows.power_limit == rows[rows.batch_size == table.spec.b0].power_limit.max())]
+    b0_rows = rows[(rows.batch_size == table.spec.default_bs) & (rows.power_limit == rows[rows.batch_size == table.spec.default_bs].power_limit.max())]
     epochs = b0_rows.target_epoch.fillna(table.spec.max_epochs).clip(upper=table.spec.max_epochs)
     possible = {(e * b0_rows.epe.iloc[0], e * b0_rows.time_per_epoch.iloc[0]) for e in epochs}
     runs = simulate_single(table, 0.5, 2.0, seed=4, num_recurrence=30, policy="default")
@@ -77,7 +78,7 @@ def test_oracle_is_the_lowest_expected_cost_to_reach_the_target(traces: Traces, 
     choice = oracle_config(table, eta)
     assert (choice.batch_size, choice.power_limit) == cost.idxmin()
     assert choice.expected_cost == pytest.approx(cost.min(), rel=1e-12)
-    b0_cost = cost.loc[(table.spec.b0, table.by_batch_size[table.spec.b0].max_power_limit)]
+    b0_cost = cost.loc[(table.spec.default_bs, table.by_batch_size[table.spec.default_bs].max_power_limit)]
     assert choice.expected_cost <= b0_cost  # the Default configuration is never better in expectation
 
 
@@ -92,7 +93,7 @@ def test_baselines_replay_groups(traces: Traces) -> None:
         }
     )
     default = replay_groups(groups, traces, "v100", policy="default")
-    squad_b0 = group_job_spec(traces, "v100", "squad").b0
+    squad_b0 = group_job_spec(traces, "v100", "squad").default_bs
     assert set(default.filter(pl.col("group") == "g1").select("bs", "pl").iter_rows()) == {(squad_b0, 250)}
     assert default.filter("reached").height == groups.height
     grid = replay_groups(groups, traces, "v100", policy="grid-search")

@@ -14,8 +14,8 @@ import polars as pl
 import pytest
 from click.testing import CliRunner
 
-from pipelines.paths import REPO_ROOT
-from pipelines.zeus.cli import simulate
+from pipelines.cli.simulate import cli as simulate
+from pipelines.home.paths import REPO_ROOT
 
 PEER = runpy.run_path(str(REPO_ROOT / "bench" / "_zeus_peer.py"))
 
@@ -159,7 +159,7 @@ def test_bad_group_files_fail_in_one_line(mirror: Path, tmp_path: Path, name: st
 
 def test_output_is_strict_json(capsys: pytest.CaptureFixture[str]) -> None:
     """A non-finite number is refused, never printed as ``Infinity`` (not JSON); finite ones keep full precision."""
-    from pipelines.zeus.cli import _emit
+    from pipelines.cli.simulate import _emit
 
     _emit([{"energy": 0.1 + 0.2, "time": 3.0}])
     assert [json.loads(x) for x in capsys.readouterr().out.splitlines()] == [{"energy": 0.30000000000000004, "time": 3.0}]

@@ -9,10 +9,11 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from pipelines.paths import REPO_ROOT
+from pipelines.home.paths import REPO_ROOT
+from pipelines.ingest.simulator_inputs import conform_groups, read_group_file, read_trace_dir
 from pipelines.zeus.errors import SimulationError
-from pipelines.zeus.groups import GroupTableError, conform_groups, read_group_file, replay_groups
-from pipelines.zeus.traces import Traces, read_trace_dir
+from pipelines.zeus.groups import GroupTableError, replay_groups
+from pipelines.zeus.traces import Traces
 
 PEER = runpy.run_path(str(REPO_ROOT / "bench" / "_zeus_peer.py"))
 
@@ -110,6 +111,8 @@ def test_bad_group_tables_are_rejected_with_their_location(tmp_path: Path) -> No
 def test_unknown_dataset_is_rejected(traces: Traces) -> None:
     frame = pl.DataFrame({"group": ["a"], "start_time": [0.0], "end_time": [1.0], "dataset": ["mnist"], "runtime_ratio": [1.0]})
     with pytest.raises(GroupTableError, match=r"group table: row 0: column 'dataset': must be one of cifar100, .* \(value mnist\)$"):
+        conform_groups(frame)
+    with pytest.raises(GroupTableError, match=r"^unknown dataset 'mnist'; expected one of cifar100, "):
         replay_groups(frame, traces, "v100")
 
 

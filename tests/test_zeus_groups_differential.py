@@ -20,9 +20,10 @@ import polars as pl
 import pytest
 
 from pipelines.clusters.mapping import map_elasticflow
-from pipelines.paths import REPO_ROOT
+from pipelines.home.paths import REPO_ROOT
+from pipelines.ingest.simulator_inputs import read_trace_dir
 from pipelines.zeus.groups import replay_groups
-from pipelines.zeus.traces import Traces, read_trace_dir
+from pipelines.zeus.traces import Traces
 
 PEER = runpy.run_path(str(REPO_ROOT / "bench" / "_zeus_peer.py"))
 MAX_JOBS = 40

@@ -13,11 +13,12 @@ from pathlib import Path
 
 import pytest
 
-from pipelines.paths import REPO_ROOT
+from pipelines.home.paths import REPO_ROOT
+from pipelines.ingest.simulator_inputs import read_trace_dir
 from pipelines.zeus.errors import SimulationError
 from pipelines.zeus.groups import group_job_spec
 from pipelines.zeus.single import simulate_single
-from pipelines.zeus.traces import Traces, build_table, read_trace_dir
+from pipelines.zeus.traces import Traces, build_table
 
 #: bench/_zeus_peer.py: the published simulator driven as the artifact scripts drive it.
 PEER = runpy.run_path(str(REPO_ROOT / "bench" / "_zeus_peer.py"))
@@ -78,7 +79,7 @@ def test_default_recurrences_and_batch_sizes_match_the_artifact(peer, traces: Tr
         for dataset in DATASETS:
             job = peer.artifact_job(gpu, dataset)
             table = build_table(traces, gpu, group_job_spec(traces, gpu, dataset))
-            assert table.spec.b0 == job.default_bs
+            assert table.spec.default_bs == job.default_bs
             assert table.default_recurrences == peer.default_recurrences(gpu, job)
             sim = peer._simulator(gpu, 1, concurrency=False)
             assert list(table.batch_sizes) == [int(b) for b in sim._profile_batch_size_range(job)]
@@ -90,9 +91,9 @@ def test_first_recurrence_miss_raises_like_the_published_simulator(peer, traces:
     from zeus._legacy.job import Job
 
     spec = group_job_spec(traces, "v100", "imagenet")
-    short = type(spec)(spec.dataset, spec.network, spec.optimizer, spec.target_metric, 1, spec.b0)
+    short = type(spec)(spec.dataset, spec.network, spec.optimizer, spec.target_metric, 1, spec.default_bs)
     with pytest.raises(RuntimeError, match="did not converge"):
-        peer.single("v100", Job(spec.dataset, spec.network, spec.optimizer, spec.target_metric, 1, spec.b0), 0.5, 2.0, 1, 4)
+        peer.single("v100", Job(spec.dataset, spec.network, spec.optimizer, spec.target_metric, 1, spec.default_bs), 0.5, 2.0, 1, 4)
     with pytest.raises(SimulationError, match="did not converge"):
         simulate_single(build_table(traces, "v100", short), 0.5, 2.0, 1, 4)
 

@@ -12,10 +12,11 @@ import pytest
 
 from pipelines.contracts.base import polars_schema
 from pipelines.contracts.sources import ZeusTrainRuns
-from pipelines.paths import REPO_ROOT
+from pipelines.home.paths import REPO_ROOT
+from pipelines.ingest.simulator_inputs import read_materialized, read_trace_dir
 from pipelines.zeus.groups import group_job_spec
 from pipelines.zeus.single import simulate_single
-from pipelines.zeus.traces import TRAIN_COLUMNS, TraceError, Traces, build_table, read_materialized, read_trace_dir
+from pipelines.zeus.traces import TRAIN_COLUMNS, TraceError, Traces, build_table
 
 PEER = runpy.run_path(str(REPO_ROOT / "bench" / "_zeus_peer.py"))
 GPUS: tuple[str, ...] = PEER["GPUS"]

@@ -35,8 +35,8 @@ from collections.abc import Mapping, Sequence
 import polars as pl
 
 from pipelines.contracts import base
-from pipelines.contracts.clusters import CLUSTER_TRACES, ClusterWorkloadJobs
-from pipelines.zeus.workloads import ZEUS_DATASETS
+from pipelines.contracts.clusters import ClusterWorkloadJobs
+from pipelines.vocabulary import CLUSTER_TRACES, ZEUS_DATASETS
 
 TRACES = CLUSTER_TRACES
 

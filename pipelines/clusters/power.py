@@ -41,6 +41,7 @@ import numpy as np
 import polars as pl
 
 from pipelines.contracts.power import ClusterPower, ClusterPowerSummary
+from pipelines.units import KW_PER_W, S_PER_H
 
 #: Default bin length (s).
 BIN_S = 300.0
@@ -50,7 +51,6 @@ DEFAULT_POLICY = "default"
 #: Percentile of the p99 columns, and the share of Default's peak of the "time above" column.
 P99 = 0.99
 NEAR_PEAK = 0.9
-KW_PER_W = 1e-3
 #: Relative tolerance of the energy invariant.
 ENERGY_RTOL = 1e-9
 #: Where a run's energy is spread: its simulated duration from its start (default) or the trace's slot.
@@ -268,7 +268,7 @@ def load_duration(power: pl.DataFrame, keys: Sequence[str] = KEYS) -> pl.DataFra
     return (
         power.sort([*keys, "mean_power_w"], descending=[False] * len(keys) + [True])
         .with_columns(
-            ((pl.col("bin_end_s") - pl.col("bin_start_s")).cum_sum().over(keys) / 3600).alias("hours"),
+            ((pl.col("bin_end_s") - pl.col("bin_start_s")).cum_sum().over(keys) / S_PER_H).alias("hours"),
             (pl.col("mean_power_w") * KW_PER_W).alias("power_kw"),
         )
         .select(*keys, "hours", "power_kw")

@@ -14,16 +14,17 @@ import polars as pl
 
 from pipelines.contracts.base import conform, empty, polars_schema
 from pipelines.contracts.clusters import ZeusClusterHistory, ZeusSingleJobSweep
+from pipelines.units import J_PER_MWH
+from pipelines.vocabulary import POLICIES, REPLAYED_POLICIES, PolicyName
+from pipelines.zeus.errors import SimulationError
 from pipelines.zeus.groups import group_job_spec, replay_groups
-from pipelines.zeus.names import POLICIES, REPLAYED_POLICIES, PolicyName
 from pipelines.zeus.policies import OracleChoice, oracle_config
-from pipelines.zeus.runs import JobRun, SimulationError, hybrid_cost
+from pipelines.zeus.runs import JobRun, hybrid_cost
 from pipelines.zeus.single import simulate_single
 from pipelines.zeus.traces import Traces, build_table
 
 #: The policies replayed over every group: the Zeus optimizer and the two baselines.
 GROUP_POLICIES = REPLAYED_POLICIES
-J_PER_MWH = 3.6e9
 
 
 def simulate_trace(

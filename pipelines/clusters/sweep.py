@@ -33,10 +33,9 @@ import polars as pl
 from pipelines.clusters.simulate import simulate_trace
 from pipelines.contracts.sweep import ZeusKnobGrid
 from pipelines.distributed import Runner, fan_out
-from pipelines.ingest.zeus import PUBLISHED_GPUS
-from pipelines.paths import table_files
+from pipelines.home.paths import table_files
+from pipelines.vocabulary import PUBLISHED_GPUS, REPLAYED_POLICIES, PolicyName
 from pipelines.zeus.errors import SimulationError
-from pipelines.zeus.names import REPLAYED_POLICIES, PolicyName
 from pipelines.zeus.traces import Traces, from_frames
 
 #: Knobs each policy's replay reads (see the module docstring).

@@ -33,10 +33,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Literal, cast
 
-from pipelines.contracts.clusters import CLUSTER_TRACES, TRACE_NAME_REGEX
+from pipelines.home.storage import atomic_path, write_text_atomic
 from pipelines.ingest.owntrace import OwnTraceResult, check_timezone
-from pipelines.sources import sha256_of
-from pipelines.storage import atomic_path, write_text_atomic
+from pipelines.sources.fetch import sha256_of
+from pipelines.vocabulary import CLUSTER_TRACES, TRACE_NAME_REGEX
 
 Format = Literal["sacct", "csv"]
 FOLDER = "clusters"  # below raw/

@@ -27,15 +27,15 @@ import polars as pl
 
 from pipelines.clusters import mapping, power, simulate
 from pipelines.clusters.workloads import REFERENCE_GPU, workloads_by_default_tta
+from pipelines.home.paths import ProjectPaths, default_mirror
 from pipelines.ingest.owntrace import OwnTraceResult
-from pipelines.paths import ProjectPaths, default_mirror
-from pipelines.zeus.names import PolicyName
-from pipelines.zeus.traces import TraceError, Traces, read_materialized, read_trace_dir
+from pipelines.ingest.simulator_inputs import read_materialized, read_trace_dir
+from pipelines.units import J_PER_MWH, KWH_PER_MWH, S_PER_H
+from pipelines.vocabulary import PolicyName
+from pipelines.zeus.traces import TraceError, Traces
 
 #: The policies compared: Zeus against Default (b0 at the maximum power limit).
 POLICIES: tuple[PolicyName, ...] = ("default", "zeus")
-J_PER_MWH = 3.6e9
-KWH_PER_MWH = 1_000.0
 
 
 @dataclass(frozen=True)
@@ -80,7 +80,8 @@ def load_zeus_traces(trace_dir: Path | None, home: Path, gpus: Sequence[str]) ->
 
 
 def _download(gpus: Sequence[str]) -> tuple[Traces, str]:
-    from pipelines.sources import SOURCES_BY_NAME, FetchError, fetch
+    from pipelines.sources.fetch import FetchError, fetch
+    from pipelines.sources.manifest import SOURCES_BY_NAME
 
     names = ["zeus/summary_train.csv", *(f"zeus/summary_power_{g}.csv" for g in gpus)]
     unknown = [n for n in names if n not in SOURCES_BY_NAME]
@@ -121,8 +122,8 @@ def _gpu_report(history: pl.DataFrame, options: Options) -> dict[str, Any]:
         "zeus_mwh": e_zeus / J_PER_MWH,
         "energy_saved_pct": _pct_saved(e_zeus, e_default),
         "time_saved_pct": _pct_saved(t_zeus, t_default),
-        "default_hours": t_default / 3600,
-        "zeus_hours": t_zeus / 3600,
+        "default_hours": t_default / S_PER_H,
+        "zeus_hours": t_zeus / S_PER_H,
         "default_peak_kw": _finite(peaks["default"][0]),
         "zeus_peak_kw": _finite(peaks["zeus"][0]),
         "headroom_gpus": peaks["zeus"][1],

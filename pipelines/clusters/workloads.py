@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import math
 
+from pipelines.vocabulary import ZEUS_DATASETS
 from pipelines.zeus.groups import group_job_spec
 from pipelines.zeus.traces import Traces, build_table
-from pipelines.zeus.workloads import ZEUS_DATASETS
 
 #: The GPU whose trace orders the workloads (the Zeus paper's main GPU).
 REFERENCE_GPU = "v100"
@@ -15,7 +15,7 @@ REFERENCE_GPU = "v100"
 def default_tta_s(traces: Traces, dataset: str, gpu: str = REFERENCE_GPU) -> float:
     """Mean TTA (s) of ``dataset``'s default job (b0 at its maximum power limit) over the runs that reach the target."""
     table = build_table(traces, gpu, group_job_spec(traces, gpu, dataset))
-    t = table.by_batch_size[table.spec.b0]
+    t = table.by_batch_size[table.spec.default_bs]
     reached = [e for e in t.target_epochs if not math.isnan(e)]
     return sum(reached) / len(reached) * t.time_per_epoch[t.limit_index(t.max_power_limit)]
 

@@ -9,14 +9,7 @@ import dataframely as dy
 import polars as pl
 
 from pipelines.contracts.base import one_of
-from pipelines.zeus.names import POLICIES, REPLAYED_POLICIES
-from pipelines.zeus.workloads import ZEUS_DATASETS
-
-#: The public cluster traces mapped onto Zeus workloads, in the mapping's order.
-CLUSTER_TRACES: tuple[str, ...] = ("alibaba", "itp", "elasticflow", "acme")
-#: Every trace name, public or a user's own (``raw/clusters/<name>.sacct|.csv``): lower-case letters, digits,
-#: ``_`` and ``-``, starting with a letter or digit, at most 48 characters. It is also a Dagster partition key.
-TRACE_NAME_REGEX = r"^[a-z0-9][a-z0-9_-]{0,47}$"
+from pipelines.vocabulary import POLICIES, REPLAYED_POLICIES, TRACE_NAME_REGEX, ZEUS_DATASETS
 
 
 def trace_column(*, primary_key: bool = False) -> dy.String:

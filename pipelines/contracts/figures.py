@@ -12,7 +12,7 @@ import dataframely as dy
 from pipelines.contracts.base import one_of, subset
 from pipelines.contracts.clusters import ZeusClusterSummary, ZeusSingleJobSweep
 from pipelines.contracts.sources import ZeusPowerProfiles
-from pipelines.zeus.workloads import ZEUS_DATASETS
+from pipelines.vocabulary import ZEUS_DATASETS
 
 # ---------------------------------------------------------------------------------------------
 # energy: expected time and energy to accuracy from the Zeus traces

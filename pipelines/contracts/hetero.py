@@ -10,8 +10,7 @@ from typing import get_args
 import dataframely as dy
 
 from pipelines.contracts.base import one_of
-from pipelines.hetero.model import MODEL_KINDS, TimePrice
-from pipelines.hetero.search import METHODS
+from pipelines.vocabulary import HETERO_METHODS, MODEL_KINDS, TimePrice
 
 #: The published baseline scored as its own code scores it (see ``pipelines.hetero.allocations``).
 AS_WRITTEN = "baseline_as_written"
@@ -26,7 +25,7 @@ class HeteroAllocations(dy.Schema):
     workload = dy.String(description="workload profiled (cifar100, imagenet)")
     gpus = dy.List(dy.String(), description="GPUs, strongest first (the published heuristic pins the first)")
     method = one_of(
-        (*METHODS, AS_WRITTEN),
+        (*HETERO_METHODS, AS_WRITTEN),
         description="brute (every split and limit), heuristic (first GPU at its lowest limit), baseline (even split), "
         "baseline_as_written (the published baseline code's own score)",
     )

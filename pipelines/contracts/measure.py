@@ -12,7 +12,7 @@ import dataframely as dy
 
 from pipelines.contracts.base import one_of
 from pipelines.contracts.limits import MAX_BATCH_SIZE, MAX_EPOCH_S, MAX_GPU_POWER_W, MAX_JOB_S, MAX_NAME_CHARS, MAX_WINDOW_ENERGY_J
-from pipelines.zeus.workloads import ZEUS_DATASETS
+from pipelines.vocabulary import ZEUS_DATASETS
 
 
 class MeasuredProfile(dy.Schema):

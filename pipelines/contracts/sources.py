@@ -38,7 +38,7 @@ from pipelines.contracts.limits import (
     MAX_TRACE_OFFSET_S,
     MAX_WINDOW_ENERGY_J,
 )
-from pipelines.zeus.workloads import ZEUS_DATASETS
+from pipelines.vocabulary import ZEUS_DATASETS
 
 ACME_CLUSTERS = ("seren", "kalos")
 ACME_STATES = ("COMPLETED", "CANCELLED", "FAILED", "TIMEOUT", "NODE_FAIL")

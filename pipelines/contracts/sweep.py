@@ -11,7 +11,7 @@ import dataframely as dy
 import polars as pl
 
 from pipelines.contracts.base import one_of
-from pipelines.zeus.names import REPLAYED_POLICIES
+from pipelines.vocabulary import REPLAYED_POLICIES
 
 
 class ZeusKnobGrid(dy.Schema):

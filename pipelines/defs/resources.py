@@ -11,7 +11,7 @@ import os
 
 import dagster as dg
 
-from pipelines.dagster_support import ParquetIOManager, PathsResource
+from pipelines.defs.shared.io_manager import ParquetIOManager, PathsResource
 from pipelines.distributed import SCHEDULER_ENV
 
 EXECUTOR_ENV = "PIPELINES_EXECUTOR"

@@ -132,7 +132,7 @@ def _eta_sensitivity(frames: Frames) -> Plan:
 
 def _power_limit_response(frames: Frames) -> Plan:
     from pipelines.figures import energy
-    from pipelines.zeus.workloads import WORKLOADS
+    from pipelines.vocabulary import WORKLOADS
 
     power = frames["zeus_power_profiles"]
     return Plan([(f"energy_power_limit_response_{w.dataset}", functools.partial(energy.power_limit_response, power, w.dataset))

@@ -14,16 +14,17 @@ import polars as pl
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
-from pipelines.clusters.power import KW_PER_W, P99, load_duration
+from pipelines.clusters.power import P99, load_duration
 from pipelines.figures import style
 from pipelines.figures.clusters import TRACE_ORDER, trace_label
 from pipelines.figures.errors import NoData
+from pipelines.units import KW_PER_W, S_PER_DAY
+from pipelines.vocabulary import gpu_label
 
 #: The GPU drawn (the Zeus paper's reference GPU).
 FIGURE_GPU = "v100"
 #: (policy value, label), drawn in this order: Default underneath, Zeus on top.
 POLICIES: tuple[tuple[str, str], ...] = (("default", "Default"), ("zeus", "Zeus"))
-S_PER_DAY = 86_400.0
 
 
 def _select(power: pl.DataFrame) -> tuple[pl.DataFrame, str, list[str]]:
@@ -74,7 +75,7 @@ def power_timeline(power: pl.DataFrame) -> tuple[Figure, pl.DataFrame]:
             ax.step(p["day"], p["power_kw"], where="post", color=colors[policy], lw=0.5, alpha=0.85 if policy == "zeus" else 0.6)
             peaks[policy] = _max(p["power_kw"])
             ax.axhline(peaks[policy], color=colors[policy], ls="--", lw=0.8)
-        title = f"{trace_label(trace)}, {style.gpu_label(gpu)}"
+        title = f"{trace_label(trace)}, {gpu_label(gpu)}"
         if len(peaks) == len(POLICIES):
             title += f": peak {peaks['default']:,.0f} → {peaks['zeus']:,.0f} kW ({_signed_pct(peaks['zeus'], peaks['default'])})"
         ax.set_title(title)
@@ -118,7 +119,7 @@ def load_duration_curve(power: pl.DataFrame) -> tuple[Figure, pl.DataFrame]:
         ax.set_xlim(_min(d["hours"]), _max(d["hours"]))
         ax.set_ylim(0, 1.08 * _max(d["power_kw"]))
         ax.set_ylabel("cluster power (kW)")
-        ax.set_title(f"{trace_label(trace)}, {style.gpu_label(gpu)}")
+        ax.set_title(f"{trace_label(trace)}, {gpu_label(gpu)}")
     axes[-1, 0].set_xlabel("hours at or above this power (log)")
     handles = [Line2D([], [], color=colors[p], label=label) for p, label in POLICIES]
     handles += [Line2D([], [], color=colors["default"], ls=":", lw=0.8, label="Default peak"),

@@ -16,6 +16,8 @@ from pipelines.contracts.base import conform, empty
 from pipelines.contracts.figures import EnergyTimeline, SavingsByTrace
 from pipelines.figures import style
 from pipelines.figures.errors import NoData
+from pipelines.units import J_PER_MWH, S_PER_DAY
+from pipelines.vocabulary import dataset_label, gpu_label
 
 #: Traces in drawing order (the mapping's order; anything else after, alphabetically).
 TRACE_ORDER: tuple[str, ...] = ("itp", "elasticflow", "acme", "alibaba")
@@ -25,8 +27,6 @@ POLICIES: tuple[tuple[str, str], ...] = (("default", "Default"), ("grid-search",
 #: Points per (trace, GPU, policy) line of the timeline figure: the cumulative sum is sampled at
 #: this many evenly spaced times (plus the last), enough for a smooth line at print size.
 TIMELINE_POINTS = 400
-S_PER_DAY = 86_400.0
-J_PER_MWH = 3.6e9
 _LINESTYLES = ("--", ":", "-")
 #: Savings (%) whose bar is too short to see are labelled "0".
 NEAR_ZERO_PCT = 0.5
@@ -63,13 +63,13 @@ def savings_by_trace(summary: pl.DataFrame) -> tuple[Figure, pl.DataFrame]:
                 values = dict(d.filter(pl.col("gpu") == gpu).select("dataset", column).iter_rows())
                 ys = np.array([values.get(ds, np.nan) for ds in datasets], dtype=float)
                 xs = x - 0.4 + width * (i + 0.5)
-                ax.bar(xs, ys, width, color=colors[i], label=style.gpu_label(gpu), linewidth=0)
+                ax.bar(xs, ys, width, color=colors[i], label=gpu_label(gpu), linewidth=0)
                 for xi, yi in zip(xs, ys, strict=True):
                     if abs(yi) < NEAR_ZERO_PCT:  # a bar too small to see: say it is there
                         ax.text(xi, 0.0, "0", ha="center", va="bottom", fontsize=style.SMALL_FONT_SIZE - 1, color=colors[i])
             ax.axhline(0.0, color="black", lw=0.6)
             ax.grid(axis="x", visible=False)
-            ax.set_xticks(x, [f"{style.dataset_label(ds)} ({jobs[ds] / 1000:.1f}k jobs)" for ds in datasets],
+            ax.set_xticks(x, [f"{dataset_label(ds)} ({jobs[ds] / 1000:.1f}k jobs)" for ds in datasets],
                           rotation=25, ha="right", rotation_mode="anchor")
             ax.set_ylabel(label)
             ax.set_title(f"{trace_label(trace)}, {'energy' if col == 0 else 'time'} ({sum(jobs.values()):,} jobs)")
@@ -123,7 +123,7 @@ def energy_timeline(history: pl.DataFrame) -> tuple[Figure, pl.DataFrame]:
                 d = data.filter((pl.col("trace") == trace) & (pl.col("gpu") == gpu) & (pl.col("policy") == policy))
                 if d.height:
                     ax.plot(d["day"], d["cumulative_energy_mwh"], color=colors[i], ls=_LINESTYLES[i], label=label)
-            ax.set_title(f"{trace_label(trace)}, {style.gpu_label(gpu)}")
+            ax.set_title(f"{trace_label(trace)}, {gpu_label(gpu)}")
             if col == 0:
                 ax.set_ylabel("cumulative energy (MWh)")
     for ax in axes.flat:  # after every line is drawn: a shared axis's top must fit all of its row

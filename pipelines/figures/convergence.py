@@ -15,10 +15,10 @@ from pipelines.contracts.base import conform
 from pipelines.contracts.figures import ConvergenceRecurrences
 from pipelines.figures import style
 from pipelines.figures.errors import NoData
+from pipelines.units import J_PER_MJ, S_PER_H
+from pipelines.vocabulary import dataset_label, gpu_label
 
 POLICY_LABELS: dict[str, str] = {"zeus": "Zeus", "default": "Default", "grid-search": "Grid Search", "oracle": "Oracle"}
-J_PER_MJ = 1e6
-S_PER_H = 3600.0
 #: (column, scale, axis label) of each row of the figure; y axes are logarithmic where values span 4x.
 _ROWS: tuple[tuple[str, float, str], ...] = (
     ("energy_j", J_PER_MJ, "energy per\nrecurrence (MJ)"),
@@ -64,11 +64,11 @@ def convergence(sweep: pl.DataFrame, gpu: str, eta: float = 0.5, beta: float = 2
                 ax.axhline(1.0, color="grey", lw=0.6, zorder=0)
             if j == 0:
                 ax.set_ylabel(label)
-        axes[0, j].set_title(style.dataset_label(dataset))
+        axes[0, j].set_title(dataset_label(dataset))
         axes[-1, j].set_xlim(left=1)
         axes[-1, j].xaxis.set_major_locator(mpl.ticker.MaxNLocator(3, integer=True))
     fig.supxlabel("recurrence of the job", fontsize=style.FONT_SIZE)
     handles, labels = axes[0, 0].get_legend_handles_labels()
     fig.legend(handles, labels, loc="outside upper center", ncols=len(policies),
-               title=f"{style.gpu_label(gpu)}: a job recurring back to back, η = {eta:g}, β = {beta:g}")
+               title=f"{gpu_label(gpu)}: a job recurring back to back, η = {eta:g}, β = {beta:g}")
     return fig, conform(data, ConvergenceRecurrences).sort("dataset", "policy", "recurrence")

@@ -19,10 +19,9 @@ from pipelines.contracts.base import conform
 from pipelines.contracts.figures import EtaVsTta, PowerLimitResponse
 from pipelines.figures import style
 from pipelines.figures.errors import NoData
-from pipelines.zeus.workloads import WORKLOAD_BY_DATASET, ZeusWorkload
+from pipelines.units import J_PER_MJ, S_PER_H
+from pipelines.vocabulary import WORKLOAD_BY_DATASET, Job, dataset_label, gpu_label
 
-S_PER_H = 3600.0
-J_PER_MJ = 1e6
 _LINESTYLES = ("-", "--", "-.", ":")
 
 
@@ -69,7 +68,7 @@ def eta_vs_tta(expectations: pl.DataFrame, gpu: str) -> tuple[Figure, pl.DataFra
                        edgecolors="black", linewidths=0.5, zorder=4)
         style.auto_log_scale(ax, "x", tta)
         style.auto_log_scale(ax, "y", eta)
-        ax.set_title(f"{style.dataset_label(dataset)} (b0 = {d['default_batch_size'][0]})")
+        ax.set_title(f"{dataset_label(dataset)} (b0 = {d['default_batch_size'][0]})")
         ax.set_xlabel("TTA (h)")
         ax.set_ylabel("ETA (MJ)")
     _hide_unused(fig, axes, len(datasets))
@@ -83,7 +82,7 @@ def eta_vs_tta(expectations: pl.DataFrame, gpu: str) -> tuple[Figure, pl.DataFra
         handles = handles[:2]
     fig.legend(handles=handles, loc="outside lower center", ncols=len(handles))
     style.colorbar(fig, mpl.cm.ScalarMappable(norm=norm, cmap=cmap), axes, "power limit (W)")
-    fig.suptitle(f"{style.gpu_label(gpu)}: energy vs time to accuracy of every (batch size, power limit)")
+    fig.suptitle(f"{gpu_label(gpu)}: energy vs time to accuracy of every (batch size, power limit)")
     return fig, conform(data, EtaVsTta)
 
 
@@ -111,7 +110,7 @@ def savings_bars(savings: pl.DataFrame) -> tuple[Figure, pl.DataFrame]:
             values = {r["dataset"]: r[column] for r in d.filter(pl.col("gpu") == gpu).iter_rows(named=True)}
             ys = np.array([100.0 * values.get(ds, np.nan) for ds in datasets])
             xs = x - 0.4 + width * (i + 0.5)
-            ax.bar(xs, ys, width, color=colors[i], label=style.gpu_label(gpu), linewidth=0)
+            ax.bar(xs, ys, width, color=colors[i], label=gpu_label(gpu), linewidth=0)
             for xi, yi in zip(xs, ys, strict=True):
                 if yi == 0.0:  # Default is already the best: say so instead of drawing nothing
                     ax.text(xi, 0.0, "0", ha="center", va="bottom", fontsize=style.SMALL_FONT_SIZE - 1, color=colors[i])
@@ -123,7 +122,7 @@ def savings_bars(savings: pl.DataFrame) -> tuple[Figure, pl.DataFrame]:
     hi = max(ax.get_ylim()[1] for ax in energy_axes)
     for ax in energy_axes:
         ax.set_ylim(lo, hi)
-    axes[-1, 0].set_xticks(x, [style.dataset_label(d) for d in datasets], rotation=30, ha="right", rotation_mode="anchor")
+    axes[-1, 0].set_xticks(x, [dataset_label(d) for d in datasets], rotation=30, ha="right", rotation_mode="anchor")
     handles, labels = axes[0, 0].get_legend_handles_labels()
     fig.legend(handles, labels, loc="outside upper center", ncols=len(gpus), title="potential savings vs Default")
     return fig, savings.sort("criterion", "gpu", "dataset")
@@ -148,14 +147,14 @@ def eta_sensitivity(sweep: pl.DataFrame) -> tuple[Figure, pl.DataFrame]:
                 d = sweep.filter((pl.col("gpu") == gpu) & (pl.col("dataset") == dataset)).sort("eta")
                 if d.height:
                     ax.plot(d["eta"], d[column], drawstyle="steps-mid", color=colors[i], ls=_LINESTYLES[i % len(_LINESTYLES)],
-                            label=style.gpu_label(gpu))
+                            label=gpu_label(gpu))
             ax.axhline(1.0, color="black", lw=0.6)
             ax.set_xlim(0.0, 1.0)
             ax.set_xticks([0.0, 0.5, 1.0], ["0", "0.5", "1"])
             if j == 0:
                 ax.set_ylabel(label)
             if row == 0:
-                ax.set_title(style.dataset_label(dataset))
+                ax.set_title(dataset_label(dataset))
     fig.supxlabel("η (weight of energy in the cost)", fontsize=style.FONT_SIZE)
     handles, labels = axes[0, 0].get_legend_handles_labels()
     fig.legend(handles, labels, loc="outside upper center", ncols=len(gpus),
@@ -163,7 +162,7 @@ def eta_sensitivity(sweep: pl.DataFrame) -> tuple[Figure, pl.DataFrame]:
     return fig, sweep
 
 
-def _workload(dataset: str) -> ZeusWorkload:
+def _workload(dataset: str) -> Job:
     if dataset not in WORKLOAD_BY_DATASET:
         raise NoData(f"unknown workload {dataset!r}")
     return WORKLOAD_BY_DATASET[dataset]
@@ -194,7 +193,7 @@ def power_limit_response(power: pl.DataFrame, dataset: str) -> tuple[Figure, pl.
             axes[1, j].plot(b["power_limit"], b["average_power"], color=color, marker="o", markersize=2.2, lw=0.9)
         lo, hi = int(d["power_limit"].to_numpy().min()), int(d["power_limit"].to_numpy().max())
         axes[1, j].plot([lo, hi], [lo, hi], color="grey", ls="--", lw=0.7, zorder=0)
-        axes[0, j].set_title(style.gpu_label(gpu))
+        axes[0, j].set_title(gpu_label(gpu))
         style.log_scale(axes[0, j], "y")
         axes[1, j].set_xlabel("power limit (W)")
         for ax in axes[:, j]:
@@ -204,6 +203,6 @@ def power_limit_response(power: pl.DataFrame, dataset: str) -> tuple[Figure, pl.
     present = sorted(sizes.unique().to_list())
     ticks = [b for b in present if b & (b - 1) == 0][::2] or present  # every other power of two
     style.colorbar(fig, mpl.cm.ScalarMappable(norm=norm, cmap=cmap), axes, "batch size", ticks=ticks, format="%d")
-    fig.suptitle(f"{style.dataset_label(dataset)} ({w.network}, {w.optimizer}): epoch time and power vs power limit "
+    fig.suptitle(f"{dataset_label(dataset)} ({w.network}, {w.optimizer}): epoch time and power vs power limit "
                  "(dashed: power = limit)", fontsize=style.FONT_SIZE)
     return fig, conform(data, PowerLimitResponse).sort("gpu", "batch_size", "power_limit")

@@ -3,7 +3,7 @@
 Plain polars, no plotting. Definitions (Zeus, NSDI '23: https://www.usenix.org/conference/nsdi23/presentation/you):
 
 * A workload is (dataset, network, optimizer, target metric, max epochs, default batch size b0),
-  as in the artifact's job specs (``pipelines.zeus.workloads.WORKLOADS``).
+  as in the artifact's job specs (``pipelines.vocabulary.WORKLOADS``).
 * A run of a batch size *reached* the target when its ``target_epoch`` is not null and at most the
   workload's ``max_epochs`` (a run needing more epochs is stopped by the epoch budget before it gets
   there). Runs that did not reach the target are left out of the mean; ``reach_rate`` says how
@@ -28,7 +28,7 @@ import polars as pl
 
 from pipelines.contracts.base import conform, polars_schema
 from pipelines.contracts.figures import ConfigExpectations
-from pipelines.zeus.workloads import WORKLOADS, ZeusWorkload
+from pipelines.vocabulary import WORKLOADS, Job
 
 #: Columns of ``config_expectations``, types and units: the contract ``ConfigExpectations``.
 EXPECTATION_COLUMNS = polars_schema(ConfigExpectations)
@@ -36,12 +36,13 @@ _WORKLOAD_KEY = ["dataset", "network", "optimizer"]
 _GROUP = ["gpu", "dataset"]
 
 
-def workloads_frame(workloads: Sequence[ZeusWorkload] = WORKLOADS) -> pl.DataFrame:
+def workloads_frame(workloads: Sequence[Job] = WORKLOADS) -> pl.DataFrame:
     """One row per workload: dataset, network, optimizer, target_metric, max_epochs, default_batch_size (= b0)."""
-    return pl.DataFrame([vars(w) for w in workloads]).rename({"b0": "default_batch_size"})
+    columns = ("dataset", "network", "optimizer", "target_metric", "max_epochs", "default_bs")
+    return pl.DataFrame([{c: getattr(w, c) for c in columns} for w in workloads]).rename({"default_bs": "default_batch_size"})
 
 
-def run_statistics(train: pl.DataFrame, workloads: Sequence[ZeusWorkload] = WORKLOADS) -> pl.DataFrame:
+def run_statistics(train: pl.DataFrame, workloads: Sequence[Job] = WORKLOADS) -> pl.DataFrame:
     """Per workload and batch size, at the workload's target: runs, runs_reached, mean_target_epoch."""
     reached = pl.col("target_epoch").is_not_null() & (pl.col("target_epoch") <= pl.col("max_epochs"))
     return (
@@ -66,7 +67,7 @@ def max_power(train: pl.DataFrame, power: pl.DataFrame) -> pl.DataFrame:
 
 
 def config_expectations(
-    train: pl.DataFrame, power: pl.DataFrame, workloads: Sequence[ZeusWorkload] = WORKLOADS
+    train: pl.DataFrame, power: pl.DataFrame, workloads: Sequence[Job] = WORKLOADS
 ) -> pl.DataFrame:
     """One row per (gpu, dataset, batch size, power limit) that reaches the target: TTA, ETA, flags.
 

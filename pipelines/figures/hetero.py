@@ -18,6 +18,7 @@ from matplotlib.patches import Patch
 
 from pipelines.figures import style
 from pipelines.figures.errors import NoData
+from pipelines.vocabulary import dataset_label, gpu_label
 
 MODEL_LABELS: dict[str, str] = {"published": "published cost (sum over GPUs)", "sync": "synchronous model"}
 #: Method -> (label, marker) of the optimum markers.
@@ -75,13 +76,13 @@ def cost_split(curves: pl.DataFrame, allocations: pl.DataFrame) -> tuple[Figure,
                     ax.scatter(row["batch_split"][0], row["cost"], zorder=5, **_mark_style(marker, star, scatter=True))
             low = float(data["cost"].to_numpy().min())
             ax.set_ylim(low - 0.05 * (Y_SPAN - 1) * low, Y_SPAN * low)
-            g1, g2 = style.gpu_label(data["gpu_1"][0]), style.gpu_label(data["gpu_2"][0])
-            ax.set_title(f"{style.dataset_label(workload)}, {MODEL_LABELS[model]}")
+            g1, g2 = gpu_label(data["gpu_1"][0]), gpu_label(data["gpu_2"][0])
+            ax.set_title(f"{dataset_label(workload)}, {MODEL_LABELS[model]}")
             ax.set_ylabel("cost per profiled window (J)")
             if r == len(models) - 1:
                 global_batch = data.select(pl.col("batch_1").max() + pl.col("batch_1").min()).item()
                 ax.set_xlabel(f"samples on {g1} (the {g2} gets the rest of {global_batch})")
-    g1, g2 = style.gpu_label(first["gpu_1"]), style.gpu_label(first["gpu_2"])
+    g1, g2 = gpu_label(first["gpu_1"]), gpu_label(first["gpu_2"])
     columns = [
         [Line2D([], [], color=cmap(norm(l1)), lw=1.2, label=f"{g1} at {l1} W") for l1 in limits_1],
         [Line2D([], [], color="grey", ls=_LINESTYLES[i % len(_LINESTYLES)], lw=1.0, label=f"{g2} at {l2} W") for i, l2 in enumerate(limits_2)],
@@ -153,12 +154,12 @@ def methods(allocations: pl.DataFrame) -> tuple[Figure, pl.DataFrame]:
         ax.set_xticks(x, labels)
         ax.set_ylabel("cost per profiled window (J)")
         gpus = allocations.filter(pl.col("workload") == workload)["gpus"][0]
-        ax.set_title(f"{style.dataset_label(workload)} on {' + '.join(style.gpu_label(g) for g in gpus)}")
+        ax.set_title(f"{dataset_label(workload)} on {' + '.join(gpu_label(g) for g in gpus)}")
         ax.set_xlabel("method: batch split (samples) and power limits")
         ax.set_ylim(0, 1.08 * d.select(pl.max_horizontal(pl.col("published_cost").max(), pl.col("sync_cost").max())).item())
     idle = allocations["idle_power_w"][0].to_list()
     gpus = allocations["gpus"][0].to_list()
-    waiting = ", ".join(f"{style.gpu_label(g)} {w:g} W" for g, w in zip(gpus, idle, strict=True))
+    waiting = ", ".join(f"{gpu_label(g)} {w:g} W" for g, w in zip(gpus, idle, strict=True))
     fig.legend(handles=[Patch(color=light, label="published cost (sum over GPUs)"),
                         Patch(color=dark, label=f"cost in synchronous training (idle while waiting: {waiting})")],
                loc="outside lower center", ncol=2)

@@ -19,6 +19,7 @@ from pipelines.contracts.sweep import KnobSavings
 from pipelines.figures import style
 from pipelines.figures.clusters import TRACE_ORDER, trace_label
 from pipelines.figures.errors import NoData
+from pipelines.vocabulary import gpu_label
 
 #: The knob held fixed while the other varies: beta 2 and eta 0.5 (the artifact's defaults), else the closest value in the grid.
 REFERENCE_BETA, REFERENCE_ETA = 2.0, 0.5
@@ -98,7 +99,7 @@ def savings_vs_knobs(grid: pl.DataFrame) -> tuple[Figure, pl.DataFrame]:
                 x = g["value"].to_numpy()
                 ax.fill_between(x, g["min_pct"].to_numpy(), g["max_pct"].to_numpy(), color=colors[i], alpha=0.25, linewidth=0)
                 ax.plot(x, g["mean_pct"].to_numpy(), color=colors[i], marker=_MARKERS[i % len(_MARKERS)], markersize=3,
-                        label=style.gpu_label(gpu))
+                        label=gpu_label(gpu))
             ax.axhline(0.0, color="black", lw=0.6)
             values = sorted(set(d["value"].to_list()))
             if knob == "beta":

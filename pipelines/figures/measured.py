@@ -14,6 +14,7 @@ from matplotlib.figure import Figure
 
 from pipelines.figures import style
 from pipelines.figures.errors import NoData
+from pipelines.vocabulary import dataset_label, gpu_label
 
 _COLUMNS = ["gpu", "dataset", "network", "optimizer", "batch_size", "power_limit", "time_per_epoch", "average_power", "source"]
 
@@ -61,7 +62,7 @@ def measured_profiles(power: pl.DataFrame) -> tuple[Figure, pl.DataFrame]:
         style.log_scale(axes[0, j], "y")
         for ax in axes[:2, j]:
             _batch_size_axis(ax, d["batch_size"].unique().sort().to_list())
-        axes[0, j].set_title(f"{style.gpu_label(gpu)}\n{style.dataset_label(dataset)} ({network}, {optimizer})")
+        axes[0, j].set_title(f"{gpu_label(gpu)}\n{dataset_label(dataset)} ({network}, {optimizer})")
         axes[1, j].set_xlabel("batch size")
         if several_limits and d["power_limit"].n_unique() == 1:
             for ax in axes[2:, j]:

@@ -25,7 +25,8 @@ import polars as pl
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
-from pipelines.storage import atomic_path, write_parquet_atomic
+from pipelines.home.storage import atomic_path, write_parquet_atomic
+from pipelines.vocabulary import PAPER_ORDER, ZEUS_DATASETS
 
 #: Figure widths (in) of a two-column paper.
 SINGLE_COLUMN = 3.3
@@ -36,18 +37,9 @@ FONT_SIZE = 8.0
 SMALL_FONT_SIZE = 7.0
 SEQUENTIAL_CMAP = "viridis"
 
-#: Display names; unknown keys fall back to the key itself (upper case for GPUs).
-GPU_ORDER: tuple[str, ...] = ("v100", "a40", "rtx6000", "p100")
-GPU_LABELS: dict[str, str] = {"v100": "V100", "a40": "A40", "rtx6000": "RTX 6000", "p100": "P100"}
-DATASET_ORDER: tuple[str, ...] = ("cifar100", "imagenet", "squad", "librispeech", "movielens-1m", "sentiment140")
-DATASET_LABELS: dict[str, str] = {
-    "cifar100": "CIFAR-100",
-    "imagenet": "ImageNet",
-    "squad": "SQuAD",
-    "librispeech": "LibriSpeech",
-    "movielens-1m": "MovieLens-1M",
-    "sentiment140": "Sentiment140",
-}
+#: The order of GPUs and datasets in every figure (the Zeus paper's; labels from ``pipelines.vocabulary``).
+GPU_ORDER: tuple[str, ...] = PAPER_ORDER
+DATASET_ORDER: tuple[str, ...] = ZEUS_DATASETS
 
 
 def apply_theme() -> None:
@@ -161,14 +153,6 @@ class LogTickLabels(mpl.ticker.Formatter):
         if not math.isclose(mantissa, whole, rel_tol=1e-6) or decades > 2.0:
             return ""
         return plain_number(x) if decades <= 0.5 or whole in (2, 5) else ""
-
-
-def gpu_label(gpu: str) -> str:
-    return GPU_LABELS.get(gpu, gpu.upper())
-
-
-def dataset_label(dataset: str) -> str:
-    return DATASET_LABELS.get(dataset, dataset)
 
 
 def ordered(values: Iterable[str], order: Sequence[str]) -> list[str]:

@@ -19,19 +19,9 @@ import polars as pl
 from pipelines.contracts.base import polars_schema
 from pipelines.contracts.hetero import AS_WRITTEN, HeteroAllocations
 from pipelines.hetero.fit import GpuFit, fit_profiles
-from pipelines.hetero.model import DEFAULT_ETA, CostModel, ModelKind, TimePrice
-from pipelines.hetero.search import (
-    METHODS,
-    PUBLISHED_GLOBAL_BATCH,
-    Allocation,
-    Grid,
-    Progress,
-    baseline,
-    baseline_as_written,
-    brute_force,
-    evaluate,
-    heuristic,
-)
+from pipelines.hetero.model import DEFAULT_ETA, CostModel
+from pipelines.hetero.search import PUBLISHED_GLOBAL_BATCH, Allocation, Grid, Progress, baseline, baseline_as_written, brute_force, evaluate, heuristic
+from pipelines.vocabulary import HETERO_METHODS, ModelKind, TimePrice
 
 #: GPUs from strongest to weakest (the published code takes the stronger first; A10 > T4 by datasheet FLOPS).
 GPU_STRENGTH_ORDER: tuple[str, ...] = ("a10", "t4")
@@ -57,7 +47,7 @@ def allocation_rows(
     eta: float = DEFAULT_ETA,
     time_price: TimePrice = "power_limit",
     idle_power_w: Sequence[float] | None = None,
-    methods: Sequence[str] = METHODS,
+    methods: Sequence[str] = HETERO_METHODS,
     models: Sequence[ModelKind] = ("published", "sync"),
     as_written: bool = True,
     progress: Callable[[str], Progress | None] | None = None,

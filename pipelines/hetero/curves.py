@@ -64,7 +64,7 @@ def allocation_curves(profiles: pl.DataFrame, allocations: pl.DataFrame) -> pl.D
     workload has two GPUs.
     """
     from pipelines.hetero.fit import fit_profiles
-    from pipelines.hetero.model import MODEL_KINDS
+    from pipelines.vocabulary import MODEL_KINDS
 
     fits = fit_profiles(profiles)
     curves = []

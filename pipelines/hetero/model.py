@@ -25,16 +25,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal
 
 import numpy as np
 
 from pipelines.hetero.fit import GpuFit
+from pipelines.vocabulary import MODEL_KINDS, TIME_PRICES, ModelKind, TimePrice
 
-ModelKind = Literal["published", "sync"]
-TimePrice = Literal["power_limit", "max_power_limit"]
-MODEL_KINDS: tuple[ModelKind, ...] = ("published", "sync")
-TIME_PRICES: tuple[TimePrice, ...] = ("power_limit", "max_power_limit")
 #: The published fixed weights: 0.5 x average power + 0.5 x power limit.
 DEFAULT_ETA = 0.5
 #: Default idle power of a GPU waiting at the all-reduce, as a fraction of its lowest profiled power limit.

@@ -39,7 +39,6 @@ DEFAULT_MAX_CANDIDATES = 1_000_000_000
 CHUNK_ELEMENTS = 1 << 21
 #: The published global batch and the published even split's share.
 PUBLISHED_GLOBAL_BATCH = 4096
-METHODS: tuple[str, ...] = ("brute", "heuristic", "baseline")
 
 Progress = Callable[[int], None]
 

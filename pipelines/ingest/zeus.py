@@ -19,15 +19,10 @@ from pipelines.ingest.common import (
     ingest_files,
     quarantine_frame,
 )
+from pipelines.vocabulary import GPU_BY_NAME, PUBLISHED_GPUS
 
-#: The GPUs of the published power trace, and the power limits (W) each was profiled at.
-PUBLISHED_GPUS: tuple[str, ...] = ("a40", "p100", "rtx6000", "v100")
-PUBLISHED_POWER_LIMITS_W: dict[str, frozenset[int]] = {
-    "v100": frozenset(range(100, 251, 25)),
-    "a40": frozenset(range(100, 301, 25)),
-    "rtx6000": frozenset([*range(100, 251, 25), 260]),
-    "p100": frozenset(range(125, 251, 25)),
-}
+#: The power limits (W) each GPU of the published power trace was profiled at.
+PUBLISHED_POWER_LIMITS_W: dict[str, frozenset[int]] = {name: GPU_BY_NAME[name].power_limits_w for name in PUBLISHED_GPUS}
 #: A40's sentiment140 profile was measured at fewer limits.
 A40_SENTIMENT140_LIMITS_W = frozenset(range(100, 301, 50))
 ZEUS_SOURCE = "zeus-nsdi23"

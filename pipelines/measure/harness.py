@@ -35,11 +35,11 @@ import polars as pl
 
 from pipelines.contracts.base import polars_schema
 from pipelines.contracts.measure import MeasuredProfile
+from pipelines.home.storage import atomic_path
 from pipelines.measure.monitor import EnergyMonitor, MethodChoice, ShortWindowWarning
 from pipelines.measure.nvml import NvmlBackend, NvmlCallError, NvmlNoPermission, NvmlUnavailable
 from pipelines.measure.rapl import RAPL_ROOT, RaplMeter, package_power_limit_w, probe_rapl
 from pipelines.measure.workloads import OPTIMIZERS, Workload
-from pipelines.storage import atomic_path
 
 #: The columns of a measured profile, in file order: the power trace's seven, then provenance (``MeasuredProfile``).
 PROFILE_SCHEMA = polars_schema(MeasuredProfile)

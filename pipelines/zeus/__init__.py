@@ -4,16 +4,19 @@ The published simulator is ``zeus._legacy.simulate.Simulator`` (PyPI ``zeus==0.1
 artifact); this package reproduces its output bit for bit (same batch sizes, power limits, reached
 flags, float64 energies and times) without importing it. See ``tests/test_zeus_*.py``.
 
-Public API (no Dagster, no zeus import)::
+A leaf: frames in, frames out. It imports nothing of the package but ``pipelines.vocabulary`` (the
+workloads, policies), no Dagster and no zeus; reading files is ``pipelines.ingest.simulator_inputs``'s.
+Public API::
 
-    from pipelines.zeus.traces import read_trace_dir, read_materialized, from_frames, build_table, JobSpec
+    from pipelines.vocabulary import WORKLOADS, WORKLOAD_BY_DATASET, Job, POLICIES
+    from pipelines.zeus.traces import from_frames, build_table
     from pipelines.zeus.single import simulate_single, runs_frame
-    from pipelines.zeus.groups import replay_groups, replay_group, read_group_file, group_job_spec
-    from pipelines.zeus.workloads import WORKLOADS, WORKLOAD_BY_DATASET
-    from pipelines.zeus.policies import oracle_config, POLICIES
+    from pipelines.zeus.groups import replay_groups, replay_group, group_job_spec
+    from pipelines.zeus.policies import oracle_config
+    from pipelines.ingest.simulator_inputs import read_trace_dir, read_materialized, read_group_file
 
     traces = read_trace_dir(Path("raw/zeus"))          # or read_materialized(paths.assets), from_frames(train, power)
-    table = build_table(traces, "v100", JobSpec("librispeech", "deepspeech2", "adamw", 40.0, 16, 192))
+    table = build_table(traces, "v100", Job("librispeech", "deepspeech2", "adamw", 40.0, 16, 192))
     runs = simulate_single(table, eta=0.5, beta=2.0, seed=1)       # list[JobRun]; runs_frame(runs) -> polars
     runs = simulate_single(table, 0.5, 2.0, 1, policy="grid-search")  # or "default", "oracle"
     best = oracle_config(table, eta=0.5)                # OracleChoice: hindsight-best config, expected J / s / cost
@@ -32,9 +35,10 @@ Public API (no Dagster, no zeus import)::
   Default (b0 at its maximum limit), Grid Search (every config once, then the cheapest that reached)
   and Oracle (lowest expected cost in hindsight). Every policy runs through the same simulation
   loops, so per-run histories of Zeus and the baselines are directly comparable.
-* ``cli``: ``python -m pipelines simulate single|groups`` (the artifact's run_single.py / run_alibaba.py).
 * ``errors.SimulationError``: raised where the published simulator raises (same message) or would
   never finish; ``traces.TraceError`` / ``groups.GroupTableError``: unusable input, with its location.
+* The command line (``python -m pipelines simulate single|groups``, the artifact's run_single.py /
+  run_alibaba.py) is ``pipelines.cli.simulate``.
 * ``exact``: the numpy/pandas random draws and reductions the published results depend on, emulated.
 
 Units: energy J, time s, power W; cost = eta x energy + (1 - eta) x MaxPower x time, MaxPower the

@@ -25,29 +25,34 @@ import heapq
 import math
 import zlib
 from collections.abc import Iterator
-from dataclasses import dataclass
-from pathlib import Path
+from dataclasses import dataclass, replace
 
 import numpy as np
 import polars as pl
 from tqdm import tqdm
 
+from pipelines.vocabulary import WORKLOAD_BY_DATASET, Job, PolicyName
 from pipelines.zeus.errors import SimulationError
-from pipelines.zeus.policies import PolicyName, make_policy
+from pipelines.zeus.policies import make_policy
 from pipelines.zeus.runs import RunSampler, hybrid_cost
-from pipelines.zeus.traces import JobSpec, TraceError, Traces, WorkloadTable, build_table, read_table_file, workload_columns
-from pipelines.zeus.workloads import WORKLOAD_BY_DATASET
+from pipelines.zeus.traces import TraceError, Traces, WorkloadTable, build_table, workload_columns
 
 #: Runs of one trace job after which its group is declared stuck (the published code would retry forever).
 _MAX_ATTEMPTS = 1_000
-_ROW = "_row"
+#: The columns a group table must have, and their types (the contract ``ZeusGroups`` validates the values).
+GROUP_SCHEMA = pl.Schema({"group": pl.String, "start_time": pl.Float64, "end_time": pl.Float64, "dataset": pl.String,
+                          "runtime_ratio": pl.Float64})
+#: The reported runs of a group replay, in replay order; ``bs``, ``pl`` (power limit, W), ``energy`` (J), ``time``
+#: (s) and ``reached`` keep the names of the artifact's output. ``job`` indexes the group's trace jobs by start.
+RUN_SCHEMA = pl.Schema({"group": pl.String, "job": pl.Int64, "start_time": pl.Float64, "end_time": pl.Float64, "bs": pl.Int64,
+                        "pl": pl.Int64, "energy": pl.Float64, "time": pl.Float64, "reached": pl.Boolean})
 
 
 class GroupTableError(ValueError):
     """A group table that cannot be replayed."""
 
 
-def group_job_spec(traces: Traces, gpu: str, dataset: str) -> JobSpec:
+def group_job_spec(traces: Traces, gpu: str, dataset: str) -> Job:
     """The artifact's job for ``dataset`` on ``gpu``: b0 = min(default, largest batch size profiled)."""
     defaults = WORKLOAD_BY_DATASET.get(dataset)
     if defaults is None:
@@ -55,8 +60,7 @@ def group_job_spec(traces: Traces, gpu: str, dataset: str) -> JobSpec:
     sizes = [bs for (ds, _, _), rows in workload_columns(traces, gpu).items() if ds == dataset for bs in rows["batch_size"]]
     if not sizes:
         raise TraceError(f"power trace of {gpu!r} has no rows for dataset {dataset!r}")
-    b0 = min(defaults.b0, max(sizes))
-    return JobSpec(dataset, defaults.network, defaults.optimizer, defaults.target_metric, defaults.max_epochs, b0)
+    return replace(defaults, default_bs=min(defaults.default_bs, max(sizes)))
 
 
 def group_seed(group: str, seed: int | None = None) -> int:
@@ -78,46 +82,14 @@ def group_seed(group: str, seed: int | None = None) -> int:
     return int(np.random.SeedSequence(entropy=base, spawn_key=(seed,)).generate_state(1, np.uint32)[0])
 
 
-def read_group_file(path: Path) -> pl.DataFrame:
-    """A group table from ``.csv``, ``.csv.xz`` or ``.parquet``, typed and checked (see ``conform_groups``)."""
-    return conform_groups(read_table_file(path), str(path), from_text=not path.name.endswith(".parquet"))
-
-
-def conform_groups(frame: pl.DataFrame, name: str = "group table", from_text: bool = False) -> pl.DataFrame:
-    """Cast ``frame`` to the group contract's columns (extra columns dropped, order kept) and validate it.
-
-    Raises ``GroupTableError`` naming the line (``from_text``: header = line 1) or row and the
-    column of the first bad value: a missing column, an empty table, a value that does not parse,
-    or any rule of ``ZeusGroups`` (a null or NaN, end before start, a non-positive runtime ratio,
-    an unknown dataset, a group with several datasets).
-    """
-    # The contracts load dataframely: imported here, so that the single-job path never loads it.
-    from pipelines.contracts.base import polars_schema, split_valid
-    from pipelines.contracts.zeus import ZeusGroups
-
-    schema = polars_schema(ZeusGroups)
-    missing = [c for c in schema if c not in frame.columns]
+def group_frame(groups: pl.DataFrame) -> pl.DataFrame:
+    """``groups``' columns of ``GROUP_SCHEMA``, cast (numbers to float); ``GroupTableError`` for a missing column or an empty table."""
+    missing = [c for c in GROUP_SCHEMA if c not in groups.columns]
     if missing:
-        raise GroupTableError(f"{name}: column {missing[0]!r} is missing (has {', '.join(frame.columns)})")
-    if frame.height == 0:
-        raise GroupTableError(f"{name}: no jobs")
-
-    def where(i: int) -> str:
-        return f"{name}:{i + 2}" if from_text else f"{name}: row {i}"
-
-    for column, dtype in schema.items():
-        source = frame[column]
-        unparsed = source.cast(dtype, strict=False).is_null() & source.is_not_null()
-        if unparsed.any():
-            i = int(unparsed.arg_true()[0])
-            raise GroupTableError(f"{where(i)}: column {column!r}: cannot use {source[i]!r} as {dtype}")
-    typed = frame.select([pl.col(c).cast(t, strict=False) for c, t in schema.items()])
-    _, bad = split_valid(typed.with_row_index(_ROW), ZeusGroups)
-    if bad.height:
-        first = bad.row(0, named=True)
-        column = first["column"]
-        raise GroupTableError(f"{where(first[_ROW])}: column {column!r}: {first['reason'].removeprefix(f'{column}: ')}")
-    return typed
+        raise GroupTableError(f"group table: column {missing[0]!r} is missing (has {', '.join(groups.columns)})")
+    if groups.height == 0:
+        raise GroupTableError("group table: no jobs")
+    return groups.select([pl.col(c).cast(t) for c, t in GROUP_SCHEMA.items()])
 
 
 def replay_group(
@@ -138,7 +110,7 @@ def replay_group(
     sampler = RunSampler(table, eta, seed)
     beta = beta if pol.early_stopping else math.inf
     max_power = table.max_power
-    state = _GroupState(table.spec.b0)
+    state = _GroupState(table.spec.default_bs)
     out: list[tuple[int, float, float, int, int, float, float, bool]] = []
     # In flight, earliest end first, ties in submission order: (end, seq, start, ratio, job, attempt, bs, pl, reached, time, energy, cost)
     heap: list[tuple[float, int, float, float, int, int, int, int, bool, float, float, float]] = []
@@ -209,7 +181,11 @@ def replay_groups(
     seed: int | None = None,
     desc: str | None = None,
 ) -> pl.DataFrame:
-    """Replay every group of ``groups`` (see ``conform_groups``) on ``gpu``; one row per reported run.
+    """Replay every group of ``groups`` on ``gpu``; one row per reported run.
+
+    ``groups`` has the columns of ``GROUP_SCHEMA`` (extra ones are ignored) and satisfies the group
+    contract (``pipelines.contracts.zeus.ZeusGroups``; ``pipelines.ingest.simulator_inputs.conform_groups``
+    checks a table from a file): every value known, end not before start, runtime_ratio > 0, one dataset per group.
 
     ``seed``: None replays each group with the artifact's seed; an int is the seed knob of a sweep
     (``group_seed(group, seed)`` per group). ``progress`` shows a bar of groups on stderr, labelled ``desc``.
@@ -218,11 +194,8 @@ def replay_groups(
     start_time/end_time (s, of this run: a retry starts when the run before it ended), bs, pl (W),
     energy (J) and time (s) scaled by runtime_ratio, reached. Rows are in replay order.
     """
-    from pipelines.contracts.base import polars_schema
-    from pipelines.contracts.zeus import ZeusGroupRuns
-
-    result_schema = polars_schema(ZeusGroupRuns)
-    groups = conform_groups(groups)
+    result_schema = RUN_SCHEMA
+    groups = group_frame(groups)
     tables: dict[str, WorkloadTable] = {}
     for dataset in sorted(groups["dataset"].unique().to_list()):
         tables[dataset] = build_table(traces, gpu, group_job_spec(traces, gpu, dataset))

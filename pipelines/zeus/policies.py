@@ -22,9 +22,9 @@ import math
 from dataclasses import dataclass
 from typing import Protocol
 
+from pipelines.vocabulary import POLICIES, PolicyName
 from pipelines.zeus.bandit import PruningGTSOptimizer
 from pipelines.zeus.errors import SimulationError
-from pipelines.zeus.names import POLICIES, PolicyName
 from pipelines.zeus.traces import WorkloadTable
 
 #: Runs of one recurrence before the published simulator gives up.
@@ -51,7 +51,7 @@ class ZeusPolicy:
     first_must_reach = True
 
     def __init__(self, table: WorkloadTable, eta: float, seed: int, concurrency: bool) -> None:
-        self.bso = PruningGTSOptimizer(list(table.batch_sizes), table.spec.b0, seed, concurrency)
+        self.bso = PruningGTSOptimizer(list(table.batch_sizes), table.spec.default_bs, seed, concurrency)
         self._table = table
         self._eta = eta
         self._best_pl: dict[int, int] = {}  # batch sizes profiled so far -> their power limit
@@ -104,7 +104,7 @@ class GridSearchPolicy:
         self._table = table
         self._todo = table.configs()
         self._next = 0
-        self._fallback = (table.spec.b0, table.by_batch_size[table.spec.b0].max_power_limit)
+        self._fallback = (table.spec.default_bs, table.by_batch_size[table.spec.default_bs].max_power_limit)
         self._best: tuple[int, int] | None = None
         self._best_cost = math.inf
         self.max_tries = len(self._todo) + ZEUS_MAX_TRIES
@@ -175,7 +175,7 @@ def make_policy(name: PolicyName, table: WorkloadTable, eta: float, seed: int, c
     if name == "zeus":
         return ZeusPolicy(table, eta, seed, concurrency)
     if name == "default":
-        b0 = table.spec.b0
+        b0 = table.spec.default_bs
         return FixedPolicy(b0, table.by_batch_size[b0].max_power_limit)
     if name == "grid-search":
         return GridSearchPolicy(table)

@@ -12,8 +12,9 @@ import math
 
 import polars as pl
 
+from pipelines.vocabulary import PolicyName
 from pipelines.zeus.errors import SimulationError
-from pipelines.zeus.policies import PolicyName, make_policy
+from pipelines.zeus.policies import make_policy
 from pipelines.zeus.runs import JobRun, RunSampler, hybrid_cost
 from pipelines.zeus.traces import WorkloadTable
 
@@ -54,7 +55,7 @@ def simulate_single(
                 min_cost = min(min_cost, cost_acc)
                 break
             if i == 0 and pol.first_must_reach:
-                raise SimulationError(f"The default batch size {table.spec.b0} did not converge.")
+                raise SimulationError(f"The default batch size {table.spec.default_bs} did not converge.")
         else:
             raise SimulationError(f"Job did not reach the target metric in {pol.max_tries} tries.")
     return history

@@ -15,16 +15,13 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import polars as pl
 
+from pipelines.vocabulary import Job
 from pipelines.zeus.exact import kahan_mean_of_copies, tiled_mean
-
-if TYPE_CHECKING:
-    from pipelines.ingest.common import IngestResult
 
 #: The columns of each trace the simulator reads. Their types and units are the contracts'
 #: (``ZeusTrainRuns``, ``ZeusPowerProfiles``), which every table passed here already satisfies: the
@@ -65,55 +62,6 @@ class Traces:
         return rows
 
 
-def _strict(result: IngestResult) -> pl.DataFrame:
-    """The table of an ingest result; any quarantined row raises ``TraceError`` naming file, line, column and reason.
-
-    The simulator never runs on part of a trace: a run drawn by position would silently change.
-    """
-    if result.quarantine.height:
-        row = result.quarantine.row(0, named=True)
-        reason, column = row["reason"], row["column"]
-        named = f"column {column}: " if column and not reason.startswith(("column ", f"{column}:")) else ""
-        more = f" ({result.quarantine.height} rows rejected in all)" if result.quarantine.height > 1 else ""
-        raise TraceError(f"{row['source_file']}:{row['line']}: {named}{reason}{more}")
-    return result.table
-
-
-def read_trace_dir(folder: Path, gpus: tuple[str, ...] | None = None) -> Traces:
-    """``summary_train.csv`` and every ``summary_power_{gpu}.csv`` (or those of ``gpus``) of ``folder``.
-
-    Parsed and validated by the ingest readers (``pipelines.ingest.zeus``); a bad value raises
-    ``TraceError`` with its file, line and column instead of being quarantined.
-    """
-    from pipelines.ingest.common import IngestError
-    from pipelines.ingest.zeus import power_file, read_power, read_train
-
-    train_path = folder / "summary_train.csv"
-    if not train_path.is_file():
-        raise TraceError(f"{train_path}: no such file")
-    if gpus is None:
-        gpus = tuple(sorted(p.name[len("summary_power_") : -len(".csv")] for p in folder.glob("summary_power_*.csv")))
-    if not gpus:
-        raise TraceError(f"{folder}: no summary_power_{{gpu}}.csv files")
-    for gpu in gpus:
-        if not power_file(folder, gpu).is_file():
-            raise TraceError(f"unknown GPU {gpu!r}: {power_file(folder, gpu)} does not exist")
-    try:
-        return from_frames(_strict(read_train(train_path)), _strict(read_power(folder, gpus)))
-    except IngestError as exc:
-        raise TraceError(str(exc)) from exc
-
-
-def read_materialized(assets: Path) -> Traces:
-    """The materialized ``zeus_train_runs`` and ``zeus_power_profiles`` Parquet tables of ``assets``."""
-    paths = {name: assets / f"{name}.parquet" for name in (TRAIN_TABLE, POWER_TABLE)}
-    for path in paths.values():
-        if not path.is_file():
-            raise TraceError(f"{path} does not exist: materialize zeus_train_runs and zeus_power_profiles first, or pass --trace-dir with the Zeus CSVs")
-    return from_frames(pl.read_parquet(paths[TRAIN_TABLE], columns=list(TRAIN_COLUMNS)),
-                       pl.read_parquet(paths[POWER_TABLE], columns=list(POWER_COLUMNS)))
-
-
 def from_frames(train: pl.DataFrame, power: pl.DataFrame) -> Traces:
     """The simulator's columns of validated trace tables (``TRAIN_COLUMNS``, ``POWER_COLUMNS``; row order kept)."""
     return Traces(_columns(train, TRAIN_COLUMNS, "train trace"), _columns(power, POWER_COLUMNS, "power trace"))
@@ -124,40 +72,6 @@ def _columns(frame: pl.DataFrame, columns: tuple[str, ...], name: str) -> pl.Dat
     if missing:
         raise TraceError(f"{name}: column {missing[0]!r} is missing (has {', '.join(frame.columns)})")
     return frame.select(columns)
-
-
-def read_table_file(path: Path) -> pl.DataFrame:
-    """A ``.csv``, ``.csv.xz`` or ``.parquet`` file as a frame with every CSV field as text (xz streamed, with a size cap)."""
-    from pipelines.ingest.common import IngestError
-    from pipelines.ingest.compressed import read_compressed
-
-    name = path.name
-    if not path.is_file():
-        raise TraceError(f"{path}: no such file")
-    if not name.endswith((".parquet", ".csv.xz", ".csv")):
-        raise TraceError(f"{path}: expected a .csv, .csv.xz or .parquet file")
-    try:
-        if name.endswith(".parquet"):
-            return pl.read_parquet(path)
-        return pl.read_csv(read_compressed(path), infer_schema=False)
-    except pl.exceptions.NoDataError:
-        raise TraceError(f"{path}: empty file (no header, no rows)") from None
-    except IngestError as exc:  # a truncated, corrupt or oversized xz stream
-        raise TraceError(f"{path}: {exc.message}") from None
-    except (pl.exceptions.PolarsError, OSError) as exc:
-        raise TraceError(f"{path}: unreadable ({' '.join(str(exc).split())[:200]})") from None
-
-
-@dataclass(frozen=True)
-class JobSpec:
-    """A recurring training job: workload, target validation metric and the user's batch size b0."""
-
-    dataset: str
-    network: str
-    optimizer: str
-    target_metric: float
-    max_epochs: int
-    b0: int
 
 
 @dataclass(frozen=True)
@@ -204,7 +118,7 @@ class BatchSizeTable:
 class WorkloadTable:
     """A job on one GPU: its feasible batch sizes and, for each, the traces' numbers."""
 
-    spec: JobSpec
+    spec: Job
     gpu: str
     batch_sizes: tuple[int, ...]  # sorted ascending: the job's batch sizes on this GPU (any target)
     by_batch_size: dict[int, BatchSizeTable]
@@ -240,7 +154,7 @@ def workload_columns(traces: Traces, gpu: str | None) -> dict[tuple[str, str, st
     return cached
 
 
-def build_table(traces: Traces, gpu: str, spec: JobSpec) -> WorkloadTable:
+def build_table(traces: Traces, gpu: str, spec: Job) -> WorkloadTable:
     """The lookup table of ``spec`` on ``gpu``. Raises ``TraceError`` when the job has no rows.
 
     Only rows present in both traces count (the published simulator's inner join).

@@ -1,0 +1,75 @@
+"""``python -m pipelines clusters``: your own cluster traces in ``raw/clusters/`` (add one, list them).
+
+``add NAME FILE`` reads the file first (so a file that cannot be read is refused with the line
+and column), then copies it to ``raw/clusters/NAME.sacct`` or ``NAME.csv`` and records its sha256
+and options in ``NAME.toml`` (``pipelines.clusters.tracefiles``). The Dagster sensor
+``cluster_traces_sensor`` then registers the trace as a partition and materializes it.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import NoReturn
+
+import click
+
+from pipelines.cli import invoked_as
+
+
+def _fail(message: str) -> NoReturn:
+    click.echo(f"Error: {' '.join(message.split())}", err=True)
+    sys.exit(2)
+
+
+@click.group("clusters")
+def cli() -> None:
+    """Your own cluster traces (raw/clusters/): add a Slurm export or job-log CSV, list them."""
+
+
+@cli.command("add")
+@click.argument("name")
+@click.argument("file", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--format", "fmt", type=click.Choice(["sacct", "csv"]), default=None, help="[default: csv for .csv, else sacct]")
+@click.option("--timezone", default="UTC", show_default=True, help="IANA time zone of the file's times (the cluster's clock).")
+@click.option("--fields", default=None, help="A sacct --noheader export's field list, as given to --format.")
+@click.option("--replace", is_flag=True, help="Replace a trace of that name.")
+def add(name: str, file: Path, fmt: str | None, timezone: str, fields: str | None, replace: bool) -> None:
+    """Copy FILE into raw/clusters/ as trace NAME, recording its sha256 and how to read it."""
+    from pipelines.clusters import tracefiles
+    from pipelines.home.paths import default_paths
+    from pipelines.ingest.common import IngestError
+    from pipelines.ingest.slurm import parse_fields
+
+    if not file.is_file():
+        _fail(f"{file}: no such file")
+    try:
+        tracefiles.check_name(name)
+        file_format = tracefiles.format_of(file, fmt)
+        field_list = tuple(parse_fields(fields)) if fields else None
+        result = tracefiles.read_trace(file, name, file_format, timezone, field_list, source_file=str(file), digest=False)
+        added = tracefiles.add_trace(default_paths().raw, name, file, fmt=file_format, timezone=timezone, fields=field_list, replace=replace)
+    except (IngestError, tracefiles.TraceFileError, ValueError) as exc:
+        _fail(str(exc))
+    c = result.counts
+    click.echo(f"added trace {name}: {added.path} (sha256 {added.recorded_sha256}; {file_format}, times in {timezone})")
+    click.echo(f"  {c.lines:,} lines = {c.header_lines} header + {c.allocations:,} allocations + {c.steps_skipped:,} steps + "
+               f"{c.quarantined:,} quarantined; {c.completed_gpu_allocations:,} COMPLETED GPU jobs to replay")
+    click.echo(f"  a running `dagster dev` (`make dev`) picks it up within a minute (sensor cluster_traces_sensor); "
+               f"or run `{invoked_as('materialize')}`.")
+
+
+@cli.command("list")
+def list_traces() -> None:
+    """The traces present: public ones whose files are here, and yours (with their options)."""
+    from pipelines.clusters import tracefiles
+    from pipelines.home.paths import default_mirror, default_paths
+
+    raw = default_paths().raw
+    click.echo("public: " + (", ".join(tracefiles.public_traces(raw, default_mirror())) or "none"))
+    traces, problems = tracefiles.user_traces(raw)
+    for t in traces:
+        fields = f", fields {','.join(t.fields)}" if t.fields else ""
+        click.echo(f"{t.name}: {t.source_file} ({t.format}, times in {t.timezone}{fields})")
+    for problem in problems:
+        click.echo(f"not used: {problem}", err=True)

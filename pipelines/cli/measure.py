@@ -1,0 +1,157 @@
+"""``python -m pipelines measure``: profile a Zeus workload on this machine's GPU (or CPU), list what can be measured.
+
+Bad input (unknown workload, no CUDA for ``--device cuda``, a power limit out of range) prints
+one line to stderr and exits with code 2. Warnings (limits that could not be set, windows shorter
+than the meter's resolution, out-of-memory batch sizes) go to stderr; the CSV is written
+atomically and only when at least one configuration was measured.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, NoReturn
+
+import click
+
+from pipelines.measure.workloads import OPTIMIZERS, WORKLOADS
+
+if TYPE_CHECKING:  # the monitor (and NVML) load only when a subcommand runs
+    from pipelines.measure.monitor import MethodChoice
+
+
+def _fail(message: str, code: int = 2) -> NoReturn:
+    click.echo(f"Error: {' '.join(message.split())}", err=True)
+    sys.exit(code)
+
+
+class _ListOptions(click.Command):
+    """A command whose ``multiple`` options also take several values after one flag: ``--batch-sizes 32 64 128``.
+
+    The arguments are rewritten to click's repeated form (``--batch-sizes 32 --batch-sizes 64 ...``)
+    before parsing: values run up to the next token that starts with ``-`` and is not a number.
+    """
+
+    list_options: tuple[str, ...] = ("--batch-sizes", "--power-limits")
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        rewritten: list[str] = []
+        current: str | None = None  # the list option whose values are being read
+        first = False
+        for arg in args:
+            if arg in self.list_options:
+                current, first = arg, True
+                rewritten.append(arg)
+            elif current is not None and not (arg.startswith("-") and not _is_number(arg)):
+                rewritten.extend([arg] if first else [current, arg])
+                first = False
+            else:
+                current = None
+                rewritten.append(arg)
+        return super().parse_args(ctx, rewritten)
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+@click.group("measure")
+def cli() -> None:
+    """Measure time and energy of training on this machine (NVML on GPUs, RAPL on CPUs)."""
+
+
+@cli.command()
+def devices() -> None:
+    """List the GPUs NVML sees and the method each would be measured with, and whether RAPL is readable."""
+    from pipelines.measure.monitor import probe_gpus
+    from pipelines.measure.rapl import probe_rapl
+
+    gpus = probe_gpus()
+    if gpus.available:
+        for g in gpus.gpus:
+            click.echo(f"gpu {g.position}: {g.name} {g.uuid} method={g.method}" + (f" ({g.note})" if g.note else ""))
+    else:
+        click.echo(f"gpu: unavailable: {gpus.reason}")
+    rapl = probe_rapl()
+    if rapl.available:
+        click.echo("rapl: " + ", ".join(z.name for z in rapl.zones))
+    else:
+        click.echo(f"rapl: unavailable: {rapl.reason}")
+
+
+@cli.command(cls=_ListOptions)
+@click.option("--workload", type=click.Choice(sorted(WORKLOADS)), required=True, help="Zeus workload (dataset).")
+@click.option("--batch-sizes", type=int, multiple=True, required=True, help="Batch sizes, e.g. --batch-sizes 32 64 128.")
+@click.option("--power-limits", type=int, multiple=True, help="Power limits (W) to set in turn (needs root); default: the limit in place.")
+@click.option("--warmup", type=int, default=3, show_default=True, help="Unmeasured iterations per configuration.")
+@click.option("--iters", type=int, default=10, show_default=True, help="Measured iterations per configuration.")
+@click.option("--device", default="cuda", show_default=True, help="torch device: cuda, cuda:N or cpu.")
+@click.option("--optimizer", type=click.Choice(OPTIMIZERS), default=None, help="Default: the workload's optimizer in the traces.")
+@click.option("--gpu-name", default=None, help="The gpu column (the simulator's --gpu); default: from the device name.")
+@click.option("--nvml-gpu", default=None, help="NVML index or UUID of the GPU to measure; default: the torch device's.")
+@click.option("--method", type=click.Choice(["auto", "counter", "polling"]), default="auto", show_default=True,
+              help="auto: the energy counter where supported, else power polling.")
+@click.option("--poll-interval", type=float, default=0.1, show_default=True, help="Power polling interval (s).")
+@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--threads", type=int, default=None, help="torch CPU threads (default: torch's choice).")
+@click.option("--out", type=click.Path(dir_okay=False, path_type=Path), required=True, help="CSV to write, e.g. raw/measured/NAME.csv.")
+@click.option("--quiet", is_flag=True, help="No progress bar.")
+def profile(
+    workload: str,
+    batch_sizes: tuple[int, ...],
+    power_limits: tuple[int, ...],
+    warmup: int,
+    iters: int,
+    device: str,
+    optimizer: str | None,
+    gpu_name: str | None,
+    nvml_gpu: str | None,
+    method: MethodChoice,
+    poll_interval: float,
+    seed: int,
+    threads: int | None,
+    out: Path,
+    quiet: bool,
+) -> None:
+    """Profile time per epoch (s) and average power (W) per batch size (and power limit) into a CSV."""
+    if importlib.util.find_spec("torch") is None:
+        _fail("measure profile needs torch, which is not installed: run `make setup-measure` "
+              "(pip install -e '.[measure]', torch==2.13.0)")
+    from pipelines.measure.harness import ProfileConfig, ProfileError, write_profile
+    from pipelines.measure.harness import profile as run_profile
+    from pipelines.measure.nvml import NvmlNotSupported, NvmlUnavailable
+    from pipelines.vocabulary import PUBLISHED_GPUS
+
+    if gpu_name in PUBLISHED_GPUS:
+        _fail(f"--gpu-name {gpu_name!r} is a GPU of the published trace: pick another name")
+    try:
+        config = ProfileConfig(
+            WORKLOADS[workload],
+            tuple(batch_sizes),
+            tuple(power_limits),
+            warmup=warmup,
+            iters=iters,
+            device=device,
+            optimizer=optimizer,
+            gpu=gpu_name,
+            nvml_gpu=int(nvml_gpu) if nvml_gpu is not None and nvml_gpu.isdigit() else nvml_gpu,
+            method=method,
+            poll_interval_s=poll_interval,
+            seed=seed,
+            threads=threads,
+        )
+        result = run_profile(config, progress=not quiet)
+    except (ProfileError, ValueError, NvmlNotSupported, NvmlUnavailable) as exc:
+        _fail(str(exc))
+    for message in [*result.warnings, *result.skipped]:
+        click.echo(f"Warning: {message}", err=True)
+    if result.rows.height == 0:
+        _fail("no configuration could be measured; nothing written", code=1)
+    write_profile(result.rows, out)
+    energy = result.rows["method"][0]
+    click.echo(f"wrote {result.rows.height} rows to {out} (energy: {energy})", err=True)

@@ -1,0 +1,17 @@
+"""``python -m pipelines recover``: mark runs whose process is gone as failed, remove stale temp files."""
+
+from __future__ import annotations
+
+import click
+import dagster as dg
+
+from pipelines.home.init import use_dagster_home
+from pipelines.orchestration.recovery import recover, report
+
+
+@click.command("recover")
+def cli() -> None:
+    """Mark runs whose process is gone as failed and remove stale temp files (make dev runs this first)."""
+    use_dagster_home()
+    with dg.DagsterInstance.get() as instance:
+        report(recover(instance))

@@ -1,0 +1,51 @@
+"""The sensor that makes every trace present a ``trace`` partition and materializes a new or changed one."""
+
+import dagster as dg
+
+from pipelines.clusters import tracefiles
+from pipelines.defs.clusters.partitions import TRACE_DIMENSION, trace_partitions
+from pipelines.defs.shared.io_manager import PathsResource
+from pipelines.home.paths import default_mirror
+
+#: Seconds between two looks at raw/clusters/.
+SENSOR_INTERVAL_S = 30
+
+
+def _materialized_at(instance: dg.DagsterInstance, trace: str) -> float | None:
+    """When ``cluster_workload_jobs`` was last materialized for ``trace`` (s since 1970), or None."""
+    records = instance.fetch_materializations(
+        dg.AssetRecordsFilter(asset_key=dg.AssetKey("cluster_workload_jobs"), asset_partitions=[trace]), limit=1
+    ).records
+    return records[0].timestamp if records else None
+
+
+#: What the sensor's runs may materialize (each run selects the assets of one trace, ``tracefiles.plan_tick``).
+SENSOR_TARGET = dg.AssetSelection.assets(
+    *{dg.AssetKey.from_user_string(a) for a in (*tracefiles.USER_TRACE_ASSETS, *tracefiles.PUBLIC_RAW.values(),
+                                               *(t for tables in tracefiles.PUBLIC_TABLES.values() for t in tables))}
+)
+
+
+@dg.sensor(
+    name="cluster_traces_sensor",
+    target=SENSOR_TARGET,
+    minimum_interval_seconds=SENSOR_INTERVAL_S,
+    default_status=dg.DefaultSensorStatus.RUNNING,
+    description="Watches raw/clusters/ (and the public traces' files): registers each trace present as a `trace` partition and "
+    "materializes a new or changed one; history, summaries, power and figures follow by their automation conditions.",
+)
+def cluster_traces_sensor(context: dg.SensorEvaluationContext, paths: PathsResource) -> dg.SensorResult:
+    root = paths.paths()
+    registered = set(context.instance.get_dynamic_partitions(TRACE_DIMENSION))
+    plan = tracefiles.plan_tick(root.raw, default_mirror(root.root), registered, lambda t: _materialized_at(context.instance, t))
+    for problem in plan.problems:
+        context.log.warning(f"raw/clusters: not used: {problem}")
+    requests = [
+        dg.RunRequest(run_key=key, partition_key=trace, asset_selection=[dg.AssetKey.from_user_string(a) for a in assets],
+                      tags={"trace": trace})
+        for trace, key, assets in plan.runs
+    ]
+    return dg.SensorResult(
+        run_requests=requests,
+        dynamic_partitions_requests=[trace_partitions.build_add_request(plan.add)] if plan.add else [],
+    )

@@ -1,0 +1,72 @@
+"""The knob-grid sweep as an asset: every cluster trace present, on the Dask resource."""
+
+import time
+from enum import StrEnum
+
+import dagster as dg
+import polars as pl
+
+from pipelines.clusters.sweep import GRIDS, present_traces, replays, sweep
+from pipelines.contracts.base import empty
+from pipelines.contracts.sweep import ZeusKnobGrid
+from pipelines.defs.shared.dask import DaskResource
+from pipelines.defs.shared.metadata import contract_metadata
+from pipelines.zeus.traces import from_frames
+
+
+class GridName(StrEnum):
+    default = "default"
+    paper = "paper"
+
+
+class KnobGridConfig(dg.Config):
+    """``default``: eta {0, .25, .5, .75, 1} x beta 2 x 4 GPUs x seeds 1-3 (what make figures runs);
+    ``paper``: eta 0..1 step .1 x beta {1.5, 2, 3, 5} x 4 GPUs x seeds 1-5 (see README, Scaling out)."""
+
+    grid: GridName = GridName.default
+
+
+@dg.asset(
+    group_name="clusters",
+    kinds={"polars", "parquet", "dask"},
+    automation_condition=dg.AutomationCondition.eager(),
+    metadata=contract_metadata("zeus_knob_grid"),
+    # Bound here, so that a job of other assets needs no Dask resource; configure it per run
+    # (resources: dask: config: scheduler: tcp://...) or with $DASK_SCHEDULER_ADDRESS.
+    resource_defs={"dask": DaskResource()},
+    # The longest step of its run: the multiprocess executor starts it first.
+    op_tags={"dagster/priority": "10"},
+    description="Knob grid at cluster scale: every trace with jobs replayed on every GPU for each (eta, beta, seed) under Zeus, "
+    "Default (the paper grid adds Grid Search); cluster-wide energy (J) and time (s) and the saving vs Default (%). Runs on the dask resource.",
+)
+def zeus_knob_grid(
+    context: dg.AssetExecutionContext,
+    config: KnobGridConfig,
+    dask: DaskResource,
+    cluster_workload_jobs: pl.DataFrame,
+    zeus_train_runs: pl.DataFrame,
+    zeus_power_profiles: pl.DataFrame,
+) -> dg.Output[pl.DataFrame]:
+    grid = GRIDS[config.grid.value]
+    traces = present_traces(cluster_workload_jobs)
+    if not traces:
+        context.log.warning("no cluster trace has jobs: empty grid")
+        return dg.Output(empty(ZeusKnobGrid), metadata={"grid": config.grid.value, "replays": 0})
+    n = len(replays(grid, traces))
+    started = time.perf_counter()
+    with dask.runner() as runner:
+        context.log.info(f"{config.grid.value} grid: {n} replays of {', '.join(traces)} on {runner.description}")
+        table = sweep(cluster_workload_jobs, from_frames(zeus_train_runs, zeus_power_profiles), grid, runner)
+        where = runner.description
+    seconds = time.perf_counter() - started
+    return dg.Output(
+        table,
+        metadata={
+            "grid": config.grid.value,
+            "traces": dg.MetadataValue.json(list(traces)),
+            "replays": n,
+            "seconds": round(seconds, 2),
+            "replays_per_second": round(n / seconds, 3),
+            "ran_on": where,
+        },
+    )

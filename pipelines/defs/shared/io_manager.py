@@ -1,0 +1,102 @@
+"""The Parquet IO manager every table asset uses, and the paths resource.
+
+Parquet is the source of truth: ``assets/<key>.parquet`` for a table, ``assets/<key>/<partition>.parquet``
+for a partitioned one; every write is atomic (temp file + rename). We write our own IO manager because
+dagster-polars 0.27 does not load with polars 2.
+
+Every table follows its contract (``pipelines.contracts.registry.table_contract``): the IO manager
+validates each output against it before writing (and writes nothing when it fails), and
+``contract_metadata`` gives an asset definition its column schema (types, descriptions with
+units, nullability), so the UI shows it before anything is materialized.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import dagster as dg
+import polars as pl
+
+from pipelines.contracts.base import ContractError, validate
+from pipelines.contracts.registry import table_contract
+from pipelines.defs.shared.metadata import table_metadata
+from pipelines.home.paths import ProjectPaths, default_paths
+from pipelines.home.storage import write_parquet_atomic
+
+
+class PathsResource(dg.ConfigurableResource):
+    """The project folders; ``root`` empty means the repository (or ``$GPU_ENERGY_HOME``)."""
+
+    root: str = ""
+
+    def paths(self) -> ProjectPaths:
+        return ProjectPaths(Path(self.root).resolve()) if self.root else default_paths()
+
+
+def partition_file_name(partition_key: str) -> str:
+    """File name of one partition; multi-dimensional keys ``a|b`` become ``a__b``."""
+    return partition_key.replace("|", "__") + ".parquet"
+
+
+class ParquetIOManager(dg.ConfigurableIOManager):
+    """Stores polars DataFrames as zstd Parquet under ``<root>/assets``, atomically, each checked against its contract.
+
+    A run over several partitions (a single-run backfill, ``BackfillPolicy.single_run()``) returns
+    a ``{partition key: DataFrame}`` mapping with exactly the run's partition keys; each is written
+    to its own file. A one-partition run may return the frame itself. Every frame is validated
+    before any file is written.
+    """
+
+    root: str = ""
+
+    def _base(self) -> Path:
+        return (ProjectPaths(Path(self.root).resolve()) if self.root else default_paths()).assets
+
+    def _path(self, key: dg.AssetKey, partition_key: str | None) -> Path:
+        base = self._base().joinpath(*key.path)
+        if partition_key is None:
+            return base.with_name(base.name + ".parquet")
+        return base / partition_file_name(partition_key)
+
+    def handle_output(self, context: dg.OutputContext, obj: pl.DataFrame | dict[str, pl.DataFrame] | None) -> None:
+        if obj is None:
+            return
+        key = context.asset_key.to_user_string()
+        contract = table_contract(key)
+        if contract is None:
+            raise ContractError(f"{key}: no contract; declare the table in pipelines.contracts.registry.TABLES")
+        if isinstance(obj, dict):
+            expected = set(context.asset_partition_keys) if context.has_asset_partitions else set()
+            if set(obj) != expected or not all(isinstance(v, pl.DataFrame) for v in obj.values()):
+                raise TypeError(f"{key}: a mapping output must hold one DataFrame per partition of the run {sorted(expected)}, "
+                                f"got {sorted(obj)}")
+            for part, frame in sorted(obj.items()):
+                validate(frame, contract, name=f"{key} (partition {part})")  # all before anything is written
+            paths = [write_parquet_atomic(frame, self._path(context.asset_key, part)) for part, frame in sorted(obj.items())]
+            combined = pl.concat(list(obj.values()), how="vertical_relaxed") if obj else pl.DataFrame()
+            context.add_output_metadata({
+                **table_metadata(combined, None, contract),
+                "rows_by_partition": dg.MetadataValue.json({k: v.height for k, v in sorted(obj.items())}),
+                "files": len(paths),
+            })
+            return
+        if not isinstance(obj, pl.DataFrame):
+            raise TypeError(f"{key}: expected a polars DataFrame, got {type(obj)!r}")
+        partition = context.partition_key if context.has_asset_partitions else None
+        where = f"{key} (partition {partition})" if partition is not None else key
+        validate(obj, contract, name=where)  # raises before anything is written
+        path = write_parquet_atomic(obj, self._path(context.asset_key, partition))
+        context.add_output_metadata(table_metadata(obj, path, contract))
+
+    def load_input(self, context: dg.InputContext) -> pl.DataFrame:
+        key = context.asset_key
+        if context.has_asset_partitions:
+            paths = [self._path(key, pk) for pk in context.asset_partition_keys]
+            missing = [str(p) for p in paths if not p.exists()]
+            if missing:
+                raise FileNotFoundError(f"{key.to_user_string()}: partitions not materialized: {missing[:5]}")
+            return pl.concat([pl.read_parquet(p) for p in paths], how="vertical_relaxed")
+        path = self._path(key, None)
+        if not path.exists():
+            raise FileNotFoundError(f"{key.to_user_string()}: {path} does not exist; materialize it first")
+        return pl.read_parquet(path)

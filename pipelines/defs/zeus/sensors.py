@@ -1,0 +1,37 @@
+"""The sensor that re-ingests ``zeus_power_profiles`` when ``raw/measured/`` changes (a profile measured here).
+
+``zeus_power_profiles`` records the fingerprint of the measured files it read; when the folder's
+differs (a file added, replaced or removed), the sensor requests the ingest, and the figures and
+replays downstream follow by their automation conditions. Nothing happens before the table is
+first materialized (``make materialize`` ingests raw/measured with everything else).
+"""
+
+import dagster as dg
+
+from pipelines.defs.shared.io_manager import PathsResource
+from pipelines.defs.zeus.assets import MEASURED_FINGERPRINT
+from pipelines.ingest.zeus import measured_fingerprint
+
+TABLE = dg.AssetKey("zeus_power_profiles")
+#: The ingest writes the table and its quarantine together.
+INGEST = [TABLE, dg.AssetKey(["quarantine", "zeus_power_profiles"])]
+#: Seconds between two looks at raw/measured/.
+INTERVAL_S = 30
+
+
+@dg.sensor(
+    name="measured_profiles_sensor",
+    asset_selection=INGEST,
+    minimum_interval_seconds=INTERVAL_S,
+    default_status=dg.DefaultSensorStatus.RUNNING,
+    description="Re-ingests zeus_power_profiles when the files of raw/measured/ differ from those it read.",
+)
+def measured_profiles_sensor(context: dg.SensorEvaluationContext, paths: PathsResource) -> dg.RunRequest | dg.SkipReason:
+    current = measured_fingerprint(paths.paths().measured)
+    event = context.instance.get_latest_materialization_event(TABLE)
+    if event is None or event.asset_materialization is None:
+        return dg.SkipReason("zeus_power_profiles is not materialized yet: its first materialization ingests raw/measured")
+    recorded = event.asset_materialization.metadata.get(MEASURED_FINGERPRINT)
+    if recorded is not None and recorded.value == current:
+        return dg.SkipReason("raw/measured/ holds the files zeus_power_profiles was ingested from")
+    return dg.RunRequest(run_key=f"measured-{current[:16]}", asset_selection=INGEST, tags={"measured_fingerprint": current})

@@ -1,0 +1,1 @@
+"""Upstream files: the pinned manifest (``manifest``) and fetching them into ``raw/`` (``fetch``)."""

@@ -1,0 +1,144 @@
+"""The project's vocabulary, declared once: GPUs, Zeus workloads (jobs), policies, traces, Zeus² methods.
+
+A leaf: it imports nothing of the package, so the contracts, the simulator, the figures, the
+command line and the Dagster partitions all read their closed sets of names from here.
+
+* ``Job``: a recurring training job, shaped like the published ``zeus._legacy.job.Job``
+  (dataset, network, optimizer, target metric, epoch budget, default batch size b0 and learning
+  rate); ``WORKLOADS`` the six jobs of the Zeus NSDI '23 traces.
+* ``Gpu``: a GPU the project knows by name (``gpu`` columns, partition keys, ``--gpu`` options):
+  its label, its board power (TDP, W) with the source of that number, and the power limits its
+  published Zeus trace profiles. ``GPUS`` is in the Zeus paper's order.
+* ``PolicyName``: who picks each run's configuration (Zeus or a baseline).
+* ``CLUSTER_TRACES``: the public cluster traces mapped onto Zeus workloads.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+# --------------------------------------------------------------------------------------------
+# Policies
+
+#: Who picks each run's configuration: Zeus or a baseline (see ``pipelines.zeus.policies``).
+PolicyName = Literal["zeus", "default", "grid-search", "oracle"]
+POLICIES: tuple[PolicyName, ...] = ("zeus", "default", "grid-search", "oracle")
+#: The policies replayed over every cluster trace and swept for single jobs: Zeus and the two baselines a
+#: cluster could run (the Oracle needs hindsight and serves as the reference of regret instead).
+REPLAYED_POLICIES: tuple[PolicyName, ...] = ("zeus", "default", "grid-search")
+
+
+# --------------------------------------------------------------------------------------------
+# Workloads
+
+
+@dataclass(frozen=True)
+class Job:
+    """A recurring training job, with the fields of the published ``zeus._legacy.job.Job``.
+
+    ``default_bs`` is the user's batch size b0 (samples); the group replay caps it per GPU at the
+    largest batch size that GPU's power trace profiles (``pipelines.zeus.groups.group_job`` ).
+    ``optimizer`` is lower case, as in the traces.
+    """
+
+    dataset: str
+    network: str
+    optimizer: str
+    target_metric: float  # validation metric the job trains to
+    max_epochs: int  # epoch budget of one run
+    default_bs: int  # b0
+    default_lr: float | None = None
+
+
+#: The jobs the artifact's ``run_alibaba.py`` replays per dataset, in the Zeus paper's order
+#: (vision, then language, speech and recommendation).
+WORKLOADS: tuple[Job, ...] = (
+    Job("cifar100", "shufflenetv2", "adadelta", 0.6, 100, 1024, 0.1),
+    Job("imagenet", "resnet50", "adadelta", 0.65, 100, 256),
+    Job("squad", "bert_base_uncased", "adamw", 84.0, 6, 32),
+    Job("librispeech", "deepspeech2", "adamw", 40.0, 16, 256),
+    Job("movielens-1m", "ncf", "adam", 0.41, 100, 1024),
+    Job("sentiment140", "bert_base_uncased", "adamw", 0.84, 10, 128, 4.0e-7),
+)
+WORKLOAD_BY_DATASET: dict[str, Job] = {w.dataset: w for w in WORKLOADS}
+#: The dataset names, the values a ``dataset`` column of a Zeus workload may take.
+ZEUS_DATASETS: tuple[str, ...] = tuple(WORKLOAD_BY_DATASET)
+_DATASET_LABELS: dict[str, str] = {
+    "cifar100": "CIFAR-100", "imagenet": "ImageNet", "squad": "SQuAD", "librispeech": "LibriSpeech",
+    "movielens-1m": "MovieLens-1M", "sentiment140": "Sentiment140",
+}
+
+
+def dataset_label(dataset: str) -> str:
+    """A dataset's label for readers (``CIFAR-100``); the name itself when it is not a Zeus workload."""
+    return _DATASET_LABELS.get(dataset, dataset)
+
+
+# --------------------------------------------------------------------------------------------
+# GPUs
+
+
+@dataclass(frozen=True)
+class Gpu:
+    """A GPU the project knows by name.
+
+    ``tdp_w``: the board's default power limit (W), ``tdp_source`` where that number comes from.
+    ``power_limits_w``: the limits the published Zeus power trace profiles (empty for GPUs that
+    have none).
+    """
+
+    name: str
+    label: str
+    tdp_w: float
+    tdp_source: str
+    power_limits_w: frozenset[int] = frozenset()
+
+
+_NVIDIA = "NVIDIA datasheet"
+#: In the Zeus paper's order: the four GPUs of the published power traces, then the Zeus² GPUs and the A100 of AcmeTrace.
+GPUS: tuple[Gpu, ...] = (
+    Gpu("v100", "V100", 250.0, f"{_NVIDIA}: Tesla V100 PCIe, 250 W (the trace's largest limit)", frozenset(range(100, 251, 25))),
+    Gpu("a40", "A40", 300.0, f"{_NVIDIA}: A40, 300 W (the trace's largest limit)", frozenset(range(100, 301, 25))),
+    Gpu("rtx6000", "RTX 6000", 260.0, f"{_NVIDIA}: Quadro RTX 6000, 260 W (the trace's largest limit)",
+        frozenset([*range(100, 251, 25), 260])),
+    Gpu("p100", "P100", 250.0, f"{_NVIDIA}: Tesla P100 PCIe, 250 W (the trace's largest limit)", frozenset(range(125, 251, 25))),
+    Gpu("a10", "A10", 150.0, f"{_NVIDIA}: A10, 150 W"),
+    Gpu("t4", "T4", 70.0, f"{_NVIDIA}: T4, 70 W"),
+    Gpu("a100", "A100", 400.0, f"{_NVIDIA}: A100 SXM4, 400 W (AcmeTrace's Seren and Kalos)"),
+)
+GPU_BY_NAME: dict[str, Gpu] = {g.name: g for g in GPUS}
+#: The GPUs of the published Zeus power traces (``summary_power_<gpu>.csv``), sorted by name (the partition keys).
+PUBLISHED_GPUS: tuple[str, ...] = tuple(sorted(g.name for g in GPUS if g.power_limits_w))
+#: The same GPUs in the paper's order (figures, reports).
+PAPER_ORDER: tuple[str, ...] = tuple(g.name for g in GPUS if g.power_limits_w)
+
+
+def gpu_label(name: str) -> str:
+    """A GPU's label for readers (``RTX 6000``); a measured GPU's name, upper-cased, when it is not registered."""
+    gpu = GPU_BY_NAME.get(name)
+    return gpu.label if gpu is not None else name.upper()
+
+
+# --------------------------------------------------------------------------------------------
+# Traces
+
+#: The public cluster traces mapped onto Zeus workloads, in the mapping's order.
+CLUSTER_TRACES: tuple[str, ...] = ("alibaba", "itp", "elasticflow", "acme")
+#: Every trace name, public or a user's own (``raw/clusters/<name>.sacct|.csv``): lower-case letters, digits,
+#: ``_`` and ``-``, starting with a letter or digit, at most 48 characters. It is also a Dagster partition key.
+TRACE_NAME_REGEX = r"^[a-z0-9][a-z0-9_-]{0,47}$"
+
+
+# --------------------------------------------------------------------------------------------
+# Zeus² (heterogeneous GPUs)
+
+#: The published searches: brute force over every split and pair of limits, the heuristic pinning
+#: the stronger GPU to its lowest limit, and the even split.
+HETERO_METHODS: tuple[str, ...] = ("brute", "heuristic", "baseline")
+#: Cost models: the published one (the GPUs' times add up) and synchronous data parallelism.
+ModelKind = Literal["published", "sync"]
+MODEL_KINDS: tuple[ModelKind, ...] = ("published", "sync")
+#: The power that prices time in the cost: the GPU's power limit, or its largest limit.
+TimePrice = Literal["power_limit", "max_power_limit"]
+TIME_PRICES: tuple[TimePrice, ...] = ("power_limit", "max_power_limit")
