@@ -1,4 +1,4 @@
-"""The Dagster code location: every module of ``pipelines/defs`` (assets, checks, resources, sensors).
+"""The Dagster code location: every module of ``pipelines/defs`` (assets, checks, resources, sensors), and the asset jobs.
 
 Loaded by Dagster's defs-folder loader (``ComponentTree``, what ``dg.load_from_defs_folder`` uses),
 with the project root given explicitly (this package's folder) instead of found through
@@ -7,12 +7,14 @@ pyproject.toml, so the same code location loads from an installed wheel, where t
 
 from __future__ import annotations
 
+import functools
 import warnings
 from pathlib import Path
 
 import dagster as dg
 
 from pipelines import defs as defs_package
+from pipelines.defs.jobs import asset_jobs
 
 
 @dg.definitions
@@ -21,4 +23,18 @@ def defs() -> dg.Definitions:
     with warnings.catch_warnings():
         # The loader calls Dagster's own preview module loaders; dg.load_from_defs_folder silences the same warnings.
         warnings.simplefilter("ignore", dg.PreviewWarning)
-        return tree.build_defs()
+        loaded = tree.build_defs()
+    graph = loaded.resolve_asset_graph()
+    jobs = asset_jobs((key, graph.get(key).partitions_def) for key in graph.materializable_asset_keys)
+    return dg.Definitions.merge(loaded, dg.Definitions(jobs=jobs))
+
+
+@functools.cache
+def loaded() -> dg.Definitions:
+    """The code location's definitions, loaded once per process."""
+    return defs()
+
+
+def job(name: str) -> dg.JobDefinition:
+    """The asset job ``name``: what a reconstructable run (``pipelines.orchestration.runs``) loads in each process."""
+    return loaded().resolve_job_def(name)

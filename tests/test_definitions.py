@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 import subprocess
 import sys
 import warnings
@@ -12,7 +11,7 @@ import dagster as dg
 from pipelines.contracts.base import polars_schema
 from pipelines.contracts.registry import table_contract
 from pipelines.definitions import defs
-from pipelines.home.paths import REPO_ROOT, sql_file
+from pipelines.home.paths import REPO_ROOT
 
 #: Groups whose assets are tables (Parquet through the IO manager); raw and figures write files.
 TABLE_GROUPS = {"ingest", "clusters", "hetero"}
@@ -41,18 +40,6 @@ def test_every_asset_is_grouped_and_described() -> None:
     assert groups == {"raw", "ingest", "quarantine", "clusters", "hetero", "figures"}
     undescribed = [k.to_user_string() for k in graph.materializable_asset_keys if not graph.get(k).description]
     assert undescribed == []
-
-
-def test_every_table_asset_has_a_view_and_every_view_an_asset() -> None:
-    graph = _graph()
-    tables = {
-        k.to_user_string()
-        for k in graph.materializable_asset_keys
-        if graph.get(k).group_name in TABLE_GROUPS and not k.to_user_string().endswith("figures")
-    }
-    views = set(re.findall(r"create or replace view (\w+)", sql_file("views.sql").read_text()))
-    views.discard("quarantine")  # the union of the quarantine/<table> assets
-    assert views == tables
 
 
 def test_the_code_location_loads_without_a_warning() -> None:

@@ -9,9 +9,8 @@ import threading
 
 import polars as pl
 
-from pipelines.home.paths import sql_file
 from pipelines.home.storage import write_parquet_atomic
-from pipelines.sql.views import connect, run_sql
+from pipelines.sql.views import connect, run_sql, sql_file
 
 
 def run_cli(root, *args: str) -> subprocess.CompletedProcess[str]:

@@ -15,6 +15,10 @@ from typing import NoReturn
 import click
 
 from pipelines.cli import invoked_as
+from pipelines.clusters import tracefiles
+from pipelines.home.paths import default_mirror, default_paths
+from pipelines.ingest.common import IngestError
+from pipelines.ingest.slurm import parse_fields
 
 
 def _fail(message: str) -> NoReturn:
@@ -36,11 +40,6 @@ def cli() -> None:
 @click.option("--replace", is_flag=True, help="Replace a trace of that name.")
 def add(name: str, file: Path, fmt: str | None, timezone: str, fields: str | None, replace: bool) -> None:
     """Copy FILE into raw/clusters/ as trace NAME, recording its sha256 and how to read it."""
-    from pipelines.clusters import tracefiles
-    from pipelines.home.paths import default_paths
-    from pipelines.ingest.common import IngestError
-    from pipelines.ingest.slurm import parse_fields
-
     if not file.is_file():
         _fail(f"{file}: no such file")
     try:
@@ -62,9 +61,6 @@ def add(name: str, file: Path, fmt: str | None, timezone: str, fields: str | Non
 @cli.command("list")
 def list_traces() -> None:
     """The traces present: public ones whose files are here, and yours (with their options)."""
-    from pipelines.clusters import tracefiles
-    from pipelines.home.paths import default_mirror, default_paths
-
     raw = default_paths().raw
     click.echo("public: " + (", ".join(tracefiles.public_traces(raw, default_mirror())) or "none"))
     traces, problems = tracefiles.user_traces(raw)

@@ -20,6 +20,11 @@ from typing import Any, NoReturn
 
 import click
 
+from pipelines.hetero import compositions
+from pipelines.hetero.allocations import allocation_rows
+from pipelines.hetero.fit import FitError, fit_gpu
+from pipelines.hetero.search import Grid, Progress
+from pipelines.ingest.zeus2 import ProfileFormatError, profile_name, read_profile
 from pipelines.vocabulary import ModelKind, TimePrice
 
 _METHODS = ("all", "brute", "heuristic", "baseline", "sync")
@@ -91,11 +96,6 @@ def cli(
     """Split a global batch over heterogeneous GPUs and pick their power limits (Zeus²)."""
     from tqdm import tqdm
 
-    from pipelines.hetero import compositions
-    from pipelines.hetero.allocations import allocation_rows
-    from pipelines.hetero.fit import FitError, fit_gpu
-    from pipelines.hetero.search import Grid, Progress
-    from pipelines.ingest.zeus2 import ProfileFormatError, profile_name, read_profile
 
     paths = [*profiles, *more_profiles]
     if len(paths) < 2:

@@ -15,7 +15,13 @@ from typing import TYPE_CHECKING, NoReturn
 
 import click
 
+from pipelines.measure.harness import ProfileConfig, ProfileError, write_profile
+from pipelines.measure.harness import profile as run_profile
+from pipelines.measure.monitor import probe_gpus
+from pipelines.measure.nvml import NvmlNotSupported, NvmlUnavailable
+from pipelines.measure.rapl import probe_rapl
 from pipelines.measure.workloads import OPTIMIZERS, WORKLOADS
+from pipelines.vocabulary import PUBLISHED_GPUS
 
 if TYPE_CHECKING:  # the monitor (and NVML) load only when a subcommand runs
     from pipelines.measure.monitor import MethodChoice
@@ -68,9 +74,6 @@ def cli() -> None:
 @cli.command()
 def devices() -> None:
     """List the GPUs NVML sees and the method each would be measured with, and whether RAPL is readable."""
-    from pipelines.measure.monitor import probe_gpus
-    from pipelines.measure.rapl import probe_rapl
-
     gpus = probe_gpus()
     if gpus.available:
         for g in gpus.gpus:
@@ -122,10 +125,6 @@ def profile(
     if importlib.util.find_spec("torch") is None:
         _fail("measure profile needs torch, which is not installed: run `make setup-measure` "
               "(pip install -e '.[measure]', torch==2.13.0)")
-    from pipelines.measure.harness import ProfileConfig, ProfileError, write_profile
-    from pipelines.measure.harness import profile as run_profile
-    from pipelines.measure.nvml import NvmlNotSupported, NvmlUnavailable
-    from pipelines.vocabulary import PUBLISHED_GPUS
 
     if gpu_name in PUBLISHED_GPUS:
         _fail(f"--gpu-name {gpu_name!r} is a GPU of the published trace: pick another name")

@@ -11,8 +11,7 @@ import duckdb
 import polars as pl
 
 from pipelines.cli import invoked_as
-from pipelines.home.paths import sql_file
-from pipelines.sql.views import connect, run_sql, view_names
+from pipelines.sql.views import connect, run_sql, sql_file, view_names
 
 
 def flatten_nested(frame: pl.DataFrame) -> pl.DataFrame:

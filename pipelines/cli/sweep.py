@@ -15,6 +15,12 @@ from typing import TypeVar
 
 import click
 
+from pipelines.cli import invoked_as
+from pipelines.clusters.sweep import GRIDS, SweepError, check_inputs, read_inputs, replays, sweep
+from pipelines.distributed import connect
+from pipelines.home.paths import default_paths
+from pipelines.home.storage import write_parquet_atomic
+
 T = TypeVar("T")
 
 
@@ -66,12 +72,6 @@ def cli(
     One output row per (trace, gpu, eta, beta, seed, policy): jobs, runs, energy_j, time_s and the
     saving vs Default. The table is the same, bit for bit, whatever the scheduler.
     """
-
-    from pipelines.cli import invoked_as
-    from pipelines.clusters.sweep import GRIDS, SweepError, check_inputs, read_inputs, replays, sweep
-    from pipelines.distributed import connect
-    from pipelines.home.paths import default_paths
-    from pipelines.home.storage import write_parquet_atomic
 
     changes = {k: v for k, v in {"traces": traces, "gpus": gpus, "etas": etas, "betas": betas, "seeds": seeds,
                                   "policies": policies}.items() if v is not None}

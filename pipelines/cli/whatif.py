@@ -17,7 +17,14 @@ from typing import NoReturn
 import click
 
 from pipelines.cli.simulate import _finite
+from pipelines.clusters import tracefiles
+from pipelines.clusters import whatif as report_of
+from pipelines.home.paths import find_home
+from pipelines.ingest.common import IngestError
+from pipelines.ingest.owntrace import check_timezone
+from pipelines.ingest.slurm import parse_fields
 from pipelines.vocabulary import PAPER_ORDER
+from pipelines.zeus.traces import TraceError
 
 
 def _fail(message: str) -> NoReturn:
@@ -75,14 +82,6 @@ def cli(
     progress: bool | None,
 ) -> None:
     """What would Zeus save on your cluster? Replays a Slurm sacct export or a job-log CSV; writes nothing."""
-    from pipelines.clusters import tracefiles
-    from pipelines.clusters import whatif as report_of
-    from pipelines.home.paths import find_home
-    from pipelines.ingest.common import IngestError
-    from pipelines.ingest.owntrace import check_timezone
-    from pipelines.ingest.slurm import parse_fields
-    from pipelines.zeus.traces import TraceError
-
     if not file.is_file():
         _fail(f"{file}: no such file")
     try:

@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Literal, cast
 
 from pipelines.home.storage import atomic_path, write_text_atomic
+from pipelines.ingest import joblog, slurm
 from pipelines.ingest.owntrace import OwnTraceResult, check_timezone
 from pipelines.sources.fetch import sha256_of
 from pipelines.vocabulary import CLUSTER_TRACES, TRACE_NAME_REGEX
@@ -119,8 +120,6 @@ class TraceFile:
 def read_trace(path: Path | bytes, name: str, fmt: Format, timezone: str, fields: tuple[str, ...] | list[str] | None = None, *,
                source_file: str, digest: bool = True) -> OwnTraceResult:
     """Read a sacct export or a job-log CSV (``pipelines.ingest.slurm`` / ``pipelines.ingest.joblog``)."""
-    from pipelines.ingest import joblog, slurm
-
     if fmt == "sacct":
         return slurm.read_sacct(path, trace=name, source_file=source_file, timezone=timezone, fields=fields, digest=digest)
     if fields:

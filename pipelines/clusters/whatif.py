@@ -30,6 +30,8 @@ from pipelines.clusters.workloads import REFERENCE_GPU, workloads_by_default_tta
 from pipelines.home.paths import ProjectPaths, default_mirror
 from pipelines.ingest.owntrace import OwnTraceResult
 from pipelines.ingest.simulator_inputs import read_materialized, read_trace_dir
+from pipelines.sources.fetch import FetchError, fetch
+from pipelines.sources.manifest import SOURCES_BY_NAME
 from pipelines.units import J_PER_MWH, KWH_PER_MWH, S_PER_H
 from pipelines.vocabulary import PolicyName
 from pipelines.zeus.traces import TraceError, Traces
@@ -80,9 +82,6 @@ def load_zeus_traces(trace_dir: Path | None, home: Path, gpus: Sequence[str]) ->
 
 
 def _download(gpus: Sequence[str]) -> tuple[Traces, str]:
-    from pipelines.sources.fetch import FetchError, fetch
-    from pipelines.sources.manifest import SOURCES_BY_NAME
-
     names = ["zeus/summary_train.csv", *(f"zeus/summary_power_{g}.csv" for g in gpus)]
     unknown = [n for n in names if n not in SOURCES_BY_NAME]
     if unknown:

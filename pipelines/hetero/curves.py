@@ -9,9 +9,10 @@ import polars as pl
 
 from pipelines.contracts.base import polars_schema
 from pipelines.contracts.figures import SplitCurves
-from pipelines.hetero.fit import GpuFit
+from pipelines.hetero.fit import GpuFit, fit_profiles
 from pipelines.hetero.model import CostModel, published_totals, sync_totals
 from pipelines.hetero.search import Grid
+from pipelines.vocabulary import MODEL_KINDS
 
 #: Columns, types and units: the contract ``pipelines.contracts.figures.SplitCurves`` (the data of ``hetero_cost_split``).
 SCHEMA = polars_schema(SplitCurves)
@@ -63,9 +64,6 @@ def allocation_curves(profiles: pl.DataFrame, allocations: pl.DataFrame) -> pl.D
     the synchronous model is the one the allocations used. Empty (``SplitCurves`` columns) when no
     workload has two GPUs.
     """
-    from pipelines.hetero.fit import fit_profiles
-    from pipelines.vocabulary import MODEL_KINDS
-
     fits = fit_profiles(profiles)
     curves = []
     for workload, gpus in allocations.select("workload", "gpus").unique(maintain_order=True).iter_rows():

@@ -18,8 +18,6 @@ from __future__ import annotations
 import os
 import re
 from dataclasses import dataclass
-from importlib.resources import files
-from importlib.resources.abc import Traversable
 from pathlib import Path
 
 #: The source checkout this module was loaded from: for tests and benchmarks, which run in a clone.
@@ -58,16 +56,27 @@ class ProjectPaths:
 
     def table(self, name: str) -> Path:
         """Parquet path of an unpartitioned table (``assets/<name>.parquet``)."""
-        return self.assets / f"{name}.parquet"
+        return table_path(self.assets, name)
+
+
+# The one layout of stored tables, which the IO manager writes, the readers read and sql/views.sql
+# (checked by a test) points DuckDB at: ``<assets>/<key>.parquet`` for a table, one file per
+# partition ``<assets>/<key>/<partition>.parquet`` for a partitioned one; ``a/b`` keys are folders.
+
+
+def table_path(assets: Path, key: str, partition: str | None = None) -> Path:
+    """Where table ``key`` (``quarantine/itp_jobs`` for a two-part asset key) is stored, or one partition of it.
+
+    A multi-dimensional partition key ``a|b`` is the file ``a__b.parquet``.
+    """
+    if partition is None:
+        return assets / f"{key}.parquet"
+    return assets / key / (partition.replace("|", "__") + ".parquet")
 
 
 def table_files(assets: Path, name: str) -> list[Path]:
-    """The Parquet files of table ``name`` under ``assets`` as the IO manager writes them.
-
-    ``assets/<name>.parquet`` for an unpartitioned table, else the partitions' files
-    ``assets/<name>/*.parquet`` in name order; empty when the table is not materialized.
-    """
-    single = assets / f"{name}.parquet"
+    """The Parquet files of table ``name`` under ``assets``: its one file, else its partitions' in name order; [] if absent."""
+    single = table_path(assets, name)
     if single.is_file():
         return [single]
     return sorted((assets / name).glob("*.parquet"))
@@ -119,12 +128,3 @@ def default_mirror(home: Path | None = None) -> Path | None:
     if (REPO_ROOT / "pyproject.toml").is_file():  # running from a clone
         candidates.append(REPO_ROOT.parent / "shared" / "traces")
     return next((c for c in candidates if c.is_dir()), None)
-
-
-def sql_file(name: str) -> Traversable:
-    """A file shipped with the package under ``pipelines/sql/`` (``views.sql``, ``examples/*.sql``).
-
-    Read through ``importlib.resources``, so it is found in an installed wheel as in the repository
-    (whose top-level ``sql/`` links to the same folder).
-    """
-    return files("pipelines").joinpath("sql", *name.split("/"))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 import os
 import secrets
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 import polars as pl
@@ -55,3 +55,18 @@ def write_text_atomic(text: str, target: Path) -> Path:
     with atomic_path(target) as tmp:
         tmp.write_text(text)
     return target
+
+
+def remove_stale_temp_files(folders: Iterable[Path], written_before: float | None) -> list[Path]:
+    """Remove the temp files (``atomic_path``'s ``.tmp_*``) under ``folders`` last written before ``written_before`` (epoch s).
+
+    ``None``: every one (no writer is running). A file renamed by its writer meanwhile is skipped.
+    """
+    removed = []
+    for folder in folders:
+        for path in folder.rglob(".tmp_*") if folder.is_dir() else ():
+            with contextlib.suppress(FileNotFoundError):
+                if path.is_file() and (written_before is None or path.stat().st_mtime < written_before):
+                    path.unlink()
+                    removed.append(path)
+    return removed

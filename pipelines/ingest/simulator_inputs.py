@@ -12,7 +12,12 @@ from pathlib import Path
 
 import polars as pl
 
-from pipelines.ingest.common import IngestResult
+from pipelines.contracts.base import polars_schema, split_valid
+from pipelines.contracts.zeus import ZeusGroups
+from pipelines.home.paths import table_path
+from pipelines.ingest.common import IngestError, IngestResult
+from pipelines.ingest.compressed import read_compressed
+from pipelines.ingest.zeus import power_file, read_power, read_train
 from pipelines.zeus.groups import GroupTableError
 from pipelines.zeus.traces import POWER_COLUMNS, POWER_TABLE, TRAIN_COLUMNS, TRAIN_TABLE, TraceError, Traces, from_frames
 
@@ -39,9 +44,6 @@ def read_trace_dir(folder: Path, gpus: tuple[str, ...] | None = None) -> Traces:
     Parsed and validated by the ingest readers (``pipelines.ingest.zeus``); a bad value raises
     ``TraceError`` with its file, line and column instead of being quarantined.
     """
-    from pipelines.ingest.common import IngestError
-    from pipelines.ingest.zeus import power_file, read_power, read_train
-
     train_path = folder / "summary_train.csv"
     if not train_path.is_file():
         raise TraceError(f"{train_path}: no such file")
@@ -60,7 +62,7 @@ def read_trace_dir(folder: Path, gpus: tuple[str, ...] | None = None) -> Traces:
 
 def read_materialized(assets: Path) -> Traces:
     """The materialized ``zeus_train_runs`` and ``zeus_power_profiles`` Parquet tables of ``assets``."""
-    paths = {name: assets / f"{name}.parquet" for name in (TRAIN_TABLE, POWER_TABLE)}
+    paths = {name: table_path(assets, name) for name in (TRAIN_TABLE, POWER_TABLE)}
     for path in paths.values():
         if not path.is_file():
             raise TraceError(f"{path} does not exist: materialize zeus_train_runs and zeus_power_profiles first, or pass --trace-dir with the Zeus CSVs")
@@ -71,9 +73,6 @@ def read_materialized(assets: Path) -> Traces:
 
 def read_table_file(path: Path) -> pl.DataFrame:
     """A ``.csv``, ``.csv.xz`` or ``.parquet`` file as a frame with every CSV field as text (xz streamed, with a size cap)."""
-    from pipelines.ingest.common import IngestError
-    from pipelines.ingest.compressed import read_compressed
-
     name = path.name
     if not path.is_file():
         raise TraceError(f"{path}: no such file")
@@ -105,8 +104,6 @@ def conform_groups(frame: pl.DataFrame, name: str = "group table", from_text: bo
     an unknown dataset, a group with several datasets).
     """
     # The contracts load dataframely: imported here, so that the single-job path never loads it.
-    from pipelines.contracts.base import polars_schema, split_valid
-    from pipelines.contracts.zeus import ZeusGroups
 
     schema = polars_schema(ZeusGroups)
     missing = [c for c in schema if c not in frame.columns]

@@ -28,6 +28,7 @@ from typing import Literal
 from pipelines.measure.counters import counter_delta
 from pipelines.measure.nvml import Handle, NvmlBackend, NvmlNotSupported, NvmlUnavailable, PynvmlBackend
 from pipelines.measure.polling import PowerPoller
+from pipelines.measure.power_limit import power_limit
 
 Method = Literal["counter", "polling"]
 MethodChoice = Literal["auto", "counter", "polling"]
@@ -240,8 +241,6 @@ class EnergyMonitor(AbstractContextManager["EnergyMonitor"]):
 
     def power_limit(self, position: int, watts: float) -> AbstractContextManager[int]:
         """Context manager: set GPU ``position``'s power limit to ``watts`` (W), restore the previous limit after."""
-        from pipelines.measure.power_limit import power_limit
-
         return power_limit(self.backend, self.handle(position), watts)
 
     def enforced_power_limit_w(self, position: int) -> float:

@@ -1,17 +1,10 @@
 """Start-up clean-up after a killed materialization: runs whose process is gone, and temp files left behind.
 
-A run is *stale* when the instance says it is in progress (STARTING, STARTED, CANCELING) but the
-process executing it is gone: the pid of its RUN_START event (the run worker, or the process
-that executed it in-process) is dead or now belongs to a process started after the run. A run
-that never started is stale when the command that launched it (tag ``pipelines/launcher_pid``)
-is gone. Stale runs are marked FAILURE (CANCELED if a cancel was asked for), so the queue of
-``dagster dev`` (``max_concurrent_runs``) does not wait on them. Runs launched by ``dagster dev``
-that have not started yet are left to Dagster's run monitoring (``run_monitoring`` in
-``.dagster_home/dagster.yaml``). The instance is taken to be this machine's (sqlite under
-``$DAGSTER_HOME``, as the Makefile sets it up): a pid is checked on this machine.
-
-A ``.tmp_*`` file under assets/ or figures/ (``pipelines.home.storage`` writes there, then renames) is
-stale when no run is in progress, or it is older than the oldest run still in progress.
+Dagster marks a run failed when its process dies only under a run launcher with run monitoring; a
+run executed in-process (``materialize``) would stay STARTED. A run in progress is *stale* when the
+process of its RUN_START event is dead, or is a newer process under a reused pid (checked on this
+machine: the instance is sqlite under ``$DAGSTER_HOME``). Stale runs are marked FAILURE (CANCELED
+if a cancel was asked for). Temp files are stale when older than every run still in progress.
 """
 
 from __future__ import annotations
@@ -23,11 +16,10 @@ import click
 import dagster as dg
 
 from pipelines.home.paths import ProjectPaths, default_paths
+from pipelines.home.storage import remove_stale_temp_files
 from pipelines.orchestration.processes import still_running
 
-LAUNCHER_PID_TAG = "pipelines/launcher_pid"
-LAUNCHER_STARTED_TAG = "pipelines/launcher_started"
-IN_PROGRESS = (dg.DagsterRunStatus.STARTING, dg.DagsterRunStatus.STARTED, dg.DagsterRunStatus.CANCELING)
+IN_PROGRESS = [dg.DagsterRunStatus.STARTING, dg.DagsterRunStatus.STARTED, dg.DagsterRunStatus.CANCELING]
 
 
 @dataclass(frozen=True)
@@ -40,77 +32,25 @@ class Recovery:
 
 def run_process(instance: dg.DagsterInstance, run_id: str) -> int | None:
     """The pid of the process that started executing ``run_id`` (its RUN_START event), if it started."""
-    for entry in instance.all_logs(run_id, of_type=dg.DagsterEventType.RUN_START):
-        if entry.dagster_event is not None and entry.dagster_event.pid is not None:
-            return int(entry.dagster_event.pid)
-    return None
-
-
-def stale_reason(instance: dg.DagsterInstance, record: dg.RunRecord) -> str | None:
-    """Why the in-progress run of ``record`` cannot be running any more, or None if it may be."""
-    run = record.dagster_run
-    pid = run_process(instance, run.run_id)
-    if pid is not None:
-        started = record.start_time or record.create_timestamp.timestamp()
-        if not still_running(pid, started):
-            return f"its process (pid {pid}) is gone"
-        return None
-    launcher = run.tags.get(LAUNCHER_PID_TAG)
-    if launcher is not None:
-        launched = float(run.tags.get(LAUNCHER_STARTED_TAG, record.create_timestamp.timestamp()))
-        if not still_running(int(launcher), launched):
-            return f"the command that launched it (pid {launcher}) is gone and it never started"
-    return None
-
-
-def recover_runs(instance: dg.DagsterInstance) -> list[tuple[str, str, str]]:
-    """Mark every stale run (see the module docstring) FAILURE, or CANCELED if it was canceling."""
-    marked = []
-    for record in instance.get_run_records(filters=dg.RunsFilter(statuses=list(IN_PROGRESS))):
-        reason = stale_reason(instance, record)
-        if reason is None:
-            continue
-        run = record.dagster_run
-        message = f"Marked at start-up by pipelines: {reason} (the command running it was killed)."
-        if run.status == dg.DagsterRunStatus.CANCELING:
-            instance.report_run_canceled(run, message)
-            marked.append((run.run_id, "CANCELED", reason))
-        else:
-            instance.report_run_failed(run, message)
-            marked.append((run.run_id, "FAILURE", reason))
-    return marked
-
-
-def oldest_live_run_start(instance: dg.DagsterInstance) -> float | None:
-    """Start (epoch s) of the oldest run still in progress, None when there is none."""
-    starts = [
-        r.start_time or r.create_timestamp.timestamp()
-        for r in instance.get_run_records(filters=dg.RunsFilter(statuses=list(IN_PROGRESS)))
-    ]
-    return min(starts) if starts else None
-
-
-def remove_stale_temp_files(paths: ProjectPaths, live_since: float | None) -> list[Path]:
-    """Remove ``.tmp_*`` files under assets/ and figures/ written before ``live_since`` (all of them if None)."""
-    removed = []
-    for folder in (paths.assets, paths.figures):
-        if not folder.is_dir():
-            continue
-        for path in folder.rglob(".tmp_*"):
-            try:
-                if path.is_file() and (live_since is None or path.stat().st_mtime < live_since):
-                    path.unlink()
-                    removed.append(path)
-            except FileNotFoundError:  # renamed by its writer meanwhile
-                continue
-    return removed
+    events = instance.all_logs(run_id, of_type=dg.DagsterEventType.RUN_START)
+    return next((int(e.dagster_event.pid) for e in events if e.dagster_event and e.dagster_event.pid is not None), None)
 
 
 def recover(instance: dg.DagsterInstance, paths: ProjectPaths | None = None) -> Recovery:
-    """Mark stale runs, then remove stale temp files (see the module docstring)."""
-    runs = recover_runs(instance)
-    removed = remove_stale_temp_files(paths or default_paths(), oldest_live_run_start(instance))
-    return Recovery(runs, removed)
+    """Mark stale runs, then remove stale temp files under assets/ and figures/ (see the module docstring)."""
+    marked, live = [], []
+    for record in instance.get_run_records(filters=dg.RunsFilter(statuses=IN_PROGRESS)):
+        run, started = record.dagster_run, record.start_time or record.create_timestamp.timestamp()
+        pid = run_process(instance, run.run_id)
+        if pid is None or still_running(pid, started):
+            live.append(started)
+            continue
+        reason, canceling = f"its process (pid {pid}) is gone", run.status == dg.DagsterRunStatus.CANCELING
+        message = f"Marked at start-up by pipelines: {reason} (the command running it was killed)."
+        instance.report_run_canceled(run, message) if canceling else instance.report_run_failed(run, message)
+        marked.append((run.run_id, "CANCELED" if canceling else "FAILURE", reason))
+    paths = paths or default_paths()
+    return Recovery(marked, remove_stale_temp_files((paths.assets, paths.figures), min(live) if live else None))
 
 
 def report(recovery: Recovery) -> None:

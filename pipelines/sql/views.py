@@ -8,11 +8,26 @@ atomic renames, so a reader sees the old file or the new one, never half of one)
 from __future__ import annotations
 
 import sys
+from importlib.resources import files
+from importlib.resources.abc import Traversable
 
 import duckdb
 import polars as pl
 
-from pipelines.home.paths import ProjectPaths, default_paths, sql_file
+from pipelines.home.paths import ProjectPaths, default_paths
+
+
+def sql_file(name: str) -> Traversable:
+    """A file shipped with the package under ``pipelines/sql/`` (``views.sql``, ``examples/*.sql``).
+
+    Read through ``importlib.resources``, so it is found in an installed wheel as in the repository
+    (whose top-level ``sql/`` links to the same folder).
+    """
+    return files("pipelines.sql").joinpath(*name.split("/"))
+
+
+#: One view per stored table over its Parquet files (``pipelines.home.paths.table_path``'s layout).
+VIEWS_FILE = sql_file("views.sql")
 
 
 def connect(paths: ProjectPaths | None = None, *, quiet: bool = False) -> duckdb.DuckDBPyConnection:
@@ -24,7 +39,7 @@ def connect(paths: ProjectPaths | None = None, *, quiet: bool = False) -> duckdb
     con = duckdb.connect(":memory:")
     # Absolute, so a view never resolves against the working directory instead of the data home.
     con.execute("set variable assets = ?", [str(paths.assets.resolve())])
-    for statement in con.extract_statements(sql_file("views.sql").read_text()):
+    for statement in con.extract_statements(VIEWS_FILE.read_text()):
         try:
             con.execute(statement)
         except duckdb.IOException as exc:

@@ -20,7 +20,7 @@ import polars as pl
 from pipelines.contracts.base import ContractError, validate
 from pipelines.contracts.registry import table_contract
 from pipelines.defs.shared.metadata import table_metadata
-from pipelines.home.paths import ProjectPaths, default_paths
+from pipelines.home.paths import ProjectPaths, default_paths, table_path
 from pipelines.home.storage import write_parquet_atomic
 
 
@@ -31,11 +31,6 @@ class PathsResource(dg.ConfigurableResource):
 
     def paths(self) -> ProjectPaths:
         return ProjectPaths(Path(self.root).resolve()) if self.root else default_paths()
-
-
-def partition_file_name(partition_key: str) -> str:
-    """File name of one partition; multi-dimensional keys ``a|b`` become ``a__b``."""
-    return partition_key.replace("|", "__") + ".parquet"
 
 
 class ParquetIOManager(dg.ConfigurableIOManager):
@@ -53,10 +48,7 @@ class ParquetIOManager(dg.ConfigurableIOManager):
         return (ProjectPaths(Path(self.root).resolve()) if self.root else default_paths()).assets
 
     def _path(self, key: dg.AssetKey, partition_key: str | None) -> Path:
-        base = self._base().joinpath(*key.path)
-        if partition_key is None:
-            return base.with_name(base.name + ".parquet")
-        return base / partition_file_name(partition_key)
+        return table_path(self._base(), "/".join(key.path), partition_key)
 
     def handle_output(self, context: dg.OutputContext, obj: pl.DataFrame | dict[str, pl.DataFrame] | None) -> None:
         if obj is None:

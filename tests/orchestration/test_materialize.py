@@ -1,6 +1,6 @@
 """`python -m pipelines materialize`: selection widening, the run plan, start-up recovery, Ctrl-C and kill -9.
 
-The last tests run the real command on a prepared project (the knob-grid asset, about a minute of
+The process tests run the real command on a prepared project (the knob-grid asset, about a minute of
 work) and interrupt it once its step has started; every process they start is ended.
 """
 
@@ -24,9 +24,9 @@ from sqlalchemy.exc import OperationalError
 
 from pipelines.home.paths import REPO_ROOT, ProjectPaths
 from pipelines.home.storage import write_parquet_atomic
-from pipelines.orchestration.plan import RANGE_END, RANGE_START, SelectionError, plan_runs, resolve_selection
 from pipelines.orchestration.processes import group_alive
-from pipelines.orchestration.recovery import LAUNCHER_PID_TAG, recover
+from pipelines.orchestration.recovery import recover, run_process
+from pipelines.orchestration.runs import RANGE_END, RANGE_START, SelectionError, plan_runs, problems, resolve_selection
 
 WAIT_S = 120
 
@@ -48,55 +48,91 @@ def instance() -> Iterator[dg.DagsterInstance]:
         yield test_instance
 
 
-def _names(keys: set[dg.AssetKey]) -> set[str]:
+def _names(keys: set[dg.AssetKey] | frozenset[dg.AssetKey]) -> set[str]:
     return {k.to_user_string() for k in keys}
 
 
+def test_no_private_dagster_import_in_the_package() -> None:
+    offenders = [f"{p.relative_to(REPO_ROOT)}:{n}" for p in (REPO_ROOT / "pipelines").rglob("*.py")
+                 for n, line in enumerate(p.read_text().splitlines(), 1) if "dagster._" in line or "dagster_graphql" in line]
+    assert offenders == []
+
+
 def test_selection_is_widened_to_what_a_multi_asset_writes(definitions: dg.Definitions) -> None:
-    graph = definitions.resolve_asset_graph()
-    keys, added = resolve_selection(graph, "group:ingest")
+    keys, added = resolve_selection(definitions, "group:ingest")
     assert "itp_jobs" in _names(keys) and _names(added) == {n for n in _names(keys) if n.startswith("quarantine/")}
     assert len(added) == 9  # one quarantine table per ingested table
-    keys, added = resolve_selection(graph, "itp_jobs")
+    keys, added = resolve_selection(definitions, "itp_jobs")
     assert _names(keys) == {"itp_jobs", "quarantine/itp_jobs"} and _names(added) == {"quarantine/itp_jobs"}
-    keys, _ = resolve_selection(graph, "+zeus_train_runs")
+    keys, _ = resolve_selection(definitions, "+zeus_train_runs")
     assert _names(keys) == {"raw_zeus_traces", "zeus_train_runs", "quarantine/zeus_train_runs"}
     with pytest.raises(SelectionError, match="matches no asset"):
-        resolve_selection(graph, "group:nonexistent")
+        resolve_selection(definitions, "group:nonexistent")
     with pytest.raises(SelectionError, match="no_such_asset"):
-        resolve_selection(graph, "no_such_asset")
+        resolve_selection(definitions, "no_such_asset")
 
 
-def test_every_planned_run_is_a_valid_dagster_subset(definitions: dg.Definitions, instance: dg.DagsterInstance) -> None:
+def test_every_planned_run_is_a_subset_of_its_asset_job(definitions: dg.Definitions, instance: dg.DagsterInstance) -> None:
     graph = definitions.resolve_asset_graph()
-    job = definitions.resolve_implicit_global_asset_job_def()
     for select in ("*", "group:ingest", "itp_jobs", "quarantine/acme_jobs", "zeus_cluster_summary", "group:figures"):
-        keys, _ = resolve_selection(graph, select)
-        runs = plan_runs(graph, keys, instance)
-        assert sorted(a for r in runs for a in r.assets) == sorted(_names(keys)), select  # each asset in exactly one run
+        keys, _ = resolve_selection(definitions, select)
+        runs = plan_runs(definitions, keys, instance)
+        assert sorted(k for r in runs for k in _names(r.keys)) == sorted(_names(keys)), select  # each asset in exactly one run
+        done: set[dg.AssetKey] = set()
         for run in runs:
-            assert all(i < runs.index(run) for i in run.after)
-            job.get_subset(asset_selection={dg.AssetKey.from_user_string(a) for a in run.assets})  # raises if not
+            assert all(a in done for k in run.keys for a in graph.get_ancestor_asset_keys(k) & keys - run.keys), (select, run.label)
+            definitions.resolve_job_def(run.job).get_subset(asset_selection=set(run.keys))  # raises if not a subset
+            done |= run.keys
 
 
 def test_plan_of_everything(definitions: dg.Definitions, instance: dg.DagsterInstance) -> None:
-    graph = definitions.resolve_asset_graph()
-    keys, added = resolve_selection(graph, "*")
-    runs = plan_runs(graph, keys, instance)
-    assert not added and len(runs) == 6
-    by_asset = {a: i for i, r in enumerate(runs) for a in r.assets}
-    history = runs[by_asset["zeus_cluster_history"]]
-    # one single-run backfill of 16 partitions for the trace x GPU assets
-    assert history.assets == ("zeus_cluster_history", "cluster_power", "zeus_cluster_summary", "cluster_power_summary")
+    keys, added = resolve_selection(definitions, "*")
+    runs = plan_runs(definitions, keys, instance)
+    assert not added
+    assert [r.job for r in runs] == ["unpartitioned_assets", "trace_assets", "gpu_assets", "trace_gpu_assets", "unpartitioned_assets"]
+    by_asset = {a: r for r in runs for a in _names(r.keys)}
+    history = by_asset["zeus_cluster_history"]
+    # one single-run backfill of the 8 trace x GPU partitions for the trace x GPU assets
+    assert _names(history.keys) == {"zeus_cluster_history", "cluster_power", "zeus_cluster_summary", "cluster_power_summary"}
     assert history.tags == {RANGE_START: "a40|elasticflow", RANGE_END: "v100|itp"} and not history.parallel
-    jobs = runs[by_asset["cluster_workload_jobs"]]  # one single-run backfill of the traces registered
-    assert jobs.tags == {RANGE_START: "elasticflow", RANGE_END: "itp"}
-    assert by_asset["cluster_workload_jobs"] in history.after
-    assert by_asset["zeus_knob_grid"] != by_asset["cluster_workload_jobs"]  # runs beside the partitions
-    assert by_asset["itp_jobs"] == by_asset["quarantine/itp_jobs"]
-    figures = runs[by_asset["figures/clusters_savings_by_trace"]]
-    # the figures run after what they read: the cluster replays, and the single-job sweep (the convergence figure)
-    assert by_asset["zeus_cluster_history"] in figures.after and by_asset["zeus_single_job_sweep"] in figures.after
+    assert by_asset["cluster_workload_jobs"].tags == {RANGE_START: "elasticflow", RANGE_END: "itp"}
+    assert by_asset["itp_jobs"] is by_asset["quarantine/itp_jobs"] and runs[0].parallel
+    # the knob grid waits for the partitions and joins the figures' run, where its step runs beside the others
+    assert by_asset["zeus_knob_grid"] is by_asset["figures/clusters_savings_by_trace"] is runs[-1] and runs[-1].parallel
+
+
+def test_with_no_trace_registered_the_trace_runs_are_left_out(definitions: dg.Definitions) -> None:
+    keys, _ = resolve_selection(definitions, "*")
+    with dg.instance_for_test() as empty:
+        assert [r.job for r in plan_runs(definitions, keys, empty)] == ["unpartitioned_assets", "gpu_assets", "unpartitioned_assets"]
+
+
+def test_failed_checks_and_steps_are_named() -> None:
+    @dg.asset(check_specs=[dg.AssetCheckSpec("no_negative", asset="table", blocking=True),
+                           dg.AssetCheckSpec("few_rows", asset="table", blocking=False)])
+    def table() -> Iterator[dg.Output[int] | dg.AssetCheckResult]:
+        yield dg.Output(1)
+        yield dg.AssetCheckResult(check_name="no_negative", passed=False)
+        yield dg.AssetCheckResult(check_name="few_rows", passed=False, severity=dg.AssetCheckSeverity.WARN)
+
+    @dg.asset
+    def downstream(table: int) -> int:
+        return table
+
+    @dg.asset
+    def pinned() -> int:
+        raise ValueError("raw/zeus/x.csv: sha256 mismatch (pinned 11aa, file 22bb)\nmore detail")
+
+    with dg.instance_for_test() as instance:
+        result = dg.materialize([table, downstream, pinned], instance=instance, raise_on_error=False)
+        run = instance.get_run_by_id(result.run_id)
+    failed, warned = problems(result, "unpartitioned_assets")
+    where = f"run {result.run_id[:8]} (unpartitioned_assets)"
+    assert f"{where}: blocking ERROR check no_negative on table failed" in failed, failed
+    # the step's own error, first line, not Dagster's "Error occurred while executing op" around it
+    assert f"{where}: step pinned: ValueError: raw/zeus/x.csv: sha256 mismatch (pinned 11aa, file 22bb)" in failed, failed
+    assert warned == [f"{where}: WARN check few_rows on table failed"]
+    assert run is not None and run.status == dg.DagsterRunStatus.FAILURE  # the blocking check stopped downstream
 
 
 # ---------------------------------------------------------------------------------------------
@@ -191,7 +227,7 @@ def test_recover_marks_runs_of_dead_processes_and_removes_stale_temp_files(tmp_p
 
 
 # ---------------------------------------------------------------------------------------------
-# the real command, interrupted
+# the real command
 
 
 @pytest.fixture(scope="module")
@@ -213,23 +249,29 @@ def knob_grid_project(ingested: tuple[ProjectPaths, object], tmp_path_factory: p
     return root
 
 
-def _start_knob_grid(root: Path, home: Path, started: Started, log: Path) -> tuple[subprocess.Popen[bytes], dg.DagsterRun]:
-    """Start materializing zeus_knob_grid; return the driver and its run once the asset's step has started.
+def _command(root: Path, home: Path, started: Started, log: Path, *args: str) -> subprocess.Popen[bytes]:
+    """Start ``python -m pipelines materialize ARGS`` on ``root``, its output to the file ``log``.
 
-    The command's output goes to the file ``log``, not a pipe: a pipe nobody reads fills up and blocks
-    every process still writing to it (the orchestrator and its runs outlive a killed driver).
+    Not a pipe: a pipe nobody reads fills up and blocks every process still writing to it (the
+    orchestrator and its steps outlive a killed driver).
     """
     env = {**os.environ, "DAGSTER_HOME": str(home), "GPU_ENERGY_HOME": str(root)}
     env.pop("DASK_SCHEDULER_ADDRESS", None)
     with log.open("wb") as out:
-        driver = subprocess.Popen([sys.executable, "-m", "pipelines", "materialize", "--select", "zeus_knob_grid"], env=env,
+        driver = subprocess.Popen([sys.executable, "-m", "pipelines", "materialize", *args], env=env,
                                   cwd=REPO_ROOT, start_new_session=True, stdout=out, stderr=subprocess.STDOUT)
     started.append(driver)
+    return driver
+
+
+def _start_knob_grid(root: Path, home: Path, started: Started, log: Path) -> tuple[subprocess.Popen[bytes], dg.DagsterRun, int]:
+    """Start materializing zeus_knob_grid; return the driver, its run and the orchestrator's pid once the step has started."""
+    driver = _command(root, home, started, log, "--select", "zeus_knob_grid")
     with dg.DagsterInstance.from_config(str(home)) as instance:
 
         def step_started() -> bool:
             assert driver.poll() is None, log.read_text()[-3000:]
-            try:  # sqlite: a run's event log is created by its worker; read it once the run has started
+            try:  # sqlite: a run's event log is created by its process; read it once the run has started
                 runs = instance.get_runs()
                 if not runs or runs[0].status != dg.DagsterRunStatus.STARTED:
                     return False
@@ -239,8 +281,10 @@ def _start_knob_grid(root: Path, home: Path, started: Started, log: Path) -> tup
 
         _wait(step_started, "the zeus_knob_grid step to start")
         run = instance.get_runs()[0]
-    started.groups.append(int(run.tags[LAUNCHER_PID_TAG]))  # the orchestrator leads its own group
-    return driver, run
+        orchestrator = run_process(instance, run.run_id)
+    assert orchestrator is not None
+    started.groups.append(orchestrator)  # the orchestrator leads its own group
+    return driver, run, orchestrator
 
 
 def _status(home: Path, run_id: str) -> dg.DagsterRunStatus:
@@ -254,113 +298,59 @@ def test_ctrl_c_cancels_the_run_and_ends_every_process(knob_grid_project: Path, 
     home = _home(tmp_path)
     with _processes() as started:
         log = tmp_path / "materialize.log"
-        driver, run = _start_knob_grid(knob_grid_project, home, started, log)
-        orchestrator_group = int(run.tags[LAUNCHER_PID_TAG])
-        assert group_alive(orchestrator_group) and os.getpgid(driver.pid) != orchestrator_group
+        driver, run, orchestrator = _start_knob_grid(knob_grid_project, home, started, log)
+        assert run.job_name == "unpartitioned_assets"
+        assert group_alive(orchestrator) and os.getpgid(driver.pid) != orchestrator
         sent = time.monotonic()
         driver.send_signal(signal.SIGINT)
         assert driver.wait(timeout=60) == 130
         assert time.monotonic() - sent < 45
-        err = log.read_text()
-        assert "stopping: canceling 1 run(s) in flight" in err and "interrupted" in err
+        out = log.read_text()
+        # progress: the plan, Dagster's log lines, the run's end, the verdict
+        for line in ("[materialize] 1 assets in 1 runs", "ERROR - unpartitioned_assets - ", "RUN_CANCELED",
+                     "[materialize] (1/1) CANCELED in ", "[materialize] interrupted in "):
+            assert line in out, (line, out[-3000:])
         assert _status(home, run.run_id) == dg.DagsterRunStatus.CANCELED
-        _wait(lambda: not group_alive(orchestrator_group), "the orchestrator's processes to end", timeout=10)
+        _wait(lambda: not group_alive(orchestrator), "the orchestrator's processes to end", timeout=10)
 
 
 def test_kill_9_of_the_command_leaves_no_process_and_no_started_run(knob_grid_project: Path, tmp_path: Path) -> None:
     home = _home(tmp_path)
     with _processes() as started:
         log = tmp_path / "materialize.log"
-        driver, run = _start_knob_grid(knob_grid_project, home, started, log)
-        orchestrator_group = int(run.tags[LAUNCHER_PID_TAG])
+        driver, run, orchestrator = _start_knob_grid(knob_grid_project, home, started, log)
         driver.kill()
         driver.wait(timeout=10)
-        _wait(lambda: not group_alive(orchestrator_group), "every process of the command to end", timeout=60)
+        _wait(lambda: not group_alive(orchestrator), "every process of the command to end", timeout=60)
         assert _status(home, run.run_id) == dg.DagsterRunStatus.CANCELED, log.read_text()[-3000:]
 
 
-def test_asked_twice_with_the_driver_gone_the_orchestrator_ends_its_group(knob_grid_project: Path, tmp_path: Path) -> None:
+def test_kill_9_of_the_orchestrator_ends_its_processes_and_marks_its_run_failed(knob_grid_project: Path, tmp_path: Path) -> None:
     home = _home(tmp_path)
     with _processes() as started:
         log = tmp_path / "materialize.log"
-        driver, run = _start_knob_grid(knob_grid_project, home, started, log)
-        orchestrator = int(run.tags[LAUNCHER_PID_TAG])
-        driver.kill()  # the kernel's SIGTERM to the orchestrator: it starts canceling
-        driver.wait(timeout=10)
-        _wait(lambda: "stopping: canceling" in log.read_text(), "the orchestrator to start canceling", timeout=20)
-        os.kill(orchestrator, signal.SIGINT)  # asked again: nobody is left to end its processes but itself
-        _wait(lambda: not group_alive(orchestrator), "every process of the command to end", timeout=20)
-        assert "interrupted twice: ending every process now" in log.read_text()
+        driver, run, orchestrator = _start_knob_grid(knob_grid_project, home, started, log)
+        os.kill(orchestrator, signal.SIGKILL)
+        assert driver.wait(timeout=30) == 128 + signal.SIGKILL
+        _wait(lambda: not group_alive(orchestrator), "every process of the command to end", timeout=10)
+        assert f"run {run.run_id[:8]} marked FAILURE: its process (pid {orchestrator}) is gone" in log.read_text()
+        assert _status(home, run.run_id) == dg.DagsterRunStatus.FAILURE
 
 
-def test_a_burst_of_sigterm_is_one_request_and_a_second_ctrl_c_ends_everything() -> None:
-    from pipelines.cli.materialize import REPEAT_S, _Stop
-
-    now = [100.0]
-    stop = _Stop(clock=lambda: now[0])
-    stop(signal.SIGTERM, None)
-    now[0] += 0.003
-    stop(signal.SIGTERM, None)  # the parent-death signal comes once per thread, at the same moment
-    assert stop.requested  # and nothing raised
-    with pytest.raises(KeyboardInterrupt):
-        stop(signal.SIGINT, None)  # Ctrl-C again
-
-    later = _Stop(clock=lambda: now[0])
-    later(signal.SIGINT, None)
-    now[0] += REPEAT_S
-    with pytest.raises(KeyboardInterrupt):
-        later(signal.SIGTERM, None)  # asked again, a second later
-
-
-def test_failed_checks_and_steps_are_named() -> None:
-    from pipelines.cli.materialize import _collect_problems, _Outcome
-
-    @dg.asset(check_specs=[dg.AssetCheckSpec("no_negative", asset="table", blocking=True),
-                           dg.AssetCheckSpec("few_rows", asset="table", blocking=False)])
-    def table() -> Iterator[dg.Output[int] | dg.AssetCheckResult]:
-        yield dg.Output(1)
-        yield dg.AssetCheckResult(check_name="no_negative", passed=False)
-        yield dg.AssetCheckResult(check_name="few_rows", passed=False, severity=dg.AssetCheckSeverity.WARN)
-
-    @dg.asset
-    def downstream(table: int) -> int:
-        return table
-
-    @dg.asset
-    def pinned() -> int:
-        raise ValueError("raw/zeus/x.csv: sha256 mismatch (pinned 11aa, file 22bb)\nmore detail")
-
-    assets = [table, downstream, pinned]
-    with dg.instance_for_test() as instance:
-        result = dg.materialize(assets, instance=instance, raise_on_error=False)
-        run = instance.get_run_by_id(result.run_id)
-        outcome = _Outcome()
-        _collect_problems(instance, result.run_id, "3 assets", run.status.value, dg.Definitions(assets=assets)
-                          .resolve_asset_graph(), outcome)
-    assert any("blocking ERROR check no_negative on table failed" in p for p in outcome.problems), outcome.problems
-    # the step's own error, first line, not Dagster's "Error occurred while executing op" around it
-    assert f"run {result.run_id[:8]} (3 assets): step pinned: ValueError: raw/zeus/x.csv: sha256 mismatch (pinned 11aa, file 22bb)" \
-        in outcome.problems, outcome.problems
-    assert outcome.warnings == [f"run {result.run_id[:8]} (3 assets): WARN check few_rows on table failed"]
-    assert run.status == dg.DagsterRunStatus.FAILURE  # the blocking check stopped downstream
-
-
-def test_preloaded_modules_leave_polars_usable_in_a_forked_step(tmp_path: Path) -> None:
-    """A step forked from the forkserver must not inherit a started polars thread pool (it would hang)."""
-    from pipelines.cli.materialize import PRELOAD_MODULES
-
-    data = tmp_path / "t.parquet"
-    pl.DataFrame({"x": list(range(100_000))}).write_parquet(data)
-    code = textwrap.dedent(f"""
-        import importlib, os, signal
-        for name in {list(PRELOAD_MODULES)!r}:
-            importlib.import_module(name)
-        pid = os.fork()
-        if pid == 0:
-            import polars as pl
-            signal.alarm(20)
-            os._exit(0 if pl.read_parquet({str(data)!r})["x"].sum() == 4_999_950_000 else 3)
-        print(os.waitpid(pid, 0)[1])
-    """)
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
-    assert out.stdout.strip() == "0", out.stderr
+def test_a_failed_blocking_check_is_named_in_one_line_and_fails_the_command(mirror: Path, tmp_path: Path) -> None:
+    """A measured profile with quarantined rows above the blocking share: the command names the check and exits 1."""
+    root = tmp_path / "project"
+    good = {"dataset": "cifar100", "network": "shufflenetv2", "optimizer": "adadelta", "power_limit": 300, "average_power": 250.0,
+            "gpu": "h100x", "gpu_name": "NVIDIA H100", "gpu_uuid": None, "device": "cuda:0", "method": "counter",
+            "samples_per_second": 5000.0, "energy_per_epoch": 2500.0, "cpu_threads": 8, "iterations": 50, "warmup_iterations": 5,
+            "window_s": 1.0, "window_energy_j": 250.0, "short_window": False, "power_limit_set": False, "note": None,
+            "torch_version": "2.13.0", "measured_at": "2026-11-20T10:00:00+00:00"}
+    rows = [{**good, "batch_size": 32 << i, "time_per_epoch": 10.0 if i < 2 else -1.0} for i in range(5)]  # 3 of 5 quarantined
+    (root / "raw/measured").mkdir(parents=True)
+    pl.DataFrame(rows).write_csv(root / "raw/measured/h100x.csv")
+    with _processes() as started:
+        log = tmp_path / "materialize.log"
+        driver = _command(root, _home(tmp_path), started, log, "--select", "zeus_power_profiles")
+        assert driver.wait(timeout=WAIT_S) == 1, log.read_text()[-3000:]
+    lines = [line for line in log.read_text().splitlines() if line.startswith("[materialize] FAILED: ")]
+    assert len(lines) == 1 and lines[0].endswith("(unpartitioned_assets): blocking ERROR check quarantine_share on zeus_power_profiles failed")

@@ -1,0 +1,1 @@
+"""DuckDB over the materialized Parquet: ``views.sql`` (one view per table), example queries, and the connection."""
