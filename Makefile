@@ -56,10 +56,11 @@ figures: materialize
 test: $(MEASURE_STAMP)
 	$(PY) -m pytest -q -n auto --dist loadfile
 
-## lint: ruff (rules in pyproject.toml) over the code, tests and benchmarks; mypy over the package.
+## lint: ruff (rules in pyproject.toml) over the code, tests and benchmarks; mypy over the package; the layer contracts (import-linter).
 lint: $(TEST_STAMP)
 	$(VENV)/bin/ruff check pipelines tests bench
 	$(VENV)/bin/mypy
+	$(VENV)/bin/lint-imports
 
 bench: $(TEST_STAMP)
 	for f in bench/bench_*.py; do echo "== $$f"; $(PY) $$f || exit 1; done
