@@ -135,8 +135,8 @@ def materialized(tmp_path_factory: pytest.TempPathFactory) -> tuple[ProjectPaths
     """raw_zeus_traces + zeus_train_runs + zeus_power_profiles materialized into a root whose raw/measured holds two files."""
     import dagster as dg
 
-    from pipelines.defs.zeus import assets as ingest
     from pipelines.defs.shared.io_manager import ParquetIOManager, PathsResource
+    from pipelines.defs.zeus import assets as ingest
 
     root = tmp_path_factory.mktemp("measured_project")
     paths = ProjectPaths(root)
