@@ -35,8 +35,8 @@ $(MEASURE_STAMP): $(TEST_STAMP)
 
 setup-measure: $(MEASURE_STAMP)
 
-## The Dagster instance's settings (pipelines/home.py DAGSTER_YAML, the same as `gpu-energy init` writes).
-$(DAGSTER_HOME)/dagster.yaml: $(STAMP) pipelines/home.py
+## The Dagster instance's settings (pipelines/home/init.py DAGSTER_YAML, the same as `gpu-energy init` writes).
+$(DAGSTER_HOME)/dagster.yaml: $(STAMP) pipelines/home/init.py
 	$(PY) -c 'import sys; from pathlib import Path; from pipelines.home.init import write_dagster_yaml; write_dagster_yaml(Path(sys.argv[1]))' $(DAGSTER_HOME)
 
 ## fetch: copy/download every upstream file into raw/, verified by sha256.
