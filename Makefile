@@ -6,11 +6,12 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 TEST_STAMP := $(VENV)/.installed-test
 MEASURE_STAMP := $(VENV)/.installed-measure
+DOCS_STAMP := $(VENV)/.installed-docs
 export DAGSTER_HOME := $(CURDIR)/.dagster_home
 SELECT ?= *
 DEV_PORT ?= 3000
 
-.PHONY: setup setup-test setup-measure fetch materialize figures test lint bench dev sql clean
+.PHONY: setup setup-test setup-measure setup-docs fetch materialize figures test lint docs bench dev sql clean
 
 ## setup: the package and what it needs to run (make figures, dev, sql); the other targets add their extras.
 $(STAMP): pyproject.toml
@@ -34,6 +35,13 @@ $(MEASURE_STAMP): $(TEST_STAMP)
 	touch $(MEASURE_STAMP)
 
 setup-measure: $(MEASURE_STAMP)
+
+## setup-docs: mkdocs, mkdocs-material, mkdocs-click and mkdocstrings (the docs extra, pinned).
+$(DOCS_STAMP): $(STAMP)
+	$(VENV)/bin/pip install -q -e '.[docs]'
+	touch $(DOCS_STAMP)
+
+setup-docs: $(DOCS_STAMP)
 
 ## The Dagster instance's settings (pipelines/home/init.py DAGSTER_YAML, the same as `gpu-energy init` writes).
 $(DAGSTER_HOME)/dagster.yaml: $(STAMP) pipelines/home/init.py
@@ -62,6 +70,12 @@ lint: $(TEST_STAMP)
 	$(VENV)/bin/mypy
 	$(VENV)/bin/lint-imports
 
+## docs: the site of docs/ (mkdocs.yml) into site/, strict: a warning (broken link or anchor, an API object
+## mkdocstrings cannot find, a page missing from nav) fails it. CI runs it after lint.
+## NO_MKDOCS_2_WARNING: mkdocs-material's banner about its end of life (a notice, not a build warning).
+docs: $(DOCS_STAMP)
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict
+
 bench: $(TEST_STAMP)
 	for f in bench/bench_*.py; do echo "== $$f"; $(PY) $$f || exit 1; done
 
@@ -77,4 +91,4 @@ sql: $(STAMP)
 	$(VENV)/bin/duckdb -cmd "set variable assets = '$(or $(GPU_ENERGY_HOME),$(CURDIR))/assets'" -cmd ".bail off" -cmd ".read sql/views.sql"
 
 clean:
-	rm -rf assets/*.parquet assets/*/ figures/*.png figures/*.pdf
+	rm -rf assets/*.parquet assets/*/ figures/*.png figures/*.pdf site/

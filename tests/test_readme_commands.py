@@ -1,13 +1,15 @@
-"""The README's commands work as written: every ``python -m pipelines`` line parses, the cheap ones run.
+"""The commands of the README and of the docs pages work as written: every ``python -m pipelines`` line
+parses, the cheap ones run.
 
-Commands are read from the README's ``sh`` blocks at test time, so a new or changed command is
-checked without editing this file. Each one is parsed by the real click command tree (options,
-types, choices); those that need no GPU and no long materialization are also run, in a data home
-holding the ingested tables plus one cluster partition, with the working directory at that home
-and its ``sql`` linked to the repository's, so relative paths (``raw/zeus2/...``,
-``sql/examples/...``) resolve as in a clone; the ``whatif`` examples read a small generated
-``mycluster.sacct`` there. A command naming a GPU that is not in the published
-traces (one you would measure first) is parsed only.
+Commands are read from the ``sh`` blocks of README.md and of every page under docs/ at test time,
+so a new or changed command is checked without editing this file; a command shown on several
+pages runs once. Each one is parsed by the real click command tree (options, types, choices);
+those that need no GPU and no long materialization are also run, in a data home holding the
+ingested tables plus one cluster partition, with the working directory at that home and its
+``sql`` linked to the repository's, so relative paths (``raw/zeus2/...``, ``sql/examples/...``)
+resolve as in a clone; the ``whatif`` examples read a small generated ``mycluster.sacct`` there.
+A command naming a GPU that is not in the published traces (one you would measure first) is
+parsed only.
 """
 
 from __future__ import annotations
@@ -30,20 +32,25 @@ from pipelines.home.paths import REPO_ROOT, ProjectPaths
 from pipelines.vocabulary import PUBLISHED_GPUS
 
 README = REPO_ROOT / "README.md"
+DOCS = REPO_ROOT / "docs"
+#: Every page whose commands are checked: the README, then the docs pages in path order.
+PAGES = [README, *sorted(DOCS.rglob("*.md"))]
 PREFIXES = (".venv/bin/python -m pipelines", "gpu-energy")
 #: Subcommands run for real; the others (fetch, materialize, measure profile on a GPU, ...) are parsed only.
 RUN = ("sql", "simulate single", "hetero", "measure devices", "whatif")
 FORMATS = ("table", "csv", "json")
+#: The README holds the quick start and links every page of docs/; the rest is in docs/ (issue 22).
+README_MAX_LINES = 200
 
 
-def readme_commands() -> list[list[str]]:
-    """Every ``.venv/bin/python -m pipelines ...`` or ``gpu-energy ...`` command of the README's sh blocks.
+def page_commands(page: Path) -> list[list[str]]:
+    """Every ``.venv/bin/python -m pipelines ...`` or ``gpu-energy ...`` command of the sh blocks of ``page``.
 
     Returned as argv after the program name; lines joined at ``\\``, split at ``&&``, leading
     ``VAR=value`` assignments dropped.
     """
     commands = []
-    for block in re.findall(r"```sh\n(.*?)```", README.read_text(), flags=re.S):
+    for block in re.findall(r"```sh\n(.*?)```", page.read_text(), flags=re.S):
         for line in block.replace("\\\n", " ").splitlines():
             for part in line.split("&&"):
                 words = shlex.split(part, comments=True)
@@ -54,6 +61,15 @@ def readme_commands() -> list[list[str]]:
                     if text == prefix or text.startswith(prefix + " "):
                         commands.append(words[len(prefix.split()):])
     return commands
+
+
+def documented_commands() -> list[tuple[str, list[str]]]:
+    """(page, argv) of every distinct command of the README and the docs pages, from the first page showing it."""
+    seen: dict[tuple[str, ...], str] = {}
+    for page in PAGES:
+        for argv in page_commands(page):
+            seen.setdefault(tuple(argv), page.relative_to(REPO_ROOT).as_posix())
+    return [(page, list(argv)) for argv, page in seen.items()]
 
 
 def _leaf(argv: list[str]) -> tuple[click.Command, list[str], str]:
@@ -107,21 +123,30 @@ def run(home: ProjectPaths, argv: list[str], stdin: str | None = None) -> subpro
     )
 
 
-def test_the_readme_has_commands_of_every_kind() -> None:
-    paths = {_leaf(argv)[2] for argv in readme_commands()}
-    assert {"sql", "simulate single", "simulate groups", "hetero", "measure profile"} <= paths
+def test_the_docs_have_commands_of_every_kind() -> None:
+    paths = {_leaf(argv)[2] for _, argv in documented_commands()}
+    assert {"sql", "simulate single", "simulate groups", "hetero", "measure profile", "whatif", "sweep", "materialize"} <= paths
+    assert {page for page, _ in documented_commands()} >= {"README.md", "docs/sql.md", "docs/own-cluster.md"}
 
 
-@pytest.mark.parametrize("argv", readme_commands(), ids=lambda a: " ".join(a)[:60])
-def test_readme_command_parses_and_the_cheap_ones_run(home: ProjectPaths, argv: list[str], monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_readme_is_short_and_links_every_docs_page() -> None:
+    text = README.read_text()
+    assert len(text.splitlines()) <= README_MAX_LINES
+    linked = set(re.findall(r"\]\((docs/[^)#]+\.md)", text))
+    pages = {p.relative_to(REPO_ROOT).as_posix() for p in DOCS.glob("*.md")} | {"docs/api/index.md"}
+    assert pages <= linked, f"pages the README does not link: {sorted(pages - linked)}"
+
+
+@pytest.mark.parametrize(("page", "argv"), documented_commands(), ids=lambda v: v if isinstance(v, str) else " ".join(v)[:60])
+def test_documented_command_parses_and_the_cheap_ones_run(home: ProjectPaths, page: str, argv: list[str], monkeypatch: pytest.MonkeyPatch) -> None:
     command, args, path = _leaf(list(argv))
     monkeypatch.chdir(home.root)  # relative paths are checked where the command runs
     command.make_context(path, list(args))  # raises on an unknown option, a bad value or a missing file
     gpus = [args[i + 1] for i, a in enumerate(args[:-1]) if a == "--gpu"]
     if path in RUN and set(gpus) <= set(PUBLISHED_GPUS):
         done = run(home, argv)
-        assert done.returncode == 0, f"{' '.join(argv)}: {done.stderr}"
-        assert done.stdout.strip(), f"{' '.join(argv)} printed nothing"
+        assert done.returncode == 0, f"{page}: {' '.join(argv)}: {done.stderr}"
+        assert done.stdout.strip(), f"{page}: {' '.join(argv)} printed nothing"
 
 
 def _help_paths(command: click.Command, path: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
