@@ -174,7 +174,7 @@ def check_inputs(jobs: pl.DataFrame, traces: Traces, grid: Grid) -> tuple[str, .
     if missing:
         raise SweepError(
             f"no jobs for trace(s) {', '.join(missing)} in cluster_workload_jobs (present: {', '.join(present) or 'none'}); "
-            "an optional source may be missing (see README)"
+            "an optional source may be missing (docs: Cluster traces and replay)"
         )
     known = traces.gpus()
     unknown = [g for g in grid.gpus if g not in known]

@@ -1,7 +1,7 @@
 """Which cluster traces are present: the public ones whose files are here, and the user's own in ``raw/clusters/``.
 
 A user trace is ``raw/clusters/<name>.sacct`` (a Slurm export) or ``raw/clusters/<name>.csv`` (the
-generic job log), with an optional sidecar ``raw/clusters/<name>.toml`` holding how to read it::
+generic job log), with an optional sidecar ``raw/clusters/<name>.toml`` holding how to read it:
 
     format = "sacct"            # or "csv"; default: from the extension
     timezone = "Europe/Berlin"  # IANA name of the cluster's clock; default "UTC"
@@ -212,7 +212,7 @@ def add_trace(raw: Path, name: str, file: Path, *, fmt: Format, timezone: str, f
     sha = sha256_of(file)
     options = {"format": fmt, "timezone": timezone, **({"fields": list(fields)} if fields else {}), "sha256": sha,
                "source": str(file.resolve()), "added": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")}
-    text = "# How to read this trace (written by `gpu-energy clusters add`; see the README, \"Your own cluster\").\n"
+    text = "# How to read this trace (written by `gpu-energy clusters add`; see the docs, \"Your own cluster\").\n"
     text += "".join(f"{key} = {_toml_value(value)}\n" for key, value in options.items())
     base.mkdir(parents=True, exist_ok=True)
     write_text_atomic(text, target.with_suffix(SIDECAR))
@@ -225,7 +225,7 @@ def add_trace(raw: Path, name: str, file: Path, *, fmt: Format, timezone: str, f
 
 
 # ---------------------------------------------------------------------------------------------
-# what the sensor does on a tick (Dagster-free; pipelines/defs/own_clusters.py wraps it)
+# what the sensor does on a tick (Dagster-free; pipelines/defs/clusters/sensors.py wraps it)
 
 
 @dataclass(frozen=True)

@@ -253,7 +253,7 @@ def render(report: dict[str, Any]) -> str:
         out.append(f"{gpu:<8} {_n(g['default_mwh'], 2):>12} {_n(g['zeus_mwh'], 2):>10} {_pct(g['energy_saved_pct']):>13} "
                    f"{_pct(g['time_saved_pct']):>11} {_n(g['default_peak_kw'], 1):>16} {_n(g['zeus_peak_kw'], 1):>13} "
                    f"{_n(g['headroom_gpus']):>13}")
-    out.append("  peak: highest 5-minute mean cluster power; headroom: more GPUs under Default's peak at Zeus's p99 (README, Cluster power)")
+    out.append("  peak: highest 5-minute mean cluster power; headroom: more GPUs under Default's peak at Zeus's p99 (docs: Cluster power)")
     priced = [(gpu, g) for gpu, g in r["gpus"].items() if "cost_saved" in g or "co2e_saved_kg" in g]
     for gpu, g in priced:
         saved = [f"{_n(g['energy_saved_kwh'])} kWh"]

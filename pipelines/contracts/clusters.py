@@ -22,7 +22,7 @@ def trace_column(*, primary_key: bool = False) -> dy.String:
 
 
 class ClusterWorkloadJobs(dy.Schema):
-    """``cluster_workload_jobs``: every cluster trace's jobs as recurring groups of Zeus workloads (see README)."""
+    """``cluster_workload_jobs``: every cluster trace's jobs as recurring groups of Zeus workloads (docs: Cluster traces and replay)."""
 
     trace = trace_column(primary_key=True)
     cluster = dy.String(primary_key=True, description="cluster of the trace (alibaba-pai, cluster01..10, testbed, seren, kalos; "

@@ -1,7 +1,7 @@
 """Contracts of the cluster-power tables: power over time and its per-policy summary.
 
 Both are derived from ``zeus_cluster_history`` by ``pipelines.clusters.power`` (see there and the
-README section "Cluster power" for how a run's energy is spread over time and for the headroom
+docs page "Cluster power" for how a run's energy is spread over time and for the headroom
 formula). Keys: one row per (trace, gpu, policy, bin_start_s) and per (trace, gpu, policy).
 """
 

@@ -3,7 +3,7 @@
 Dagster's own ``default_automation_condition_sensor`` is created stopped; this one, over every
 asset, replaces it and is running by default, so that under ``make dev`` a new or changed trace's
 history, summaries, power and figures follow without a click (``AutomationCondition.eager()`` on
-those assets, ``pipelines/defs/clusters.py`` and ``figures.py``).
+those assets, ``pipelines/defs/clusters/``, ``power/`` and ``figures/``).
 """
 
 import dagster as dg

@@ -1,6 +1,6 @@
 """Every figure of the package: which tables it reads, which files it writes, how it is rendered.
 
-Plain Python (no Dagster): ``pipelines/defs/figures.py`` turns each ``FigureFamily`` into one
+Plain Python (no Dagster): ``pipelines/defs/figures/assets.py`` turns each ``FigureFamily`` into one
 Dagster step (a multi-asset, one asset key per ``FigureAsset``), and tests call ``render`` directly.
 A ``FigureAsset`` may write several figures (e.g. one per GPU); each is ``<name>.png/.pdf/.parquet``.
 

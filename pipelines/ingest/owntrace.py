@@ -12,7 +12,7 @@ instead, after ``Source.count`` proved it well-formed; ``pipelines.ingest.slurm`
 the parse; ``finish`` raises ``IngestError`` if the parse lost or invented a line, and the
 ``own_cluster_traces`` contract (and the asset's blocking check) re-checks the identity.
 
-Rules common to both formats (the README's section "Your own cluster" lists them all):
+Rules common to both formats (the docs' page "Your own cluster" lists them all):
 
 * a line that is not valid UTF-8 is quarantined (``line is not valid UTF-8``);
 * naive local times are read in the file's IANA time zone and stored in UTC. At the change from

@@ -1,6 +1,6 @@
 """Slurm accounting exports (``sacct --parsable2`` or ``--parsable``) -> ``own_cluster_jobs`` rows + quarantine.
 
-Export with (every field the reader uses; add ``-X`` to leave the steps out)::
+Export with (every field the reader uses; add ``-X`` to leave the steps out):
 
     sacct --allusers --starttime 2024-01-01 --endtime now --parsable2 \\
           --format=JobID,JobIDRaw,JobName,User,Account,Partition,Submit,Start,End,Elapsed,State,ExitCode,AllocTRES,NNodes
@@ -59,7 +59,7 @@ FIELDS: dict[str, bool] = {
     "Submit": True, "Start": True, "End": True, "Elapsed": False, "State": True, "ExitCode": False, "AllocTRES": True, "NNodes": False,
 }
 REQUIRED: tuple[str, ...] = tuple(f for f, needed in FIELDS.items() if needed)
-#: The export command the README and the error messages give.
+#: The export command the docs and the error messages give.
 EXPORT_COMMAND = ("sacct --allusers --starttime YYYY-MM-DD --endtime now --parsable2 "
                   "--format=JobID,JobIDRaw,JobName,User,Account,Partition,Submit,Start,End,Elapsed,State,ExitCode,AllocTRES,NNodes")
 _JOB_ID = r"^\d+(?:_(?:\d+|\[[^\]]*\]))?(?:\+\d+)?$"

@@ -6,7 +6,7 @@ flags, float64 energies and times) without importing it. See ``tests/test_zeus_*
 
 A leaf: frames in, frames out. It imports nothing of the package but ``pipelines.vocabulary`` (the
 workloads, policies), no Dagster and no zeus; reading files is ``pipelines.ingest.simulator_inputs``'s.
-Public API::
+Public API:
 
     from pipelines.vocabulary import WORKLOADS, WORKLOAD_BY_DATASET, Job, POLICIES
     from pipelines.zeus.traces import from_frames, build_table

@@ -36,7 +36,7 @@ FOLLOW_TABLES = dg.AutomationCondition.eager().ignore(dg.AssetSelection.assets("
     automation_condition=FOLLOW_TABLES,
     kinds={"polars", "parquet"},
     metadata=contract_metadata("cluster_workload_jobs"),
-    description="One trace's jobs as recurring groups of Zeus workloads, with runtime_ratio (see README); a public trace from its "
+    description="One trace's jobs as recurring groups of Zeus workloads, with runtime_ratio (docs: Cluster traces and replay); a public trace from its "
     "ingested table, a user trace from own_cluster_jobs.",
     check_specs=[dg.AssetCheckSpec("runtime_ratio_means_one", asset="cluster_workload_jobs", blocking=True,
                                    description="runtime_ratio averages 1 per workload per trace.")],

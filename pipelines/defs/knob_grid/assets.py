@@ -21,7 +21,7 @@ class GridName(StrEnum):
 
 class KnobGridConfig(dg.Config):
     """``default``: eta {0, .25, .5, .75, 1} x beta 2 x 4 GPUs x seeds 1-3 (what make figures runs);
-    ``paper``: eta 0..1 step .1 x beta {1.5, 2, 3, 5} x 4 GPUs x seeds 1-5 (see README, Scaling out)."""
+    ``paper``: eta 0..1 step .1 x beta {1.5, 2, 3, 5} x 4 GPUs x seeds 1-5 (docs: Scaling out)."""
 
     grid: GridName = GridName.default
 

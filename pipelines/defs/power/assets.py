@@ -29,7 +29,7 @@ class PowerConfig(dg.Config):
     metadata=contract_metadata("cluster_power"),
     description=f"Cluster power (W) and busy GPUs per bin (default {power.BIN_S:.0f} s, config bin_s) of the trace's timeline, "
     "per policy: each run draws its simulated average power energy_j / time_s from its start for time_s "
-    "(config occupancy; see README, Cluster power).",
+    "(config occupancy; docs: Cluster power).",
     check_specs=[dg.AssetCheckSpec("energy_matches_history", asset="cluster_power", blocking=True,
                                    description="Per policy, sum(mean_power_w x bin length) equals the history's energy to 1e-9 relative.")],
 )
@@ -57,7 +57,7 @@ def cluster_power(
     kinds={"polars", "parquet"},
     metadata=contract_metadata("cluster_power_summary"),
     description="Per policy: peak, p99 and mean cluster power (kW), time above 90% of Default's peak (s), busy GPUs, "
-    "p99 per-busy-GPU draw (W) and headroom_gpus (see README for the formula).",
+    "p99 per-busy-GPU draw (W) and headroom_gpus (docs: Cluster power, for the formula).",
 )
 def cluster_power_summary(context: dg.AssetExecutionContext, cluster_power: pl.DataFrame) -> dg.Output[dict[str, pl.DataFrame]]:
     summary = power.power_summary(cluster_power)
