@@ -147,7 +147,7 @@ def test_gpus_from_alloctres_counted_once_with_their_type() -> None:
     assert (result.counts.cpu_only, result.counts.gpu_allocations) == (2, 5)
 
 
-def test_states_are_normalised_and_the_text_kept_unknown_times_are_not_ended() -> None:
+def test_states_are_normalised_and_the_text_kept_unknown_ends_are_not_ended_unknown_starts_never_started() -> None:
     lines = [
         row("1", state="CANCELLED by 1234"), row("2", state="RUNNING", end="Unknown"), row("3", state="PENDING", start="Unknown",
                                                                                               end="Unknown", tres=""),
@@ -157,7 +157,7 @@ def test_states_are_normalised_and_the_text_kept_unknown_times_are_not_ended() -
     jobs = by_id(read(lines))
     assert [(jobs[j]["state"], jobs[j]["state_raw"]) for j in "15"] == [("CANCELLED", "CANCELLED by 1234"), ("OUT_OF_MEMORY", "OUT_OF_MEMORY")]
     assert jobs["6"]["state"] == "CANCELLED"
-    assert [jobs[j]["category"] for j in "1234"] == ["gpu", "not_ended", "not_ended", "not_ended"]
+    assert [jobs[j]["category"] for j in "1234"] == ["gpu", "not_ended", "not_ended", "never_started"]
     assert jobs["2"]["end_time"] is None and jobs["3"]["start_time"] is None and jobs["4"]["end_time"] == utc(2024, 3, 1, 10, 1)
 
 

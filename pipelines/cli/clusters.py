@@ -18,12 +18,21 @@ from pipelines.cli import invoked_as
 from pipelines.clusters import tracefiles
 from pipelines.home.paths import default_mirror, default_paths
 from pipelines.ingest.common import IngestError
-from pipelines.ingest.slurm import parse_fields
+from pipelines.ingest.slurm import DEFAULT_DELIMITER, check_delimiter, parse_fields
 
 
 def _fail(message: str) -> NoReturn:
     click.echo(f"Error: {' '.join(message.split())}", err=True)
     sys.exit(2)
+
+
+def delimiter_option(ctx: click.Context, param: click.Parameter, value: str) -> str:
+    """``--delimiter``: exactly one character, not a line break (a usage error otherwise); ``\\t`` reads as a tab."""
+    value = "\t" if value == "\\t" else value
+    try:
+        return check_delimiter(value)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc)) from None
 
 
 @click.group("clusters")
@@ -37,17 +46,24 @@ def cli() -> None:
 @click.option("--format", "fmt", type=click.Choice(["sacct", "csv"]), default=None, help="[default: csv for .csv, else sacct]")
 @click.option("--timezone", default="UTC", show_default=True, help="IANA time zone of the file's times (the cluster's clock).")
 @click.option("--fields", default=None, help="A sacct --noheader export's field list, as given to --format.")
+@click.option("--delimiter", default=DEFAULT_DELIMITER, show_default=True, callback=delimiter_option,
+              help="The character given to sacct's --delimiter (a --parsable/--parsable2 export).")
 @click.option("--replace", is_flag=True, help="Replace a trace of that name.")
-def add(name: str, file: Path, fmt: str | None, timezone: str, fields: str | None, replace: bool) -> None:
-    """Copy FILE into raw/clusters/ as trace NAME, recording its sha256 and how to read it."""
+def add(name: str, file: Path, fmt: str | None, timezone: str, fields: str | None, delimiter: str, replace: bool) -> None:
+    """Copy FILE into raw/clusters/ as trace NAME, recording its sha256 and how to read it.
+
+    FILE may be compressed (.gz, .xz, .zst): it is kept so, and read streamed.
+    """
     if not file.is_file():
         _fail(f"{file}: no such file")
     try:
         tracefiles.check_name(name)
         file_format = tracefiles.format_of(file, fmt)
         field_list = tuple(parse_fields(fields)) if fields else None
-        result = tracefiles.read_trace(file, name, file_format, timezone, field_list, source_file=str(file), digest=False)
-        added = tracefiles.add_trace(default_paths().raw, name, file, fmt=file_format, timezone=timezone, fields=field_list, replace=replace)
+        result = tracefiles.read_trace(file, name, file_format, timezone, field_list, source_file=str(file), digest=False,
+                                       delimiter=delimiter)
+        added = tracefiles.add_trace(default_paths().raw, name, file, fmt=file_format, timezone=timezone, fields=field_list, replace=replace,
+                                     delimiter=delimiter)
     except (IngestError, tracefiles.TraceFileError, ValueError) as exc:
         _fail(str(exc))
     c = result.counts
@@ -66,6 +82,7 @@ def list_traces() -> None:
     traces, problems = tracefiles.user_traces(raw)
     for t in traces:
         fields = f", fields {','.join(t.fields)}" if t.fields else ""
-        click.echo(f"{t.name}: {t.source_file} ({t.format}, times in {t.timezone}{fields})")
+        delimiter = f", delimiter {t.delimiter!r}" if t.delimiter != DEFAULT_DELIMITER else ""
+        click.echo(f"{t.name}: {t.source_file} ({t.format}, times in {t.timezone}{fields}{delimiter})")
     for problem in problems:
         click.echo(f"not used: {problem}", err=True)

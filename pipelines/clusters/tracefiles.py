@@ -1,11 +1,14 @@
 """Which cluster traces are present: the public ones whose files are here, and the user's own in ``raw/clusters/``.
 
 A user trace is ``raw/clusters/<name>.sacct`` (a Slurm export) or ``raw/clusters/<name>.csv`` (the
-generic job log), with an optional sidecar ``raw/clusters/<name>.toml`` holding how to read it:
+generic job log), either one possibly compressed (``<name>.sacct.zst``, ``.gz``, ``.xz``: streamed
+under the ingest's decompressed-size cap), with an optional sidecar ``raw/clusters/<name>.toml``
+holding how to read it:
 
     format = "sacct"            # or "csv"; default: from the extension
     timezone = "Europe/Berlin"  # IANA name of the cluster's clock; default "UTC"
     fields = ["JobID", ...]     # only for a sacct --noheader export: its --format list
+    delimiter = "|"             # only for a sacct export written with --delimiter
     sha256 = "..."              # written by `clusters add`: the file as added
     source = "/where/it/came/from.sacct"
     added = "2024-11-23T10:00:00Z"
@@ -35,6 +38,7 @@ from typing import Literal, cast
 
 from pipelines.home.storage import atomic_path, write_text_atomic
 from pipelines.ingest import joblog, slurm
+from pipelines.ingest.compressed import COMPRESSED_SUFFIXES, plain_file, uncompressed_name
 from pipelines.ingest.owntrace import OwnTraceResult, check_timezone
 from pipelines.sources.fetch import sha256_of
 from pipelines.vocabulary import CLUSTER_TRACES, TRACE_NAME_REGEX
@@ -73,12 +77,21 @@ def check_name(name: str) -> str:
 
 
 def format_of(path: Path, given: str | None = None) -> Format:
-    """The format given, else the extension's (``.csv``: csv; anything else: sacct)."""
+    """The format given, else the extension's under any compression suffix (``.csv``, ``.csv.zst``: csv; anything else: sacct)."""
     if given is not None:
         if given not in ("sacct", "csv"):
             raise TraceFileError(f"format {given!r}: use sacct or csv")
         return cast(Format, given)
-    return EXTENSIONS.get(path.suffix.lower(), "sacct")
+    return EXTENSIONS.get(uncompressed_name(path).suffix.lower(), "sacct")
+
+
+def split_file_name(path: Path) -> tuple[str, str, str] | None:
+    """(trace name, extension, compression suffix or "") of a trace file in ``raw/clusters``; None for another file."""
+    plain = uncompressed_name(path)
+    compression = path.name[len(plain.name):]
+    if plain.suffix.lower() not in EXTENSIONS:
+        return None
+    return plain.stem, plain.suffix.lower(), compression.lower()
 
 
 @dataclass(frozen=True)
@@ -91,6 +104,7 @@ class TraceFile:
     timezone: str
     fields: tuple[str, ...] | None
     recorded_sha256: str | None  # from the sidecar (None: dropped in by hand)
+    delimiter: str = slurm.DEFAULT_DELIMITER
 
     @property
     def source_file(self) -> str:
@@ -99,7 +113,7 @@ class TraceFile:
 
     @property
     def sidecar(self) -> Path:
-        return self.path.with_suffix(SIDECAR)
+        return self.path.parent / f"{self.name}{SIDECAR}"
 
     def fingerprint(self) -> str:
         """Changes when the file or its sidecar changes (size and modification time; no hashing)."""
@@ -114,16 +128,36 @@ class TraceFile:
 
     def read(self, *, digest: bool = True) -> OwnTraceResult:
         """The trace's rows, quarantine and counts (``IngestError`` for a file that cannot be read at all)."""
-        return read_trace(self.path, self.name, self.format, self.timezone, self.fields, source_file=self.source_file, digest=digest)
+        return read_trace(self.path, self.name, self.format, self.timezone, self.fields, source_file=self.source_file, digest=digest,
+                          delimiter=self.delimiter)
 
 
 def read_trace(path: Path | bytes, name: str, fmt: Format, timezone: str, fields: tuple[str, ...] | list[str] | None = None, *,
-               source_file: str, digest: bool = True) -> OwnTraceResult:
-    """Read a sacct export or a job-log CSV (``pipelines.ingest.slurm`` / ``pipelines.ingest.joblog``)."""
-    if fmt == "sacct":
-        return slurm.read_sacct(path, trace=name, source_file=source_file, timezone=timezone, fields=fields, digest=digest)
-    if fields:
+               source_file: str, digest: bool = True, delimiter: str = slurm.DEFAULT_DELIMITER) -> OwnTraceResult:
+    """Read a sacct export or a job-log CSV (``pipelines.ingest.slurm`` / ``pipelines.ingest.joblog``).
+
+    A compressed file (``.gz``, ``.xz``, ``.zst``) is streamed into a temporary file under the
+    decompressed-size cap (``pipelines.ingest.compressed.plain_file``) and read from there; its
+    sha256 is the compressed file's, as ``clusters add`` records it.
+    """
+    if fmt != "sacct" and fields:
         raise TraceFileError("fields are for a sacct --noheader export only; a job-log CSV has a header")
+    if fmt != "sacct" and delimiter != slurm.DEFAULT_DELIMITER:
+        raise TraceFileError("a delimiter is for a sacct export written with --delimiter; a job-log CSV is comma-separated")
+    if isinstance(path, bytes):
+        return _read_plain(path, name, fmt, timezone, fields, source_file, digest, delimiter)
+    with plain_file(path, name=source_file, digest=digest) as (plain, sha):
+        result = _read_plain(plain, name, fmt, timezone, fields, source_file, digest and sha is None, delimiter)
+    if sha is not None:
+        result.sha256 = sha
+    return result
+
+
+def _read_plain(path: Path | bytes, name: str, fmt: Format, timezone: str, fields: tuple[str, ...] | list[str] | None,
+                source_file: str, digest: bool, delimiter: str) -> OwnTraceResult:
+    if fmt == "sacct":
+        return slurm.read_sacct(path, trace=name, source_file=source_file, timezone=timezone, fields=fields, digest=digest,
+                                delimiter=delimiter)
     return joblog.read_joblog(path, trace=name, source_file=source_file, timezone=timezone, digest=digest)
 
 
@@ -131,10 +165,10 @@ def folder(raw: Path) -> Path:
     return raw / FOLDER
 
 
-def _sidecar_options(path: Path, fmt_default: Format) -> tuple[Format, str, tuple[str, ...] | None, str | None]:
-    sidecar = path.with_suffix(SIDECAR)
+def _sidecar_options(path: Path, name: str, fmt_default: Format) -> tuple[Format, str, tuple[str, ...] | None, str | None, str]:
+    sidecar = path.parent / f"{name}{SIDECAR}"
     if not sidecar.is_file():
-        return fmt_default, "UTC", None, None
+        return fmt_default, "UTC", None, None, slurm.DEFAULT_DELIMITER
     try:
         options = tomllib.loads(sidecar.read_text(encoding="utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError, OSError) as exc:
@@ -151,7 +185,12 @@ def _sidecar_options(path: Path, fmt_default: Format) -> tuple[Format, str, tupl
     if fields is not None and not (isinstance(fields, list) and all(isinstance(f, str) and f for f in fields)):
         raise TraceFileError(f"{sidecar}: fields must be a list of sacct field names")
     sha = options.get("sha256")
-    return fmt, timezone, tuple(fields) if fields else None, sha if isinstance(sha, str) else None
+    delimiter = options.get("delimiter", slurm.DEFAULT_DELIMITER)
+    try:
+        slurm.check_delimiter(delimiter if isinstance(delimiter, str) else "")
+    except ValueError as exc:
+        raise TraceFileError(f"{sidecar}: {exc}") from None
+    return fmt, timezone, tuple(fields) if fields else None, sha if isinstance(sha, str) else None, delimiter
 
 
 def user_traces(raw: Path) -> tuple[list[TraceFile], list[str]]:
@@ -162,19 +201,20 @@ def user_traces(raw: Path) -> tuple[list[TraceFile], list[str]]:
     found: dict[str, TraceFile] = {}
     problems: list[str] = []
     for path in sorted(base.iterdir()):
-        if path.suffix.lower() not in EXTENSIONS or not path.is_file() or path.name.startswith("."):
+        parts = split_file_name(path)
+        if parts is None or not path.is_file() or path.name.startswith("."):
             continue
-        name = path.stem
+        name, ext, _ = parts
         try:
             check_name(name)
-            fmt, timezone, fields, sha = _sidecar_options(path, EXTENSIONS[path.suffix.lower()])
+            fmt, timezone, fields, sha, delimiter = _sidecar_options(path, name, EXTENSIONS[ext])
         except TraceFileError as exc:
             problems.append(f"{path.name}: {exc}")
             continue
         if name in found:
             problems.append(f"{path.name}: trace {name!r} has two files ({found[name].path.name} is used); remove one")
             continue
-        found[name] = TraceFile(name, path, fmt, timezone, fields, sha)
+        found[name] = TraceFile(name, path, fmt, timezone, fields, sha, delimiter)
     return list(found.values()), problems
 
 
@@ -195,33 +235,37 @@ def _toml_value(value: object) -> str:
 
 
 def add_trace(raw: Path, name: str, file: Path, *, fmt: Format, timezone: str, fields: tuple[str, ...] | None = None,
-              replace: bool = False) -> TraceFile:
-    """Copy ``file`` to ``raw/clusters/<name>.<ext>`` and record its sha256 and options in ``<name>.toml``.
+              replace: bool = False, delimiter: str = slurm.DEFAULT_DELIMITER) -> TraceFile:
+    """Copy ``file`` to ``raw/clusters/<name>.<ext>`` (keeping a compression suffix: ``<name>.sacct.zst``) and record its
+    sha256 and options in ``<name>.toml``.
 
     The sidecar is written before the file (both atomically), so a sensor never sees the file
     without its options. Refuses to overwrite a trace of that name unless ``replace``.
     """
     check_name(name)
     check_timezone(timezone)
+    slurm.check_delimiter(delimiter)
     base = folder(raw)
     ext = ".csv" if fmt == "csv" else ".sacct"
-    target = base / f"{name}{ext}"
-    existing = [p for p in (base / f"{name}.sacct", base / f"{name}.csv") if p.exists()]
+    compression = file.suffix.lower() if file.suffix.lower() in COMPRESSED_SUFFIXES else ""
+    target = base / f"{name}{ext}{compression}"
+    existing = [p for p in sorted(base.glob(f"{name}.*")) if (split_file_name(p) or ("",))[0] == name] if base.is_dir() else []
     if existing and not replace:
         raise TraceFileError(f"trace {name!r} exists ({existing[0]}); pass --replace to replace it")
     sha = sha256_of(file)
-    options = {"format": fmt, "timezone": timezone, **({"fields": list(fields)} if fields else {}), "sha256": sha,
+    options = {"format": fmt, "timezone": timezone, **({"fields": list(fields)} if fields else {}),
+               **({"delimiter": delimiter} if delimiter != slurm.DEFAULT_DELIMITER else {}), "sha256": sha,
                "source": str(file.resolve()), "added": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")}
     text = "# How to read this trace (written by `gpu-energy clusters add`; see the docs, \"Your own cluster\").\n"
     text += "".join(f"{key} = {_toml_value(value)}\n" for key, value in options.items())
     base.mkdir(parents=True, exist_ok=True)
-    write_text_atomic(text, target.with_suffix(SIDECAR))
+    write_text_atomic(text, base / f"{name}{SIDECAR}")
     with atomic_path(target) as tmp:
         shutil.copyfile(file, tmp)
     for stale in existing:
         if stale != target:
             stale.unlink()
-    return TraceFile(name, target, fmt, timezone, fields, sha)
+    return TraceFile(name, target, fmt, timezone, fields, sha, delimiter)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -15,8 +15,11 @@ import polars as pl
 from pipelines.contracts.base import one_of
 from pipelines.contracts.clusters import trace_column
 
-#: How an allocation counts: replay candidate (GPUs, started and ended), CPU-only, or not ended (pending or running).
-CATEGORIES: tuple[str, ...] = ("gpu", "cpu_only", "not_ended")
+#: How an allocation counts: replay candidate (GPUs, started and ended), CPU-only, not ended (pending, running,
+#: requeued, suspended), or ended without ever starting (cancelled while pending, a node failure before the start).
+CATEGORIES: tuple[str, ...] = ("gpu", "cpu_only", "not_ended", "never_started")
+#: What the export says about the energy the scheduler measured for an allocation.
+ENERGY_STATUSES: tuple[str, ...] = ("measured", "zero", "not_exported")
 #: The formats a trace file can have.
 FORMATS: tuple[str, ...] = ("sacct", "csv")
 
@@ -49,7 +52,17 @@ class OwnClusterJobs(dy.Schema):
     num_nodes = dy.Int64(nullable=True, min=0, description="nodes allocated (Slurm NNodes)")
     num_gpus = dy.Int64(min=0, description="GPUs allocated (AllocTRES gres/gpu, counted once; CSV num_gpus); 0: none")
     gpu_type = dy.String(nullable=True, description="GPU type from gres/gpu:<type>=N (several types comma-separated); null: untyped")
-    category = one_of(CATEGORIES, description="not_ended: start or end unknown; cpu_only: ended, no GPU; gpu: ended, with GPUs")
+    category = one_of(CATEGORIES, description="not_ended: end unknown; never_started: ended, start unknown; cpu_only: started and "
+                      "ended, no GPU; gpu: started and ended, with GPUs")
+    measured_energy_j = dy.Float64(
+        nullable=True, min_exclusive=0,
+        description="energy the scheduler measured for the allocation (J; Slurm ConsumedEnergyRaw, energy= of AllocTRES or "
+        "TRESUsageInTot, or the CSV's energy_j); null: none, or exported as 0 (not collected: never a measurement)",
+    )  # fmt: skip
+    energy_status = one_of(ENERGY_STATUSES, description="measured: measured_energy_j > 0; zero: the export says 0 (energy not "
+                           "collected); not_exported: no energy field or an empty one")
+    gpu_util_pct = dy.Float64(nullable=True, min=0, description="GPU utilisation Slurm recorded (gres/gpuutil of TRESUsageInTot, "
+                              "highest of the allocation's steps) over its GPUs (%, 100: every GPU busy); null: not exported")
 
     @dy.rule()
     def end_not_before_start(cls) -> pl.Expr:
@@ -58,10 +71,17 @@ class OwnClusterJobs(dy.Schema):
 
     @dy.rule()
     def category_matches_times_and_gpus(cls) -> pl.Expr:
-        """category is not_ended exactly when a time is unknown, else cpu_only exactly when num_gpus is 0"""
-        unknown = pl.col("start_time").is_null() | pl.col("end_time").is_null()
-        expected = pl.when(unknown).then(pl.lit("not_ended")).when(pl.col("num_gpus") == 0).then(pl.lit("cpu_only")).otherwise(pl.lit("gpu"))
+        """category is not_ended exactly when the end is unknown, else never_started when the start is, else cpu_only exactly
+        when num_gpus is 0"""
+        expected = (pl.when(pl.col("end_time").is_null()).then(pl.lit("not_ended"))
+                    .when(pl.col("start_time").is_null()).then(pl.lit("never_started"))
+                    .when(pl.col("num_gpus") == 0).then(pl.lit("cpu_only")).otherwise(pl.lit("gpu")))
         return pl.col("category") == expected
+
+    @dy.rule()
+    def energy_status_matches_energy(cls) -> pl.Expr:
+        """energy_status is measured exactly when measured_energy_j is set"""
+        return (pl.col("energy_status") == "measured") == pl.col("measured_energy_j").is_not_null()
 
 
 def _count(description: str) -> dy.Int64:
@@ -82,9 +102,14 @@ class OwnClusterTraces(dy.Schema):
     steps_skipped = _count("Slurm step rows (J.batch, J.extern, J.0, ...): skipped, never jobs")
     quarantined = _count("rows sent to quarantine/own_cluster_jobs")
     cpu_only = _count("ended allocations without GPUs (skipped)")
-    not_ended = _count("allocations with an unknown start (pending) or end (running) (skipped)")
-    gpu_allocations = _count("ended GPU allocations, any state")
+    not_ended = _count("allocations with an unknown end: pending, running, requeued, suspended (skipped)")
+    never_started = _count("allocations that ended without starting: cancelled while pending, a node failure before the start (skipped)")
+    gpu_allocations = _count("started and ended GPU allocations, any state")
     completed_gpu_allocations = _count("ended GPU allocations in state COMPLETED with end > start: the jobs the replay can use")
+    energy_source = dy.String(nullable=True, description="the export's field of energy accounting (ConsumedEnergyRaw, AllocTRES, "
+                              "TRESUsageInTot, TRESUsageInTot of the steps, energy_j); null: none")
+    zero_energy_allocations = _count("allocations whose exported energy is 0 (the scheduler collected none; not a measurement)")
+    measured_energy_allocations = _count("allocations with a measured energy (> 0)")
 
     @dy.rule()
     def every_line_accounted_for(cls) -> pl.Expr:
@@ -93,5 +118,5 @@ class OwnClusterTraces(dy.Schema):
 
     @dy.rule()
     def allocations_split_into_categories(cls) -> pl.Expr:
-        """allocations = cpu_only + not_ended + gpu_allocations"""
-        return pl.col("allocations") == pl.col("cpu_only") + pl.col("not_ended") + pl.col("gpu_allocations")
+        """allocations = cpu_only + not_ended + never_started + gpu_allocations"""
+        return pl.col("allocations") == pl.col("cpu_only") + pl.col("not_ended") + pl.col("never_started") + pl.col("gpu_allocations")

@@ -1,66 +1,180 @@
-"""Reading a source file that may be xz-compressed, streamed, with a cap on what it expands to.
+"""Reading a source file that may be compressed (``.gz``, ``.xz``, ``.zst``), streamed, with a cap on what it expands to.
 
-A few kilobytes of xz can expand to gigabytes (a "decompression bomb"), so the stream is
-decompressed in chunks and stopped as soon as the output passes the cap, with an error naming the
-file and the cap, before the memory is spent.
+A few kilobytes of compressed data can expand to gigabytes (a "decompression bomb"), so a stream
+is decompressed in chunks and stopped as soon as the output passes the cap, with an error naming
+the file and the cap, before the memory is spent. Every format is read to its end marker: a file
+cut short (an interrupted copy) is an error naming the file, never a silently shorter table.
+Concatenated streams (``cat a.gz b.gz``, multi-frame ``.zst``, multi-stream ``.xz``) are read one
+after the other; null bytes between or after streams are padding.
+
+``decompressed_chunks`` yields the bytes; ``read_compressed`` joins them (small sources: the Zeus
+traces); ``plain_file`` spools a large one (a cluster export) into a temporary file, so that the
+readers that scan a file by path read it as they read an uncompressed one, in bounded memory.
 """
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import lzma
+import os
+import tempfile
+import zlib
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any, Protocol
 
 from pipelines.ingest.common import IngestError
 
 #: Most bytes one compressed source may expand to (1 GiB; the upstream alibaba_groups.csv is far smaller).
 MAX_DECOMPRESSED_BYTES = 1 << 30
-_READ = 1 << 20  # compressed bytes read at a time
+#: The compressed formats read, by file suffix.
+COMPRESSED_SUFFIXES: dict[str, str] = {".gz": "gzip", ".xz": "xz", ".zst": "zstd"}
+_READ = 1 << 20  # compressed bytes read from the file at a time
+_OUT = 1 << 20  # most decompressed bytes asked for at a time (gzip, xz)
+#: zstd's decompressor returns all it can for its input (no output bound), and one 4-byte block can expand
+#: to 128 KiB: its input is fed in pieces this small, so one call overshoots the cap by at most 64 MiB.
+_ZSTD_PIECE = 2048
+
+
+class _Decompressor(Protocol):
+    eof: bool
+    unused_data: bytes
+
+    def decompress(self, data: bytes, max_length: int = -1) -> bytes: ...
+
+
+def compression_of(path: Path) -> str | None:
+    """The compression of ``path`` by its suffix (``gzip``, ``xz``, ``zstd``), or None for a plain file."""
+    return COMPRESSED_SUFFIXES.get(path.suffix.lower())
+
+
+def uncompressed_name(path: Path) -> Path:
+    """``path`` without its compression suffix (``cluster.sacct.zst`` -> ``cluster.sacct``)."""
+    return path.with_suffix("") if compression_of(path) else path
+
+
+class _Zstd:
+    """zstandard's decompression object behind the interface of ``lzma``'s and ``zlib``'s (``max_length`` is not honoured)."""
+
+    def __init__(self) -> None:
+        import zstandard
+
+        self._obj: Any = zstandard.ZstdDecompressor().decompressobj()
+        self._error: type[Exception] = zstandard.ZstdError
+
+    @property
+    def eof(self) -> bool:
+        return bool(self._obj.eof)
+
+    @property
+    def unused_data(self) -> bytes:
+        return bytes(self._obj.unused_data)
+
+    def decompress(self, data: bytes, max_length: int = -1) -> bytes:
+        try:
+            return bytes(self._obj.decompress(data))
+        except self._error as exc:
+            raise ValueError(str(exc)) from exc
+
+
+def _factory(kind: str) -> Callable[[], _Decompressor]:
+    if kind == "xz":
+        return lzma.LZMADecompressor
+    if kind == "gzip":
+        return lambda: zlib.decompressobj(wbits=16 + zlib.MAX_WBITS)  # type: ignore[return-value]
+    return _Zstd
+
+
+def decompressed_chunks(path: Path, *, limit: int = MAX_DECOMPRESSED_BYTES, name: str | None = None) -> Iterator[bytes]:
+    """The decompressed bytes of ``path`` (by its suffix; a plain file as it is), in chunks, never more than ``limit`` in all.
+
+    Raises ``IngestError`` naming the file (``name``, default its name) for a truncated or corrupt
+    stream, one that expands past ``limit`` bytes, and an unreadable file.
+    """
+    display = name or path.name
+    kind = compression_of(path)
+    try:
+        with open(path, "rb") as fh:
+            if kind is None:
+                while piece := fh.read(_READ):
+                    yield piece
+                return
+            yield from _decompress(fh, kind, limit, display)
+    except OSError as exc:
+        raise IngestError(display, f"unreadable file: {exc}") from exc
+
+
+def _decompress(fh: Any, kind: str, limit: int, display: str) -> Iterator[bytes]:
+    make = _factory(kind)
+    errors: tuple[type[Exception], ...] = (lzma.LZMAError, zlib.error, ValueError, EOFError)
+    piece = _ZSTD_PIECE if kind == "zstd" else _READ
+    bounded = kind != "zstd"  # lzma and zlib bound their output by max_length and keep the input they did not use
+    decompressor = make()
+    pending, exhausted, size = b"", False, 0
+    while True:
+        if decompressor.eof:  # a stream ended: padding, the end of the file, or another stream
+            pending = decompressor.unused_data + pending
+            while not pending.strip(b"\0") and not exhausted:
+                more = fh.read(_READ)
+                exhausted = not more
+                pending = pending.lstrip(b"\0") + more
+            pending = pending.lstrip(b"\0")
+            if not pending:
+                return
+            decompressor = make()
+        if not pending and not exhausted:
+            pending = fh.read(_READ)
+            exhausted = not pending
+        feed, pending = pending[:piece], pending[piece:]
+        try:
+            out = decompressor.decompress(feed, limit + 1 - size) if bounded else decompressor.decompress(feed)
+        except errors as exc:
+            raise IngestError(display, f"truncated or corrupt {kind} stream: {exc}") from exc
+        tail = getattr(decompressor, "unconsumed_tail", b"")
+        if tail:
+            pending = tail + pending
+        if not feed and not out and not decompressor.eof:
+            raise IngestError(display, f"truncated or corrupt {kind} stream: it ends before its end marker")
+        size += len(out)
+        if size > limit:
+            raise IngestError(
+                display,
+                f"decompresses to more than {limit:,} bytes (the cap, pipelines.ingest.compressed.MAX_DECOMPRESSED_BYTES); "
+                "refusing it as a possible decompression bomb",
+            )
+        if out:
+            yield out
 
 
 def read_compressed(path: Path, *, limit: int = MAX_DECOMPRESSED_BYTES) -> bytes:
-    """The bytes of ``path``, decompressed when its name ends in ``.xz``.
+    """The bytes of ``path``, decompressed when its name ends in ``.gz``, ``.xz`` or ``.zst`` (see ``decompressed_chunks``)."""
+    return b"".join(decompressed_chunks(path, limit=limit))
 
-    Raises ``IngestError`` naming the file for a truncated or corrupt stream and for one that
-    expands past ``limit`` bytes; concatenated xz streams are read one after the other.
+
+@contextlib.contextmanager
+def plain_file(path: Path, *, limit: int = MAX_DECOMPRESSED_BYTES, name: str | None = None,
+               digest: bool = True) -> Iterator[tuple[Path, str | None]]:
+    """(a path to the uncompressed bytes of ``path``, the sha256 of ``path`` as it is on disk, or None without ``digest``).
+
+    A plain file is yielded as it is (its sha256 is left to the reader: None). A compressed one is
+    streamed, under ``limit``, into a temporary file (removed on exit) while its compressed bytes
+    are hashed, so the sha256 is that of the file as given (what ``clusters add`` records).
     """
+    if compression_of(path) is None:
+        yield path, None
+        return
+    digester = hashlib.sha256() if digest else None
+    fd, tmp = tempfile.mkstemp(prefix="gpu-energy-", suffix=uncompressed_name(path).suffix)
     try:
-        if path.suffix != ".xz":
-            return path.read_bytes()
-        return _decompress_xz(path, limit)
-    except OSError as exc:
-        raise IngestError(path.name, f"unreadable file: {exc}") from exc
-
-
-def _decompress_xz(path: Path, limit: int) -> bytes:
-    chunks: list[bytes] = []
-    size = 0
-    decompressor = lzma.LZMADecompressor()
-    pending = b""
-    with open(path, "rb") as fh:
-        while True:
-            if decompressor.eof:
-                pending = decompressor.unused_data + pending
-                if not pending.strip(b"\0"):  # stream padding or nothing: done
-                    pending = fh.read(_READ)
-                    if not pending.strip(b"\0"):
-                        break
-                pending = pending.lstrip(b"\0")
-                decompressor = lzma.LZMADecompressor()
-            if not pending and decompressor.needs_input:
-                pending = fh.read(_READ)
-                if not pending:
-                    raise IngestError(path.name, "truncated or corrupt xz stream: it ends before its end marker")
-            try:
-                out = decompressor.decompress(pending, max_length=limit + 1 - size)
-            except lzma.LZMAError as exc:
-                raise IngestError(path.name, f"truncated or corrupt xz stream: {exc}") from exc
-            pending = b""
-            size += len(out)
-            if size > limit:
-                raise IngestError(
-                    path.name,
-                    f"decompresses to more than {limit:,} bytes (the cap, pipelines.ingest.compressed.MAX_DECOMPRESSED_BYTES); "
-                    "refusing it as a possible decompression bomb",
-                )
-            chunks.append(out)
-    return b"".join(chunks)
+        with os.fdopen(fd, "wb") as out:
+            for chunk in decompressed_chunks(path, limit=limit, name=name):
+                out.write(chunk)
+        if digester is not None:
+            with open(path, "rb") as fh:
+                while block := fh.read(_READ):
+                    digester.update(block)
+        yield Path(tmp), digester.hexdigest() if digester is not None else None
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)

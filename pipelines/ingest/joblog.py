@@ -17,12 +17,14 @@ state          yes       COMPLETED for a run that finished normally; any other w
 user           no        who ran it
 name           no        job name (with user and num_gpus it makes the recurring group)
 gpu_type       no        e.g. a100
+energy_j       no        energy the scheduler measured for the job (J); 0 or empty: none
+gpu_util_pct   no        the job's GPU utilisation over its GPUs (%)
 =============  ========  ==================================================================
 
 Times without an offset are read in the given time zone (``pipelines.ingest.owntrace`` has the
 DST rule); times with one are exact. Rows are quarantined for: a wrong number of fields, a time
 that does not parse, a GPU count that is not a whole number >= 0, an empty job id or state, end
-before start, and a duplicate job id.
+before start, an energy or utilisation that is not a number >= 0, and a duplicate job id.
 """
 
 from __future__ import annotations
@@ -43,6 +45,7 @@ from pipelines.ingest.owntrace import (
     check_timezone,
     csv_rows,
     empty_rejected,
+    energy_columns,
     finish,
     normalised_state,
     quoted,
@@ -54,7 +57,7 @@ from pipelines.ingest.owntrace import (
 #: Columns of the generic CSV and whether a file must have them.
 COLUMNS: dict[str, bool] = {
     "job_id": True, "submit_time": True, "start_time": True, "end_time": True, "num_gpus": True, "state": True,
-    "user": False, "name": False, "gpu_type": False,
+    "user": False, "name": False, "gpu_type": False, "energy_j": False, "gpu_util_pct": False,
 }
 REQUIRED: tuple[str, ...] = tuple(c for c, needed in COLUMNS.items() if needed)
 #: Other schedulers' words for a normal end, and for a failure.
@@ -150,6 +153,8 @@ def _typed(text: pl.DataFrame, index: dict[str, int], timezone: str) -> tuple[pl
         *[(pl.col(c).str.strip_chars() if c in index else pl.lit(None, pl.String)).replace("", None).alias(out) for c, out in optional.items()],
         pl.col("job_id").str.strip_chars().alias("job_id"),
         pl.col("num_gpus").str.strip_chars().cast(pl.Int64, strict=False).alias("_gpus"),
+        *[(pl.col(c).str.strip_chars().replace("", None) if c in index else pl.lit(None, pl.String)).alias(f"_text_{c}")
+          for c in ("energy_j", "gpu_util_pct")],
         normalised_state("state").replace(STATE_ALIASES).alias("_state"),
     )
     text = _times(text, timezone)
@@ -169,6 +174,8 @@ def _typed(text: pl.DataFrame, index: dict[str, int], timezone: str) -> tuple[pl
         Check("num_gpus", pl.col("_gpus").is_null() | (pl.col("_gpus") < 0),
               pl.format("num_gpus: {} is not a whole number >= 0", quoted("num_gpus"))),
         Check("state", pl.col("_state").is_null(), pl.format("state: {} is not a state word", quoted("state"))),
+        *[Check(c, _number(f"_text_{c}").is_null() & pl.col(f"_text_{c}").is_not_null(),
+                pl.format(f"{c}: {{}} is not a number >= 0", quoted(f"_text_{c}"))) for c in ("energy_j", "gpu_util_pct")],
     ]
     good, bad = apply_checks(text, checks)
     typed = good.select(
@@ -176,8 +183,15 @@ def _typed(text: pl.DataFrame, index: dict[str, int], timezone: str) -> tuple[pl
         pl.lit(None, pl.String).alias("slurm_partition"), pl.lit(None, pl.String).alias("exit_code"), *_TIMES,
         pl.lit(None, pl.Float64).alias("elapsed_s"), pl.col("_state").alias("state"), pl.col("state").alias("state_raw"),
         pl.lit(None, pl.Int64).alias("num_nodes"), pl.col("_gpus").alias("num_gpus"), "gpu_type",
+        *energy_columns(_number("_text_energy_j"), _number("_text_gpu_util_pct"), num_gpus="_gpus"),
     )
     return typed, bad
+
+
+def _number(column: str) -> pl.Expr:
+    """A finite number >= 0 from text; null otherwise."""
+    value = pl.col(column).cast(pl.Float64, strict=False)
+    return pl.when(value.is_finite() & (value >= 0)).then(value)
 
 
 def read_joblog(source: Path | bytes, *, trace: str, source_file: str, timezone: str = "UTC", digest: bool = True) -> OwnTraceResult:
@@ -204,4 +218,4 @@ def read_joblog(source: Path | bytes, *, trace: str, source_file: str, timezone:
         rejected.append(bad)
     typed, bad = _typed(pl.concat(texts, how="vertical_relaxed"), index, timezone)
     return finish(trace=trace, source=reader, fmt="csv", timezone=timezone, typed=typed, rejected=[*rejected, bad], header_lines=1,
-                  steps_skipped=0)
+                  steps_skipped=0, energy_source="energy_j" if "energy_j" in index else None)

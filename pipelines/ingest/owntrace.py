@@ -23,8 +23,13 @@ Rules common to both formats (the docs' page "Your own cluster" lists them all):
   forward) cannot come from the scheduler's clock: it is quarantined, naming the time zone;
 * the state is normalised to its first word, upper case (``CANCELLED by 1234`` -> ``CANCELLED``)
   and the text kept in ``state_raw``;
-* an allocation whose start or end is unknown is ``not_ended``; else one with no GPU is
-  ``cpu_only``; else ``gpu``. Both skipped kinds are allocations (they are in the table);
+* an allocation whose end is unknown is ``not_ended`` (pending, running, requeued, suspended);
+  else one whose start is unknown ended without starting (``never_started``: cancelled while
+  pending, a node failure before the start); else one with no GPU is ``cpu_only``; else ``gpu``.
+  The skipped kinds are allocations (they are in the table);
+* energy the scheduler measured: ``measured_energy_j`` only when it is > 0; ``energy_status``
+  says whether the export had a value (``measured``), a 0 (``zero``: the scheduler collected no
+  energy; never a measurement) or none (``not_exported``);
 * a later row with the job id of an earlier one is quarantined (the first is kept);
 * end before start is quarantined.
 """
@@ -71,14 +76,18 @@ class TraceCounts:
     quarantined: int
     cpu_only: int
     not_ended: int
+    never_started: int
     gpu_allocations: int
     completed_gpu_allocations: int
+    energy_source: str | None = None  # the export's field of energy accounting (ConsumedEnergyRaw, ...), None: none
+    zero_energy_allocations: int = 0  # allocations whose exported energy is 0 (not collected)
+    measured_energy_allocations: int = 0  # allocations with a measured energy (> 0)
 
     @property
     def accounted(self) -> bool:
-        """lines = header + allocations + steps + quarantined, and allocations = cpu_only + not_ended + gpu."""
+        """lines = header + allocations + steps + quarantined, and allocations = cpu_only + not_ended + never_started + gpu."""
         return (self.lines == self.header_lines + self.allocations + self.steps_skipped + self.quarantined
-                and self.allocations == self.cpu_only + self.not_ended + self.gpu_allocations)
+                and self.allocations == self.cpu_only + self.not_ended + self.never_started + self.gpu_allocations)
 
 
 @dataclass
@@ -177,17 +186,24 @@ class Source:
         except OSError as exc:
             raise IngestError(self.name, f"unreadable file: {exc}") from exc
 
-    def count(self, byte: bytes) -> int:
-        """How often ``byte`` occurs in the file; counts the lines (and the sha256) on the way, parsing nothing."""
+    def count(self, needle: bytes) -> int:
+        """How often ``needle`` (one character's bytes) occurs in the file; counts the lines (and the sha256) on the way.
+
+        Pieces are cut anywhere, so an occurrence across two pieces is counted at the seam (UTF-8
+        is self-synchronising: the bytes of a character never match inside another's).
+        """
         found, newlines, self.size = 0, 0, 0
         self._digest = hashlib.sha256() if self._want_digest else None
-        last = b"\n"
+        last, tail = b"\n", b""
         for piece in self._raw_pieces():
             if self._digest is not None:
                 self._digest.update(piece)
             self.size += len(piece)
-            array = np.frombuffer(piece, dtype=np.uint8)
-            found += int(np.count_nonzero(array == byte[0]))
+            if len(needle) == 1:
+                found += int(np.count_nonzero(np.frombuffer(piece, dtype=np.uint8) == needle[0]))
+            else:
+                found += piece.count(needle) + (tail + piece[: len(needle) - 1]).count(needle)
+                tail = piece[-(len(needle) - 1):]
             newlines += piece.count(b"\n")
             last = piece[-1:]
         self.lines = newlines + (0 if last == b"\n" else 1)
@@ -230,6 +246,18 @@ class Source:
                 break
         end = head.find(b"\n")
         return (head if end < 0 else head[:end]).decode("utf-8", "replace").removesuffix("\r")
+
+    def head_lines(self, count: int = 20, max_bytes: int = 1 << 16) -> list[str]:
+        """Up to ``count`` first lines as text (within the first ``max_bytes``; as ``first_line``), the first always."""
+        head = b""
+        for piece in Source(self.source, self.name, chunk_bytes=1 << 16, digest=False)._raw_pieces():
+            head += piece
+            if head.count(b"\n") >= count or len(head) >= max_bytes:
+                break
+        lines = head.split(b"\n")
+        if len(lines) > 1 and len(head) >= max_bytes:
+            lines = lines[:-1]  # the last one may be cut
+        return [line.decode("utf-8", "replace").removesuffix("\r") for line in lines[:count]] or [""]
 
     def is_blank(self) -> bool:
         """No byte but whitespace (an empty file included)."""
@@ -330,7 +358,7 @@ def utc_times(frame: pl.DataFrame, columns: dict[str, str], timezone: str, elaps
         *(localize(naive[c], timezone, "latest").alias(f"_late_{c}") for c in (start, end)),
     )
     s_e, s_l, e_e, e_l = (pl.col(f"_{when}_{c}") for c in (start, end) for when in ("early", "late"))
-    fallback_end = pl.when(e_e >= s_e).then(e_e).otherwise(e_l)
+    fallback_end = pl.when(s_e.is_null() | (e_e >= s_e)).then(e_e).otherwise(e_l)
     if elapsed is not None:
         spent = pl.duration(microseconds=(pl.col(elapsed) * 1e6).round().cast(pl.Int64))
         pairs = [(s_e, e_e), (s_e, e_l), (s_l, e_e), (s_l, e_l)]
@@ -351,9 +379,21 @@ def normalised_state(column: str) -> pl.Expr:
 
 
 def category() -> pl.Expr:
-    """not_ended / cpu_only / gpu, from start_time, end_time and num_gpus (the contract's rule)."""
-    unknown = pl.col("start_time").is_null() | pl.col("end_time").is_null()
-    return pl.when(unknown).then(pl.lit("not_ended")).when(pl.col("num_gpus") == 0).then(pl.lit("cpu_only")).otherwise(pl.lit("gpu"))
+    """not_ended / never_started / cpu_only / gpu, from start_time, end_time and num_gpus (the contract's rule)."""
+    return (pl.when(pl.col("end_time").is_null()).then(pl.lit("not_ended"))
+            .when(pl.col("start_time").is_null()).then(pl.lit("never_started"))
+            .when(pl.col("num_gpus") == 0).then(pl.lit("cpu_only")).otherwise(pl.lit("gpu")))
+
+
+def energy_columns(energy_j: pl.Expr, gpu_util_pct: pl.Expr, num_gpus: str = "num_gpus") -> list[pl.Expr]:
+    """``measured_energy_j``, ``energy_status`` and ``gpu_util_pct`` from the energy as exported (J; 0: not collected;
+    null: none) and the GPU utilisation over the allocation's GPUs (%)."""
+    status = pl.when(energy_j.is_null()).then(pl.lit("not_exported")).when(energy_j > 0).then(pl.lit("measured")).otherwise(pl.lit("zero"))
+    return [
+        pl.when(energy_j > 0).then(energy_j).alias("measured_energy_j"),
+        status.alias("energy_status"),
+        pl.when(pl.col(num_gpus) > 0).then(gpu_util_pct).alias("gpu_util_pct"),
+    ]
 
 
 @dataclass(frozen=True)
@@ -441,6 +481,7 @@ def finish(
     rejected: Sequence[pl.DataFrame],
     header_lines: int,
     steps_skipped: int,
+    energy_source: str | None = None,
 ) -> OwnTraceResult:
     """Typed allocation rows (the contract's columns but trace/category/line, plus ``_line``) -> the result.
 
@@ -461,22 +502,22 @@ def finish(
         bad = bad.with_columns(pl.col(RAW).fill_null(pl.col(LINE).replace_strict(text, default=None, return_dtype=pl.String)))
     table = good.sort(LINE).select(*TABLE_SCHEMA)
     quarantine = quarantine_rows(bad, source.name)
-    counts = _counts(table, source.lines, header_lines, steps_skipped, quarantine.height)
+    counts = _counts(table, source.lines, header_lines, steps_skipped, quarantine.height, energy_source)
     if not counts.accounted:
         raise IngestError(source.name, f"internal error: lines do not add up ({counts})")
     return OwnTraceResult(trace, source.name, fmt, timezone, source.sha256, table, quarantine, counts)
 
 
-def _counts(table: pl.DataFrame, lines: int, header_lines: int, steps: int, quarantined: int) -> TraceCounts:
+def _counts(table: pl.DataFrame, lines: int, header_lines: int, steps: int, quarantined: int, energy_source: str | None) -> TraceCounts:
     replayable = (pl.col("category") == "gpu") & (pl.col("state") == COMPLETED) & (pl.col("end_time") > pl.col("start_time"))
     row = table.select(
-        (pl.col("category") == "cpu_only").sum().alias("cpu_only"),
-        (pl.col("category") == "not_ended").sum().alias("not_ended"),
-        (pl.col("category") == "gpu").sum().alias("gpu"),
+        *((pl.col("category") == c).sum().alias(c) for c in ("cpu_only", "not_ended", "never_started", "gpu")),
         replayable.sum().alias("completed"),
+        *((pl.col("energy_status") == s).sum().alias(s) for s in ("zero", "measured")),
     ).row(0)
-    cpu_only, not_ended, gpu, completed = (int(v or 0) for v in row)
-    return TraceCounts(lines, header_lines, table.height, steps, quarantined, cpu_only, not_ended, gpu, completed)
+    cpu_only, not_ended, never_started, gpu, completed, zero, measured = (int(v or 0) for v in row)
+    return TraceCounts(lines, header_lines, table.height, steps, quarantined, cpu_only, not_ended, never_started, gpu, completed,
+                       energy_source, zero, measured)
 
 
 def empty_rejected() -> pl.DataFrame:

@@ -7,10 +7,14 @@ Export with (every field the reader uses; add ``-X`` to leave the steps out):
 
 Columns are found by header name (case-insensitive), in any order; others are ignored. Required:
 JobID, Submit, Start, End, State, AllocTRES. Optional: JobIDRaw, JobName, User, Account,
-Partition, Elapsed, ExitCode, NNodes. ``--parsable`` ends every line with ``|`` (the header too);
-``--parsable2`` does not; both are read. A ``--noheader`` export needs its field list (``fields``),
-in the order of ``--format``. Fixed-width output (no ``|``: sacct without ``--parsable*``, whose
-values are cut to the column width) is refused with a message saying how to export.
+Partition, Elapsed, ExitCode, NNodes, and the energy accounting ConsumedEnergyRaw and
+TRESUsageInTot. ``--parsable`` ends every line with the delimiter (the header too); ``--parsable2``
+does not; both are read. The delimiter is ``|`` unless sacct was given ``--delimiter X``: pass the
+same character (``delimiter``). A ``--noheader`` export needs its field list (``fields``), in the
+order of ``--format``. A file without the delimiter is refused: when every one of its first lines
+holds another character the same number of times, the message names that character and the
+option to pass; otherwise it is fixed-width output (sacct without ``--parsable*``, whose values
+are cut to the column width) and the message says how to export.
 
 Rules (each tested in tests/test_slurm_reader.py), besides those of ``pipelines.ingest.owntrace``:
 
@@ -25,6 +29,17 @@ Rules (each tested in tests/test_slurm_reader.py), besides those of ``pipelines.
 * Submit, Start and End are local times in the given time zone; ``Unknown``/``None`` (or empty)
   Start or End means not started / not ended. Elapsed (``[D-]HH:MM:SS[.ffffff]`` or ``MM:SS``)
   and NNodes must parse when present.
+* energy Slurm measured (``measured_energy_j``, J): the allocation row's ConsumedEnergyRaw, else
+  ``energy=`` in its AllocTRES (the same number: sacct prints ConsumedEnergyRaw from it), else
+  ``energy=`` in its TRESUsageInTot, else its steps' TRESUsageInTot the way Slurm adds a job's
+  energy up from its steps (``stepmgr.c``: the ``extern`` step's alone when the job has one, i.e.
+  under ``PrologFlags=Contain``; else the sum of the steps). TRESUsageInTot values may carry
+  sacct's exact binary prefix (``2.50K`` = 2,560 J; ``--noconvert`` prints them raw). A 0 is what
+  Slurm writes when it collects no energy (``AcctGatherEnergyType=acct_gather_energy/none``): it is
+  ``energy_status = zero``, never a measurement. GPU utilisation (``gpu_util_pct``): the highest
+  ``gres/gpuutil`` in TRESUsageInTot of the row or its steps (Slurm sums it over a step's tasks:
+  100 per busy GPU) over the allocation's GPUs. A ConsumedEnergyRaw, or an ``energy=`` of the
+  allocation row, that does not parse is quarantined; a step's that does not parse is not used.
 """
 
 from __future__ import annotations
@@ -39,6 +54,7 @@ from pipelines.ingest.common import LINE, IngestError
 from pipelines.ingest.owntrace import (
     TEXT,
     Check,
+    energy_columns,
     OwnTraceResult,
     Source,
     apply_checks,
@@ -57,6 +73,7 @@ from pipelines.ingest.owntrace import (
 FIELDS: dict[str, bool] = {
     "JobID": True, "JobIDRaw": False, "JobName": False, "User": False, "Account": False, "Partition": False,
     "Submit": True, "Start": True, "End": True, "Elapsed": False, "State": True, "ExitCode": False, "AllocTRES": True, "NNodes": False,
+    "ConsumedEnergyRaw": False, "TRESUsageInTot": False,
 }
 REQUIRED: tuple[str, ...] = tuple(f for f, needed in FIELDS.items() if needed)
 #: The export command the docs and the error messages give.
@@ -66,6 +83,14 @@ _JOB_ID = r"^\d+(?:_(?:\d+|\[[^\]]*\]))?(?:\+\d+)?$"
 _ELAPSED = r"^(?:(\d+)-)?(?:(\d+):)?(\d+):(\d+(?:\.\d+)?)$"
 _GPU_UNTYPED = r"(?:^|,)gres/gpu=([^,]*)"
 _GPU_TYPED = r"(?:^|,)gres/gpu:[^=,]+=[^,]*"
+#: ``energy=`` in a TRES string: a number with sacct's optional exact binary prefix (TRESUsageInTot prints 2.50K for 2560).
+_TRES_ENERGY = r"(?:^|,)energy=([^,]*)"
+_TRES_NUMBER = r"^(\d+(?:\.\d+)?)([KMGTP]?)$"
+_GPUUTIL = r"(?:^|,)gres/gpuutil=(\d+(?:\.\d+)?)"
+#: The delimiter sacct writes unless given --delimiter.
+DEFAULT_DELIMITER = "|"
+#: Characters that occur inside sacct's values (times, TRES, ids, states): never taken for a delimiter.
+_VALUE_CHARACTERS = frozenset("-:._/+=[]()%,@ ")
 #: Text columns -> the contract's column for those copied as they are (empty -> null).
 _TEXT_COLUMNS = {"JobIDRaw": "job_id_raw", "JobName": "job_name", "User": "user", "Account": "account", "Partition": "slurm_partition",
                  "ExitCode": "exit_code"}
@@ -73,9 +98,9 @@ _TIMES = {"Submit": "submit_time", "Start": "start_time", "End": "end_time"}
 
 
 class Layout:
-    """Where each field is on a line: canonical name -> field index, the field count and the trailing ``|``."""
+    """Where each field is on a line: canonical name -> field index, the field count, the delimiter and the trailing one."""
 
-    def __init__(self, names: Sequence[str], *, trailing: bool, name: str, header_given: bool) -> None:
+    def __init__(self, names: Sequence[str], *, trailing: bool, name: str, header_given: bool, delimiter: str = DEFAULT_DELIMITER) -> None:
         canonical = {f.lower(): f for f in FIELDS}
         self.index: dict[str, int] = {}
         for i, raw in enumerate(names):
@@ -92,98 +117,241 @@ class Layout:
                               line=1 if header_given else None, column=missing[0])
         self.fields = len(names)
         self.trailing = trailing
+        self.delimiter = delimiter
 
     @property
     def separators(self) -> int:
-        """``|`` per well-formed line: one between fields, and one more at the end with ``--parsable``."""
+        """Delimiters per well-formed line: one between fields, and one more at the end with ``--parsable``."""
         return self.fields - 1 + (1 if self.trailing else 0)
 
 
-def _refuse_fixed_width(line: str, name: str, line_no: int) -> None:
-    if "|" not in line:
+def check_delimiter(delimiter: str) -> str:
+    """``delimiter`` if it can be sacct's ``--delimiter`` here: one character, not a line break; else ``ValueError``."""
+    if len(delimiter) != 1:
+        raise ValueError(f"the delimiter must be one character, got {delimiter!r} ({len(delimiter)} characters)")
+    if delimiter in "\r\n":
+        raise ValueError("the delimiter cannot be a line break")
+    return delimiter
+
+
+def _char_name(char: str) -> str:
+    return f"{char!r} (U+{ord(char):04X})" if not char.isprintable() or not char.isascii() else repr(char)
+
+
+def constant_character(lines: Sequence[str]) -> tuple[str, int] | None:
+    """(a character every line holds the same number of times, that number), most frequent first; None if there is none.
+
+    Letters, digits, spaces and the characters of sacct's values (``-:._/+=[]()%,@``) are never
+    candidates: a delimiter that occurs inside values could not be split on anyway.
+    """
+    lines = [line for line in lines if line.strip()]
+    if not lines:
+        return None
+    found = []
+    for char in set(lines[0]):
+        if char.isalnum() or char in _VALUE_CHARACTERS:
+            continue
+        count = lines[0].count(char)
+        if all(line.count(char) == count for line in lines[1:]):
+            found.append((count, char))
+    if not found:
+        return None
+    count, char = max(found)
+    return char, count
+
+
+def _check_first_lines(head_lines: Sequence[str], name: str, delimiter: str) -> None:
+    """Refuse a file whose first line lacks the delimiter: name the character to pass, or explain fixed-width output."""
+    head = head_lines[0]
+    if delimiter in head:
+        return
+    other = constant_character(head_lines)
+    shown = _char_name(delimiter)
+    if other is not None:
+        char, count = other
+        option = "--delimiter" if char.isprintable() else "--delimiter (as the shell's $'...' form)"
         raise IngestError(
             name,
-            f"no '|' in {line[:60]!r}: this looks like sacct's fixed-width output, whose values are cut to the column "
-            f"width (e.g. 22105866.ba+); export with --parsable2: {EXPORT_COMMAND}",
-            line=line_no,
+            f"no {shown} in {head[:60]!r}, but each of the first {len([h for h in head_lines if h.strip()])} lines holds "
+            f"{_char_name(char)} {count} times: an export written with sacct --delimiter; pass {option} {char}",
+            line=1,
         )
+    if delimiter != DEFAULT_DELIMITER:
+        raise IngestError(name, f"no {shown} (the delimiter given) in {head[:60]!r}: is it the delimiter sacct was given?", line=1)
+    raise IngestError(
+        name,
+        f"no '|' in {head[:60]!r}: this looks like sacct's fixed-width output, whose values are cut to the column "
+        f"width (e.g. 22105866.ba+); export with --parsable2: {EXPORT_COMMAND}",
+        line=1,
+    )
 
 
-def layout_of(head: str, name: str, fields: Sequence[str] | None) -> tuple[Layout, int]:
-    """(the layout of a file whose first line is ``head``, its header lines: 1, or 0 when ``fields`` is given for a --noheader export)."""
+def layout_of(head: str, name: str, fields: Sequence[str] | None, delimiter: str = DEFAULT_DELIMITER,
+              head_lines: Sequence[str] | None = None) -> tuple[Layout, int]:
+    """(the layout of a file whose first line is ``head``, its header lines: 1, or 0 when ``fields`` is given for a --noheader export).
+
+    ``head_lines`` (the first lines, ``head`` first) let the refusal of a file without the
+    delimiter name the character it has instead.
+    """
     if not head.strip():
-        raise IngestError(name, "the first line is empty: expected the sacct header (JobID|...)", line=1)
-    _refuse_fixed_width(head, name, 1)
+        raise IngestError(name, f"the first line is empty: expected the sacct header (JobID{delimiter}...)", line=1)
+    _check_first_lines(list(head_lines or [head]), name, delimiter)
     if fields is None:
-        trailing = head.endswith("|")
-        names = head.split("|")[:-1] if trailing else head.split("|")
-        return Layout(names, trailing=trailing, name=name, header_given=True), 1
+        trailing = head.endswith(delimiter)
+        names = head.split(delimiter)[:-1] if trailing else head.split(delimiter)
+        return Layout(names, trailing=trailing, name=name, header_given=True, delimiter=delimiter), 1
     names = list(fields)
-    if [n.lower() for n in head.split("|")[: len(names)]] == [n.lower() for n in names]:
+    if [n.lower() for n in head.split(delimiter)[: len(names)]] == [n.lower() for n in names]:
         raise IngestError(name, "the file has a header line but --fields was given: leave --fields out (they are read from the header)",
                           line=1)
-    trailing = head.count("|") == len(names)  # --parsable: one | per field
-    return Layout(names, trailing=trailing, name=name, header_given=False), 0
+    trailing = head.count(delimiter) == len(names)  # --parsable: one delimiter per field
+    return Layout(names, trailing=trailing, name=name, header_given=False, delimiter=delimiter), 0
 
 
-def _is_step(job_id_index: int) -> pl.Expr:
+def _rx(char: str) -> str:
+    """``char`` as a regex literal (``\\x{...}``: the Rust engine of polars takes any code point so)."""
+    return f"\\x{{{ord(char):X}}}"
+
+
+def _is_step(job_id_index: int, delimiter: str = DEFAULT_DELIMITER) -> pl.Expr:
     """The line's JobID field (number ``job_id_index``, 0-based) holds a ``.``: a step (J.batch, J.0, J_7.extern, J+1.0)."""
-    before = rf"(?:[^|]*\|){{{job_id_index}}}" if job_id_index else ""
-    return pl.col(TEXT).str.contains(rf"^{before}[^|]*\.")
+    d = _rx(delimiter)
+    before = rf"(?:[^{d}]*{d}){{{job_id_index}}}" if job_id_index else ""
+    return pl.col(TEXT).str.contains(rf"^{before}[^{d}]*\.")
 
 
-def _split_block(lines: pl.DataFrame, layout: Layout) -> tuple[pl.DataFrame, pl.DataFrame, int]:
-    """One block's lines -> (allocation rows as text fields, empty ones null, + ``_line``; rejected lines; steps skipped)."""
-    separators = pl.col(TEXT).str.count_matches("|", literal=True)
+#: The fields of a step row the reader keeps: its job (the JobID before the first ``.``), its name, and its usage.
+STEP_COLUMNS = ("JobID", "TRESUsageInTot")
+
+
+def _fields(frame: pl.DataFrame, layout: Layout, wanted: Sequence[str]) -> pl.DataFrame:
+    """Lines (``_line``, ``_text``) split into the ``wanted`` fields (empty -> null)."""
+    parts = frame.select(LINE, pl.col(TEXT).str.split_exact(layout.delimiter, layout.fields - 1).alias("_f"))
+    return parts.select(LINE, *[pl.col("_f").struct.field(f"field_{layout.index[f]}").replace("", None).alias(f) for f in wanted])
+
+
+def _split_block(lines: pl.DataFrame, layout: Layout) -> tuple[pl.DataFrame, pl.DataFrame, int, pl.DataFrame | None]:
+    """One block's lines -> (allocation rows as text fields, empty ones null, + ``_line``; rejected lines; steps skipped;
+    the steps' ``STEP_COLUMNS`` when the file has TRESUsageInTot, else None)."""
+    d = layout.delimiter
+    separators = pl.col(TEXT).str.count_matches(d, literal=True)
     well_formed = separators == layout.separators
     if layout.trailing:
-        well_formed = well_formed & pl.col(TEXT).str.ends_with("|")
+        well_formed = well_formed & pl.col(TEXT).str.ends_with(d)
     lines = lines.with_columns(well_formed.alias("_ok"))
+    trailing = f" and a trailing {d}" if layout.trailing else ""
     rejected = [
         rejected_lines(lines, ~pl.col("_utf8"), None, pl.lit("line is not valid UTF-8")),
         rejected_lines(
             lines, pl.col("_utf8") & ~pl.col("_ok"), None,
             pl.when(pl.col(TEXT).str.strip_chars() == "").then(pl.lit("empty line")).otherwise(
-                pl.format(f"wrong number of fields: {{}} (the header has {layout.fields}{' and a trailing |' if layout.trailing else ''})",
+                pl.format(f"wrong number of fields: {{}} (the header has {layout.fields}{trailing})",
                           separators + 1 - (1 if layout.trailing else 0))),
         ),
     ]
     usable = lines.filter(pl.col("_utf8") & pl.col("_ok"))
-    is_step = _is_step(layout.index["JobID"])
+    is_step = _is_step(layout.index["JobID"], d)
     steps = int(usable.select(is_step.sum()).item() or 0)
-    allocations = usable.filter(~is_step)
-    parts = allocations.select(LINE, pl.col(TEXT).str.split_exact("|", layout.fields - 1).alias("_f"))
-    wanted = {field: f"field_{i}" for field, i in layout.index.items()}
-    text = parts.select(LINE, *[pl.col("_f").struct.field(f).replace("", None).alias(field) for field, f in wanted.items()])
-    return text, pl.concat(rejected), steps
+    text = _fields(usable.filter(~is_step), layout, list(layout.index))
+    step_rows = _fields(usable.filter(is_step), layout, STEP_COLUMNS) if "TRESUsageInTot" in layout.index else None
+    return text, pl.concat(rejected), steps, step_rows
 
 
-def _fast_split(reader: Source, layout: Layout, header_lines: int) -> tuple[pl.DataFrame, int] | None:
-    """(allocation rows as text fields + ``_line``, steps) for a well-formed file in one polars CSV scan; else None.
+def _fast_split(reader: Source, layout: Layout, header_lines: int) -> tuple[pl.DataFrame, int, pl.DataFrame | None] | None:
+    """(allocation rows as text fields + ``_line``, steps, the steps' usage as ``_split_block``) for a well-formed file in
+    one polars CSV scan; else None.
 
     Well-formed: valid UTF-8, and every data line has exactly the header's number of fields. The
     scan raises on a line with too many fields or a byte that is not UTF-8; a line with too few
-    cannot be told from one with empty fields, so the ``|`` of the whole file are counted (a pass
-    over the bytes that also counts the lines): every line has at most the right number, so a
+    cannot be told from one with empty fields, so the delimiters of the whole file are counted (a
+    pass over the bytes that also counts the lines): every line has at most the right number, so a
     total of exactly lines x separators means every line has exactly that. Anything else (a blank
-    line included) returns None, and the block path finds and quarantines the lines at fault.
+    line included) returns None, and the block path finds and quarantines the lines at fault. The
+    scan takes a one-byte delimiter only: a file with another (``--delimiter=☃``) takes the block path.
     """
-    separators = reader.count(b"|")
+    delimiter = layout.delimiter.encode()
+    if len(delimiter) != 1:
+        return None
+    separators = reader.count(delimiter)
     data_lines = reader.lines - header_lines
     if data_lines <= 0 or separators != (data_lines + header_lines) * layout.separators:
         return None
     fields = {field: pl.nth(i).alias(field) for field, i in layout.index.items()}
     try:
-        scan = pl.scan_csv(reader.source, separator="|", has_header=bool(header_lines), quote_char=None, infer_schema=False,
-                           empty_string_is_null=True, raise_if_empty=False)
+        scan = pl.scan_csv(reader.source, separator=layout.delimiter, has_header=bool(header_lines), quote_char=None,
+                           infer_schema=False, empty_string_is_null=True, raise_if_empty=False)
         scan = scan.select(*fields.values()).with_row_index(LINE, offset=1 + header_lines).with_columns(pl.col(LINE).cast(pl.Int64))
         is_step = pl.col("JobID").str.contains(".", literal=True).fill_null(False)
-        text, rows = pl.collect_all([scan.filter(~is_step), scan.select(pl.len())])
+        wanted = [scan.filter(~is_step), scan.select(pl.len())]
+        if "TRESUsageInTot" in layout.index:
+            wanted.append(scan.filter(is_step).select(LINE, *STEP_COLUMNS))
+        text, rows, *step_rows = pl.collect_all(wanted)
     except (pl.exceptions.ComputeError, pl.exceptions.NoDataError, pl.exceptions.ShapeError):
         return None
     if rows.item() != data_lines:
         return None
-    return text, data_lines - text.height
+    return text, data_lines - text.height, step_rows[0] if step_rows else None
+
+
+def _tres_number(value: pl.Expr) -> pl.Expr:
+    """A TRES count as sacct prints it (``12345``, ``2.50K``: binary prefixes) -> float; null when it does not parse."""
+    parts = value.str.strip_chars().str.extract_groups(_TRES_NUMBER)
+    scale = parts.struct.field("2").replace_strict({"": 1.0, "K": 1024.0, "M": 1024.0**2, "G": 1024.0**3, "T": 1024.0**4,
+                                                     "P": 1024.0**5}, default=None, return_dtype=pl.Float64)
+    return parts.struct.field("1").cast(pl.Float64) * scale
+
+
+def _step_usage(steps: pl.DataFrame | None) -> pl.DataFrame | None:
+    """Steps' TRESUsageInTot -> per job (``_job``): ``_step_energy`` (Slurm's rule: the extern step's, else the sum) and ``_step_util``."""
+    if steps is None or steps.height == 0:
+        return None
+    usage = steps.select(
+        pl.col("JobID").str.extract(r"^([^.]*)\.", 1).alias("_job"),
+        (pl.col("JobID").str.extract(r"\.(.*)$", 1) == "extern").alias("_extern"),
+        _tres_number(pl.col("TRESUsageInTot").str.extract(_TRES_ENERGY, 1)).alias("_energy"),
+        pl.col("TRESUsageInTot").str.extract(_GPUUTIL, 1).cast(pl.Float64, strict=False).alias("_util"),
+    )
+    energy = pl.col("_energy")
+    return usage.group_by("_job").agg(
+        pl.when(pl.col("_extern").any()).then(energy.filter(pl.col("_extern")).first())
+        .otherwise(pl.when(energy.is_not_null().any()).then(energy.sum())).alias("_step_energy"),
+        pl.col("_util").max().alias("_step_util"),
+    )
+
+
+def _energy(text: pl.DataFrame, layout: Layout, steps: pl.DataFrame | None) -> pl.DataFrame:
+    """Add ``_energy`` (J as reported: may be 0; null: none), ``_energy_bad`` (a row's value that does not parse) and ``_util``."""
+    has = layout.index
+    raw = pl.col("ConsumedEnergyRaw").str.strip_chars() if "ConsumedEnergyRaw" in has else pl.lit(None, pl.String)
+    tres = pl.col("TRESUsageInTot") if "TRESUsageInTot" in has else pl.lit(None, pl.String)
+    raw_value = raw.cast(pl.Float64, strict=False)
+    tres_text = tres.str.extract(_TRES_ENERGY, 1)
+    tres_value = _tres_number(tres_text)
+    alloc_value = pl.col("AllocTRES").str.extract(r"(?:^|,)energy=(\d+)(?:,|$)", 1).cast(pl.Float64)
+    frame = text.with_columns(
+        ((raw.is_not_null() & (raw_value.is_null() | (raw_value < 0) | ~raw_value.is_finite()))).fill_null(False).alias("_raw_bad"),
+        (tres_text.is_not_null() & tres_value.is_null()).fill_null(False).alias("_tres_bad"),
+        pl.coalesce(raw_value, alloc_value, tres_value).alias("_energy"),
+        alloc_value.is_not_null().alias("_alloc_energy"),
+        tres.str.extract(_GPUUTIL, 1).cast(pl.Float64, strict=False).alias("_util"),
+    )
+    usage = _step_usage(steps)
+    if usage is not None:
+        frame = frame.join(usage, left_on="JobID", right_on="_job", how="left").with_columns(
+            pl.coalesce("_energy", "_step_energy").alias("_energy"), pl.max_horizontal("_util", "_step_util").alias("_util"),
+        ).drop("_step_energy", "_step_util")
+    return frame
+
+
+def _energy_source(layout: Layout, typed: pl.DataFrame, steps: pl.DataFrame | None) -> str | None:
+    """Which field of the export carries Slurm's energy accounting (named in the report), or None."""
+    if "ConsumedEnergyRaw" in layout.index:
+        return "ConsumedEnergyRaw"
+    if typed.height and bool(typed["_alloc_energy"].any()):
+        return "AllocTRES"
+    if "TRESUsageInTot" in layout.index:
+        return "TRESUsageInTot of the steps" if steps is not None and steps.height else "TRESUsageInTot"
+    return None
 
 
 def _elapsed_seconds(column: str) -> pl.Expr:
@@ -230,19 +398,22 @@ def _gpus(frame: pl.DataFrame) -> pl.DataFrame:
     ).drop("_untyped", "_n_typed", "_typed", "_types", "_total", "_bad_typed")
 
 
-def _typed(text: pl.DataFrame, layout: Layout, timezone: str) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """Text fields of the allocation rows (an empty field null) -> (typed rows with ``_line``, rejected rows)."""
+def _typed(text: pl.DataFrame, layout: Layout, timezone: str, steps: pl.DataFrame | None = None) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Text fields of the allocation rows (an empty field null) -> (typed rows with ``_line``, rejected rows).
+
+    ``steps``: the step rows' ``STEP_COLUMNS`` (their energy and GPU utilisation count for their job).
+    """
     has = layout.index
     text = text.with_columns(
         *[(pl.col(c) if c in has else pl.lit(None, pl.String)).alias(out) for c, out in _TEXT_COLUMNS.items()],
         (pl.col("Elapsed") if "Elapsed" in has else pl.lit(None, pl.String)).alias("Elapsed"),
-        (pl.col("NNodes") if "NNodes" in has else pl.lit(None, pl.String)).alias("NNodes"),
+        *[(pl.col(c) if c in has else pl.lit(None, pl.String)).alias(c) for c in ("NNodes", "ConsumedEnergyRaw", "TRESUsageInTot")],
         normalised_state("State").alias("state"),
         pl.col("JobID").str.strip_chars().fill_null("").alias("JobID"),
         pl.col("State").fill_null("").alias("State"),
         pl.col("AllocTRES").fill_null("").alias("AllocTRES"),
     ).with_columns(_elapsed_seconds("Elapsed").alias("elapsed_s"), pl.col("NNodes").cast(pl.Int64, strict=False).alias("num_nodes"))
-    text = utc_times(_gpus(text), _TIMES, timezone, "elapsed_s")
+    text = utc_times(_energy(_gpus(text), layout, steps), _TIMES, timezone, "elapsed_s")
     checks = [
         Check("JobID", ~pl.col("JobID").str.contains(_JOB_ID), pl.format("JobID: {} is not a Slurm job id (J, J_7, J_[1-4], J+1)", quoted("JobID"))),
         *time_checks(_TIMES, timezone, required="Submit"),
@@ -254,11 +425,16 @@ def _typed(text: pl.DataFrame, layout: Layout, timezone: str) -> tuple[pl.DataFr
               pl.format("Elapsed: cannot parse {} ([D-]HH:MM:SS)", quoted("Elapsed"))),
         Check("NNodes", pl.col("NNodes").is_not_null() & pl.col("num_nodes").is_null(),
               pl.format("NNodes: cannot parse {} as a whole number", quoted("NNodes"))),
+        Check("ConsumedEnergyRaw", pl.col("_raw_bad"),
+              pl.format("ConsumedEnergyRaw: cannot parse {} as joules (a whole number >= 0)", quoted("ConsumedEnergyRaw"))),
+        Check("TRESUsageInTot", pl.col("_tres_bad"),
+              pl.format("TRESUsageInTot: cannot parse the energy in {}", quoted("TRESUsageInTot"))),
     ]
     good, bad = apply_checks(text, checks)
     typed = good.select(
         LINE, pl.col("JobID").alias("job_id"), *_TEXT_COLUMNS.values(), "submit_time", "start_time", "end_time", "elapsed_s",
         "state", pl.col("State").alias("state_raw"), "num_nodes", "num_gpus", "gpu_type",
+        *energy_columns(pl.col("_energy"), pl.col("_util") / pl.col("num_gpus")), "_alloc_energy",
     )
     return typed, bad
 
@@ -271,40 +447,49 @@ def read_sacct(
     timezone: str = "UTC",
     fields: Sequence[str] | None = None,
     digest: bool = True,
+    delimiter: str = DEFAULT_DELIMITER,
 ) -> OwnTraceResult:
     """One sacct export -> its allocation rows, quarantine and line accounting (see the module docstring).
 
     ``source_file`` names the file in messages and quarantine rows. ``timezone`` is the cluster's
-    (IANA name); ``fields`` the ``--format`` list of a ``--noheader`` export; ``digest=False``
-    skips the sha256. Raises ``IngestError`` (file, line, column) for a file that cannot be read
-    at all: empty, fixed-width, a required column missing, or an unknown time zone.
+    (IANA name); ``fields`` the ``--format`` list of a ``--noheader`` export; ``delimiter`` the
+    character given to sacct's ``--delimiter`` (default ``|``); ``digest=False`` skips the sha256.
+    Raises ``IngestError`` (file, line, column) for a file that cannot be read at all: empty,
+    without the delimiter (fixed-width, or another delimiter: named), a required column missing, a
+    delimiter that is not one character, or an unknown time zone.
     """
     try:
         check_timezone(timezone)
+        check_delimiter(delimiter)
     except ValueError as exc:
         raise IngestError(source_file, str(exc)) from None
     reader = Source(source, source_file, digest=digest)
     if reader.is_blank():
-        raise IngestError(source_file, "empty file: expected a sacct export with a header line (JobID|...)")
-    layout, header_lines = layout_of(reader.first_line(), source_file, fields)
+        raise IngestError(source_file, f"empty file: expected a sacct export with a header line (JobID{delimiter}...)")
+    head = reader.head_lines()
+    layout, header_lines = layout_of(head[0], source_file, fields, delimiter, head)
     rejected = [empty_rejected()]
     fast = _fast_split(reader, layout, header_lines)
     if fast is not None:
-        text, steps = fast
+        text, steps, step_rows = fast
     else:
-        texts, steps = [], 0
+        texts, steps, step_parts = [], 0, []
         for block in reader.blocks():
             lines = block_lines(block)
             if header_lines and block.first_line == 1:
                 lines = lines.slice(1)
-            block_text, bad, block_steps = _split_block(lines, layout)
+            block_text, bad, block_steps, block_step_rows = _split_block(lines, layout)
             texts.append(block_text)
             rejected.append(bad)
             steps += block_steps
+            if block_step_rows is not None:
+                step_parts.append(block_step_rows)
         text = pl.concat(texts)
-    typed, bad = _typed(text, layout, timezone)
-    return finish(trace=trace, source=reader, fmt="sacct", timezone=timezone, typed=typed,
-                  rejected=[*rejected, bad], header_lines=header_lines, steps_skipped=steps)
+        step_rows = pl.concat(step_parts) if step_parts else None
+    typed, bad = _typed(text, layout, timezone, step_rows)
+    source_of_energy = _energy_source(layout, typed, step_rows)
+    return finish(trace=trace, source=reader, fmt="sacct", timezone=timezone, typed=typed.drop("_alloc_energy"),
+                  rejected=[*rejected, bad], header_lines=header_lines, steps_skipped=steps, energy_source=source_of_energy)
 
 
 def parse_fields(text: str) -> list[str]:
