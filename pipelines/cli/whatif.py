@@ -1,9 +1,11 @@
 """``python -m pipelines whatif FILE``: what would Zeus save on your cluster (no Dagster, nothing written).
 
 Prints the report of ``pipelines.clusters.whatif`` (``--json``: exactly one JSON object on
-stdout). A file that cannot be read at all, or a bad option, prints one line naming the file,
-line and column (or the option) and exits with code 2. Progress bars go to stderr when it is a
-terminal (``--progress`` / ``--no-progress`` to choose).
+stdout; the text by ``pipelines.clusters.report_text``). A file that cannot be read at all, or a
+bad option, prints one line naming the file, line and column (or the option) and exits with code
+2. Progress bars go to stderr when it is a terminal (``--progress`` / ``--no-progress`` to choose).
+The samples run in this process, or on Dask with ``--scheduler`` (``local``: a LocalCluster here,
+or a scheduler's address); the numbers are the same either way.
 """
 
 from __future__ import annotations
@@ -16,13 +18,17 @@ from typing import NoReturn
 
 import click
 
+from pipelines.cli.clusters import delimiter_option
 from pipelines.cli.simulate import _finite
 from pipelines.clusters import tracefiles
 from pipelines.clusters import whatif as report_of
-from pipelines.home.paths import find_home
+from pipelines.clusters.profiles import with_measured
+from pipelines.clusters.report_text import render
+from pipelines.distributed import connect
+from pipelines.home.paths import ProjectPaths, find_home
 from pipelines.ingest.common import IngestError
 from pipelines.ingest.owntrace import check_timezone
-from pipelines.ingest.slurm import parse_fields
+from pipelines.ingest.slurm import DEFAULT_DELIMITER, parse_fields
 from pipelines.vocabulary import PAPER_ORDER
 from pipelines.zeus.traces import TraceError
 
@@ -32,10 +38,15 @@ def _fail(message: str) -> NoReturn:
     sys.exit(2)
 
 
-def _gpus(ctx: click.Context, param: click.Parameter, value: str) -> tuple[str, ...]:
+def _gpus(ctx: click.Context, param: click.Parameter, value: str | None) -> tuple[str, ...] | None:
+    if value is None:
+        return None
+    if value.strip().lower() == report_of.AS_EXPORTED:
+        return (report_of.AS_EXPORTED,)
     names = PAPER_ORDER if value.strip().lower() == "all" else tuple(dict.fromkeys(g.strip().lower() for g in value.split(",") if g.strip()))
-    if not names:
-        raise click.BadParameter("give one GPU or more, comma-separated (v100,a40,rtx6000,p100), or all")
+    if not names or report_of.AS_EXPORTED in names:
+        raise click.BadParameter("give as-exported, or one GPU or more, comma-separated (v100,a40,rtx6000,p100, or a measured one), "
+                                 "or all")
     return names
 
 
@@ -51,8 +62,24 @@ def _non_negative(ctx: click.Context, param: click.Parameter, value: float | Non
               help="sacct (--parsable2 or --parsable export) or csv (the generic job log)  [default: csv for .csv, else sacct]")
 @click.option("--timezone", default="UTC", show_default=True, help="IANA time zone of the file's times (the cluster's clock).")
 @click.option("--fields", default=None, help="A sacct --noheader export's field list, as given to --format (JobID,JobName,...).")
-@click.option("--gpu", "gpus", default="v100", show_default=True, callback=_gpus,
-              help="GPUs to replay on, comma-separated: v100,a40,rtx6000,p100 (or all).")
+@click.option("--delimiter", default=DEFAULT_DELIMITER, show_default=True, callback=delimiter_option,
+              help="The character given to sacct's --delimiter (a --parsable/--parsable2 export; \\t for a tab).")
+@click.option("--gpu", "gpus", default=None, callback=_gpus,
+              help="as-exported: each job on the GPU its allocation names (its profile, else --fallback-gpu); or GPUs to replay "
+                   "every job on, comma-separated: v100,a40,rtx6000,p100, a measured GPU, or all  [default: as-exported when "
+                   "the export names GPU types, else the fallback GPU]")
+@click.option("--fallback-gpu", default="v100", show_default=True,
+              help="The profile of jobs whose GPU type has none (or that name no type).")
+@click.option("--profiles", "profile_files", multiple=True, type=click.Path(dir_okay=False, exists=True, path_type=Path),
+              help="A profile measured with `measure profile` (CSV), replayed under its gpu name; repeatable. The data home's "
+                   "raw/measured/*.csv are read too.")
+@click.option("--samples", type=click.IntRange(min=1), default=report_of.DEFAULT_SAMPLES, show_default=True,
+              help="Draws of the workload assignment and the optimizer's seeds (1: a single replay); figures are medians with a "
+                   "90 % interval.")
+@click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True, help="Base seed of the draws.")
+@click.option("--scheduler", default=None,
+              help="Run the samples on Dask: local (a LocalCluster here, one worker per core) or a scheduler address "
+                   "(tcp://HOST:PORT)  [default: in this process]")
 @click.option("--eta-knob", type=float, default=0.5, show_default=True, callback=_finite(0.0, 1.0),
               help="Energy weight of Zeus's cost, in [0, 1].")
 @click.option("--beta-knob", type=float, default=2.0, show_default=True, callback=_finite(1.0, math.inf, inf_ok=True),
@@ -71,7 +98,13 @@ def cli(
     fmt: str | None,
     timezone: str,
     fields: str | None,
-    gpus: tuple[str, ...],
+    delimiter: str,
+    gpus: tuple[str, ...] | None,
+    fallback_gpu: str,
+    profile_files: tuple[Path, ...],
+    samples: int,
+    seed: int,
+    scheduler: str | None,
     eta_knob: float,
     beta_knob: float,
     price_per_kwh: float | None,
@@ -90,18 +123,24 @@ def cli(
     except ValueError as exc:
         _fail(f"--timezone/--fields: {exc}")
     file_format = tracefiles.format_of(file, fmt)
-    options = report_of.Options(gpus=gpus, eta=eta_knob, beta=beta_knob, price_per_kwh=price_per_kwh,
-                                grid_gco2_per_kwh=grid_gco2_per_kwh, top=top,
-                                progress=sys.stderr.isatty() if progress is None else progress)
+    options = report_of.Options(gpus=gpus, fallback_gpu=fallback_gpu.strip().lower(), eta=eta_knob, beta=beta_knob,
+                                price_per_kwh=price_per_kwh, grid_gco2_per_kwh=grid_gco2_per_kwh, top=top,
+                                progress=sys.stderr.isatty() if progress is None else progress, samples=samples, seed=seed)
+    home = find_home()
+    # as exported, any published GPU may be some job's own; by name, only those named (measured ones come from their files)
+    named = PAPER_ORDER if gpus is None or gpus == (report_of.AS_EXPORTED,) else gpus
+    published = [g for g in (*named, options.fallback_gpu) if g in PAPER_ORDER]
     try:
         result = tracefiles.read_trace(file, report_of.trace_name_for(file), file_format, timezone, field_list, source_file=str(file),
-                                       digest=False)
-        traces, origin = report_of.load_zeus_traces(trace_dir, find_home(), gpus)
-        report = report_of.whatif(result, traces, options)
-    except (IngestError, TraceError, tracefiles.TraceFileError) as exc:
+                                       digest=False, delimiter=delimiter)
+        traces, origin = report_of.load_zeus_traces(trace_dir, home, published)
+        profiles = with_measured(traces, profile_files, ProjectPaths(home).raw / "measured")
+        with connect(scheduler or "none") as runner:
+            report = report_of.whatif(result, profiles, options, runner)
+    except (IngestError, TraceError, tracefiles.TraceFileError, ValueError) as exc:
         _fail(str(exc))
     report["zeus_traces"] = origin
     if as_json:
         click.echo(json.dumps(report, allow_nan=False))
     else:
-        click.echo(report_of.render(report))
+        click.echo(render(report))

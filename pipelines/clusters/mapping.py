@@ -32,6 +32,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+import numpy as np
 import polars as pl
 
 from pipelines.contracts import base
@@ -67,19 +68,27 @@ def _finish(jobs: pl.DataFrame, trace: str) -> pl.DataFrame:
     return base.conform(ratios, ClusterWorkloadJobs).sort("group", "start_time_s", "job_id", maintain_order=True)
 
 
-def assign_by_runtime(jobs: pl.DataFrame, workload_order: Sequence[str]) -> pl.DataFrame:
+def assign_by_runtime(jobs: pl.DataFrame, workload_order: Sequence[str], *, shuffle: np.random.Generator | None = None,
+                      subset: bool = False) -> pl.DataFrame:
     """Give each group a dataset: groups by mean duration, cut into equal-job slices, one per workload.
 
-    ``workload_order`` lists the datasets from the shortest to the longest expected TTA.
+    ``workload_order`` lists the datasets from the shortest to the longest expected TTA: every Zeus
+    dataset once, or with ``subset`` some of them (a measured GPU's workloads). ``shuffle`` (a
+    random draw of the assignment, ``pipelines.clusters.samples``): the groups are put in an order
+    drawn from it instead of by mean duration, then cut the same way, so each workload keeps its
+    share of the jobs and which groups play it is drawn.
     """
-    if sorted(workload_order) != sorted(ZEUS_DATASETS):
+    if len(set(workload_order)) != len(workload_order) or not set(workload_order) <= set(ZEUS_DATASETS) or not workload_order \
+            or (not subset and sorted(workload_order) != sorted(ZEUS_DATASETS)):
         raise ValueError(f"workload_order must list each Zeus dataset once, got {list(workload_order)}")
     groups = (
         jobs.group_by("group")
         .agg(pl.len().alias("jobs"), (pl.col("end_time_s") - pl.col("start_time_s")).mean().alias("mean_s"))
         .sort("mean_s", "group")
-        .with_columns(((pl.col("jobs").cum_sum() - pl.col("jobs")) / pl.col("jobs").sum()).alias("before"))
     )
+    if shuffle is not None:
+        groups = groups.sort("group").with_columns(pl.Series("_draw", shuffle.permutation(groups.height))).sort("_draw").drop("_draw")
+    groups = groups.with_columns(((pl.col("jobs").cum_sum() - pl.col("jobs")) / pl.col("jobs").sum()).alias("before"))
     k = len(workload_order)
     slot = (pl.col("before") * k).floor().cast(pl.Int64).clip(0, k - 1)
     groups = groups.with_columns(slot.replace_strict(dict(enumerate(workload_order)), return_dtype=pl.String).alias("dataset"))
@@ -154,17 +163,26 @@ def own_group(jobs: pl.DataFrame) -> pl.Expr:
     return pl.when(named).then(pl.format("{}/{}/{}gpu", "user", "job_name", "num_gpus")).otherwise(by_size)
 
 
-def map_own(jobs: pl.DataFrame, workload_order: Sequence[str], trace: str) -> pl.DataFrame:
-    """One user trace's ``own_cluster_jobs`` rows -> rows (see the module docstring); times in s since 1970 UTC."""
+def own_keyed(jobs: pl.DataFrame, trace: str) -> pl.DataFrame:
+    """One user trace's replay candidates with their group, cluster, times (s since 1970 UTC) and num_gpu; no workload yet."""
     completed = own_replay_candidates(jobs.filter(pl.col("trace") == trace))
-    keyed = completed.with_columns(
+    return completed.with_columns(
         own_group(completed).alias("group"),
         pl.lit(trace).alias("cluster"),
         (pl.col("start_time").dt.epoch("us") / 1e6).alias("start_time_s"),
         (pl.col("end_time").dt.epoch("us") / 1e6).alias("end_time_s"),
         pl.col("num_gpus").alias("num_gpu"),
     )
-    return _finish(assign_by_runtime(keyed, workload_order), trace)
+
+
+def finish_own(assigned: pl.DataFrame, trace: str) -> pl.DataFrame:
+    """``own_keyed`` rows with a dataset -> ``cluster_workload_jobs`` rows (runtime_ratio per workload among them)."""
+    return _finish(assigned, trace)
+
+
+def map_own(jobs: pl.DataFrame, workload_order: Sequence[str], trace: str) -> pl.DataFrame:
+    """One user trace's ``own_cluster_jobs`` rows -> rows (see the module docstring); times in s since 1970 UTC."""
+    return _finish(assign_by_runtime(own_keyed(jobs, trace), workload_order), trace)
 
 
 def map_trace(trace: str, tables: Mapping[str, pl.DataFrame], workload_order: Sequence[str]) -> pl.DataFrame:

@@ -1,11 +1,17 @@
 """What would Zeus save on your cluster: one trace file, read, mapped, replayed and summarized in memory.
 
-The same path as the Dagster assets, without Dagster and without writing anything: the trace is
-read (``pipelines.ingest.slurm`` / ``joblog``), mapped onto Zeus workloads
-(``mapping.map_own``), replayed under Default and Zeus on each GPU (``simulate.simulate_trace``),
-and turned into energy totals and cluster power (``power.power_bins`` / ``power_summary``, with
-their defaults). The report is a plain dict (what ``--json`` prints); ``render`` writes it for a
-terminal.
+The same path as the Dagster asset ``own_cluster_summary``, without Dagster and without writing
+anything: the trace is read (``pipelines.ingest.slurm`` / ``joblog``), its COMPLETED GPU jobs are
+put in *rows* (``plan``): as exported, one row per exported GPU type replayed on that GPU's
+profile where there is one (``pipelines.clusters.profiles``) and on the fallback GPU otherwise,
+adding up to one cluster; or, for GPUs given by name, every job on each GPU. Each row is mapped
+onto the workloads its profile offers and replayed under Default and Zeus
+(``pipelines.clusters.samples``: ``samples`` draws of the workload assignment and the optimizer's
+seeds, on the Dask layer when a runner is given), and turned into energy totals and cluster power
+(``power.power_bins`` / ``power_summary``, with their defaults). Every figure is the median over
+the draws with its 90 % interval. Where the export carries the scheduler's energy accounting, the
+jobs it measured are compared with the model (``measured``). The report is a plain dict (what
+``--json`` prints); ``pipelines.clusters.report_text.render`` writes it for a terminal.
 
 Zeus's power traces come from, in order: ``--trace-dir``; the data home's materialized
 ``zeus_train_runs`` / ``zeus_power_profiles``; its fetched ``raw/zeus/*.csv``; the local mirror
@@ -21,41 +27,66 @@ import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import polars as pl
 
-from pipelines.clusters import mapping, power, simulate
-from pipelines.clusters.workloads import REFERENCE_GPU, workloads_by_default_tta
+from pipelines.clusters import mapping
+from pipelines.clusters.profiles import UNTYPED, Profiles
+from pipelines.clusters.samples import INTERVAL_PCT, Plan, Row, run_draws, spread
+from pipelines.clusters.workloads import REFERENCE_GPU
+from pipelines.distributed import Runner, SerialRunner
 from pipelines.home.paths import ProjectPaths, default_mirror
+from pipelines.ingest.compressed import uncompressed_name
 from pipelines.ingest.owntrace import OwnTraceResult
 from pipelines.ingest.simulator_inputs import read_materialized, read_trace_dir
 from pipelines.sources.fetch import FetchError, fetch
 from pipelines.sources.manifest import SOURCES_BY_NAME
-from pipelines.units import J_PER_MWH, KWH_PER_MWH, S_PER_H
-from pipelines.vocabulary import PolicyName
+from pipelines.units import J_PER_KWH, KWH_PER_MWH, S_PER_H
+from pipelines.vocabulary import ZEUS_DATASETS
 from pipelines.zeus.traces import TraceError, Traces
 
-#: The policies compared: Zeus against Default (b0 at the maximum power limit).
-POLICIES: tuple[PolicyName, ...] = ("default", "zeus")
+#: How jobs meet GPUs: each on the GPU its allocation names (``as-exported``), or every job on each GPU given.
+GpuMode = Literal["as-exported", "every-gpu"]
+AS_EXPORTED: GpuMode = "as-exported"
+EVERY_GPU: GpuMode = "every-gpu"
+#: Draws of the workload assignment and the optimizer's seeds by default.
+DEFAULT_SAMPLES = 20
+#: What each of Slurm's energy plugins (AcctGatherEnergyType) measures, for the measured section's caption.
+ENERGY_PLUGINS = (
+    "What Slurm's meter covers depends on AcctGatherEnergyType: gpu: the GPUs' own counters (the job's GPUs when cgroups "
+    "constrain devices, else every GPU of the node), the closest to the model, which counts the job's GPUs only; ipmi, "
+    "xcc, pm_counters, ibmaem: the whole node (CPUs, memory, fans, power supplies and every GPU), so measured exceeds "
+    "the model; rapl: CPU packages and DRAM only, no GPU at all, not comparable; none: 0 (nothing collected). Only an "
+    "exclusive allocation's value is the job's own (sacct(1))."
+)
 
 
 @dataclass(frozen=True)
 class Options:
-    """What to replay and how to price it."""
+    """What to replay and how to price it.
 
-    gpus: tuple[str, ...] = (REFERENCE_GPU,)
+    ``gpus``: None replays as exported when the export names GPU types (each job on its GPU's
+    profile, else on ``fallback_gpu``) and every job on ``fallback_gpu`` otherwise;
+    ``("as-exported",)`` forces the first; GPU names replay every job on each. ``samples``: draws
+    (1: the single replay of draw 0); ``seed``: the base seed of draws 1 and up.
+    """
+
+    gpus: tuple[str, ...] | None = None
+    fallback_gpu: str = REFERENCE_GPU
     eta: float = 0.5
     beta: float = 2.0
     price_per_kwh: float | None = None
     grid_gco2_per_kwh: float | None = None
     top: int = 10
     progress: bool = False
+    samples: int = DEFAULT_SAMPLES
+    seed: int = 0
 
 
 def trace_name_for(path: Path) -> str:
     """A valid trace name from a file name (``My Cluster 2024.sacct`` -> ``my-cluster-2024``)."""
-    name = re.sub(r"[^a-z0-9_-]+", "-", path.stem.lower()).strip("-_")[:48]
+    name = re.sub(r"[^a-z0-9_-]+", "-", uncompressed_name(path).stem.lower()).strip("-_")[:48]
     return name if name and name not in mapping.TRACES else f"own-{name or 'cluster'}"[:48]
 
 
@@ -105,65 +136,125 @@ def _pct_saved(zeus: float, default: float) -> float | None:
     return _finite(100 * (1 - zeus / default)) if default else None
 
 
-def _gpu_report(history: pl.DataFrame, options: Options) -> dict[str, Any]:
-    totals = {p: (0.0, 0.0) for p in POLICIES}
-    for policy, energy, time in history.group_by("policy").agg(pl.col("energy_j").sum(), pl.col("time_s").sum()).iter_rows():
-        totals[policy] = (float(energy), float(time))
-    (e_default, t_default), (e_zeus, t_zeus) = totals["default"], totals["zeus"]
-    peaks = {p: (None, None) for p in POLICIES}
-    if history.height:
-        summary = power.power_summary(power.power_bins(history))
-        for row in summary.iter_rows(named=True):
-            peaks[row["policy"]] = (row["peak_kw"], row["headroom_gpus"])
-    saved_kwh = (e_default - e_zeus) / J_PER_MWH * KWH_PER_MWH
-    report: dict[str, Any] = {
-        "default_mwh": e_default / J_PER_MWH,
-        "zeus_mwh": e_zeus / J_PER_MWH,
-        "energy_saved_pct": _pct_saved(e_zeus, e_default),
-        "time_saved_pct": _pct_saved(t_zeus, t_default),
-        "default_hours": t_default / S_PER_H,
-        "zeus_hours": t_zeus / S_PER_H,
-        "default_peak_kw": _finite(peaks["default"][0]),
-        "zeus_peak_kw": _finite(peaks["zeus"][0]),
-        "headroom_gpus": peaks["zeus"][1],
+# ---------------------------------------------------------------------------------------------
+# the plan: which jobs replay on which profile
+
+
+def _gpu_hours(jobs: pl.DataFrame) -> float:
+    seconds = (jobs["end_time"] - jobs["start_time"]).dt.total_microseconds().cast(pl.Float64) / 1e6
+    return float((seconds * jobs["num_gpus"]).sum() or 0.0) / S_PER_H
+
+
+def gpu_mode(table: pl.DataFrame, options: Options) -> GpuMode:
+    """``as-exported`` when asked, or by default when a replay candidate names a GPU type; else ``every-gpu``."""
+    if options.gpus == (AS_EXPORTED,):
+        return AS_EXPORTED
+    if options.gpus:
+        return EVERY_GPU
+    typed = mapping.own_replay_candidates(table).filter(pl.col("gpu_type").is_not_null()).height
+    return AS_EXPORTED if typed else EVERY_GPU
+
+
+def plan(result: OwnTraceResult, profiles: Profiles, options: Options) -> tuple[Plan, list[dict[str, Any]], GpuMode]:
+    """(what every draw replays, one record per row: key, GPU, jobs, GPU-hours, own profile or fallback, workloads; the mode).
+
+    Raises ``TraceError`` for a GPU (or fallback) without a profile.
+    """
+    known = profiles.names()
+    for gpu in (*(options.gpus or ()), options.fallback_gpu):
+        if gpu != AS_EXPORTED and gpu not in known:
+            raise TraceError(f"unknown GPU {gpu!r}: the profiles are {', '.join(known)} (measure one with `measure profile`, "
+                             "then pass it with --profiles or put it in raw/measured/)")
+    mode = gpu_mode(result.table, options)
+    keyed = mapping.own_keyed(result.table, result.trace)
+    rows: list[Row] = []
+    records: list[dict[str, Any]] = []
+    if mode == AS_EXPORTED:
+        keyed = keyed.with_columns(pl.col("gpu_type").fill_null(UNTYPED).alias("_type"))
+        sizes = keyed.group_by("_type").len().sort("len", "_type", descending=[True, False])
+        for gpu_type, _ in sizes.iter_rows():
+            own = profiles.for_type(None if gpu_type == UNTYPED else gpu_type)
+            gpu = own or options.fallback_gpu
+            rows.append(Row(gpu_type, gpu, keyed.filter(pl.col("_type") == gpu_type).drop("_type"), profiles.workloads[gpu]))
+    else:
+        rows = [Row(gpu, gpu, keyed, profiles.workloads[gpu]) for gpu in (options.gpus or (options.fallback_gpu,))]
+    for row in rows:
+        own = mode == EVERY_GPU or profiles.for_type(None if row.key == UNTYPED else row.key) is not None
+        records.append({"key": row.key, "gpu": row.gpu, "own_profile": own, "jobs": row.jobs.height, "gpu_hours": _gpu_hours(row.jobs),
+                        "profile_source": profiles.sources[row.gpu], "workloads": list(row.workloads)})
+    measured_rows = rows if mode == AS_EXPORTED else rows[:1]  # every GPU: compared with the first GPU's model
+    measured = pl.concat([r.jobs.filter(pl.col("measured_energy_j").is_not_null()).select(
+        "job_id", pl.lit(r.key).alias("row"), "measured_energy_j") for r in measured_rows]) if measured_rows else pl.DataFrame()
+    return (Plan(result.trace, tuple(rows), mode == AS_EXPORTED, options.eta, options.beta, measured, options.top), records, mode)
+
+
+# ---------------------------------------------------------------------------------------------
+# the figures of a row, from the draws
+
+#: Per-draw figures of a row (or the fleet), from its totals: name -> function of (totals, options).
+_FIGURES = ("default_kwh", "zeus_kwh", "energy_saved_kwh", "energy_saved_pct", "time_saved_pct", "default_hours", "zeus_hours",
+            "default_peak_kw", "zeus_peak_kw", "headroom_gpus")
+
+
+def _draw_figures(t: dict[str, Any], options: Options) -> dict[str, float | None]:
+    saved_kwh = (t["default_j"] - t["zeus_j"]) / J_PER_KWH
+    figures: dict[str, float | None] = {
+        "default_kwh": t["default_j"] / J_PER_KWH,
+        "zeus_kwh": t["zeus_j"] / J_PER_KWH,
         "energy_saved_kwh": saved_kwh,
+        "energy_saved_pct": _pct_saved(t["zeus_j"], t["default_j"]),
+        "time_saved_pct": _pct_saved(t["zeus_s"], t["default_s"]),
+        "default_hours": t["default_s"] / S_PER_H,
+        "zeus_hours": t["zeus_s"] / S_PER_H,
+        "default_peak_kw": _finite(t["default_peak_kw"]),
+        "zeus_peak_kw": _finite(t["zeus_peak_kw"]),
+        "headroom_gpus": _finite(t["headroom_gpus"]),
     }
     if options.price_per_kwh is not None:
-        report["cost_saved"] = saved_kwh * options.price_per_kwh
+        figures["cost_saved"] = saved_kwh * options.price_per_kwh
     if options.grid_gco2_per_kwh is not None:
-        report["co2e_saved_kg"] = saved_kwh * options.grid_gco2_per_kwh / 1000
-    return report
+        figures["co2e_saved_kg"] = saved_kwh * options.grid_gco2_per_kwh / 1000
+    return figures
 
 
-def _top_groups(history: pl.DataFrame, top: int) -> list[dict[str, Any]]:
-    if history.height == 0:
-        return []
-    per = history.group_by("group", "policy").agg(
-        pl.col("energy_j").sum(), pl.col("dataset").first(), pl.col("job_id").n_unique().alias("jobs"))
-    wide = per.pivot(on="policy", index=["group", "dataset", "jobs"], values="energy_j")
-    for p in POLICIES:
-        if p not in wide.columns:
-            wide = wide.with_columns(pl.lit(0.0).alias(p))
-    best = wide.with_columns((pl.col("default") - pl.col("zeus")).alias("saved")).sort("saved", "group", descending=[True, False]).head(top)
-    return [
-        {"group": g, "jobs": int(jobs), "workload": ds, "default_mwh": d / J_PER_MWH, "zeus_mwh": z / J_PER_MWH,
-         "saved_mwh": (d - z) / J_PER_MWH, "saved_pct": _pct_saved(z, d)}
-        for g, ds, jobs, d, z in best.select("group", "dataset", "jobs", "default", "zeus").iter_rows()
-    ]
+def _with_interval(out: dict[str, Any], name: str, values: Sequence[float | None]) -> None:
+    """``out[name]`` = the median of ``values``, ``out[name + "_interval"]`` = [p05, p95]; kWh figures get their MWh twins."""
+    median, p05, p95 = spread(values)
+    out[name] = median
+    out[f"{name}_interval"] = [p05, p95]
+    if name.endswith("_kwh"):
+        mwh = name.removesuffix("_kwh") + "_mwh"
+        out[mwh] = None if median is None else median / KWH_PER_MWH
+        out[f"{mwh}_interval"] = [None if v is None else v / KWH_PER_MWH for v in (p05, p95)]
 
 
-def _counts(result: OwnTraceResult, jobs: pl.DataFrame) -> dict[str, Any]:
+def row_report(totals: Sequence[dict[str, Any]], options: Options) -> dict[str, Any]:
+    """A row's figures over the draws: each the median, with ``<name>_interval`` = [5th, 95th percentile]."""
+    per_draw = [_draw_figures(t, options) for t in totals]
+    out: dict[str, Any] = {}
+    for name in per_draw[0]:
+        _with_interval(out, name, [d[name] for d in per_draw])
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# counts and the measured energy
+
+
+def _by_state(frame: pl.DataFrame) -> dict[str, int]:
+    return dict(frame.group_by("state").len().sort("len", "state", descending=[True, False]).iter_rows())
+
+
+def _counts(result: OwnTraceResult, replayed: int, groups: int, named: int) -> dict[str, Any]:
     c = result.counts
     table = result.table
     gpu = table.filter(pl.col("category") == "gpu")
     zero_length = gpu.filter((pl.col("state") == "COMPLETED") & (pl.col("end_time") <= pl.col("start_time"))).height
-    not_replayed = dict(gpu.filter(pl.col("state") != "COMPLETED").group_by("state").len().sort("len", "state", descending=[True, False])
-                        .iter_rows())
+    not_replayed = _by_state(gpu.filter(pl.col("state") != "COMPLETED"))
     if zero_length:
         not_replayed["COMPLETED, zero length"] = zero_length
     reasons = result.quarantine.with_columns(pl.coalesce("column", pl.col("reason").str.extract(r"^([^:]*)", 1)).alias("what"))
     by_what = dict(reasons.group_by("what").len().sort("len", "what", descending=[True, False]).iter_rows())
-    named = mapping.own_replay_candidates(table).filter(pl.col("user").is_not_null() & pl.col("job_name").is_not_null()).height
     return {
         "lines": c.lines,
         "header_lines": c.header_lines,
@@ -171,36 +262,106 @@ def _counts(result: OwnTraceResult, jobs: pl.DataFrame) -> dict[str, Any]:
         "steps_skipped": c.steps_skipped,
         "cpu_only": c.cpu_only,
         "not_ended": c.not_ended,
+        "not_ended_by_state": _by_state(table.filter(pl.col("category") == "not_ended")),
+        "never_started": c.never_started,
+        "never_started_by_state": _by_state(table.filter(pl.col("category") == "never_started")),
         "quarantined": c.quarantined,
         "gpu_allocations": c.gpu_allocations,
-        "simulated_jobs": jobs.height,
+        "simulated_jobs": replayed,
         "not_simulated_gpu_allocations": not_replayed,
         "quarantined_by": by_what,
-        "recurring_groups": jobs["group"].n_unique(),
+        "recurring_groups": groups,
         "jobs_grouped_by_user_and_name": named,
-        "gpu_types": dict(gpu.group_by(pl.col("gpu_type").fill_null("untyped")).len().sort("len", descending=True).iter_rows()),
+        "gpu_allocations_by_type": dict(gpu.group_by(pl.col("gpu_type").fill_null(UNTYPED)).len()
+                                        .sort("len", "gpu_type", descending=[True, False]).iter_rows()),
     }
 
 
-def whatif(result: OwnTraceResult, traces: Traces, options: Options) -> dict[str, Any]:
-    """The report of one read trace (see the module docstring); a JSON-ready dict."""
-    unknown = [g for g in options.gpus if g not in traces.gpus()]
-    if unknown:
-        raise TraceError(f"unknown GPU {unknown[0]!r}: the power traces have {', '.join(traces.gpus())}")
-    order = workloads_by_default_tta(traces)
-    jobs = mapping.map_own(result.table, order, result.trace)
+def _energy_accounting(result: OwnTraceResult) -> dict[str, Any]:
+    """What the export says about measured energy, over all allocations and over the jobs replayed."""
+    c = result.counts
+    replayed = mapping.own_replay_candidates(result.table)
+    status = dict(replayed.group_by("energy_status").len().iter_rows())
+    out = {"source": c.energy_source, "zero_allocations": c.zero_energy_allocations, "measured_allocations": c.measured_energy_allocations,
+           "replayed_jobs_measured": status.get("measured", 0), "replayed_jobs_zero": status.get("zero", 0)}
+    if c.energy_source is None:
+        out["note"] = "the export has no energy accounting (add ConsumedEnergyRaw to sacct's --format to compare with the cluster's meter)"
+    elif c.measured_energy_allocations == 0:
+        out["note"] = (f"{c.energy_source} is 0 for every allocation: the cluster collects no energy "
+                       "(AcctGatherEnergyType none); 0 is not a measurement")
+    elif out["replayed_jobs_measured"] == 0:
+        out["note"] = f"{c.energy_source} has no measurement for any COMPLETED GPU job"
+    return out
+
+
+def _measured_report(draws: Sequence[dict[str, Any]], plan_: Plan, result: OwnTraceResult, mode: GpuMode) -> dict[str, Any] | None:
+    parts = [d["measured"] for d in draws]
+    if plan_.measured.height == 0 or any(p is None for p in parts):
+        return None
+    measured_kwh = float(plan_.measured["measured_energy_j"].sort().sum()) / J_PER_KWH
+    out: dict[str, Any] = {"source": result.counts.energy_source, "jobs": parts[0]["jobs"],
+                           "replayed_jobs": int(sum(r.jobs.height for r in (plan_.rows if mode == AS_EXPORTED else plan_.rows[:1]))),
+                           "measured_kwh": measured_kwh, "measured_mwh": measured_kwh / KWH_PER_MWH,
+                           "modelled_on": "each job's row (as exported)" if mode == AS_EXPORTED else plan_.rows[0].gpu}
+    _with_interval(out, "modelled_default_kwh", [p["modelled_default_j"] / J_PER_KWH for p in parts])
+    for name in ("ratio_median", "ratio_p25", "ratio_p75"):
+        out[name] = spread([p[name] for p in parts])[0]
+    ids = plan_.measured["job_id"]
+    util = mapping.own_replay_candidates(result.table).filter(pl.col("job_id").is_in(ids.implode()))["gpu_util_pct"].drop_nulls()
+    out["gpu_util_median_pct"] = float(util.median()) if util.len() else None  # type: ignore[arg-type]
+    out["caption"] = ENERGY_PLUGINS
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# the report
+
+
+def whatif(result: OwnTraceResult, profiles: Profiles, options: Options, runner: Runner | None = None) -> dict[str, Any]:
+    """The report of one read trace (see the module docstring); a JSON-ready dict. ``runner``: where the draws run (default
+    in this process)."""
+    if options.samples < 1:
+        raise ValueError(f"--samples must be >= 1, got {options.samples}")
+    the_plan, records, mode = plan(result, profiles, options)
+    keyed = pl.concat([r.jobs for r in the_plan.rows]) if mode == AS_EXPORTED else the_plan.rows[0].jobs
+    named = keyed.filter(pl.col("user").is_not_null() & pl.col("job_name").is_not_null()).height
+    runner = runner or SerialRunner()
+    draws = run_draws(the_plan, profiles.traces, options.samples, options.seed, runner, progress=options.progress)
     report: dict[str, Any] = {
         "file": result.source_file, "format": result.format, "timezone": result.timezone, "trace": result.trace,
-        "eta": options.eta, "beta": options.beta, **_counts(result, jobs), "gpus": {},
+        "eta": options.eta, "beta": options.beta, "samples": options.samples, "seed": options.seed,
+        "interval": f"{samples_interval()} over the samples", "runner": runner.description,
+        **_counts(result, keyed.height, keyed["group"].n_unique() if keyed.height else 0, named),
+        "gpu_mode": mode, "fallback_gpu": options.fallback_gpu,
     }
-    top: list[dict[str, Any]] = []
-    for gpu in options.gpus:
-        history = simulate.simulate_trace(jobs, traces, gpu, eta=options.eta, beta=options.beta, policies=POLICIES, progress=options.progress)
-        report["gpus"][gpu] = _gpu_report(history, options)
-        if gpu == options.gpus[0]:
-            top = _top_groups(history, options.top)
-    report["top_groups_gpu"] = options.gpus[0]
-    report["top_groups"] = top
+    first = draws[0]["rows"]
+    gpus: dict[str, Any] = {}
+    for rec in records:
+        row: dict[str, Any] = {"replayed_on": rec["gpu"], "own_profile": rec["own_profile"], "jobs": rec["jobs"], "gpu_hours": rec["gpu_hours"],
+                               "profile_source": rec["profile_source"], "workloads": rec["workloads"]}
+        if rec["key"] in first:
+            row.update(row_report([d["rows"][rec["key"]] for d in draws], options))
+            row["jobs_by_workload"] = first[rec["key"]]["jobs_by_workload"]
+        gpus[rec["key"]] = row
+    report["gpus"] = gpus
+    if mode == AS_EXPORTED:
+        report["gpu_types"] = {r["key"]: r["jobs"] for r in records}
+        report["replayed_on"] = {r["key"]: r["gpu"] for r in records}
+        report["fallback_jobs"] = sum(r["jobs"] for r in records if not r["own_profile"])
+        report["total"] = ({"jobs": keyed.height, "gpu_hours": _gpu_hours(keyed), **row_report([d["fleet"] for d in draws], options)}
+                           if "fleet" in draws[0] else None)
+    report["measured_workloads"] = {r["gpu"]: r["workloads"] for r in records if len(r["workloads"]) < len(ZEUS_DATASETS)}
+    report["profile_notes"] = list(profiles.notes)
+    report["energy_accounting"] = _energy_accounting(result)
+    report["measured"] = _measured_report(draws, the_plan, result, mode)
+    report["top_groups_gpu"] = "as exported" if mode == AS_EXPORTED else the_plan.rows[0].gpu
+    report["top_groups"] = [
+        {"group": t["group"], "jobs": t["jobs"], "workload": t["workload"], "default_mwh": t["default_j"] / J_PER_KWH / KWH_PER_MWH,
+         "default_kwh": t["default_j"] / J_PER_KWH, "zeus_mwh": t["zeus_j"] / J_PER_KWH / KWH_PER_MWH, "zeus_kwh": t["zeus_j"] / J_PER_KWH,
+         "saved_mwh": (t["default_j"] - t["zeus_j"]) / J_PER_KWH / KWH_PER_MWH, "saved_kwh": (t["default_j"] - t["zeus_j"]) / J_PER_KWH,
+         "saved_pct": _pct_saved(t["zeus_j"], t["default_j"])}
+        for t in draws[0].get("top_groups", [])
+    ]
     if options.price_per_kwh is not None:
         report["price_per_kwh"] = options.price_per_kwh
     if options.grid_gco2_per_kwh is not None:
@@ -208,65 +369,7 @@ def whatif(result: OwnTraceResult, traces: Traces, options: Options) -> dict[str
     return report
 
 
-# ---------------------------------------------------------------------------------------------
-# the terminal report (fits one screen: about 30 lines)
-
-
-def _n(value: float | int | None, digits: int = 0) -> str:
-    return "-" if value is None else f"{value:,.{digits}f}"
-
-
-def _pct(value: float | None) -> str:
-    return "-" if value is None else f"{value:.1f} %"
-
-
-def _grouping(r: dict[str, Any]) -> str:
-    named, jobs = r["jobs_grouped_by_user_and_name"], r["simulated_jobs"]
-    if named == jobs:
-        return "by user, job name and GPUs"
-    if named == 0:
-        return "no user or job name: by GPUs and duration"
-    return f"{named:,} jobs by user, job name and GPUs, {jobs - named:,} by GPUs and duration"
-
-
-def render(report: dict[str, Any]) -> str:
-    """The report for a terminal: counts, per GPU Default vs Zeus, money and CO2e if priced, the top groups."""
-    r = report
-    out = [
-        f"What if Zeus had tuned {r['file']} ({r['format']}, times in {r['timezone']}; eta {r['eta']:g}, beta {r['beta']:g})",
-        "",
-        f"lines        {r['lines']:>11,} = {r['header_lines']} header + {r['allocations']:,} allocations + {r['steps_skipped']:,} steps "
-        f"skipped + {r['quarantined']:,} quarantined",
-        f"allocations  {r['allocations']:>11,} = {r['gpu_allocations']:,} GPU + {r['cpu_only']:,} CPU-only (skipped) + "
-        f"{r['not_ended']:,} not ended (pending or running; skipped)",
-        f"replayed     {r['simulated_jobs']:>11,} COMPLETED GPU jobs in {r['recurring_groups']:,} recurring groups ({_grouping(r)})",
-    ]
-    if r["not_simulated_gpu_allocations"]:
-        parts = ", ".join(f"{n:,} {state}" for state, n in list(r["not_simulated_gpu_allocations"].items())[:6])
-        out.append(f"not replayed {sum(r['not_simulated_gpu_allocations'].values()):>11,} GPU allocations that did not complete: {parts}")
-    if r["quarantined"]:
-        parts = ", ".join(f"{what} {n:,}" for what, n in list(r["quarantined_by"].items())[:5])
-        out.append(f"quarantined  {r['quarantined']:>11,} rows, by column or reason: {parts}")
-    out += ["", f"{'GPU':<8} {'Default MWh':>12} {'Zeus MWh':>10} {'energy saved':>13} {'time saved':>11} "
-                f"{'Default peak kW':>16} {'Zeus peak kW':>13} {'GPU headroom':>13}"]
-    for gpu, g in r["gpus"].items():
-        out.append(f"{gpu:<8} {_n(g['default_mwh'], 2):>12} {_n(g['zeus_mwh'], 2):>10} {_pct(g['energy_saved_pct']):>13} "
-                   f"{_pct(g['time_saved_pct']):>11} {_n(g['default_peak_kw'], 1):>16} {_n(g['zeus_peak_kw'], 1):>13} "
-                   f"{_n(g['headroom_gpus']):>13}")
-    out.append("  peak: highest 5-minute mean cluster power; headroom: more GPUs under Default's peak at Zeus's p99 (docs: Cluster power)")
-    priced = [(gpu, g) for gpu, g in r["gpus"].items() if "cost_saved" in g or "co2e_saved_kg" in g]
-    for gpu, g in priced:
-        saved = [f"{_n(g['energy_saved_kwh'])} kWh"]
-        if "cost_saved" in g:
-            saved.append(f"{_n(g['cost_saved'], 2)} at {r['price_per_kwh']:g} per kWh")
-        if "co2e_saved_kg" in g:
-            saved.append(f"{_n(g['co2e_saved_kg'] / 1000, 2)} t CO2e at {r['grid_gco2_per_kwh']:g} g/kWh")
-        out.append(f"saved on {gpu}: " + ", ".join(saved))
-    if r["top_groups"]:
-        out += ["", f"The {len(r['top_groups'])} recurring groups that save most on {r['top_groups_gpu']}:",
-                f"  {'group':<44} {'jobs':>7} {'workload':<13} {'Default MWh':>11} {'saved MWh':>10} {'saved':>8}"]
-        for t in r["top_groups"]:
-            name = t["group"] if len(t["group"]) <= 44 else t["group"][:43] + "…"
-            out.append(f"  {name:<44} {t['jobs']:>7,} {t['workload']:<13} {_n(t['default_mwh'], 3):>11} {_n(t['saved_mwh'], 3):>10} "
-                       f"{_pct(t['saved_pct']):>8}")
-    return "\n".join(out)
+def samples_interval() -> str:
+    """The interval's name in the report (``90 % interval (5th to 95th percentile)``)."""
+    lo, hi = INTERVAL_PCT
+    return f"{hi - lo:g} % interval ({lo:g}th to {hi:g}th percentile)"

@@ -1,0 +1,204 @@
+"""Error bars for a cluster's replay: the replay repeated over independent draws of what an export cannot tell.
+
+An export says when each job ran and on how many GPUs, not what it trained. Which Zeus workload a
+recurring group plays is therefore a draw, and so are the optimizer's seeds (its exploration and
+the run sampled for each configuration). Draw 0 is the replay as documented everywhere else:
+groups mapped by mean duration (``pipelines.clusters.mapping.assign_by_runtime``: short groups
+play short workloads, each workload an equal share of the jobs) and the artifact's per-group
+seeds. Draw ``k >= 1`` puts the groups in a random order instead (each workload keeps its share
+of the jobs; which groups play it is drawn) and replays with the seed knob ``knob(base_seed, k)``
+(``pipelines.zeus.groups.group_seed``: an independent stream per group and draw). The interval is
+then the spread of the answer over what is unknown: the 5th to 95th percentile over the draws.
+
+Each draw depends only on (the plan, the traces, ``base_seed``, ``k``): it runs the same in this
+process or on any Dask worker (``pipelines.distributed.fan_out``), and every total is summed by
+numpy in a fixed order (never by a multi-threaded group-by), so results are bit-identical
+wherever the draws run. A draw returns totals only (a few numbers per row), never its history.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import polars as pl
+
+from pipelines.clusters import mapping, power, simulate
+from pipelines.distributed import Runner, fan_out
+from pipelines.vocabulary import PolicyName
+from pipelines.zeus.traces import Traces
+
+#: The policies compared: Zeus against Default (b0 at the maximum power limit).
+POLICIES: tuple[PolicyName, ...] = ("default", "zeus")
+#: The interval reported: these percentiles of a figure over the draws.
+INTERVAL_PCT: tuple[float, float] = (5.0, 95.0)
+#: The key of the whole cluster's row in a mixed cluster.
+FLEET = "all"
+
+
+@dataclass(frozen=True)
+class Row:
+    """One row of the report: jobs replayed on one profile.
+
+    ``key``: the exported GPU type (``as-exported``) or the GPU (every job on each GPU); ``gpu``:
+    the profile replayed on; ``jobs``: ``mapping.own_keyed`` rows (no workload yet);
+    ``workloads``: the workloads that profile can replay, shortest default TTA first.
+    """
+
+    key: str
+    gpu: str
+    jobs: pl.DataFrame
+    workloads: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What every draw replays: the rows, whether they add up to one cluster (``fleet``), the knobs, the measured jobs."""
+
+    trace: str
+    rows: tuple[Row, ...]
+    fleet: bool
+    eta: float
+    beta: float
+    measured: pl.DataFrame  # job_id, row key, measured_energy_j: replayed jobs with a measurement
+    top: int = 10
+
+
+def seed_knob(base_seed: int, draw: int) -> int | None:
+    """The optimizer's seed knob of draw ``draw``: None (the artifact's seeds) for draw 0, else a uint32 of (base_seed, draw)."""
+    if draw == 0:
+        return None
+    return int(np.random.SeedSequence([base_seed, draw]).generate_state(1, np.uint32)[0])
+
+
+def _shuffle(base_seed: int, draw: int, row: int) -> np.random.Generator | None:
+    return None if draw == 0 else np.random.default_rng(np.random.SeedSequence([base_seed, draw, row, 1]))
+
+
+def _sums(keys: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(distinct keys, sum of ``values`` per key), keys sorted; the sums in a fixed order (a stable sort, then reduceat)."""
+    if keys.size == 0:
+        return keys, values
+    order = np.argsort(keys, kind="stable")
+    keys, values = keys[order], values[order]
+    starts = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]])
+    return keys[starts], np.add.reduceat(values, starts)
+
+
+def _totals(history: pl.DataFrame) -> dict[str, float]:
+    """Energy (J) and time (s) of each policy, summed by numpy in history order."""
+    out: dict[str, float] = {}
+    policy = history["policy"].to_numpy()
+    energy, time = history["energy_j"].to_numpy(), history["time_s"].to_numpy()
+    for p in POLICIES:
+        mask = policy == p
+        out[f"{p}_j"] = float(np.sum(energy[mask]))
+        out[f"{p}_s"] = float(np.sum(time[mask]))
+    return out
+
+
+def _peaks(history: pl.DataFrame) -> dict[str, float | None]:
+    """Default and Zeus peak (kW) and Zeus's GPU headroom (``power.power_summary`` with its defaults)."""
+    found: dict[str, float | None] = {"default_peak_kw": None, "zeus_peak_kw": None, "headroom_gpus": None}
+    if history.height == 0:
+        return found
+    for row in power.power_summary(power.power_bins(history)).iter_rows(named=True):
+        found[f"{row['policy']}_peak_kw"] = row["peak_kw"]
+        if row["policy"] == "zeus":
+            found["headroom_gpus"] = row["headroom_gpus"]
+    return found
+
+
+def _top_groups(history: pl.DataFrame, top: int, label: str | None) -> list[dict[str, Any]]:
+    """The ``top`` groups saving most energy (J), with their workload and job count (the label prefixes their name)."""
+    if history.height == 0 or top == 0:
+        return []
+    groups = history["group"].to_numpy().astype(str)
+    policy = history["policy"].to_numpy()
+    energy = history["energy_j"].to_numpy()
+    names, default = _sums(groups[policy == "default"], energy[policy == "default"])
+    zeus_names, zeus = _sums(groups[policy == "zeus"], energy[policy == "zeus"])
+    zeus_of = dict(zip(zeus_names.tolist(), zeus.tolist(), strict=True))
+    meta = history.filter(pl.col("policy") == "default").group_by("group").agg(
+        pl.col("dataset").first(), pl.col("job_id").n_unique().alias("jobs"))
+    info = {g: (d, j) for g, d, j in meta.iter_rows()}
+    rows = [(name, d, zeus_of.get(name, 0.0)) for name, d in zip(names.tolist(), default.tolist(), strict=True)]
+    rows.sort(key=lambda r: (-(r[1] - r[2]), r[0]))
+    return [{"group": f"{label}: {g}" if label else g, "jobs": int(info[g][1]), "workload": info[g][0], "default_j": d, "zeus_j": z}
+            for g, d, z in rows[:top]]
+
+
+def _measured(combined: pl.DataFrame, measured: pl.DataFrame) -> dict[str, Any] | None:
+    """The modelled Default energy of the measured jobs (J) and quartiles over them of measured / modelled.
+
+    Rows hold different jobs (a job replays in one row as exported; in each row on every GPU), so
+    a job is its row and job id.
+    """
+    if measured.height == 0 or combined.height == 0:
+        return None
+    default = combined.filter(pl.col("policy") == "default")
+    keys = (default["_row"] + "\x1f" + default["job_id"]).to_numpy().astype(str)
+    jobs, modelled = _sums(keys, default["energy_j"].to_numpy())
+    known = dict(zip(jobs.tolist(), modelled.tolist(), strict=True))
+    wanted = (measured["row"] + "\x1f" + measured["job_id"]).to_list()
+    pairs = [(known[k], m) for k, m in zip(wanted, measured["measured_energy_j"].to_list(), strict=True) if k in known]
+    if not pairs:
+        return None
+    model = np.array([p[0] for p in pairs])
+    ratio = np.sort(np.array([p[1] for p in pairs]) / model)
+    q25, q50, q75 = (float(v) for v in np.quantile(ratio, [0.25, 0.5, 0.75]))
+    return {"jobs": len(pairs), "modelled_default_j": float(np.sum(model)), "ratio_p25": q25, "ratio_median": q50, "ratio_p75": q75}
+
+
+def run_draw(draw: int, *, plan: Plan, traces: Traces, base_seed: int) -> dict[str, Any]:
+    """One draw (see the module docstring): per row its totals and peaks; the fleet's; the measured comparison; for draw 0
+    also the top groups and the jobs per workload."""
+    knob = seed_knob(base_seed, draw)
+    rows: dict[str, dict[str, Any]] = {}
+    histories: list[pl.DataFrame] = []
+    for i, row in enumerate(plan.rows):
+        if row.jobs.height == 0:
+            continue
+        assigned = mapping.assign_by_runtime(row.jobs, row.workloads, shuffle=_shuffle(base_seed, draw, i), subset=True)
+        jobs = mapping.finish_own(assigned, plan.trace)
+        history = simulate.simulate_trace(jobs, traces, row.gpu, eta=plan.eta, beta=plan.beta, policies=POLICIES, seed=knob)
+        rows[row.key] = {**_totals(history), **_peaks(history)}
+        if draw == 0:
+            rows[row.key]["jobs_by_workload"] = dict(jobs.group_by("dataset").len().sort("dataset").iter_rows())
+        histories.append(history.with_columns(pl.lit(row.key).alias("_row")))
+    out: dict[str, Any] = {"draw": draw, "rows": rows, "measured": None}
+    if not histories:
+        return out
+    combined = pl.concat(histories)
+    if plan.fleet:
+        out["fleet"] = {**_totals(combined), **_peaks(combined.drop("_row").with_columns(pl.lit(FLEET).alias("gpu")))}
+    out["measured"] = _measured(combined, plan.measured)
+    if draw == 0:
+        if plan.fleet:
+            label = len(histories) > 1
+            tops = [t for h in histories for t in _top_groups(h, plan.top, str(h["_row"][0]) if label else None)]
+            tops.sort(key=lambda t: (-(t["default_j"] - t["zeus_j"]), t["group"]))
+            out["top_groups"] = tops[: plan.top]
+        else:
+            out["top_groups"] = _top_groups(histories[0], plan.top, None)
+    return out
+
+
+def run_draws(plan: Plan, traces: Traces, samples: int, base_seed: int, runner: Runner, *, progress: bool = False) -> list[dict[str, Any]]:
+    """Draws ``0 .. samples - 1`` on ``runner`` (in order); the traces go to the workers without memoized lookups."""
+    if samples < 1:
+        raise ValueError(f"samples must be >= 1, got {samples}")
+    shared = {"plan": plan, "traces": Traces(traces.train, traces.power), "base_seed": base_seed}
+    return fan_out(runner, run_draw, list(range(samples)), shared, progress=progress, label="samples")
+
+
+def spread(values: Sequence[float | None]) -> tuple[float | None, float | None, float | None]:
+    """(median, 5th, 95th percentile) of ``values`` (linear interpolation; None when a value is missing)."""
+    if not values or any(v is None or not np.isfinite(v) for v in values):
+        return None, None, None
+    array = np.sort(np.asarray(values, dtype=np.float64))
+    lo, hi = INTERVAL_PCT
+    median, p05, p95 = np.quantile(array, [0.5, lo / 100, hi / 100])
+    return float(median), float(p05), float(p95)
