@@ -302,7 +302,7 @@ def _measured_report(draws: Sequence[dict[str, Any]], plan_: Plan, result: OwnTr
     out: dict[str, Any] = {"source": result.counts.energy_source, "jobs": parts[0]["jobs"],
                            "replayed_jobs": int(sum(r.jobs.height for r in (plan_.rows if mode == AS_EXPORTED else plan_.rows[:1]))),
                            "measured_kwh": measured_kwh, "measured_mwh": measured_kwh / KWH_PER_MWH,
-                           "modelled_on": "each job's row (as exported)" if mode == AS_EXPORTED else plan_.rows[0].gpu}
+                           "modelled_on": "each job's own GPU row" if mode == AS_EXPORTED else plan_.rows[0].gpu}
     _with_interval(out, "modelled_default_kwh", [p["modelled_default_j"] / J_PER_KWH for p in parts])
     for name in ("ratio_median", "ratio_p25", "ratio_p75"):
         out[name] = spread([p[name] for p in parts])[0]
