@@ -373,3 +373,41 @@ def samples_interval() -> str:
     """The interval's name in the report (``90 % interval (5th to 95th percentile)``)."""
     lo, hi = INTERVAL_PCT
     return f"{hi - lo:g} % interval ({lo:g}th to {hi:g}th percentile)"
+
+
+def result_of(trace: dict[str, Any], jobs: pl.DataFrame) -> OwnTraceResult:
+    """A trace as the pipeline stored it (its ``own_cluster_traces`` row, ``own_cluster_jobs``) as a read result (no quarantine rows)."""
+    from pipelines.ingest.common import empty_quarantine
+    from pipelines.ingest.owntrace import TraceCounts
+
+    counts = TraceCounts(**{f: trace[f] for f in TraceCounts.__dataclass_fields__})
+    return OwnTraceResult(trace["trace"], trace["source_file"], trace["format"], trace["timezone"], trace["sha256"],
+                          jobs.filter(pl.col("trace") == trace["trace"]), empty_quarantine(), counts)
+
+
+def summary_frame(report: dict[str, Any]) -> pl.DataFrame:
+    """The report's rows as ``own_cluster_summary`` rows (``pipelines.contracts.owncluster.OwnClusterSummary``)."""
+    from pipelines.contracts.base import polars_schema
+    from pipelines.contracts.owncluster import SUMMARY_FIGURES, OwnClusterSummary
+
+    schema = polars_schema(OwnClusterSummary)
+    rows = [(key, g, g["replayed_on"], g["own_profile"]) for key, g in report["gpus"].items()]
+    if report.get("total"):
+        rows.append(("all", report["total"], None, None))
+    measured_row = "all" if report.get("total") else (rows[0][0] if rows else None)
+    m = report.get("measured")
+    out = []
+    for key, g, gpu, own in rows:
+        record: dict[str, Any] = {"trace": report["trace"], "row": key, "gpu_mode": report["gpu_mode"], "replayed_on": gpu,
+                                  "own_profile": own, "jobs": g["jobs"], "gpu_hours": g["gpu_hours"], "samples": report["samples"],
+                                  "seed": report["seed"]}
+        for name in SUMMARY_FIGURES:
+            low, high = g.get(f"{name}_interval") or [None, None]
+            record.update({name: g.get(name), f"{name}_p05": low, f"{name}_p95": high})
+        if m is not None and key == measured_row:
+            low, high = m["modelled_default_kwh_interval"]
+            record.update({"measured_jobs": m["jobs"], "measured_kwh": m["measured_kwh"], "modelled_default_kwh": m["modelled_default_kwh"],
+                           "modelled_default_kwh_p05": low, "modelled_default_kwh_p95": high, "measured_ratio_median": m["ratio_median"],
+                           "measured_ratio_p25": m["ratio_p25"], "measured_ratio_p75": m["ratio_p75"]})
+        out.append(record)
+    return pl.DataFrame(out, schema=schema) if out else pl.DataFrame(schema=schema)

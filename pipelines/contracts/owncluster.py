@@ -120,3 +120,53 @@ class OwnClusterTraces(dy.Schema):
     def allocations_split_into_categories(cls) -> pl.Expr:
         """allocations = cpu_only + not_ended + never_started + gpu_allocations"""
         return pl.col("allocations") == pl.col("cpu_only") + pl.col("not_ended") + pl.col("never_started") + pl.col("gpu_allocations")
+
+
+def _interval(description: str, *, nullable: bool = True) -> dict[str, dy.Float64]:
+    """A figure's median over the samples and its 90 % interval: ``<name>``, ``<name>_p05``, ``<name>_p95``."""
+    return {"": dy.Float64(nullable=nullable, description=f"{description}: median over the samples"),
+            "_p05": dy.Float64(nullable=nullable, description=f"{description}: 5th percentile over the samples"),
+            "_p95": dy.Float64(nullable=nullable, description=f"{description}: 95th percentile over the samples")}
+
+
+#: The figures of a row of ``own_cluster_summary``, each with its interval (``whatif`` prints and --json gives the same).
+SUMMARY_FIGURES: dict[str, str] = {
+    "default_kwh": "energy under Default (kWh)",
+    "zeus_kwh": "energy under Zeus (kWh)",
+    "energy_saved_kwh": "energy Zeus saves (kWh)",
+    "energy_saved_pct": "energy Zeus saves (% of Default)",
+    "time_saved_pct": "job time Zeus saves (% of Default; negative: longer)",
+    "default_peak_kw": "Default's peak cluster power (kW, highest 5-minute mean)",
+    "zeus_peak_kw": "Zeus's peak cluster power (kW)",
+    "headroom_gpus": "more GPUs under Default's peak at Zeus's p99",
+}
+
+
+class OwnClusterSummary(dy.Schema):
+    """``own_cluster_summary``: per user trace, what ``whatif`` reports: a row per exported GPU type (or GPU) and the cluster's.
+
+    Every figure is the median over ``samples`` draws of the workload assignment and the
+    optimizer's seeds, with its 5th and 95th percentile (``pipelines.clusters.samples``). The
+    measured columns compare the scheduler's own meter with the model (on the row the model of the
+    measured jobs is: ``all`` as exported, else the first GPU); null where the export has none.
+    """
+
+    trace = trace_column(primary_key=True)
+    row = dy.String(primary_key=True, description="exported GPU type (untyped: none), the GPU (every job on each), or all (the cluster)")
+    gpu_mode = one_of(("as-exported", "every-gpu"), description="as-exported: each job on its own GPU's profile, else the fallback; "
+                      "every-gpu: every job on each GPU")
+    replayed_on = dy.String(nullable=True, description="profile the row's jobs replay on; null for all")
+    own_profile = dy.Bool(nullable=True, description="the row's GPU type has its own profile (false: the fallback); null for all")
+    jobs = dy.Int64(min=0, description="COMPLETED GPU jobs replayed in the row")
+    gpu_hours = dy.Float64(min=0, description="their GPU-hours as exported (duration x GPUs, h)")
+    samples = dy.Int64(min=1, description="draws behind the medians and intervals")
+    seed = dy.Int64(min=0, description="base seed of the draws")
+    locals().update({f"{name}{suffix}": column for name, description in SUMMARY_FIGURES.items()
+                     for suffix, column in _interval(description).items()})
+    measured_jobs = dy.Int64(nullable=True, min=0, description="replayed jobs with a measured energy (> 0)")
+    measured_kwh = dy.Float64(nullable=True, min=0, description="their energy as the scheduler measured it (kWh)")
+    locals().update({f"modelled_default_kwh{suffix}": column
+                     for suffix, column in _interval("the modelled Default energy of the same jobs (kWh)").items()})
+    measured_ratio_median = dy.Float64(nullable=True, description="measured / modelled Default per job: median over the jobs")
+    measured_ratio_p25 = dy.Float64(nullable=True, description="measured / modelled Default per job: 25th percentile over the jobs")
+    measured_ratio_p75 = dy.Float64(nullable=True, description="measured / modelled Default per job: 75th percentile over the jobs")

@@ -30,6 +30,7 @@ TABLES: dict[str, Contract] = {
     "zeus_knob_grid": sweep.ZeusKnobGrid,
     "own_cluster_jobs": owncluster.OwnClusterJobs,
     "own_cluster_traces": owncluster.OwnClusterTraces,
+    "own_cluster_summary": owncluster.OwnClusterSummary,
 }
 QUARANTINE_PREFIX = "quarantine/"
 

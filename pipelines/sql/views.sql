@@ -15,6 +15,8 @@ create or replace view hetero_gpu_profiles as select * from read_parquet(getvari
 -- your own cluster traces (raw/clusters/): every allocation, and one row per file with its line accounting
 create or replace view own_cluster_jobs as select * from read_parquet(getvariable('assets') || '/own_cluster_jobs.parquet');
 create or replace view own_cluster_traces as select * from read_parquet(getvariable('assets') || '/own_cluster_traces.parquet');
+-- what whatif reports for each of them: a row per exported GPU type and the cluster's, medians with 90 % intervals
+create or replace view own_cluster_summary as select * from read_parquet(getvariable('assets') || '/own_cluster_summary.parquet');
 
 -- every quarantined row of every table: table, source_file, line, column, reason, raw
 create or replace view quarantine as select * from read_parquet(getvariable('assets') || '/quarantine/*.parquet', union_by_name = true);
