@@ -220,6 +220,8 @@ def _draw_figures(t: dict[str, Any], options: Options) -> dict[str, float | None
 def _with_interval(out: dict[str, Any], name: str, values: Sequence[float | None]) -> None:
     """``out[name]`` = the median of ``values``, ``out[name + "_interval"]`` = [p05, p95]; kWh figures get their MWh twins."""
     median, p05, p95 = spread(values)
+    if name == "headroom_gpus":  # whole GPUs: rounded down, as power.power_summary rounds each draw's
+        median, p05, p95 = (None if v is None else math.floor(v) for v in (median, p05, p95))
     out[name] = median
     out[f"{name}_interval"] = [p05, p95]
     if name.endswith("_kwh"):

@@ -87,15 +87,16 @@ SUMMARY_SEED = 0
     kinds={"polars", "parquet", "dask"},
     metadata=contract_metadata("own_cluster_summary"),
     # In the step's process by default (the samples of a trace are quick); configure the run's resource
-    # (resources: dask: config: scheduler: local, or tcp://...) for a large trace.
-    resource_defs={"dask": DaskResource(scheduler="none")},
+    # (resources: samples_dask: config: scheduler: local, or tcp://...) for a large trace. A key of its own: the
+    # knob grid's "dask" defaults to a LocalCluster.
+    resource_defs={"samples_dask": DaskResource(scheduler="none")},
     description=f"What `whatif` reports for each of your traces, as exported: a row per exported GPU type (its own profile, "
     f"else the V100) and the cluster's; medians over {SUMMARY_SAMPLES} samples of the workload assignment and the optimizer's "
     "seeds with 90 % intervals, and the scheduler's measured energy against the model where exported.",
 )
 def own_cluster_summary(
     context: dg.AssetExecutionContext,
-    dask: DaskResource,
+    samples_dask: DaskResource,
     own_cluster_jobs: pl.DataFrame,
     own_cluster_traces: pl.DataFrame,
     zeus_train_runs: pl.DataFrame,
@@ -106,7 +107,7 @@ def own_cluster_summary(
     options = whatif.Options(samples=SUMMARY_SAMPLES, seed=SUMMARY_SEED)
     frames = []
     preview: dict[str, dict[str, object]] = {}
-    with dask.runner() as runner:
+    with samples_dask.runner() as runner:
         for trace in own_cluster_traces.iter_rows(named=True):
             result = whatif.result_of(trace, own_cluster_jobs)
             if result.counts.completed_gpu_allocations == 0:
