@@ -1,12 +1,16 @@
-"""whatif on a large Slurm export: end to end (time, peak RSS), and the parse alone against pandas in the same run.
+"""whatif on large Slurm exports with error bars: end to end (time, peak RSS), and the parse alone against pandas.
 
-Writes a sacct export of 1,000,000 allocations with their steps (about 3.3M lines, 550 MB;
-bench/_sacct_export.py, Europe/Berlin clock) into a temp folder, then:
+Writes sacct exports (bench/_sacct_export.py, Europe/Berlin clock, a mixed A100/V100/A40/H100
+cluster with Slurm's energy accounting, steps included) into a temp folder, then:
 
-1. runs ``python -m pipelines whatif FILE --json`` in a child process (on the V100, the default;
-   Zeus traces from the mirror) and prints its wall time and peak RSS (goal: < 30 s, < 2 GB);
-   its counts must equal the generator's truth;
-2. times the parse alone, ``pipelines.ingest.slurm.read_sacct``, against pandas
+1. on 100,000 allocations: ``python -m pipelines whatif FILE --json`` with the default 20 samples,
+   in the child's own process (no scheduler: the default), beside the same command with
+   ``--samples 1`` (the peer: one replay) in the same run; prints both and the ratio
+   (goal: the 20 samples under 30 s);
+2. on 1,000,000 allocations (about 3.2M lines, 570 MB): the same with ``--samples 20 --scheduler
+   local`` (a LocalCluster, one worker per core) and prints wall time and peak RSS (aim: under
+   90 s); its counts must equal the generator's truth;
+3. times the parse alone, ``pipelines.ingest.slurm.read_sacct``, against pandas
    ``read_csv(sep="|")`` on the same file, and prints the ratio. ``read_csv`` only splits the
    fields and infers types (no steps, states, GPUs, time zones, accounting or quarantine), so a
    second peer is timed too: pandas reading the file and doing the core of the same work, written
@@ -16,7 +20,7 @@ bench/_sacct_export.py, Europe/Berlin clock) into a temp folder, then:
 The export is written by a child process, so that the parent stays small: a child's peak RSS as
 the kernel reports it includes what it inherited at fork.
 
-Usage: ``.venv/bin/python bench/bench_whatif.py [--allocations N] [--keep FILE]``.
+Usage: ``.venv/bin/python bench/bench_whatif.py [--allocations N] [--small N] [--samples N] [--keep FILE]``.
 """
 
 from __future__ import annotations
@@ -40,21 +44,26 @@ from pipelines.home.paths import REPO_ROOT
 EXPORT = runpy.run_path(str(REPO_ROOT / "bench" / "_sacct_export.py"))
 MIRROR = Path(os.environ.get("TRACES_MIRROR", REPO_ROOT.parent / "shared" / "traces"))
 TIMEZONE = "Europe/Berlin"
-GOAL_S, GOAL_RSS_GB = 30.0, 2.0
+GOAL_SMALL_S, GOAL_LARGE_S = 30.0, 90.0
 
 
 def write(path: Path, allocations: int) -> Any:
     """The export, written by a child process; its truth (bench/_sacct_export.py's ``Truth``)."""
     argv = [sys.executable, str(REPO_ROOT / "bench" / "_sacct_export.py"), "--allocations", str(allocations), "--timezone", TIMEZONE,
-            "--out", str(path)]
+            "--energy", "measured", "--out", str(path)]
     done = subprocess.run(argv, capture_output=True, text=True, check=True, cwd=REPO_ROOT)
     return EXPORT["Truth"](**json.loads(done.stdout))
 
 
-def end_to_end(path: Path) -> tuple[float, float, dict]:
+def load() -> str:
+    """The 1-minute load average and the cores (other work on the machine moves every timing)."""
+    return f"load {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores"
+
+
+def end_to_end(path: Path, *extra: str) -> tuple[float, float, dict]:
     """(wall s, peak RSS GB, the JSON report) of one whatif run in a child process (its own rusage, by wait4)."""
     argv = [sys.executable, "-m", "pipelines", "whatif", str(path), "--timezone", TIMEZONE, "--json", "--no-progress",
-            "--trace-dir", str(MIRROR / "zeus")]
+            "--trace-dir", str(MIRROR / "zeus"), *extra]
     with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
         t0 = time.perf_counter()
         child = subprocess.Popen(argv, stdout=out, stderr=err, cwd=REPO_ROOT)
@@ -121,28 +130,51 @@ def agrees(jobs: Any, table: pl.DataFrame) -> bool:
     return len(jobs) == table.height and int(jobs["num_gpus"].sum()) == int(table["num_gpus"].sum()) and same_times
 
 
+def check_counts(report: dict, truth: Any) -> None:
+    got = {k: report[k] for k in ("lines", "allocations", "steps_skipped", "cpu_only", "not_ended", "never_started", "quarantined")}
+    want = {"lines": truth.lines, "allocations": truth.allocations, "steps_skipped": truth.steps, "cpu_only": truth.cpu_only,
+            "not_ended": truth.not_ended, "never_started": truth.never_started, "quarantined": 0}
+    if got != want:
+        raise SystemExit(f"whatif counts {got} != the generator's truth {want}")
+
+
+def saving(report: dict) -> str:
+    t = report["total"]
+    low, high = t["energy_saved_pct_interval"]
+    return (f"{report['simulated_jobs']:,} jobs replayed; all GPUs: Default {t['default_mwh']:,.1f} MWh, Zeus saves {t['energy_saved_pct']:.1f} % "
+            f"[{low:.1f}, {high:.1f}], peak {t['default_peak_kw']:,.0f} -> {t['zeus_peak_kw']:,.0f} kW")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--allocations", type=int, default=1_000_000)
-    parser.add_argument("--keep", type=Path, default=None, help="write the export here instead of a temp folder (kept)")
+    parser.add_argument("--allocations", type=int, default=1_000_000, help="the large export (0: skip it)")
+    parser.add_argument("--small", type=int, default=100_000, help="the export timed with the default samples in-process (0: skip it)")
+    parser.add_argument("--samples", type=int, default=20)
+    parser.add_argument("--keep", type=Path, default=None, help="write the large export here instead of a temp folder (kept)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="bench-whatif-") as tmp:
+        if args.small:
+            path = Path(tmp) / "small.sacct"
+            truth = write(path, args.small)
+            print(f"small export: {truth.lines:,} lines ({path.stat().st_size / 1e6:,.0f} MB), {truth.allocations:,} allocations; {load()}")
+            one, _, report_one = end_to_end(path, "--samples", "1")
+            many, rss, report = end_to_end(path, "--samples", str(args.samples))
+            check_counts(report, truth)
+            print(f"  whatif --samples 1 (the peer): {one:.1f} s; --samples {args.samples} in-process: {many:.1f} s wall, peak RSS "
+                  f"{rss:.2f} GB (goal < {GOAL_SMALL_S:.0f} s); ratio {many / one:.1f}x; {load()}")
+            print(f"  {saving(report)}")
+        if not args.allocations:
+            return
         path = args.keep or Path(tmp) / "cluster.sacct"
         t0 = time.perf_counter()
         truth = write(path, args.allocations)
-        print(f"export: {truth.lines:,} lines ({path.stat().st_size / 1e6:,.0f} MB), {truth.allocations:,} allocations, "
-              f"{truth.steps:,} steps, written in {time.perf_counter() - t0:.1f} s")
-
-        wall, rss, report = end_to_end(path)
-        got = {k: report[k] for k in ("lines", "allocations", "steps_skipped", "cpu_only", "not_ended", "quarantined")}
-        want = {"lines": truth.lines, "allocations": truth.allocations, "steps_skipped": truth.steps, "cpu_only": truth.cpu_only,
-                "not_ended": truth.not_ended, "quarantined": 0}
-        if got != want:
-            raise SystemExit(f"whatif counts {got} != the generator's truth {want}")
-        v100 = report["gpus"]["v100"]
-        print(f"whatif end to end: {wall:.1f} s wall, peak RSS {rss:.2f} GB (goal < {GOAL_S:.0f} s, < {GOAL_RSS_GB:.0f} GB); "
-              f"{report['simulated_jobs']:,} jobs replayed; V100 Default {v100['default_mwh']:,.1f} MWh vs Zeus {v100['zeus_mwh']:,.1f} MWh "
-              f"({v100['energy_saved_pct']:.1f} % saved), peak {v100['default_peak_kw']:,.0f} -> {v100['zeus_peak_kw']:,.0f} kW")
+        print(f"large export: {truth.lines:,} lines ({path.stat().st_size / 1e6:,.0f} MB), {truth.allocations:,} allocations, "
+              f"{truth.steps:,} steps, written in {time.perf_counter() - t0:.1f} s; {load()}")
+        wall, rss, report = end_to_end(path, "--samples", str(args.samples), "--scheduler", "local")
+        check_counts(report, truth)
+        print(f"  whatif --samples {args.samples} --scheduler local ({report['runner']}): {wall:.1f} s wall, peak RSS of the command "
+              f"{rss:.2f} GB (aim < {GOAL_LARGE_S:.0f} s); {load()}")
+        print(f"  {saving(report)}")
 
         ours, result = parse_ours(path)
         table = result.table

@@ -32,7 +32,7 @@ from pipelines.ingest.common import IngestError, IngestResult
 from pipelines.ingest.zeus import MEASURED_SOURCE_PREFIX, read_measured_file
 from pipelines.vocabulary import PUBLISHED_GPUS
 from pipelines.zeus.groups import group_job_spec
-from pipelines.zeus.traces import POWER_COLUMNS, Traces, TraceError, build_table
+from pipelines.zeus.traces import POWER_COLUMNS, TraceError, Traces, build_table
 
 #: The row of a job whose allocation names no GPU type.
 UNTYPED = "untyped"

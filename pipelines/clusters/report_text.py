@@ -156,7 +156,8 @@ def _energy(r: dict[str, Any]) -> list[str]:
     out.append("  peak: highest 5-minute mean cluster power; headroom: more GPUs under Default's peak at Zeus's p99 (docs: Cluster power)")
     if n > 1:
         out.append("  each figure is its own median: Default's and Zeus's medians need not differ by the median saving")
-    rows = [*r["gpus"].items(), *([("all GPUs", r["total"])] if r.get("total") else [])]
+    # a mixed cluster: the money and CO2e of the whole (each row's are in the JSON)
+    rows = [("all GPUs", r["total"])] if r.get("total") else list(r["gpus"].items())
     for key, g in rows:
         if "cost_saved" not in g and "co2e_saved_kg" not in g:
             continue

@@ -37,8 +37,11 @@ from pipelines.clusters.samples import INTERVAL_PCT, Plan, Row, run_draws, sprea
 from pipelines.clusters.workloads import REFERENCE_GPU
 from pipelines.distributed import Runner, SerialRunner
 from pipelines.home.paths import ProjectPaths, default_mirror
+from pipelines.contracts.base import polars_schema
+from pipelines.contracts.owncluster import SUMMARY_FIGURES, OwnClusterSummary
+from pipelines.ingest.common import empty_quarantine
 from pipelines.ingest.compressed import uncompressed_name
-from pipelines.ingest.owntrace import OwnTraceResult
+from pipelines.ingest.owntrace import OwnTraceResult, TraceCounts
 from pipelines.ingest.simulator_inputs import read_materialized, read_trace_dir
 from pipelines.sources.fetch import FetchError, fetch
 from pipelines.sources.manifest import SOURCES_BY_NAME
@@ -173,8 +176,7 @@ def plan(result: OwnTraceResult, profiles: Profiles, options: Options) -> tuple[
         keyed = keyed.with_columns(pl.col("gpu_type").fill_null(UNTYPED).alias("_type"))
         sizes = keyed.group_by("_type").len().sort("len", "_type", descending=[True, False])
         for gpu_type, _ in sizes.iter_rows():
-            own = profiles.for_type(None if gpu_type == UNTYPED else gpu_type)
-            gpu = own or options.fallback_gpu
+            gpu = profiles.for_type(None if gpu_type == UNTYPED else gpu_type) or options.fallback_gpu
             rows.append(Row(gpu_type, gpu, keyed.filter(pl.col("_type") == gpu_type).drop("_type"), profiles.workloads[gpu]))
     else:
         rows = [Row(gpu, gpu, keyed, profiles.workloads[gpu]) for gpu in (options.gpus or (options.fallback_gpu,))]
@@ -379,9 +381,6 @@ def samples_interval() -> str:
 
 def result_of(trace: dict[str, Any], jobs: pl.DataFrame) -> OwnTraceResult:
     """A trace as the pipeline stored it (its ``own_cluster_traces`` row, ``own_cluster_jobs``) as a read result (no quarantine rows)."""
-    from pipelines.ingest.common import empty_quarantine
-    from pipelines.ingest.owntrace import TraceCounts
-
     counts = TraceCounts(**{f: trace[f] for f in TraceCounts.__dataclass_fields__})
     return OwnTraceResult(trace["trace"], trace["source_file"], trace["format"], trace["timezone"], trace["sha256"],
                           jobs.filter(pl.col("trace") == trace["trace"]), empty_quarantine(), counts)
@@ -389,9 +388,6 @@ def result_of(trace: dict[str, Any], jobs: pl.DataFrame) -> OwnTraceResult:
 
 def summary_frame(report: dict[str, Any]) -> pl.DataFrame:
     """The report's rows as ``own_cluster_summary`` rows (``pipelines.contracts.owncluster.OwnClusterSummary``)."""
-    from pipelines.contracts.base import polars_schema
-    from pipelines.contracts.owncluster import SUMMARY_FIGURES, OwnClusterSummary
-
     schema = polars_schema(OwnClusterSummary)
     rows = [(key, g, g["replayed_on"], g["own_profile"]) for key, g in report["gpus"].items()]
     if report.get("total"):

@@ -22,7 +22,7 @@ import tempfile
 import zlib
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 from pipelines.ingest.common import IngestError
 
@@ -35,13 +35,6 @@ _OUT = 1 << 20  # most decompressed bytes asked for at a time (gzip, xz)
 #: zstd's decompressor returns all it can for its input (no output bound), and one 4-byte block can expand
 #: to 128 KiB: its input is fed in pieces this small, so one call overshoots the cap by at most 64 MiB.
 _ZSTD_PIECE = 2048
-
-
-class _Decompressor(Protocol):
-    eof: bool
-    unused_data: bytes
-
-    def decompress(self, data: bytes, max_length: int = -1) -> bytes: ...
 
 
 def compression_of(path: Path) -> str | None:
@@ -78,11 +71,12 @@ class _Zstd:
             raise ValueError(str(exc)) from exc
 
 
-def _factory(kind: str) -> Callable[[], _Decompressor]:
+def _factory(kind: str) -> Callable[[], Any]:
+    """A new decompression object of ``kind``: ``eof``, ``unused_data`` and ``decompress(data, max_length)``."""
     if kind == "xz":
         return lzma.LZMADecompressor
     if kind == "gzip":
-        return lambda: zlib.decompressobj(wbits=16 + zlib.MAX_WBITS)  # type: ignore[return-value]
+        return lambda: zlib.decompressobj(wbits=16 + zlib.MAX_WBITS)
     return _Zstd
 
 
