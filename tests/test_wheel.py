@@ -84,7 +84,9 @@ def test_the_installed_wheel_works_from_an_empty_folder(installed: tuple[Path, d
                              cwd=work, env=env).stdout)
     assert {k: report[k] for k in ("lines", "allocations", "steps_skipped", "cpu_only", "not_ended", "quarantined", "simulated_jobs")} == {
         "lines": 6, "allocations": 4, "steps_skipped": 1, "cpu_only": 1, "not_ended": 1, "quarantined": 0, "simulated_jobs": 2}
-    assert report["gpus"]["v100"]["default_mwh"] > 0 and report["recurring_groups"] == 1
+    # job 7 names its A100s (no profile: the V100 fallback), job 8 no type: replayed as exported, one cluster
+    assert report["replayed_on"] == {"a100": "v100", "untyped": "v100"} and report["recurring_groups"] == 1
+    assert report["total"]["default_mwh"] > 0 and report["gpu_types"] == {"a100": 1, "untyped": 1}
 
     answer = _run([cli, "sql", "--format", "csv", "select 42 as answer"], cwd=work, env=env).stdout
     assert answer.splitlines() == ["answer", "42"]
