@@ -187,15 +187,21 @@ def plan(result: OwnTraceResult, profiles: Profiles, options: Options) -> tuple[
     measured_rows = rows if mode == AS_EXPORTED else rows[:1]  # every GPU: compared with the first GPU's model
     measured = pl.concat([r.jobs.filter(pl.col("measured_energy_j").is_not_null()).select(
         "job_id", pl.lit(r.key).alias("row"), "measured_energy_j") for r in measured_rows]) if measured_rows else pl.DataFrame()
-    return (Plan(result.trace, tuple(rows), mode == AS_EXPORTED, options.eta, options.beta, measured, options.top), records, mode)
+    # the draws need only what the mapping and the replay read (smaller on the wire to Dask workers, faster to map)
+    slim = tuple(Row(r.key, r.gpu, r.jobs.select(_REPLAY_COLUMNS), r.workloads) for r in rows)
+    return (Plan(result.trace, slim, mode == AS_EXPORTED, options.eta, options.beta, measured, options.top), records, mode)
+
+
+#: The columns of ``mapping.own_keyed`` rows a draw reads.
+_REPLAY_COLUMNS = ("trace", "cluster", "group", "job_id", "start_time_s", "end_time_s", "num_gpu")
 
 
 # ---------------------------------------------------------------------------------------------
 # the figures of a row, from the draws
 
-#: Per-draw figures of a row (or the fleet), from its totals: name -> function of (totals, options).
-_FIGURES = ("default_kwh", "zeus_kwh", "energy_saved_kwh", "energy_saved_pct", "time_saved_pct", "default_hours", "zeus_hours",
-            "default_peak_kw", "zeus_peak_kw", "headroom_gpus")
+#: A row's record (``row_report``): the figures of each draw from its totals (``samples.run_draw``: energy J and time s
+#: per policy, peaks), then each figure's median and interval. A new figure (idle power, a fleet's energy) is a total in
+#: ``run_draw`` and a line here; the JSON, the text and ``own_cluster_summary`` pick it up by name.
 
 
 def _draw_figures(t: dict[str, Any], options: Options) -> dict[str, float | None]:
@@ -327,7 +333,7 @@ def whatif(result: OwnTraceResult, profiles: Profiles, options: Options, runner:
     if options.samples < 1:
         raise ValueError(f"--samples must be >= 1, got {options.samples}")
     the_plan, records, mode = plan(result, profiles, options)
-    keyed = pl.concat([r.jobs for r in the_plan.rows]) if mode == AS_EXPORTED else the_plan.rows[0].jobs
+    keyed = mapping.own_keyed(result.table, result.trace)
     named = keyed.filter(pl.col("user").is_not_null() & pl.col("job_name").is_not_null()).height
     runner = runner or SerialRunner()
     draws = run_draws(the_plan, profiles.traces, options.samples, options.seed, runner, progress=options.progress)
