@@ -35,10 +35,10 @@ from pipelines.clusters import mapping
 from pipelines.clusters.profiles import UNTYPED, Profiles
 from pipelines.clusters.samples import INTERVAL_PCT, Plan, Row, run_draws, spread
 from pipelines.clusters.workloads import REFERENCE_GPU
-from pipelines.distributed import Runner, SerialRunner
-from pipelines.home.paths import ProjectPaths, default_mirror
 from pipelines.contracts.base import polars_schema
 from pipelines.contracts.owncluster import SUMMARY_FIGURES, OwnClusterSummary
+from pipelines.distributed import Runner, SerialRunner
+from pipelines.home.paths import ProjectPaths, default_mirror
 from pipelines.ingest.common import empty_quarantine
 from pipelines.ingest.compressed import uncompressed_name
 from pipelines.ingest.owntrace import OwnTraceResult, TraceCounts
