@@ -8,7 +8,7 @@ drawn once per GPU or workload (``energy_eta_vs_tta_``), to the contract of its
 
 from __future__ import annotations
 
-from pipelines.contracts import clusters, figures, hetero, owncluster, power, sources, sweep
+from pipelines.contracts import clusters, figures, fleet, hetero, owncluster, power, sources, sweep
 from pipelines.contracts.base import Contract
 
 TABLES: dict[str, Contract] = {
@@ -27,6 +27,7 @@ TABLES: dict[str, Contract] = {
     "hetero_allocations": hetero.HeteroAllocations,
     "cluster_power": power.ClusterPower,
     "cluster_power_summary": power.ClusterPowerSummary,
+    "fleet_power_cdf": fleet.FleetPowerCdf,
     "zeus_knob_grid": sweep.ZeusKnobGrid,
     "own_cluster_jobs": owncluster.OwnClusterJobs,
     "own_cluster_traces": owncluster.OwnClusterTraces,

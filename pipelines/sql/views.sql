@@ -12,6 +12,8 @@ create or replace view elasticflow_jobs as select * from read_parquet(getvariabl
 create or replace view acme_jobs as select * from read_parquet(getvariable('assets') || '/acme_jobs.parquet');
 create or replace view acme_cluster_summary as select * from read_parquet(getvariable('assets') || '/acme_cluster_summary.parquet');
 create or replace view hetero_gpu_profiles as select * from read_parquet(getvariable('assets') || '/hetero_gpu_profiles.parquet');
+-- AcmeTrace's measured distributions (CDF points: cluster, metric, point, x, cdf_pct)
+create or replace view fleet_power_cdf as select * from read_parquet(getvariable('assets') || '/fleet_power_cdf.parquet');
 -- your own cluster traces (raw/clusters/): every allocation, and one row per file with its line accounting
 create or replace view own_cluster_jobs as select * from read_parquet(getvariable('assets') || '/own_cluster_jobs.parquet');
 create or replace view own_cluster_traces as select * from read_parquet(getvariable('assets') || '/own_cluster_traces.parquet');
