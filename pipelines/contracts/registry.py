@@ -27,6 +27,7 @@ TABLES: dict[str, Contract] = {
     "hetero_allocations": hetero.HeteroAllocations,
     "cluster_power": power.ClusterPower,
     "cluster_power_summary": power.ClusterPowerSummary,
+    "cluster_capacity": power.ClusterCapacity,
     "fleet_power_cdf": fleet.FleetPowerCdf,
     "zeus_knob_grid": sweep.ZeusKnobGrid,
     "own_cluster_jobs": owncluster.OwnClusterJobs,

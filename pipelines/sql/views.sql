@@ -29,6 +29,7 @@ create or replace view zeus_single_job_sweep as select * from read_parquet(getva
 create or replace view zeus_knob_grid as select * from read_parquet(getvariable('assets') || '/zeus_knob_grid.parquet');
 create or replace view cluster_power as select * from read_parquet(getvariable('assets') || '/cluster_power/*.parquet', union_by_name = true);
 create or replace view cluster_power_summary as select * from read_parquet(getvariable('assets') || '/cluster_power_summary/*.parquet', union_by_name = true);
+create or replace view cluster_capacity as select * from read_parquet(getvariable('assets') || '/cluster_capacity/*.parquet', union_by_name = true);
 
 -- hetero layer (Zeus²): one row per workload, method and cost model
 create or replace view hetero_allocations as select * from read_parquet(getvariable('assets') || '/hetero_allocations.parquet');
