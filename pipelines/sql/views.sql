@@ -30,6 +30,8 @@ create or replace view zeus_knob_grid as select * from read_parquet(getvariable(
 create or replace view cluster_power as select * from read_parquet(getvariable('assets') || '/cluster_power/*.parquet', union_by_name = true);
 create or replace view cluster_power_summary as select * from read_parquet(getvariable('assets') || '/cluster_power_summary/*.parquet', union_by_name = true);
 create or replace view cluster_capacity as select * from read_parquet(getvariable('assets') || '/cluster_capacity/*.parquet', union_by_name = true);
+-- simulated fleets against the measured ones: per-GPU draw in % TDP over GPU-time
+create or replace view power_model_vs_measured as select * from read_parquet(getvariable('assets') || '/power_model_vs_measured.parquet');
 
 -- hetero layer (Zeus²): one row per workload, method and cost model
 create or replace view hetero_allocations as select * from read_parquet(getvariable('assets') || '/hetero_allocations.parquet');

@@ -8,11 +8,14 @@ from collections.abc import Iterator
 import dagster as dg
 import polars as pl
 
-from pipelines.clusters import capacity, power, tracefiles
+from pipelines.clusters import capacity, fleet, power, tracefiles
+from pipelines.defs.clusters.assets import BETA, ETA
 from pipelines.defs.clusters.partitions import ONE_RUN, by_partition, trace_gpu_partitions, trace_partitions
 from pipelines.defs.shared.io_manager import PathsResource
-from pipelines.defs.shared.metadata import contract_metadata
+from pipelines.defs.shared.metadata import contract_metadata, markdown_preview
 from pipelines.units import KW_PER_W
+from pipelines.vocabulary import GPU_BY_NAME
+from pipelines.zeus.traces import from_frames
 
 FOLLOW = dg.AutomationCondition.eager()
 
@@ -110,3 +113,37 @@ def cluster_power_summary(
                               "fleet_energy_saved_pct").to_dicts()
     return dg.Output(by_partition(summary, context.partition_keys), metadata={"peak_p99_headroom": dg.MetadataValue.json(headline)})
 
+
+@dg.asset(
+    group_name="clusters",
+    automation_condition=FOLLOW,
+    kinds={"polars", "parquet"},
+    metadata=contract_metadata("power_model_vs_measured"),
+    description="Measured fleets (AcmeTrace's Seren and Kalos, DCGM) against every simulated one (trace, GPU, policy; idle GPUs "
+    "included): per-GPU draw in % TDP over GPU-time: share below 25% TDP, median, p90, exact KS distance to each measured "
+    "fleet; Seren's own jobs when AcmeTrace's job CSVs are present (docs: Cluster power).",
+    check_specs=[dg.AssetCheckSpec("a100_idle_is_the_measured_low_mode", asset="power_model_vs_measured",
+                                   description="The registry's A100 idle draw is the low mode of the measured distributions.")],
+)
+def power_model_vs_measured(
+    context: dg.AssetExecutionContext,
+    fleet_power_cdf: pl.DataFrame,
+    zeus_cluster_history: pl.DataFrame,
+    cluster_power_summary: pl.DataFrame,
+    cluster_workload_jobs: pl.DataFrame,
+    zeus_train_runs: pl.DataFrame,
+    zeus_power_profiles: pl.DataFrame,
+) -> Iterator[dg.Output[pl.DataFrame] | dg.AssetCheckResult]:
+    gpu, is_a100 = fleet.a100_stand_in(zeus_power_profiles["gpu"].unique())
+    traces = from_frames(zeus_train_runs, zeus_power_profiles) if is_a100 else None
+    seren = fleet.same_cluster(cluster_workload_jobs, zeus_cluster_history, traces, eta=ETA, beta=BETA)
+    if not seren:
+        context.log.info("no Seren jobs (AcmeTrace's trace_seren.csv absent): no same-cluster comparison")
+    table = fleet.compare(fleet_power_cdf, zeus_cluster_history, cluster_power_summary, seren)
+    yield dg.Output(table, metadata={"rows": table.height, "same_cluster_gpu": gpu if seren else "-",
+                                     "comparison": dg.MetadataValue.md(markdown_preview(table))})
+    measured = fleet.measured_idle_w(fleet_power_cdf)
+    registry = GPU_BY_NAME[fleet.MEASURED_GPU].idle_w
+    yield dg.AssetCheckResult(check_name="a100_idle_is_the_measured_low_mode", passed=measured == registry,
+                              severity=dg.AssetCheckSeverity.WARN,
+                              metadata={"measured_low_mode_w": measured, "registry_idle_w": registry})
