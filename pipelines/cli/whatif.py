@@ -19,6 +19,7 @@ import click
 from pipelines.cli.simulate import _finite
 from pipelines.clusters import tracefiles
 from pipelines.clusters import whatif as report_of
+from pipelines.clusters.capacity import CapacityError
 from pipelines.home.paths import find_home
 from pipelines.ingest.common import IngestError
 from pipelines.ingest.owntrace import check_timezone
@@ -64,6 +65,9 @@ def _non_negative(ctx: click.Context, param: click.Parameter, value: float | Non
               help="Folder with Zeus's summary_train.csv and summary_power_{gpu}.csv  [default: the data home's tables, then its "
                    "raw/zeus, then the mirror, then a download]")
 @click.option("--top", type=click.IntRange(min=0), default=10, show_default=True, help="Recurring groups listed.")
+@click.option("--cluster-gpus", type=click.IntRange(min=1), default=None,
+              help="GPUs of your cluster, for the idle draw of fleet energy (at least the trace's peak concurrent GPUs)  "
+                   "[default: the trace's peak concurrent GPUs]")
 @click.option("--json", "as_json", is_flag=True, help="Print exactly one JSON object on stdout.")
 @click.option("--progress/--no-progress", default=None, help="Progress bars on stderr  [default: when stderr is a terminal]")
 def cli(
@@ -78,6 +82,7 @@ def cli(
     grid_gco2_per_kwh: float | None,
     trace_dir: Path | None,
     top: int,
+    cluster_gpus: int | None,
     as_json: bool,
     progress: bool | None,
 ) -> None:
@@ -91,14 +96,14 @@ def cli(
         _fail(f"--timezone/--fields: {exc}")
     file_format = tracefiles.format_of(file, fmt)
     options = report_of.Options(gpus=gpus, eta=eta_knob, beta=beta_knob, price_per_kwh=price_per_kwh,
-                                grid_gco2_per_kwh=grid_gco2_per_kwh, top=top,
+                                grid_gco2_per_kwh=grid_gco2_per_kwh, top=top, cluster_gpus=cluster_gpus,
                                 progress=sys.stderr.isatty() if progress is None else progress)
     try:
         result = tracefiles.read_trace(file, report_of.trace_name_for(file), file_format, timezone, field_list, source_file=str(file),
                                        digest=False)
         traces, origin = report_of.load_zeus_traces(trace_dir, find_home(), gpus)
         report = report_of.whatif(result, traces, options)
-    except (IngestError, TraceError, tracefiles.TraceFileError) as exc:
+    except (IngestError, TraceError, tracefiles.TraceFileError, CapacityError) as exc:
         _fail(str(exc))
     report["zeus_traces"] = origin
     if as_json:

@@ -6,6 +6,7 @@ generic job log), with an optional sidecar ``raw/clusters/<name>.toml`` holding 
     format = "sacct"            # or "csv"; default: from the extension
     timezone = "Europe/Berlin"  # IANA name of the cluster's clock; default "UTC"
     fields = ["JobID", ...]     # only for a sacct --noheader export: its --format list
+    cluster_gpus = 512          # the cluster's GPUs (idle draw in the power model); default: see capacity.py
     sha256 = "..."              # written by `clusters add`: the file as added
     source = "/where/it/came/from.sacct"
     added = "2024-11-23T10:00:00Z"
@@ -33,6 +34,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Literal, cast
 
+from pipelines.clusters.capacity import CapacityError, check_setting
 from pipelines.home.storage import atomic_path, write_text_atomic
 from pipelines.ingest import joblog, slurm
 from pipelines.ingest.owntrace import OwnTraceResult, check_timezone
@@ -91,6 +93,7 @@ class TraceFile:
     timezone: str
     fields: tuple[str, ...] | None
     recorded_sha256: str | None  # from the sidecar (None: dropped in by hand)
+    cluster_gpus: int | None = None  # the sidecar's cluster size (None: published or the trace's peak; pipelines.clusters.capacity)
 
     @property
     def source_file(self) -> str:
@@ -131,10 +134,10 @@ def folder(raw: Path) -> Path:
     return raw / FOLDER
 
 
-def _sidecar_options(path: Path, fmt_default: Format) -> tuple[Format, str, tuple[str, ...] | None, str | None]:
+def _sidecar_options(path: Path, fmt_default: Format) -> tuple[Format, str, tuple[str, ...] | None, str | None, int | None]:
     sidecar = path.with_suffix(SIDECAR)
     if not sidecar.is_file():
-        return fmt_default, "UTC", None, None
+        return fmt_default, "UTC", None, None, None
     try:
         options = tomllib.loads(sidecar.read_text(encoding="utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError, OSError) as exc:
@@ -151,7 +154,13 @@ def _sidecar_options(path: Path, fmt_default: Format) -> tuple[Format, str, tupl
     if fields is not None and not (isinstance(fields, list) and all(isinstance(f, str) and f for f in fields)):
         raise TraceFileError(f"{sidecar}: fields must be a list of sacct field names")
     sha = options.get("sha256")
-    return fmt, timezone, tuple(fields) if fields else None, sha if isinstance(sha, str) else None
+    gpus = options.get("cluster_gpus")
+    if gpus is not None:
+        try:
+            check_setting(gpus, f"{sidecar}: cluster_gpus")
+        except CapacityError as exc:
+            raise TraceFileError(str(exc)) from None
+    return fmt, timezone, tuple(fields) if fields else None, sha if isinstance(sha, str) else None, gpus
 
 
 def user_traces(raw: Path) -> tuple[list[TraceFile], list[str]]:
@@ -167,14 +176,14 @@ def user_traces(raw: Path) -> tuple[list[TraceFile], list[str]]:
         name = path.stem
         try:
             check_name(name)
-            fmt, timezone, fields, sha = _sidecar_options(path, EXTENSIONS[path.suffix.lower()])
+            fmt, timezone, fields, sha, gpus = _sidecar_options(path, EXTENSIONS[path.suffix.lower()])
         except TraceFileError as exc:
             problems.append(f"{path.name}: {exc}")
             continue
         if name in found:
             problems.append(f"{path.name}: trace {name!r} has two files ({found[name].path.name} is used); remove one")
             continue
-        found[name] = TraceFile(name, path, fmt, timezone, fields, sha)
+        found[name] = TraceFile(name, path, fmt, timezone, fields, sha, gpus)
     return list(found.values()), problems
 
 
@@ -190,13 +199,16 @@ def present_traces(raw: Path, mirror: Path | None) -> list[str]:
 
 
 def _toml_value(value: object) -> str:
-    """A TOML value for a string or a list of strings (JSON's string escapes are TOML's)."""
+    """A TOML value for a string, an integer or a list of strings (JSON's string escapes are TOML's)."""
     return json.dumps(value, ensure_ascii=True)
 
 
 def add_trace(raw: Path, name: str, file: Path, *, fmt: Format, timezone: str, fields: tuple[str, ...] | None = None,
-              replace: bool = False) -> TraceFile:
+              replace: bool = False, cluster_gpus: int | None = None) -> TraceFile:
     """Copy ``file`` to ``raw/clusters/<name>.<ext>`` and record its sha256 and options in ``<name>.toml``.
+
+    ``cluster_gpus`` (the cluster's size, for the idle draw of the power model) is recorded as
+    given; the caller checks it against the trace's peak concurrent GPUs (``clusters add`` does).
 
     The sidecar is written before the file (both atomically), so a sensor never sees the file
     without its options. Refuses to overwrite a trace of that name unless ``replace``.
@@ -210,7 +222,10 @@ def add_trace(raw: Path, name: str, file: Path, *, fmt: Format, timezone: str, f
     if existing and not replace:
         raise TraceFileError(f"trace {name!r} exists ({existing[0]}); pass --replace to replace it")
     sha = sha256_of(file)
-    options = {"format": fmt, "timezone": timezone, **({"fields": list(fields)} if fields else {}), "sha256": sha,
+    if cluster_gpus is not None:
+        check_setting(cluster_gpus, "--cluster-gpus")
+    options = {"format": fmt, "timezone": timezone, **({"fields": list(fields)} if fields else {}),
+               **({"cluster_gpus": cluster_gpus} if cluster_gpus is not None else {}), "sha256": sha,
                "source": str(file.resolve()), "added": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")}
     text = "# How to read this trace (written by `gpu-energy clusters add`; see the docs, \"Your own cluster\").\n"
     text += "".join(f"{key} = {_toml_value(value)}\n" for key, value in options.items())
@@ -221,7 +236,7 @@ def add_trace(raw: Path, name: str, file: Path, *, fmt: Format, timezone: str, f
     for stale in existing:
         if stale != target:
             stale.unlink()
-    return TraceFile(name, target, fmt, timezone, fields, sha)
+    return TraceFile(name, target, fmt, timezone, fields, sha, cluster_gpus)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -237,8 +252,10 @@ class TickPlan:
     problems: list[str]
 
 
-#: What a run for a user trace materializes: the own-trace ingest (every file; cheap) and the trace's partition.
-USER_TRACE_ASSETS: tuple[str, ...] = ("own_cluster_jobs", "quarantine/own_cluster_jobs", "own_cluster_traces", "cluster_workload_jobs")
+#: What a run for a user trace materializes: the own-trace ingest (every file; cheap) and the trace's partitions (its jobs and
+#: its cluster size, which the sidecar may set).
+USER_TRACE_ASSETS: tuple[str, ...] = ("own_cluster_jobs", "quarantine/own_cluster_jobs", "own_cluster_traces", "cluster_workload_jobs",
+                                      "cluster_capacity")
 #: The raw asset of each public trace's files.
 PUBLIC_RAW: dict[str, str] = {"alibaba": "raw_zeus_traces", "itp": "raw_itp_traces", "elasticflow": "raw_itp_traces", "acme": "raw_acme_traces"}
 
@@ -265,7 +282,7 @@ def plan_tick(raw: Path, mirror: Path | None, registered: set[str], materialized
     runs: list[tuple[str, str, tuple[str, ...]]] = []
     for name in public:
         if materialized_at(name) is None:
-            runs.append((name, f"{name}:first", (PUBLIC_RAW[name], *PUBLIC_TABLES[name], "cluster_workload_jobs")))
+            runs.append((name, f"{name}:first", (PUBLIC_RAW[name], *PUBLIC_TABLES[name], "cluster_workload_jobs", "cluster_capacity")))
     for trace in users:
         changed = _newest_change_s(trace)
         done = materialized_at(trace.name)

@@ -25,7 +25,7 @@ from typing import Any
 
 import polars as pl
 
-from pipelines.clusters import mapping, power, simulate
+from pipelines.clusters import capacity, mapping, power, simulate
 from pipelines.clusters.workloads import REFERENCE_GPU, workloads_by_default_tta
 from pipelines.home.paths import ProjectPaths, default_mirror
 from pipelines.ingest.owntrace import OwnTraceResult
@@ -51,6 +51,7 @@ class Options:
     grid_gco2_per_kwh: float | None = None
     top: int = 10
     progress: bool = False
+    cluster_gpus: int | None = None  # the cluster's size (idle draw); None: the trace's peak concurrent GPUs
 
 
 def trace_name_for(path: Path) -> str:
@@ -105,14 +106,16 @@ def _pct_saved(zeus: float, default: float) -> float | None:
     return _finite(100 * (1 - zeus / default)) if default else None
 
 
-def _gpu_report(history: pl.DataFrame, options: Options) -> dict[str, Any]:
+def _gpu_report(history: pl.DataFrame, options: Options, size: capacity.Capacity) -> dict[str, Any]:
     totals = {p: (0.0, 0.0) for p in POLICIES}
     for policy, energy, time in history.group_by("policy").agg(pl.col("energy_j").sum(), pl.col("time_s").sum()).iter_rows():
         totals[policy] = (float(energy), float(time))
     (e_default, t_default), (e_zeus, t_zeus) = totals["default"], totals["zeus"]
     peaks = {p: (None, None) for p in POLICIES}
+    summary = None
     if history.height:
-        summary = power.power_summary(power.power_bins(history))
+        sizes = {size.trace: size}
+        summary = power.power_summary(power.power_bins(history, capacity=sizes), sizes)
         for row in summary.iter_rows(named=True):
             peaks[row["policy"]] = (row["peak_kw"], row["headroom_gpus"])
     saved_kwh = (e_default - e_zeus) / J_PER_MWH * KWH_PER_MWH
@@ -132,6 +135,7 @@ def _gpu_report(history: pl.DataFrame, options: Options) -> dict[str, Any]:
         report["cost_saved"] = saved_kwh * options.price_per_kwh
     if options.grid_gco2_per_kwh is not None:
         report["co2e_saved_kg"] = saved_kwh * options.grid_gco2_per_kwh / 1000
+    report["fleet"] = _fleet_report(summary)
     return report
 
 
@@ -189,14 +193,16 @@ def whatif(result: OwnTraceResult, traces: Traces, options: Options) -> dict[str
         raise TraceError(f"unknown GPU {unknown[0]!r}: the power traces have {', '.join(traces.gpus())}")
     order = workloads_by_default_tta(traces)
     jobs = mapping.map_own(result.table, order, result.trace)
+    size = capacity.resolve(result.trace, jobs, options.cluster_gpus)  # before the replay: a bad --cluster-gpus fails at once
     report: dict[str, Any] = {
         "file": result.source_file, "format": result.format, "timezone": result.timezone, "trace": result.trace,
         "eta": options.eta, "beta": options.beta, **_counts(result, jobs), "gpus": {},
+        "cluster_gpus": {"gpus": size.cluster_gpus, "source": size.source, "peak_concurrent_gpus": size.peak_concurrent_gpus},
     }
     top: list[dict[str, Any]] = []
     for gpu in options.gpus:
         history = simulate.simulate_trace(jobs, traces, gpu, eta=options.eta, beta=options.beta, policies=POLICIES, progress=options.progress)
-        report["gpus"][gpu] = _gpu_report(history, options)
+        report["gpus"][gpu] = _gpu_report(history, options, size)
         if gpu == options.gpus[0]:
             top = _top_groups(history, options.top)
     report["top_groups_gpu"] = options.gpus[0]
@@ -254,6 +260,7 @@ def render(report: dict[str, Any]) -> str:
                    f"{_pct(g['time_saved_pct']):>11} {_n(g['default_peak_kw'], 1):>16} {_n(g['zeus_peak_kw'], 1):>13} "
                    f"{_n(g['headroom_gpus']):>13}")
     out.append("  peak: highest 5-minute mean cluster power; headroom: more GPUs under Default's peak at Zeus's p99 (docs: Cluster power)")
+    out += _render_fleet(r)
     priced = [(gpu, g) for gpu, g in r["gpus"].items() if "cost_saved" in g or "co2e_saved_kg" in g]
     for gpu, g in priced:
         saved = [f"{_n(g['energy_saved_kwh'])} kWh"]
@@ -270,3 +277,43 @@ def render(report: dict[str, Any]) -> str:
             out.append(f"  {name:<44} {t['jobs']:>7,} {t['workload']:<13} {_n(t['default_mwh'], 3):>11} {_n(t['saved_mwh'], 3):>10} "
                        f"{_pct(t['saved_pct']):>8}")
     return "\n".join(out)
+
+
+# ---------------------------------------------------------------------------------------------
+# fleet energy: the idle GPUs of the cluster (pipelines.clusters.capacity, power.power_summary)
+
+
+def _fleet_report(summary: pl.DataFrame | None) -> dict[str, Any]:
+    """Per GPU: fleet energy (jobs + idle GPUs) of Default and Zeus, idle energy, and Zeus's saving on each basis."""
+    rows = {} if summary is None else {r["policy"]: r for r in summary.iter_rows(named=True)}
+    default, zeus = rows.get("default", {}), rows.get("zeus", {})
+
+    def mwh(row: dict[str, Any], column: str) -> float | None:
+        value = row.get(column)
+        return None if value is None else value / J_PER_MWH
+
+    return {
+        "gpu_idle_w": default.get("gpu_idle_w"),
+        "default_fleet_mwh": mwh(default, "fleet_energy_j"),
+        "zeus_fleet_mwh": mwh(zeus, "fleet_energy_j"),
+        "default_idle_mwh": mwh(default, "idle_energy_j"),
+        "zeus_idle_mwh": mwh(zeus, "idle_energy_j"),
+        "energy_saved_pct": _finite(zeus.get("energy_saved_pct")),
+        "fleet_energy_saved_pct": _finite(zeus.get("fleet_energy_saved_pct")),
+        "over_capacity_gpu_h": zeus.get("over_capacity_gpu_h"),
+    }
+
+
+def _render_fleet(r: dict[str, Any]) -> list[str]:
+    c = r["cluster_gpus"]
+    busy = f"; at most {c['peak_concurrent_gpus']:,} busy at once" if c["peak_concurrent_gpus"] != c["gpus"] else ""
+    out = ["", f"Fleet of {c['gpus']:,} GPUs, idle ones included (size: {c['source']}{busy}):",
+           f"{'GPU':<8} {'idle W':>7} {'Default MWh':>12} {'Zeus MWh':>10} {'idle: Default':>14} {'Zeus':>6} "
+           f"{'saved (fleet)':>14} {'saved (jobs)':>13}"]
+    for gpu, g in r["gpus"].items():
+        f = g["fleet"]
+        out.append(f"{gpu:<8} {_n(f['gpu_idle_w'], 1):>7} {_n(f['default_fleet_mwh'], 2):>12} {_n(f['zeus_fleet_mwh'], 2):>10} "
+                   f"{_n(f['default_idle_mwh'], 2):>14} {_n(f['zeus_idle_mwh'], 2):>6} {_pct(f['fleet_energy_saved_pct']):>14} "
+                   f"{_pct(f['energy_saved_pct']):>13}")
+    out.append("  fleet: jobs + the idle draw of every GPU without a job over the trace's window (--cluster-gpus; docs: Cluster power)")
+    return out
