@@ -10,6 +10,7 @@ import polars as pl
 import pytest
 
 from pipelines.clusters import power
+from pipelines.clusters.capacity import Capacity as capacity_type
 from pipelines.contracts.power import ClusterPower, ClusterPowerSummary
 
 
@@ -150,8 +151,8 @@ def test_load_duration_sorts_power_descending() -> None:
 
 @pytest.fixture(scope="module")
 def real(ingested) -> dict[str, tuple[pl.DataFrame, pl.DataFrame]]:
-    """trace -> (zeus_cluster_history, cluster_power) of the V100 replay, built from the mirror as the assets do."""
-    from pipelines.clusters import mapping, simulate
+    """trace -> (zeus_cluster_history, cluster_power) of the V100 replay, built from the mirror as the assets do (idle GPUs included)."""
+    from pipelines.clusters import capacity, mapping, simulate
     from pipelines.clusters.workloads import workloads_by_default_tta
     from pipelines.defs.clusters.assets import BETA, ETA
     from pipelines.zeus.traces import from_frames
@@ -164,8 +165,13 @@ def real(ingested) -> dict[str, tuple[pl.DataFrame, pl.DataFrame]]:
     out = {}
     for trace, rows in jobs.items():
         history = simulate.simulate_trace(rows, traces, "v100", eta=ETA, beta=BETA)
-        out[trace] = (history, power.power_bins(history))
+        REAL_SIZES[trace] = capacity.resolve(trace, rows)
+        out[trace] = (history, power.power_bins(history, capacity=REAL_SIZES))
     return out
+
+
+#: trace -> its cluster (published size and window), filled by the fixture ``real``.
+REAL_SIZES: dict[str, capacity_type] = {}
 
 
 def test_energy_invariant_and_gpu_time_on_real_partitions(real) -> None:
@@ -178,6 +184,11 @@ def test_energy_invariant_and_gpu_time_on_real_partitions(real) -> None:
         runs = history.group_by("policy").agg((pl.col("num_gpu") * pl.col("time_s")).sum().alias("runs"))
         joined = busy.join(runs, on="policy")
         np.testing.assert_allclose(joined["binned"], joined["runs"], rtol=1e-9)
+        # the idle GPUs have columns of their own: inside the window, cluster GPUs - busy ones, never below 0
+        size = REAL_SIZES[trace]
+        assert (bins["cluster_gpus"] == size.cluster_gpus).all() and bins["idle_power_w"].min() >= 0
+        inside = bins.filter((pl.col("bin_end_s") > size.window_start_s) & (pl.col("bin_start_s") < size.window_end_s))
+        np.testing.assert_allclose(inside["idle_gpus"], (size.cluster_gpus - inside["gpus_in_use"]).clip(lower_bound=0), rtol=1e-12)
 
 
 def test_real_bins_recounted_by_brute_force(real) -> None:
@@ -205,12 +216,21 @@ def test_real_summary_and_figures(real, tmp_path: Path) -> None:
     from pipelines.figures import catalog
 
     bins = pl.concat([b for _, b in real.values()])
-    summary = power.power_summary(bins)
+    summary = power.power_summary(bins, REAL_SIZES)
     ClusterPowerSummary.validate(summary, cast=False)
     assert summary.height == 6 and summary["default_peak_kw"].null_count() == 0
     default = summary.filter(pl.col("policy") == "default")
     assert (default["peak_vs_default_pct"] == 0.0).all()
     assert (default["time_above_90pct_default_peak_s"] >= power.BIN_S).all()  # Default's own peak bin is above 90% of it
+    # fleet energy: the jobs plus the cluster's GPUs without a job over the trace's window (the same for every policy)
+    for row in summary.iter_rows(named=True):
+        size = REAL_SIZES[row["trace"]]
+        mine = bins.filter((pl.col("trace") == row["trace"]) & (pl.col("policy") == row["policy"]))
+        inside = mine.filter((pl.col("bin_end_s") > size.window_start_s) & (pl.col("bin_start_s") < size.window_end_s))
+        busy_inside = float((inside["gpus_in_use"].clip(upper_bound=size.cluster_gpus) * power.BIN_S).sum())
+        assert row["idle_gpu_h"] * 3600 == pytest.approx(size.cluster_gpus * row["window_s"] - busy_inside, rel=1e-9)
+        assert row["fleet_energy_j"] == pytest.approx(row["energy_j"] + row["idle_gpu_h"] * 3600 * row["gpu_idle_w"], rel=1e-12)
+        assert size.window_s <= row["window_s"] < size.window_s + 2 * power.BIN_S
     for asset in catalog.CLUSTER_POWER.assets:
         report = catalog.render(asset, {"cluster_power": bins}, tmp_path)
         assert not report.skipped and list(report.written) == [asset.key], report

@@ -118,7 +118,7 @@ def test_dask_executor_materializes_a_selection(cluster: Cluster, tmp_path: Path
     assert pl.read_parquet(cluster.root / "assets/zeus_train_runs.parquet").height == 3759
     with dg.DagsterInstance.from_config(str(home)) as instance:
         (run,) = instance.get_runs()
-        assert run.status == dg.DagsterRunStatus.SUCCESS and run.job_name == "unpartitioned_assets"
+        assert run.status == dg.DagsterRunStatus.SUCCESS and run.job_name == "unpartitioned_assets" and run.remote_job_origin is not None
         assert {k.to_user_string() for k in run.asset_selection or ()} == {"raw_zeus_traces", "zeus_train_runs",
                                                                            "quarantine/zeus_train_runs"}
         step_pids = {e.dagster_event.pid for e in instance.all_logs(run.run_id, of_type=dg.DagsterEventType.STEP_START)}

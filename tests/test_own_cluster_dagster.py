@@ -26,7 +26,7 @@ with warnings.catch_warnings():
     from pipelines.definitions import defs
 
     DEFINITIONS = defs()
-USER_RUN = {"own_cluster_jobs", "quarantine/own_cluster_jobs", "own_cluster_traces", "cluster_workload_jobs"}
+USER_RUN = {"own_cluster_jobs", "quarantine/own_cluster_jobs", "own_cluster_traces", "cluster_workload_jobs", "cluster_capacity"}
 
 
 @pytest.fixture
@@ -85,7 +85,7 @@ def test_public_traces_are_partitions_only_when_their_files_are_present(home: Pa
         result = tick(instance, home)
         assert instance.get_dynamic_partitions("trace") == ["acme"]
         assert [(r.partition_key, assets_of(r)) for r in result.run_requests] == [
-            ("acme", {"raw_acme_traces", "acme_jobs", "quarantine/acme_jobs", "cluster_workload_jobs"})]
+            ("acme", {"raw_acme_traces", "acme_jobs", "quarantine/acme_jobs", "cluster_workload_jobs", "cluster_capacity"})]
         monkeypatch.setenv("TRACES_MIRROR", str(tmp_path / "mirror"))
         (tmp_path / "mirror" / "itp").mkdir(parents=True)
         (tmp_path / "mirror" / "itp" / "raw-traces.tar.gz").write_bytes(b"")
@@ -137,7 +137,8 @@ def test_a_user_trace_flows_through_the_assets_and_into_the_figures(home: Path, 
                                selection=list(request.asset_selection or []))
         assert first.success
         checks = {e.check_name: e.passed for e in first.get_asset_check_evaluations()}
-        assert checks == {"every_line_accounted_for": True, "quarantine_share": True, "runtime_ratio_means_one": True}
+        assert checks == {"every_line_accounted_for": True, "quarantine_share": True, "runtime_ratio_means_one": True,
+                          "setting_covers_peak": True}
         rest = dg.materialize(everything, resources=resources, instance=instance, partition_key="v100|lab",
                               selection=["zeus_cluster_history", "zeus_cluster_summary", "cluster_power", "cluster_power_summary"])
         assert rest.success

@@ -103,7 +103,7 @@ def home(ingested) -> ProjectPaths:
         instance.add_dynamic_partitions("trace", ["itp"])
         for selection, partition in (
             (["hetero_allocations"], None),
-            (["cluster_workload_jobs"], "itp"),
+            (["cluster_workload_jobs", "cluster_capacity"], "itp"),
             (["zeus_cluster_history", "zeus_cluster_summary", "cluster_power", "cluster_power_summary"], "v100|itp"),
         ):
             subset = job.get_subset(asset_selection={dg.AssetKey(k) for k in selection})

@@ -71,7 +71,7 @@ def test_the_terminal_report_fits_one_screen(export, mirror: Path) -> None:
                "--samples", "3")
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
-    assert len(lines) <= 55 and max(map(len, lines)) <= 160
+    assert len(lines) <= 60 and max(map(len, lines)) <= 160
     text = done.stdout
     assert f"{truth.lines:,} = 1 header + {truth.allocations:,} allocations + {truth.steps:,} steps skipped + {truth.malformed} quarantined" \
         in text

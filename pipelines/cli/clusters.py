@@ -15,7 +15,7 @@ from typing import NoReturn
 import click
 
 from pipelines.cli import invoked_as
-from pipelines.clusters import tracefiles
+from pipelines.clusters import capacity, tracefiles
 from pipelines.home.paths import default_mirror, default_paths
 from pipelines.ingest.common import IngestError
 from pipelines.ingest.slurm import DEFAULT_DELIMITER, check_delimiter, parse_fields
@@ -49,7 +49,11 @@ def cli() -> None:
 @click.option("--delimiter", default=DEFAULT_DELIMITER, show_default=True, callback=delimiter_option,
               help="The character given to sacct's --delimiter (a --parsable/--parsable2 export).")
 @click.option("--replace", is_flag=True, help="Replace a trace of that name.")
-def add(name: str, file: Path, fmt: str | None, timezone: str, fields: str | None, delimiter: str, replace: bool) -> None:
+@click.option("--cluster-gpus", type=click.IntRange(min=1), default=None,
+              help="GPUs of the cluster, for the idle draw of cluster power (at least the trace's peak concurrent GPUs)  "
+                   "[default: the trace's peak concurrent GPUs]")
+def add(name: str, file: Path, fmt: str | None, timezone: str, fields: str | None, delimiter: str, replace: bool,
+        cluster_gpus: int | None) -> None:
     """Copy FILE into raw/clusters/ as trace NAME, recording its sha256 and how to read it.
 
     FILE may be compressed (.gz, .xz, .zst): it is kept so, and read streamed.
@@ -62,12 +66,15 @@ def add(name: str, file: Path, fmt: str | None, timezone: str, fields: str | Non
         field_list = tuple(parse_fields(fields)) if fields else None
         result = tracefiles.read_trace(file, name, file_format, timezone, field_list, source_file=str(file), digest=False,
                                        delimiter=delimiter)
+        if cluster_gpus is not None:
+            capacity.resolve(name, capacity.own_slots(result.table), cluster_gpus)
         added = tracefiles.add_trace(default_paths().raw, name, file, fmt=file_format, timezone=timezone, fields=field_list, replace=replace,
-                                     delimiter=delimiter)
+                                     delimiter=delimiter, cluster_gpus=cluster_gpus)
     except (IngestError, tracefiles.TraceFileError, ValueError) as exc:
         _fail(str(exc))
     c = result.counts
-    click.echo(f"added trace {name}: {added.path} (sha256 {added.recorded_sha256}; {file_format}, times in {timezone})")
+    gpus = f"; {cluster_gpus:,} GPUs" if cluster_gpus is not None else ""
+    click.echo(f"added trace {name}: {added.path} (sha256 {added.recorded_sha256}; {file_format}, times in {timezone}{gpus})")
     click.echo(f"  {c.lines:,} lines = {c.header_lines} header + {c.allocations:,} allocations + {c.steps_skipped:,} steps + "
                f"{c.quarantined:,} quarantined; {c.completed_gpu_allocations:,} COMPLETED GPU jobs to replay")
     click.echo(f"  a running `dagster dev` (`make dev`) picks it up within a minute (sensor cluster_traces_sensor); "
@@ -83,6 +90,7 @@ def list_traces() -> None:
     for t in traces:
         fields = f", fields {','.join(t.fields)}" if t.fields else ""
         delimiter = f", delimiter {t.delimiter!r}" if t.delimiter != DEFAULT_DELIMITER else ""
-        click.echo(f"{t.name}: {t.source_file} ({t.format}, times in {t.timezone}{fields}{delimiter})")
+        gpus = f", {t.cluster_gpus:,} GPUs" if t.cluster_gpus is not None else ""
+        click.echo(f"{t.name}: {t.source_file} ({t.format}, times in {t.timezone}{fields}{delimiter}{gpus})")
     for problem in problems:
         click.echo(f"not used: {problem}", err=True)

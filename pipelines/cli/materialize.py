@@ -1,12 +1,13 @@
 """``python -m pipelines materialize``: every selected asset and partition, as Dagster runs in ``$DAGSTER_HOME``.
 
-Runs of the code location's asset jobs, one after the other in the *orchestrator* process
-(``pipelines.orchestration.runs``); no daemon needed, and the UI shows them. The command (the
-*driver*) starts the orchestrator in a new session, so every process of a run is in its group, not
-the terminal's. Ctrl-C or SIGTERM to the driver reaches the orchestrator as ``STOP_SIGNAL``: the
-run ends CANCELED; asked again, the driver ends the group at once. ``kill -9`` of the driver: the
-kernel sends the orchestrator ``STOP_SIGNAL``. ``kill -9`` of the orchestrator: the driver ends its
-group and marks its run failed (``pipelines.orchestration.recovery``, run at every start too).
+Runs of the code location's asset jobs, launched one after the other by the *orchestrator* through
+Dagster's GraphQL client (``pipelines.orchestration.runs``); no daemon needed, and the UI shows them
+as its own. The command (the *driver*) starts the orchestrator in a new session, so every process
+of a run is in its group, not the terminal's. Ctrl-C or SIGTERM to the driver reaches the
+orchestrator as ``STOP_SIGNAL``: it terminates the run, which ends CANCELED; asked again, the driver
+ends the group at once. ``kill -9`` of the driver: the kernel sends the orchestrator ``STOP_SIGNAL``.
+``kill -9`` of the orchestrator: the driver ends its group and marks its run failed
+(``pipelines.orchestration.recovery``, run at every start too).
 
 Exit status: 0 when every run succeeded and no ERROR check failed; 1 otherwise (each failed step and
 check named in one line); 130 when interrupted.
@@ -19,8 +20,10 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from contextlib import ExitStack
+from pathlib import Path
 
 import click
 import dagster as dg
@@ -29,13 +32,14 @@ from pipelines.definitions import loaded
 from pipelines.defs.clusters.partitions import register_trace_partitions
 from pipelines.distributed import SCHEDULER_ENV, local_cluster
 from pipelines.home.init import use_dagster_home
+from pipelines.home.paths import find_home
 from pipelines.orchestration import runs
 from pipelines.orchestration.processes import die_with_parent, end_group
 from pipelines.orchestration.recovery import recover, report
 
 #: Set in the orchestrator's environment to the driver's pid.
 PARENT_ENV = "PIPELINES_MATERIALIZE_PARENT"
-#: Seconds the orchestrator gives an interrupted run to end before it ends its whole group.
+#: Seconds the orchestrator gives a terminated run to end before it leaves (its processes end with it).
 CANCEL_GRACE_S = 30.0
 
 
@@ -91,12 +95,13 @@ def _drive(args: list[str], exit_with_parent: bool) -> int:
 
 
 def _orchestrate(select: str, executor: str, scheduler: str | None, concurrency: int) -> int:
-    signal.signal(runs.STOP_SIGNAL, runs.request_stop(dg.DagsterInstance.get, CANCEL_GRACE_S))
+    stop = threading.Event()
+    signal.signal(runs.STOP_SIGNAL, lambda signum, frame: stop.set())
     die_with_parent(runs.STOP_SIGNAL, expected_parent=int(os.environ.pop(PARENT_ENV)))
     started, failed, warned, statuses = time.perf_counter(), list[str](), list[str](), list[dg.DagsterRunStatus]()
     try:
         with ExitStack() as stack:
-            if executor == "dask":  # read by the code location's executor (pipelines.defs.resources), here and in each step
+            if executor == "dask":  # read by the code location's executor (pipelines.defs.resources) where the runs load it
                 address = scheduler or os.environ.get(SCHEDULER_ENV) or stack.enter_context(local_cluster()).scheduler_address
                 os.environ["PIPELINES_EXECUTOR"], os.environ[SCHEDULER_ENV] = "dask", address
                 _echo(f"Dask scheduler {address}")
@@ -108,18 +113,20 @@ def _orchestrate(select: str, executor: str, scheduler: str | None, concurrency:
             _echo(f"traces: {', '.join(register_trace_partitions(instance)) or 'none present'}")
             plan = runs.plan_runs(loaded(), keys, instance)
             _echo(f"{len(keys)} assets in {len(plan)} runs, one at a time, steps on the {executor} executor")
+            client = stack.enter_context(runs.webserver(find_home(), Path(os.environ["DAGSTER_HOME"])))
             for i, run in enumerate(plan, start=1):
-                t0, result = time.perf_counter(), runs.execute(run, instance, concurrency)
-                statuses.append(result.dagster_run.status if result.dagster_run else dg.DagsterRunStatus.FAILURE)
-                _echo(f"({i}/{len(plan)}) {statuses[-1].value} in {time.perf_counter() - t0:.1f} s: run {result.run_id[:8]} {run.label()}")
-                failed, warned = [a + b for a, b in zip((failed, warned), runs.problems(result, run.job), strict=True)]
+                if stop.is_set():
+                    break
+                t0 = time.perf_counter()
+                run_id = runs.execute(client, run, concurrency, stop.is_set, CANCEL_GRACE_S)
+                statuses.append(instance.get_run_by_id(run_id).status)  # type: ignore[union-attr]  # the run just launched
+                _echo(f"({i}/{len(plan)}) {statuses[-1].value} in {time.perf_counter() - t0:.1f} s: run {run_id[:8]} {run.label()}")
+                failed, warned = [a + b for a, b in zip((failed, warned), runs.problems(instance, run_id, run.job), strict=True)]
                 if statuses[-1] != dg.DagsterRunStatus.SUCCESS:
                     break
     except runs.SelectionError as exc:
         failed.append(str(exc))
-    except KeyboardInterrupt:  # between two runs
-        statuses.append(dg.DagsterRunStatus.CANCELED)
-    interrupted = dg.DagsterRunStatus.CANCELED in statuses
+    interrupted = stop.is_set()
     for line in [f"warning: {w}" for w in warned] + ([] if interrupted else [f"FAILED: {f}" for f in failed]):
         _echo(line)
     verdict = "interrupted" if interrupted else "FAILED" if failed else "done"

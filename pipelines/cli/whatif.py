@@ -91,6 +91,9 @@ def _non_negative(ctx: click.Context, param: click.Parameter, value: float | Non
               help="Folder with Zeus's summary_train.csv and summary_power_{gpu}.csv  [default: the data home's tables, then its "
                    "raw/zeus, then the mirror, then a download]")
 @click.option("--top", type=click.IntRange(min=0), default=10, show_default=True, help="Recurring groups listed.")
+@click.option("--cluster-gpus", type=click.IntRange(min=1), default=None,
+              help="GPUs of your cluster, for the idle draw of fleet energy (at least the trace's peak concurrent GPUs)  "
+                   "[default: the trace's peak concurrent GPUs]")
 @click.option("--json", "as_json", is_flag=True, help="Print exactly one JSON object on stdout.")
 @click.option("--progress/--no-progress", default=None, help="Progress bars on stderr  [default: when stderr is a terminal]")
 def cli(
@@ -111,6 +114,7 @@ def cli(
     grid_gco2_per_kwh: float | None,
     trace_dir: Path | None,
     top: int,
+    cluster_gpus: int | None,
     as_json: bool,
     progress: bool | None,
 ) -> None:
@@ -124,7 +128,7 @@ def cli(
         _fail(f"--timezone/--fields: {exc}")
     file_format = tracefiles.format_of(file, fmt)
     options = report_of.Options(gpus=gpus, fallback_gpu=fallback_gpu.strip().lower(), eta=eta_knob, beta=beta_knob,
-                                price_per_kwh=price_per_kwh, grid_gco2_per_kwh=grid_gco2_per_kwh, top=top,
+                                price_per_kwh=price_per_kwh, grid_gco2_per_kwh=grid_gco2_per_kwh, top=top, cluster_gpus=cluster_gpus,
                                 progress=sys.stderr.isatty() if progress is None else progress, samples=samples, seed=seed)
     home = find_home()
     # as exported, any published GPU may be some job's own; by name, only those named (measured ones come from their files)

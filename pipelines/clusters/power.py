@@ -20,11 +20,22 @@ holding its start.
 
 Bins: ``[k x bin_s, (k + 1) x bin_s)`` on the trace's clock, for every k from the bin holding a
 policy's first start to the one holding its last end (so no run ends after the last bin). Each
-bin's mean power is the energy of the run parts inside it over bin_s; idle bins inside the span
-are rows of 0 W (idle GPUs' own draw is not modelled).
+bin's mean power is the energy of the run parts inside it over bin_s; bins without a run inside
+the span are rows of 0 W.
+
+Idle GPUs: given the cluster (``capacity``, trace -> ``pipelines.clusters.capacity.Capacity``: its
+GPUs and the trace's window, first job start to last job end, rounded out to whole bins), each
+bin inside the window also holds the GPUs not running a job, ``idle_gpus = max(cluster_gpus -
+gpus_in_use, 0)`` (time averages over the bin; 0 outside the window), and their draw
+``idle_power_w = idle_gpus x`` the GPU's idle draw (``pipelines.vocabulary``), in columns of their own:
+``mean_power_w`` stays the jobs' power alone. Fleet power is their sum. ``power_summary`` adds
+the whole cluster's idle draw over the part of the window outside a policy's bins, so that every
+policy is charged for the same cluster over the same window (simulated runs may end after it:
+their energy counts, the cluster's idle time after the window does not).
 
 Invariant, per (trace, gpu, policy): sum(mean_power_w x (bin_end_s - bin_start_s)) equals the sum
-of the history's energy_j to within 1e-9 relative (``energy_mismatches``).
+of the history's energy_j to within 1e-9 relative (``energy_mismatches``); it holds on the job
+column whatever the idle columns hold.
 
 Algorithm: a histogram with partial-bin weights in numpy, O(runs + bins): each run adds its
 first and last partial-bin energies with ``bincount`` and its constant power to the full bins in
@@ -34,14 +45,16 @@ between through a difference array (+p at the first full bin, -p after the last)
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Literal
 
 import numpy as np
 import polars as pl
 
+from pipelines.clusters.capacity import Capacity
 from pipelines.contracts.power import ClusterPower, ClusterPowerSummary
 from pipelines.units import KW_PER_W, S_PER_H
+from pipelines.vocabulary import GPU_BY_NAME
 
 #: Default bin length (s).
 BIN_S = 300.0
@@ -83,13 +96,29 @@ def _check_history(history: pl.DataFrame) -> None:
         raise HistoryError(f"history: {'; '.join(problems)}")
 
 
-def power_bins(history: pl.DataFrame, bin_s: float = BIN_S, occupancy: Occupancy = "simulated") -> pl.DataFrame:
-    """Mean cluster power (W) and mean busy GPUs per ``bin_s`` bin, per (trace, gpu, policy).
+def idle_draw_w(gpu: str, idle_w: Mapping[str, float] | None = None) -> float:
+    """A GPU's idle draw (W): ``idle_w[gpu]`` if given, else the registry's; ``ValueError`` for a GPU with neither."""
+    if idle_w is not None and gpu in idle_w:
+        return float(idle_w[gpu])
+    known = GPU_BY_NAME.get(gpu)
+    if known is None:
+        raise ValueError(f"GPU {gpu!r} has no idle draw: add it to pipelines.vocabulary.GPUS or pass idle_w")
+    return known.idle_w
+
+
+def power_bins(history: pl.DataFrame, bin_s: float = BIN_S, occupancy: Occupancy = "simulated",
+               capacity: Mapping[str, Capacity] | None = None, idle_w: Mapping[str, float] | None = None) -> pl.DataFrame:
+    """Mean cluster power (W) and mean busy GPUs per ``bin_s`` bin, per (trace, gpu, policy); idle GPUs and their draw.
 
     Columns: ``ClusterPower`` (trace, gpu, policy, bin_start_s, bin_end_s, mean_power_w,
-    gpus_in_use); sorted by trace, gpu, policy, bin_start_s; every bin of a key's span, idle ones
-    included. A key whose runs all have zero energy and length still gets its one bin. See the
-    module docstring for the spreading rule and the energy invariant.
+    gpus_in_use, cluster_gpus, idle_gpus, idle_power_w); sorted by trace, gpu, policy,
+    bin_start_s; every bin of a key's span, idle ones included. A key whose runs all have zero
+    energy and length still gets its one bin. See the module docstring for the spreading rule,
+    the idle columns and the energy invariant.
+
+    ``capacity`` (trace -> the cluster's GPUs and window) fills the idle columns, each GPU idling
+    at ``idle_draw_w(gpu, idle_w)``; without it they are null (no cluster size known). A trace
+    missing from ``capacity`` raises ``ValueError``.
 
     ``occupancy="simulated"`` (the default, the assets'; needs ``time_s``): a run occupies
     ``[start_time_s, start_time_s + time_s)`` at its simulated average power ``energy_j / time_s``.
@@ -156,7 +185,7 @@ def power_bins(history: pl.DataFrame, bin_s: float = BIN_S, occupancy: Occupancy
     row_key = np.repeat(np.arange(len(n_bins)), n_bins)
     k = np.arange(n_total) - offset[row_key] + first_bin[row_key]
     bin_start = k * bin_s
-    return pl.DataFrame(
+    bins = pl.DataFrame(
         {
             **{c: keys[c].gather(row_key) for c in KEYS},
             "bin_start_s": bin_start.astype(np.float64),
@@ -164,7 +193,37 @@ def power_bins(history: pl.DataFrame, bin_s: float = BIN_S, occupancy: Occupancy
             "mean_power_w": np.maximum(bin_energy / bin_s, 0.0),  # clears rounding residue of order 1e-10 W
             "gpus_in_use": np.maximum(bin_gpu_s / bin_s, 0.0),
         },
-        schema=POWER_SCHEMA,
+    )
+    return _with_idle(bins, bin_s, capacity, idle_w).cast(POWER_SCHEMA)
+
+
+def _windows(capacity: Mapping[str, Capacity], bin_s: float) -> pl.DataFrame:
+    """trace, cluster_gpus and the trace's window rounded out to whole bins (``_w0``, ``_w1``, s)."""
+    return pl.DataFrame(
+        {"trace": list(capacity), "cluster_gpus": [c.cluster_gpus for c in capacity.values()],
+         "_w0": [math.floor(c.window_start_s / bin_s) * bin_s for c in capacity.values()],
+         "_w1": [math.ceil(c.window_end_s / bin_s) * bin_s for c in capacity.values()]},
+        schema={"trace": pl.String, "cluster_gpus": pl.Int64, "_w0": pl.Float64, "_w1": pl.Float64},
+    )
+
+
+def _with_idle(bins: pl.DataFrame, bin_s: float, capacity: Mapping[str, Capacity] | None,
+               idle_w: Mapping[str, float] | None) -> pl.DataFrame:
+    """``bins`` with cluster_gpus, idle_gpus and idle_power_w (null without ``capacity``)."""
+    if capacity is None:
+        return bins.with_columns(pl.lit(None, pl.Int64).alias("cluster_gpus"), pl.lit(None, pl.Float64).alias("idle_gpus"),
+                                 pl.lit(None, pl.Float64).alias("idle_power_w"))
+    missing = sorted(set(bins["trace"].unique()) - set(capacity))
+    if missing:
+        raise ValueError(f"capacity: no cluster size for trace(s) {missing}")
+    draw = {g: idle_draw_w(g, idle_w) for g in bins["gpu"].unique()}
+    inside = (pl.col("bin_start_s") >= pl.col("_w0")) & (pl.col("bin_end_s") <= pl.col("_w1"))
+    idle = pl.when(inside).then((pl.col("cluster_gpus") - pl.col("gpus_in_use")).clip(lower_bound=0.0)).otherwise(0.0)
+    return (
+        bins.join(_windows(capacity, bin_s), on="trace", how="left", maintain_order="left")
+        .with_columns(idle.alias("idle_gpus"))
+        .with_columns((pl.col("idle_gpus") * pl.col("gpu").replace_strict(draw, return_dtype=pl.Float64)).alias("idle_power_w"))
+        .drop("_w0", "_w1")
     )
 
 
@@ -188,8 +247,9 @@ def energy_mismatches(power: pl.DataFrame, history: pl.DataFrame, rtol: float = 
     return problems
 
 
-def power_summary(power: pl.DataFrame) -> pl.DataFrame:
-    """Per (trace, gpu, policy): peak, p99 and mean kW, time near Default's peak, busy GPUs and GPU headroom.
+def power_summary(power: pl.DataFrame, capacity: Mapping[str, Capacity] | None = None,
+                  idle_w: Mapping[str, float] | None = None) -> pl.DataFrame:
+    """Per (trace, gpu, policy): peak, p99 and mean kW, time near Default's peak, busy GPUs, GPU headroom; fleet energy.
 
     ``power`` is ``power_bins``'s table (every bin of each key's span, all of length ``bin_s``).
     Columns are ``ClusterPowerSummary``'s:
@@ -205,7 +265,16 @@ def power_summary(power: pl.DataFrame) -> pl.DataFrame:
     * headroom_gpus = floor((default_peak_kw x 1000 - p99_kw x 1000) / gpu_p99_w): how many more
       GPUs of this kind fit under Default's peak when the cluster runs this policy, planning the
       existing load at its p99 and each added GPU busy at gpu_p99_w. Default's own row gives the
-      headroom of planning at p99 alone; Zeus's row minus Default's is what Zeus adds.
+      headroom of planning at p99 alone; Zeus's row minus Default's is what Zeus adds. All of
+      these are on the jobs' power (``mean_power_w``) alone.
+    * energy_saved_pct = 100 x (1 - energy_j / Default's): job energy saved vs Default.
+    * The fleet, given ``capacity`` (the one ``power_bins`` was given; else null): window_s, the
+      trace's window rounded out to whole bins; busy_gpu_h; idle_gpu_h = idle GPU-hours of the policy's bins +
+      cluster_gpus x the part of the window outside them; over_capacity_gpu_h; idle_energy_j =
+      idle_gpu_h x the GPU's idle draw (``idle_draw_w(gpu, idle_w)``, as in ``power_bins``);
+      fleet_energy_j = energy_j + idle_energy_j; fleet_peak_kw (bin means of jobs + idle);
+      fleet_mean_kw = fleet energy over the union of the window and the policy's bins;
+      fleet_energy_saved_pct against Default's fleet energy.
     """
     if power.height == 0:
         return pl.DataFrame(schema=SUMMARY_SCHEMA)
@@ -239,15 +308,67 @@ def power_summary(power: pl.DataFrame) -> pl.DataFrame:
             pl.when(pl.col("default_peak_w").first().is_not_null()).then(near_peak.sum() * bin_s).alias("time_above_90pct_default_peak_s"),
             pl.col("gpus_in_use").max().alias("peak_gpus_in_use"),
             _weighted_quantile("_per_gpu", "_weight", P99).alias("gpu_p99_w"),
+            pl.col("bin_start_s").min().alias("_first_s"),
+            pl.col("bin_end_s").max().alias("_last_s"),
+            pl.col("cluster_gpus").first(),
+            (pl.col("gpus_in_use").sum() * bin_s).alias("_busy_gpu_s"),
+            (pl.col("idle_gpus").sum() * bin_s).alias("_idle_gpu_s"),
+            ((pl.col("gpus_in_use") - pl.col("cluster_gpus")).clip(lower_bound=0.0).sum() * bin_s).alias("_over_gpu_s"),
+            (pl.col("idle_power_w").sum() * bin_s).alias("_idle_j"),
+            (pl.col("mean_power_w") + pl.col("idle_power_w")).max().alias("_fleet_peak_w"),
         )
         .with_columns(
             *((pl.col(f"{name}_w") * KW_PER_W).alias(f"{name}_kw") for name in ("peak", "p99", "mean", "default_peak")),
             (100 * (pl.col("default_peak_w") - pl.col("peak_w")) / pl.col("default_peak_w")).alias("peak_vs_default_pct"),
             pl.when(pl.col("gpu_p99_w") > 0).then(headroom).alias("headroom_gpus"),
         )
+        .pipe(_fleet, bin_s, capacity, idle_w)
         .select(list(SUMMARY_SCHEMA))
         .cast(SUMMARY_SCHEMA)
         .sort(KEYS)
+    )
+
+
+def _fleet(summary: pl.DataFrame, bin_s: float, capacity: Mapping[str, Capacity] | None,
+           idle_w: Mapping[str, float] | None) -> pl.DataFrame:
+    """The fleet columns of ``power_summary`` from its per-key aggregates (null without ``capacity``)."""
+    if capacity is None:
+        fleet = summary.with_columns(pl.lit(None, pl.Float64).alias(c) for c in (
+            "gpu_idle_w", "window_s", "busy_gpu_h", "idle_gpu_h", "over_capacity_gpu_h", "idle_energy_j", "fleet_peak_kw",
+            "fleet_energy_j", "fleet_mean_kw")).with_columns(pl.lit(None, pl.Int64).alias("cluster_gpus"))
+    else:
+        if summary["cluster_gpus"].null_count():
+            raise ValueError("power_summary: capacity given, but the power bins were made without it (cluster_gpus is null)")
+        missing = sorted(set(summary["trace"]) - set(capacity))
+        if missing:
+            raise ValueError(f"capacity: no cluster size for trace(s) {missing}")
+        windows = _windows(capacity, bin_s).drop("cluster_gpus")
+        draws = {g: idle_draw_w(g, idle_w) for g in summary["gpu"].unique()}
+        covered = (pl.min_horizontal("_last_s", "_w1") - pl.max_horizontal("_first_s", "_w0")).clip(lower_bound=0.0)
+        outside_gpu_s = (pl.col("_w1") - pl.col("_w0") - covered) * pl.col("cluster_gpus")
+        fleet = (
+            summary.join(windows, on="trace", how="left")
+            .with_columns(pl.col("gpu").replace_strict(draws, return_dtype=pl.Float64).alias("gpu_idle_w"),
+                          (pl.col("_w1") - pl.col("_w0")).alias("window_s"))
+            .with_columns(
+                (pl.col("_busy_gpu_s") / S_PER_H).alias("busy_gpu_h"),
+                ((pl.col("_idle_gpu_s") + outside_gpu_s) / S_PER_H).alias("idle_gpu_h"),
+                (pl.col("_over_gpu_s") / S_PER_H).alias("over_capacity_gpu_h"),
+                (pl.col("_idle_j") + outside_gpu_s * pl.col("gpu_idle_w")).alias("idle_energy_j"),
+                (pl.col("_fleet_peak_w") * KW_PER_W).alias("fleet_peak_kw"),
+            )
+            .with_columns((pl.col("energy_j") + pl.col("idle_energy_j")).alias("fleet_energy_j"))
+            .with_columns((pl.col("fleet_energy_j") * KW_PER_W
+                           / (pl.max_horizontal("_last_s", "_w1") - pl.min_horizontal("_first_s", "_w0"))).alias("fleet_mean_kw"))
+        )
+    baseline = fleet.filter(pl.col("policy") == DEFAULT_POLICY).select(
+        "trace", "gpu", pl.col("energy_j").alias("_default_j"), pl.col("fleet_energy_j").alias("_default_fleet_j"))
+    return fleet.join(baseline, on=["trace", "gpu"], how="left").with_columns(
+        pl.when(pl.col("_default_j") > 0).then(100 * (pl.col("_default_j") - pl.col("energy_j")) / pl.col("_default_j"))
+        .alias("energy_saved_pct"),
+        pl.when(pl.col("_default_fleet_j") > 0)
+        .then(100 * (pl.col("_default_fleet_j") - pl.col("fleet_energy_j")) / pl.col("_default_fleet_j"))
+        .alias("fleet_energy_saved_pct"),
     )
 
 

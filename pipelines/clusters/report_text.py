@@ -171,6 +171,30 @@ def _energy(r: dict[str, Any]) -> list[str]:
     return out
 
 
+def _fleet(r: dict[str, Any]) -> list[str]:
+    """The jobs plus the cluster's idle GPUs (``pipelines.clusters.capacity``, ``power``), one line per row."""
+    c = r.get("cluster_gpus")
+    # a mixed cluster: the whole one (each type's fleet is in the JSON)
+    rows = [("all GPUs", r["total"])] if r.get("total") else list(r["gpus"].items())
+    rows = [(k, g) for k, g in rows if g.get("fleet")]
+    if c is None or not rows:
+        return []
+    busy = f"; at most {c['peak_concurrent_gpus']:,} busy at once" if c["peak_concurrent_gpus"] != c["gpus"] else ""
+    cells = [["GPU", "idle W", "Default", "Zeus", "idle: Default", "Zeus", "saved (fleet)", "", "saved (jobs)"]]
+    for key, g in rows:
+        f = g["fleet"]
+        unit = _units(f["default_fleet_kwh"])
+        idle_unit = _units(f["default_idle_kwh"])
+        cells.append([key, _n(f["gpu_idle_w"], 1), energy_text(f["default_fleet_kwh"], unit), energy_text(f["zeus_fleet_kwh"], unit),
+                      energy_text(f["default_idle_kwh"], idle_unit), energy_text(f["zeus_idle_kwh"], idle_unit),
+                      _pct(f["fleet_energy_saved_pct"]), interval_text(f["fleet_energy_saved_pct_interval"], digits=1),
+                      _pct(f["energy_saved_pct"])])
+    per_type = ["  a GPU type's size: its jobs' peak concurrent GPUs; each type's fleet is in the JSON"] if r.get("total") else []
+    return ["", f"Fleet of {c['gpus']:,} GPUs, idle ones included (size: {c['source']}{busy}):", *_table(cells),
+            "  fleet: jobs + the idle draw of every GPU without a job over the trace's window (--cluster-gpus; docs: Cluster power)",
+            *per_type]
+
+
 def _measured(r: dict[str, Any]) -> list[str]:
     acc = r["energy_accounting"]
     m = r["measured"]
@@ -203,6 +227,7 @@ def render(report: dict[str, Any]) -> str:
         out += ["", "Profiles: " + "; ".join(f"{k}: {_profile_text(k, g, r['gpu_mode'])}" for k, g in r["gpus"].items())]
     out += [f"  note: {note}" for note in r["profile_notes"][:5]]
     out += _energy(r)
+    out += _fleet(r)
     out += _measured(r)
     if r["top_groups"]:
         where = "as exported" if r["gpu_mode"] == "as-exported" else f"on {r['top_groups_gpu']}"

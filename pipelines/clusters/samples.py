@@ -18,14 +18,16 @@ wherever the draws run. A draw returns totals only (a few numbers per row), neve
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import polars as pl
 
 from pipelines.clusters import mapping, power, simulate
+from pipelines.clusters.capacity import Capacity
 from pipelines.distributed import Runner, fan_out
 from pipelines.vocabulary import PolicyName
 from pipelines.zeus.traces import Traces
@@ -64,6 +66,12 @@ class Plan:
     beta: float
     measured: pl.DataFrame  # job_id, row key, measured_energy_j: replayed jobs with a measurement
     top: int = 10
+    #: The cluster size behind each row's idle draw (by row key), and the idle draw (W) of each row's GPU; a row missing
+    #: from either has no fleet energy. ``cluster``: the whole cluster's size (its GPUs beyond the rows' idle at
+    #: ``idle_w[FLEET]``, the rows' mean idle draw weighted by their GPUs); None: no fleet for the whole.
+    capacities: dict[str, Capacity] = field(default_factory=dict)
+    idle_w: dict[str, float] = field(default_factory=dict)
+    cluster: Capacity | None = None
 
 
 def seed_knob(base_seed: int, draw: int) -> int | None:
@@ -99,16 +107,46 @@ def _totals(history: pl.DataFrame) -> dict[str, float]:
     return out
 
 
-def _peaks(history: pl.DataFrame) -> dict[str, float | None]:
-    """Default and Zeus peak (kW) and Zeus's GPU headroom (``power.power_summary`` with its defaults)."""
-    found: dict[str, float | None] = {"default_peak_kw": None, "zeus_peak_kw": None, "headroom_gpus": None}
+#: The fleet figures of a row's totals: the idle energy and jobs + idle of each policy (J), the idle draw, the GPU-hours over capacity.
+FLEET_TOTALS = ("default_idle_j", "zeus_idle_j", "default_fleet_j", "zeus_fleet_j", "gpu_idle_w", "over_capacity_gpu_h")
+
+
+def _peaks(history: pl.DataFrame, key: str, plan: Plan) -> dict[str, float | None]:
+    """Default and Zeus peak (kW), Zeus's GPU headroom and, where the row has a cluster size and an idle draw, the fleet
+    (``power.power_bins`` / ``power_summary`` with their defaults: jobs plus the idle GPUs of the cluster over the trace's window)."""
+    found: dict[str, float | None] = {"default_peak_kw": None, "zeus_peak_kw": None, "headroom_gpus": None, **dict.fromkeys(FLEET_TOTALS)}
     if history.height == 0:
         return found
-    for row in power.power_summary(power.power_bins(history)).iter_rows(named=True):
-        found[f"{row['policy']}_peak_kw"] = row["peak_kw"]
-        if row["policy"] == "zeus":
+    gpu = str(history["gpu"][0])
+    sized = key in plan.capacities and gpu in plan.idle_w
+    sizes = {plan.trace: plan.capacities[key]} if sized else None
+    idle = {gpu: plan.idle_w[gpu]} if sized else None
+    for row in power.power_summary(power.power_bins(history, capacity=sizes, idle_w=idle), sizes, idle).iter_rows(named=True):
+        policy = row["policy"]
+        found[f"{policy}_peak_kw"] = row["peak_kw"]
+        if sized:
+            found[f"{policy}_idle_j"], found[f"{policy}_fleet_j"] = row["idle_energy_j"], row["fleet_energy_j"]
+            found["gpu_idle_w"] = row["gpu_idle_w"]
+        if policy == "zeus":
             found["headroom_gpus"] = row["headroom_gpus"]
+            found["over_capacity_gpu_h"] = row["over_capacity_gpu_h"] if sized else None
     return found
+
+
+def _whole_fleet(rows: dict[str, dict[str, Any]], plan: Plan) -> dict[str, float | None]:
+    """The whole cluster's fleet: its rows' (each type's GPUs) added up, plus its GPUs beyond theirs idle over the trace's
+    window (bins of ``power.BIN_S``) at the rows' mean idle draw; all None when a row has none."""
+    if plan.cluster is None or FLEET not in plan.idle_w or any(r.get("default_fleet_j") is None for r in rows.values()):
+        return dict.fromkeys(FLEET_TOTALS)
+    extra = plan.cluster.cluster_gpus - sum(plan.capacities[k].cluster_gpus for k in rows)
+    window = (math.ceil(plan.cluster.window_end_s / power.BIN_S) - math.floor(plan.cluster.window_start_s / power.BIN_S)) * power.BIN_S
+    extra_j = max(extra, 0) * window * plan.idle_w[FLEET]
+    out: dict[str, float | None] = {"gpu_idle_w": plan.idle_w[FLEET],
+                                    "over_capacity_gpu_h": float(np.sum([r["over_capacity_gpu_h"] or 0.0 for r in rows.values()]))}
+    for p in POLICIES:
+        out[f"{p}_idle_j"] = float(np.sum([r[f"{p}_idle_j"] for r in rows.values()])) + extra_j
+        out[f"{p}_fleet_j"] = float(np.sum([r[f"{p}_fleet_j"] for r in rows.values()])) + extra_j
+    return out
 
 
 def _top_groups(history: pl.DataFrame, top: int, label: str | None) -> list[dict[str, Any]]:
@@ -164,7 +202,7 @@ def run_draw(draw: int, *, plan: Plan, traces: Traces, base_seed: int) -> dict[s
         assigned = mapping.assign_by_runtime(row.jobs, row.workloads, shuffle=_shuffle(base_seed, draw, i), subset=True)
         jobs = mapping.finish_own(assigned, plan.trace)
         history = simulate.simulate_trace(jobs, traces, row.gpu, eta=plan.eta, beta=plan.beta, policies=POLICIES, seed=knob)
-        rows[row.key] = {**_totals(history), **_peaks(history)}
+        rows[row.key] = {**_totals(history), **_peaks(history, row.key, plan)}
         if draw == 0:
             rows[row.key]["jobs_by_workload"] = dict(jobs.group_by("dataset").len().sort("dataset").iter_rows())
         histories.append(history.with_columns(pl.lit(row.key).alias("_row")))
@@ -173,7 +211,8 @@ def run_draw(draw: int, *, plan: Plan, traces: Traces, base_seed: int) -> dict[s
         return out
     combined = pl.concat(histories)
     if plan.fleet:
-        out["fleet"] = {**_totals(combined), **_peaks(combined.drop("_row").with_columns(pl.lit(FLEET).alias("gpu")))}
+        whole = {**_totals(combined), **_peaks(combined.drop("_row").with_columns(pl.lit(FLEET).alias("gpu")), FLEET, plan)}
+        out["fleet"] = {**whole, **_whole_fleet(rows, plan)}
     out["measured"] = _measured(combined, plan.measured)
     if draw == 0:
         if plan.fleet:

@@ -9,6 +9,7 @@ holding how to read it:
     timezone = "Europe/Berlin"  # IANA name of the cluster's clock; default "UTC"
     fields = ["JobID", ...]     # only for a sacct --noheader export: its --format list
     delimiter = "|"             # only for a sacct export written with --delimiter
+    cluster_gpus = 512          # the cluster's GPUs (idle draw in the power model); default: see capacity.py
     sha256 = "..."              # written by `clusters add`: the file as added
     source = "/where/it/came/from.sacct"
     added = "2024-11-23T10:00:00Z"
@@ -36,6 +37,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Literal, cast
 
+from pipelines.clusters.capacity import CapacityError, check_setting
 from pipelines.home.storage import atomic_path, write_text_atomic
 from pipelines.ingest import joblog, slurm
 from pipelines.ingest.compressed import COMPRESSED_SUFFIXES, plain_file, uncompressed_name
@@ -105,6 +107,7 @@ class TraceFile:
     fields: tuple[str, ...] | None
     recorded_sha256: str | None  # from the sidecar (None: dropped in by hand)
     delimiter: str = slurm.DEFAULT_DELIMITER
+    cluster_gpus: int | None = None  # the sidecar's cluster size (None: published or the trace's peak; pipelines.clusters.capacity)
 
     @property
     def source_file(self) -> str:
@@ -165,10 +168,11 @@ def folder(raw: Path) -> Path:
     return raw / FOLDER
 
 
-def _sidecar_options(path: Path, name: str, fmt_default: Format) -> tuple[Format, str, tuple[str, ...] | None, str | None, str]:
+def _sidecar_options(path: Path, name: str,
+                     fmt_default: Format) -> tuple[Format, str, tuple[str, ...] | None, str | None, str, int | None]:
     sidecar = path.parent / f"{name}{SIDECAR}"
     if not sidecar.is_file():
-        return fmt_default, "UTC", None, None, slurm.DEFAULT_DELIMITER
+        return fmt_default, "UTC", None, None, slurm.DEFAULT_DELIMITER, None
     try:
         options = tomllib.loads(sidecar.read_text(encoding="utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError, OSError) as exc:
@@ -190,7 +194,13 @@ def _sidecar_options(path: Path, name: str, fmt_default: Format) -> tuple[Format
         slurm.check_delimiter(delimiter if isinstance(delimiter, str) else "")
     except ValueError as exc:
         raise TraceFileError(f"{sidecar}: {exc}") from None
-    return fmt, timezone, tuple(fields) if fields else None, sha if isinstance(sha, str) else None, delimiter
+    gpus = options.get("cluster_gpus")
+    if gpus is not None:
+        try:
+            check_setting(gpus, f"{sidecar}: cluster_gpus")
+        except CapacityError as exc:
+            raise TraceFileError(str(exc)) from None
+    return fmt, timezone, tuple(fields) if fields else None, sha if isinstance(sha, str) else None, delimiter, gpus
 
 
 def user_traces(raw: Path) -> tuple[list[TraceFile], list[str]]:
@@ -207,14 +217,14 @@ def user_traces(raw: Path) -> tuple[list[TraceFile], list[str]]:
         name, ext, _ = parts
         try:
             check_name(name)
-            fmt, timezone, fields, sha, delimiter = _sidecar_options(path, name, EXTENSIONS[ext])
+            fmt, timezone, fields, sha, delimiter, gpus = _sidecar_options(path, name, EXTENSIONS[ext])
         except TraceFileError as exc:
             problems.append(f"{path.name}: {exc}")
             continue
         if name in found:
             problems.append(f"{path.name}: trace {name!r} has two files ({found[name].path.name} is used); remove one")
             continue
-        found[name] = TraceFile(name, path, fmt, timezone, fields, sha, delimiter)
+        found[name] = TraceFile(name, path, fmt, timezone, fields, sha, delimiter, gpus)
     return list(found.values()), problems
 
 
@@ -230,14 +240,17 @@ def present_traces(raw: Path, mirror: Path | None) -> list[str]:
 
 
 def _toml_value(value: object) -> str:
-    """A TOML value for a string or a list of strings (JSON's string escapes are TOML's)."""
+    """A TOML value for a string, an integer or a list of strings (JSON's string escapes are TOML's)."""
     return json.dumps(value, ensure_ascii=True)
 
 
 def add_trace(raw: Path, name: str, file: Path, *, fmt: Format, timezone: str, fields: tuple[str, ...] | None = None,
-              replace: bool = False, delimiter: str = slurm.DEFAULT_DELIMITER) -> TraceFile:
+              replace: bool = False, delimiter: str = slurm.DEFAULT_DELIMITER, cluster_gpus: int | None = None) -> TraceFile:
     """Copy ``file`` to ``raw/clusters/<name>.<ext>`` (keeping a compression suffix: ``<name>.sacct.zst``) and record its
     sha256 and options in ``<name>.toml``.
+
+    ``cluster_gpus`` (the cluster's size, for the idle draw of the power model) is recorded as
+    given; the caller checks it against the trace's peak concurrent GPUs (``clusters add`` does).
 
     The sidecar is written before the file (both atomically), so a sensor never sees the file
     without its options. Refuses to overwrite a trace of that name unless ``replace``.
@@ -253,8 +266,11 @@ def add_trace(raw: Path, name: str, file: Path, *, fmt: Format, timezone: str, f
     if existing and not replace:
         raise TraceFileError(f"trace {name!r} exists ({existing[0]}); pass --replace to replace it")
     sha = sha256_of(file)
+    if cluster_gpus is not None:
+        check_setting(cluster_gpus, "--cluster-gpus")
     options = {"format": fmt, "timezone": timezone, **({"fields": list(fields)} if fields else {}),
-               **({"delimiter": delimiter} if delimiter != slurm.DEFAULT_DELIMITER else {}), "sha256": sha,
+               **({"delimiter": delimiter} if delimiter != slurm.DEFAULT_DELIMITER else {}),
+               **({"cluster_gpus": cluster_gpus} if cluster_gpus is not None else {}), "sha256": sha,
                "source": str(file.resolve()), "added": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")}
     text = "# How to read this trace (written by `gpu-energy clusters add`; see the docs, \"Your own cluster\").\n"
     text += "".join(f"{key} = {_toml_value(value)}\n" for key, value in options.items())
@@ -265,7 +281,7 @@ def add_trace(raw: Path, name: str, file: Path, *, fmt: Format, timezone: str, f
     for stale in existing:
         if stale != target:
             stale.unlink()
-    return TraceFile(name, target, fmt, timezone, fields, sha, delimiter)
+    return TraceFile(name, target, fmt, timezone, fields, sha, delimiter, cluster_gpus)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -281,8 +297,10 @@ class TickPlan:
     problems: list[str]
 
 
-#: What a run for a user trace materializes: the own-trace ingest (every file; cheap) and the trace's partition.
-USER_TRACE_ASSETS: tuple[str, ...] = ("own_cluster_jobs", "quarantine/own_cluster_jobs", "own_cluster_traces", "cluster_workload_jobs")
+#: What a run for a user trace materializes: the own-trace ingest (every file; cheap) and the trace's partitions (its jobs and
+#: its cluster size, which the sidecar may set).
+USER_TRACE_ASSETS: tuple[str, ...] = ("own_cluster_jobs", "quarantine/own_cluster_jobs", "own_cluster_traces", "cluster_workload_jobs",
+                                      "cluster_capacity")
 #: The raw asset of each public trace's files.
 PUBLIC_RAW: dict[str, str] = {"alibaba": "raw_zeus_traces", "itp": "raw_itp_traces", "elasticflow": "raw_itp_traces", "acme": "raw_acme_traces"}
 
@@ -309,7 +327,7 @@ def plan_tick(raw: Path, mirror: Path | None, registered: set[str], materialized
     runs: list[tuple[str, str, tuple[str, ...]]] = []
     for name in public:
         if materialized_at(name) is None:
-            runs.append((name, f"{name}:first", (PUBLIC_RAW[name], *PUBLIC_TABLES[name], "cluster_workload_jobs")))
+            runs.append((name, f"{name}:first", (PUBLIC_RAW[name], *PUBLIC_TABLES[name], "cluster_workload_jobs", "cluster_capacity")))
     for trace in users:
         changed = _newest_change_s(trace)
         done = materialized_at(trace.name)

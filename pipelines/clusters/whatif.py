@@ -25,15 +25,15 @@ import math
 import re
 import tempfile
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
 
 import polars as pl
 
-from pipelines.clusters import mapping
+from pipelines.clusters import capacity, mapping
 from pipelines.clusters.profiles import UNTYPED, Profiles
-from pipelines.clusters.samples import INTERVAL_PCT, Plan, Row, run_draws, spread
+from pipelines.clusters.samples import FLEET, FLEET_TOTALS, INTERVAL_PCT, Plan, Row, run_draws, spread
 from pipelines.clusters.workloads import REFERENCE_GPU
 from pipelines.contracts.base import polars_schema
 from pipelines.contracts.owncluster import SUMMARY_FIGURES, OwnClusterSummary
@@ -46,7 +46,7 @@ from pipelines.ingest.simulator_inputs import read_materialized, read_trace_dir
 from pipelines.sources.fetch import FetchError, fetch
 from pipelines.sources.manifest import SOURCES_BY_NAME
 from pipelines.units import J_PER_KWH, KWH_PER_MWH, S_PER_H
-from pipelines.vocabulary import ZEUS_DATASETS
+from pipelines.vocabulary import GPU_BY_NAME, ZEUS_DATASETS
 from pipelines.zeus.traces import TraceError, Traces
 
 #: How jobs meet GPUs: each on the GPU its allocation names (``as-exported``), or every job on each GPU given.
@@ -85,6 +85,7 @@ class Options:
     progress: bool = False
     samples: int = DEFAULT_SAMPLES
     seed: int = 0
+    cluster_gpus: int | None = None  # the cluster's size (idle draw); None: the trace's peak concurrent GPUs
 
 
 def trace_name_for(path: Path) -> str:
@@ -174,8 +175,8 @@ def plan(result: OwnTraceResult, profiles: Profiles, options: Options) -> tuple[
     records: list[dict[str, Any]] = []
     if mode == AS_EXPORTED:
         keyed = keyed.with_columns(pl.col("gpu_type").fill_null(UNTYPED).alias("_type"))
-        sizes = keyed.group_by("_type").len().sort("len", "_type", descending=[True, False])
-        for gpu_type, _ in sizes.iter_rows():
+        counts = keyed.group_by("_type").len().sort("len", "_type", descending=[True, False])
+        for gpu_type, _ in counts.iter_rows():
             gpu = profiles.for_type(None if gpu_type == UNTYPED else gpu_type) or options.fallback_gpu
             rows.append(Row(gpu_type, gpu, keyed.filter(pl.col("_type") == gpu_type).drop("_type"), profiles.workloads[gpu]))
     else:
@@ -187,9 +188,41 @@ def plan(result: OwnTraceResult, profiles: Profiles, options: Options) -> tuple[
     measured_rows = rows if mode == AS_EXPORTED else rows[:1]  # every GPU: compared with the first GPU's model
     measured = pl.concat([r.jobs.filter(pl.col("measured_energy_j").is_not_null()).select(
         "job_id", pl.lit(r.key).alias("row"), "measured_energy_j") for r in measured_rows]) if measured_rows else pl.DataFrame()
+    sizes, idle_w, whole = _sizes(result.trace, rows, keyed, mode, options)
     # the draws need only what the mapping and the replay read (smaller on the wire to Dask workers, faster to map)
     slim = tuple(Row(r.key, r.gpu, r.jobs.select(_REPLAY_COLUMNS), r.workloads) for r in rows)
-    return (Plan(result.trace, slim, mode == AS_EXPORTED, options.eta, options.beta, measured, options.top), records, mode)
+    return (Plan(result.trace, slim, mode == AS_EXPORTED, options.eta, options.beta, measured, options.top, sizes, idle_w, whole),
+            records, mode)
+
+
+def _sizes(trace: str, rows: Sequence[Row], keyed: pl.DataFrame, mode: GpuMode,
+           options: Options) -> tuple[dict[str, capacity.Capacity], dict[str, float], capacity.Capacity | None]:
+    """The cluster size behind each row's idle draw, the idle draw (W) of each row's GPU, the whole cluster's size.
+
+    Every job on each GPU: one cluster, ``--cluster-gpus`` or the trace's peak concurrent GPUs
+    (``pipelines.clusters.capacity``), for every row. As exported: each type's GPUs are its own
+    jobs' peak concurrent GPUs (a job runs on its own type only), over the whole trace's window;
+    the cluster is ``--cluster-gpus``, at least their sum, else their sum, its GPUs beyond them
+    idling at the rows' mean idle draw weighted by their GPUs. A row idles at the registry's idle
+    draw of the GPU it replays on; a GPU without one (a measured one) has no fleet energy, nor then
+    has the whole. ``CapacityError`` for a ``--cluster-gpus`` below the peak (before any replay).
+    """
+    whole = capacity.resolve(trace, keyed, options.cluster_gpus)
+    idle_w = {r.gpu: GPU_BY_NAME[r.gpu].idle_w for r in rows if r.gpu in GPU_BY_NAME}
+    if mode == EVERY_GPU:
+        return {r.key: whole for r in rows}, idle_w, None
+    sizes = {r.key: replace(capacity.resolve(trace, r.jobs), source=f"the {r.key} jobs' peak concurrent GPUs",
+                            window_start_s=whole.window_start_s, window_end_s=whole.window_end_s) for r in rows}
+    by_type = sum(c.cluster_gpus for c in sizes.values())
+    if options.cluster_gpus is None:
+        whole = replace(whole, cluster_gpus=by_type, source="each GPU type's peak concurrent GPUs, added up")
+    elif options.cluster_gpus < by_type:
+        parts = " + ".join(f"{k} {c.cluster_gpus:,}" for k, c in sizes.items())
+        raise capacity.CapacityError(f"--cluster-gpus {options.cluster_gpus:,} is below the GPUs the export's types hold at their "
+                                     f"peaks ({parts} = {by_type:,}); give at least that")
+    if all(r.gpu in idle_w for r in rows):
+        idle_w[FLEET] = sum(idle_w[r.gpu] * sizes[r.key].cluster_gpus for r in rows) / max(1, by_type)
+    return sizes, idle_w, whole
 
 
 #: The columns of ``mapping.own_keyed`` rows a draw reads.
@@ -225,6 +258,22 @@ def _draw_figures(t: dict[str, Any], options: Options) -> dict[str, float | None
     return figures
 
 
+def _fleet_figures(t: dict[str, Any]) -> dict[str, float | None] | None:
+    """A draw's fleet (jobs + the cluster's idle GPUs) from its totals; None without a cluster size and an idle draw."""
+    if any(t.get(k) is None for k in FLEET_TOTALS if k != "over_capacity_gpu_h"):
+        return None
+    return {
+        "gpu_idle_w": t["gpu_idle_w"],
+        "default_fleet_kwh": t["default_fleet_j"] / J_PER_KWH,
+        "zeus_fleet_kwh": t["zeus_fleet_j"] / J_PER_KWH,
+        "default_idle_kwh": t["default_idle_j"] / J_PER_KWH,
+        "zeus_idle_kwh": t["zeus_idle_j"] / J_PER_KWH,
+        "energy_saved_pct": _pct_saved(t["zeus_j"], t["default_j"]),
+        "fleet_energy_saved_pct": _pct_saved(t["zeus_fleet_j"], t["default_fleet_j"]),
+        "over_capacity_gpu_h": t["over_capacity_gpu_h"],
+    }
+
+
 def _with_interval(out: dict[str, Any], name: str, values: Sequence[float | None]) -> None:
     """``out[name]`` = the median of ``values``, ``out[name + "_interval"]`` = [p05, p95]; kWh figures get their MWh twins."""
     median, p05, p95 = spread(values)
@@ -239,8 +288,15 @@ def _with_interval(out: dict[str, Any], name: str, values: Sequence[float | None
 
 
 def row_report(totals: Sequence[dict[str, Any]], options: Options) -> dict[str, Any]:
-    """A row's figures over the draws: each the median, with ``<name>_interval`` = [5th, 95th percentile]."""
-    per_draw = [_draw_figures(t, options) for t in totals]
+    """A row's figures over the draws: each the median, with ``<name>_interval`` = [5th, 95th percentile]; ``fleet``: the
+    same for the jobs plus the cluster's idle GPUs (null without a cluster size or an idle draw)."""
+    out = _medians([_draw_figures(t, options) for t in totals])
+    fleet = [_fleet_figures(t) for t in totals]
+    out["fleet"] = _medians([f for f in fleet if f is not None]) if all(f is not None for f in fleet) else None
+    return out
+
+
+def _medians(per_draw: Sequence[dict[str, float | None]]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for name in per_draw[0]:
         _with_interval(out, name, [d[name] for d in per_draw])
@@ -344,6 +400,9 @@ def whatif(result: OwnTraceResult, profiles: Profiles, options: Options, runner:
         **_counts(result, keyed.height, keyed["group"].n_unique() if keyed.height else 0, named),
         "gpu_mode": mode, "fallback_gpu": options.fallback_gpu,
     }
+    whole = the_plan.cluster or next(iter(the_plan.capacities.values()), None)
+    if whole is not None:
+        report["cluster_gpus"] = {"gpus": whole.cluster_gpus, "source": whole.source, "peak_concurrent_gpus": whole.peak_concurrent_gpus}
     first = draws[0]["rows"]
     gpus: dict[str, Any] = {}
     for rec in records:
@@ -405,9 +464,11 @@ def summary_frame(report: dict[str, Any]) -> pl.DataFrame:
         record: dict[str, Any] = {"trace": report["trace"], "row": key, "gpu_mode": report["gpu_mode"], "replayed_on": gpu,
                                   "own_profile": own, "jobs": g["jobs"], "gpu_hours": g["gpu_hours"], "samples": report["samples"],
                                   "seed": report["seed"]}
+        record["cluster_gpus"] = (report.get("cluster_gpus") or {}).get("gpus")
         for name in SUMMARY_FIGURES:
-            low, high = g.get(f"{name}_interval") or [None, None]
-            record.update({name: g.get(name), f"{name}_p05": low, f"{name}_p95": high})
+            source = (g.get("fleet") or {}) if name.startswith("fleet_") else g
+            low, high = source.get(f"{name}_interval") or [None, None]
+            record.update({name: source.get(name), f"{name}_p05": low, f"{name}_p95": high})
         if m is not None and key == measured_row:
             low, high = m["modelled_default_kwh_interval"]
             record.update({"measured_jobs": m["jobs"], "measured_kwh": m["measured_kwh"], "modelled_default_kwh": m["modelled_default_kwh"],

@@ -8,7 +8,8 @@ Each column has its type, constraints and a ``description=`` with its unit. Modu
   ``zeus_single_job_sweep``;
 * ``hetero``: ``hetero_allocations``;
 * ``owncluster``: a user's own cluster traces, ``own_cluster_jobs`` and ``own_cluster_traces``;
-* ``power``: ``cluster_power``, ``cluster_power_summary`` and their figures' data;
+* ``power``: ``cluster_power``, ``cluster_power_summary``, ``cluster_capacity`` and their figures' data;
+* ``fleet``: AcmeTrace's measured distributions ``fleet_power_cdf``, ``power_model_vs_measured`` and its figure's data;
 * ``sweep``: the knob grid ``zeus_knob_grid`` and its figure's data;
 * ``zeus``: the group table the replay reads and the runs it reports;
 * ``measure``: a measured power profile (``raw/measured/*.csv``);

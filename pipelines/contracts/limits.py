@@ -9,6 +9,9 @@ from __future__ import annotations
 
 #: Power of one GPU, limit or draw (W). The largest today: B200 1,000 W; traces here top out at 300 W.
 MAX_GPU_POWER_W = 2_000
+#: Power of one server (W), IPMI's Sys_Total_Power: 8 GPUs at MAX_GPU_POWER_W and 4 kW for the rest.
+#: AcmeTrace's Seren GPU nodes top out at 6,554 W.
+MAX_NODE_POWER_W = 20_000
 #: GPUs (or nodes) of one job. The largest training jobs run on ~100k GPUs; Acme's largest is 2,048.
 MAX_GPUS_PER_JOB = 100_000
 #: CPU cores of one job.

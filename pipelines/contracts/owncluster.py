@@ -139,6 +139,8 @@ SUMMARY_FIGURES: dict[str, str] = {
     "default_peak_kw": "Default's peak cluster power (kW, highest 5-minute mean)",
     "zeus_peak_kw": "Zeus's peak cluster power (kW)",
     "headroom_gpus": "more GPUs under Default's peak at Zeus's p99",
+    "fleet_energy_saved_pct": "energy Zeus saves counting the cluster's idle GPUs too (% of Default's jobs + idle; null: no "
+                              "cluster size or idle draw)",
 }
 
 
@@ -161,6 +163,7 @@ class OwnClusterSummary(dy.Schema):
     gpu_hours = dy.Float64(min=0, description="their GPU-hours as exported (duration x GPUs, h)")
     samples = dy.Int64(min=1, description="draws behind the medians and intervals")
     seed = dy.Int64(min=0, description="base seed of the draws")
+    cluster_gpus = dy.Int64(nullable=True, min=1, description="the cluster's GPUs behind the idle draw (pipelines.clusters.capacity)")
     locals().update({f"{name}{suffix}": column for name, description in SUMMARY_FIGURES.items()
                      for suffix, column in _interval(description).items()})
     measured_jobs = dy.Int64(nullable=True, min=0, description="replayed jobs with a measured energy (> 0)")

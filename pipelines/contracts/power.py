@@ -1,14 +1,17 @@
 """Contracts of the cluster-power tables: power over time and its per-policy summary.
 
 Both are derived from ``zeus_cluster_history`` by ``pipelines.clusters.power`` (see there and the
-docs page "Cluster power" for how a run's energy is spread over time and for the headroom
-formula). Keys: one row per (trace, gpu, policy, bin_start_s) and per (trace, gpu, policy).
+docs page "Cluster power" for how a run's energy is spread over time, the idle GPUs, and the
+headroom formula), with the cluster's size from ``cluster_capacity`` (``pipelines.clusters.capacity``).
+Keys: one row per (trace, gpu, policy, bin_start_s) and per (trace, gpu, policy); one per trace.
 """
 
 from __future__ import annotations
 
 import dataframely as dy
 import polars as pl
+
+from pipelines.contracts.clusters import trace_column
 
 
 class ClusterPower(dy.Schema):
@@ -21,10 +24,34 @@ class ClusterPower(dy.Schema):
     bin_end_s = dy.Float64(description="bin end (s, exclusive): bin_start_s + bin length")
     mean_power_w = dy.Float64(min=0, description="cluster power averaged over the bin (W) = energy in the bin / bin length")
     gpus_in_use = dy.Float64(min=0, description="GPUs busy, averaged over the bin = GPU-seconds of runs in the bin / bin length")
+    cluster_gpus = dy.Int64(nullable=True, min=1, description="GPUs of the cluster (cluster_capacity); null: no cluster size given")
+    idle_gpus = dy.Float64(nullable=True, min=0, description="GPUs without a job, averaged over the bin = max(cluster_gpus - "
+                           "gpus_in_use, 0) inside the trace's window rounded out to whole bins (cluster_capacity), 0 outside it")
+    idle_power_w = dy.Float64(nullable=True, min=0,
+                              description="draw of the GPUs without a job (W) = idle_gpus x the GPU's idle draw (registry); "
+                              "fleet power = mean_power_w + idle_power_w")
 
     @dy.rule()
     def bin_ends_after_start(cls) -> pl.Expr:
         return pl.col("bin_end_s") > pl.col("bin_start_s")
+
+
+class ClusterCapacity(dy.Schema):
+    """``cluster_capacity``: each trace's cluster size (GPUs), where it comes from, and the trace's peak concurrent GPUs."""
+
+    trace = trace_column(primary_key=True)
+    cluster_gpus = dy.Int64(min=1, description="GPUs of the cluster the power model charges idle draw for (docs: Cluster power)")
+    source = dy.String(description="where cluster_gpus comes from: a setting (clusters add --cluster-gpus), a publication, "
+                       "or the trace's peak concurrent GPUs")
+    peak_concurrent_gpus = dy.Int64(min=0, description="most GPUs the trace's replayed jobs hold at one instant on its own timeline")
+    window_start_s = dy.Float64(description="start of the trace's window: its first replayed job's start (s, the trace's clock)")
+    window_end_s = dy.Float64(description="end of the trace's window: its last replayed job's end (s); idle draw is charged "
+                              "over [window_start_s, window_end_s)")
+
+    @dy.rule()
+    def window_ends_after_start(cls) -> pl.Expr:
+        """window_end_s must not be before window_start_s"""
+        return pl.col("window_end_s") >= pl.col("window_start_s")
 
 
 class ClusterPowerSummary(dy.Schema):
@@ -56,6 +83,25 @@ class ClusterPowerSummary(dy.Schema):
         description="floor((default_peak_kw - p99_kw) x 1000 / gpu_p99_w): GPUs of this kind that fit under Default's "
         "peak beside this policy's p99 load, each drawing gpu_p99_w; negative: p99 above Default's peak",
     )
+    energy_saved_pct = dy.Float64(nullable=True, description="100 x (1 - energy_j / Default's energy_j): job energy saved vs Default (%)")
+    cluster_gpus = dy.Int64(nullable=True, min=1, description="GPUs of the cluster (cluster_capacity); null: no cluster size given, "
+                            "and every fleet column below is null")
+    gpu_idle_w = dy.Float64(nullable=True, min=0, description="idle draw charged per GPU without a job (W; the registry's)")
+    window_s = dy.Float64(nullable=True, min=0, description="the trace's window (cluster_capacity) rounded out to whole bins, the "
+                          "same for every policy: idle draw is charged over it (s)")
+    busy_gpu_h = dy.Float64(nullable=True, min=0, description="GPU-hours of runs (sum of gpus_in_use x bin length)")
+    idle_gpu_h = dy.Float64(nullable=True, min=0, description="GPU-hours without a job inside the window (sum of idle_gpus x bin "
+                            "length, plus cluster_gpus over the part of the window outside this policy's bins)")
+    over_capacity_gpu_h = dy.Float64(nullable=True, min=0, description="GPU-hours of runs beyond cluster_gpus (bins where the "
+                                     "replay holds more GPUs than the cluster has: it does not queue); 0 when it fits")
+    idle_energy_j = dy.Float64(nullable=True, min=0, description="energy of the GPUs without a job over window_s (J) = idle_gpu_h x "
+                               "3600 x gpu_idle_w")
+    fleet_energy_j = dy.Float64(nullable=True, min=0, description="energy_j + idle_energy_j: the jobs and the idle GPUs of the cluster (J)")
+    fleet_peak_kw = dy.Float64(nullable=True, min=0, description="highest bin mean of mean_power_w + idle_power_w (kW)")
+    fleet_mean_kw = dy.Float64(nullable=True, min=0, description="fleet_energy_j over the time from the earlier of the window's and "
+                               "the policy's first bin's start to the later of their ends (kW)")
+    fleet_energy_saved_pct = dy.Float64(nullable=True, description="100 x (1 - fleet_energy_j / Default's fleet_energy_j): "
+                                        "energy saved vs Default counting idle GPUs (%)")
 
 
 class PowerTimeline(dy.Schema):

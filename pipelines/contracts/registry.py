@@ -8,7 +8,7 @@ drawn once per GPU or workload (``energy_eta_vs_tta_``), to the contract of its
 
 from __future__ import annotations
 
-from pipelines.contracts import clusters, figures, hetero, owncluster, power, sources, sweep
+from pipelines.contracts import clusters, figures, fleet, hetero, owncluster, power, sources, sweep
 from pipelines.contracts.base import Contract
 
 TABLES: dict[str, Contract] = {
@@ -27,6 +27,9 @@ TABLES: dict[str, Contract] = {
     "hetero_allocations": hetero.HeteroAllocations,
     "cluster_power": power.ClusterPower,
     "cluster_power_summary": power.ClusterPowerSummary,
+    "cluster_capacity": power.ClusterCapacity,
+    "fleet_power_cdf": fleet.FleetPowerCdf,
+    "power_model_vs_measured": fleet.PowerModelVsMeasured,
     "zeus_knob_grid": sweep.ZeusKnobGrid,
     "own_cluster_jobs": owncluster.OwnClusterJobs,
     "own_cluster_traces": owncluster.OwnClusterTraces,
@@ -46,6 +49,7 @@ FIGURE_DATA: dict[str, Contract] = {
     "clusters_energy_timeline": figures.EnergyTimeline,
     "clusters_power_timeline": power.PowerTimeline,
     "clusters_power_load_duration": power.LoadDuration,
+    "clusters_fleet_power_cdf": fleet.FleetPowerCdfFigure,
     "knob_grid_savings": sweep.KnobSavings,
     "traces_job_duration_cdf": figures.DurationCdf,
     "traces_gpu_count_cdf": figures.GpuCountCdf,

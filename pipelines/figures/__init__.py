@@ -12,6 +12,8 @@ Modules (no Dagster; matplotlib/seaborn load only when a figure is drawn):
   (runs ``pipelines.zeus``).
 * ``trace_data`` / ``traces``: ITP, ElasticFlow, AcmeTrace and Alibaba jobs in one frame, their
   CDFs and submissions, AcmeTrace's published summary beside our own.
+* ``cluster_power``: cluster power over time and its load-duration curve; ``fleet_power``: the
+  measured fleets (AcmeTrace) beside the simulated ones, per-GPU draw in % TDP.
 * ``catalog``: every figure, the tables it reads and the files it writes; ``pipelines/defs/figures/assets.py``
   turns it into Dagster assets (group ``figures``). Add new figures there.
 * ``errors.NoData``: raised by a figure function with nothing to draw; the figure is then skipped

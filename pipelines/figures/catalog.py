@@ -228,6 +228,21 @@ CLUSTER_POWER = FigureFamily("cluster_power_figures", (
 ))
 
 
+def _fleet_power_cdf(frames: Frames) -> Plan:
+    from pipelines.figures import fleet_power
+
+    return Plan([("clusters_fleet_power_cdf", lambda: fleet_power.fleet_power_cdfs(
+        frames["fleet_power_cdf"], frames["zeus_cluster_history"], frames["cluster_power_summary"]))])
+
+
+FLEET_POWER = FigureFamily("fleet_power_figures", (
+    FigureAsset("clusters_fleet_power_cdf",
+                "Per-GPU draw (% TDP) over GPU-time: AcmeTrace's measured Seren and Kalos beside the simulated Default and Zeus "
+                "fleets of ITP and ElasticFlow on the V100, idle GPUs included.",
+                ("fleet_power_cdf", "zeus_cluster_history", "cluster_power_summary"), _fleet_power_cdf),
+))
+
+
 def _knob_grid(frames: Frames) -> Plan:
     from pipelines.figures import knob_grid
 
@@ -336,6 +351,6 @@ HETERO = FigureFamily("hetero_figures", (
 ))
 
 #: Every family, each one Dagster step.
-FAMILIES: tuple[FigureFamily, ...] = (ENERGY, POWER, SIMULATION, CLUSTERS, CLUSTER_POWER, KNOB_GRID, TRACES, HETERO)
+FAMILIES: tuple[FigureFamily, ...] = (ENERGY, POWER, SIMULATION, CLUSTERS, CLUSTER_POWER, FLEET_POWER, KNOB_GRID, TRACES, HETERO)
 
 

@@ -29,11 +29,14 @@ telemetry:
   enabled: false
 """
 
-WORKSPACE_YAML = """\
+#: The code location's name wherever its runs are launched (this workspace, ``dg dev``'s [tool.dg.project]).
+LOCATION = "gpu_energy"
+WORKSPACE_YAML = f"""\
 # The installed gpu-energy-pipelines package as a Dagster code location, run from this folder.
 load_from:
   - python_module:
       module_name: pipelines.definitions
+      location_name: {LOCATION}
       working_directory: .
 """
 

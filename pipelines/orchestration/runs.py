@@ -1,32 +1,54 @@
-"""Materialize an asset selection as runs of the code location's asset jobs, one run at a time, in this process.
+"""Materialize an asset selection as runs of the code location's asset jobs, launched as the UI launches them.
 
 The selection (Dagster's syntax, widened to the multi-assets it touches) is cut into runs in the
 order an asset backfill takes: each run holds the assets of one partitions definition whose
 selected ancestors are done (partitioned ones first, so the unpartitioned ones downstream of them
 all wait to share one run), over every partition at once (the partitioned assets declare
-``BackfillPolicy.single_run()``). A run is ``dagster.execute_job`` of a reconstructable asset job
-(``pipelines.definitions.job``) with Dagster's partition-range tags.
+``BackfillPolicy.single_run()``: Dagster's partition-range tags).
+
+The runs are submitted through Dagster's GraphQL client to a webserver of our own over the data
+home's workspace, one after the other: each is a run of its job in the code location, recorded in
+the home's instance like a UI run (the Runs page and the timeline show it, it can be re-executed).
+That webserver's instance stores in ``$DAGSTER_HOME`` but launches each run at once (Dagster's
+``DefaultRunCoordinator``): no daemon is needed, and none of the home's sensors runs meanwhile.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
-import threading
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any, NamedTuple
 
 import dagster as dg
+from dagster_graphql import DagsterGraphQLClient
 
 from pipelines.defs.jobs import job_name
-from pipelines.orchestration.recovery import run_process
+from pipelines.home.init import LOCATION, WORKSPACE_YAML
 
 RANGE_START, RANGE_END = "dagster/asset_partition_range_start", "dagster/asset_partition_range_end"
 #: Groups whose steps are light (fetch a file, read and validate a table): never worth a process of their own.
 LIGHT_GROUPS = frozenset({"raw", "ingest", "quarantine"})
-#: What asks the orchestrator to stop (``request_stop``): the driver's forwarded Ctrl-C, or the kernel when the driver dies.
+#: What asks the orchestrator to stop: the driver's forwarded Ctrl-C, or the kernel when the driver dies.
 STOP_SIGNAL = signal.SIGUSR1
+#: The instance of our webserver: the home's storage, runs launched at once (Dagster's documented config keys).
+INSTANCE_YAML = """\
+storage: {{sqlite: {{base_dir: "{home}"}}}}
+local_artifact_storage: {{module: dagster.core.storage.root, class: LocalArtifactStorage, config: {{base_dir: "{home}"}}}}
+compute_logs: {{module: dagster.core.storage.local_compute_log_manager, class: LocalComputeLogManager, config: {{base_dir: "{home}/storage"}}}}
+run_coordinator: {{module: dagster.core.run_coordinator, class: DefaultRunCoordinator}}
+telemetry: {{enabled: false}}
+"""
+POLL_S = 0.5
 
 
 class SelectionError(ValueError):
@@ -84,55 +106,78 @@ def plan_runs(defs: dg.Definitions, keys: set[dg.AssetKey], instance: dg.Dagster
     return runs
 
 
-def execute(run: Run, instance: dg.DagsterInstance, concurrency: int) -> dg.JobExecutionResult:
-    """Materialize ``run``: its steps in processes of their own, ``concurrency`` at once, where ``run.parallel``.
+@contextlib.contextmanager
+def webserver(home: Path, dagster_home: Path) -> Iterator[DagsterGraphQLClient]:
+    """A Dagster webserver on a free loopback port over ``home``'s workspace and the instance in ``dagster_home``."""
+    with tempfile.TemporaryDirectory(prefix="gpu-energy-materialize-") as folder:
+        (Path(folder) / "dagster.yaml").write_text(INSTANCE_YAML.format(home=dagster_home))
+        workspace = home / "workspace.yaml"
+        if not workspace.is_file():  # a home made by hand: the same code location, run from the home
+            workspace = Path(folder) / "workspace.yaml"
+            workspace.write_text(WORKSPACE_YAML.replace("working_directory: .", f'working_directory: "{home}"'))
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            port = probe.getsockname()[1]
+        server = subprocess.Popen([sys.executable, "-m", "dagster_webserver", "-w", str(workspace), "-h", "127.0.0.1", "-p", str(port),
+                                   "--log-level", "warning", "--dagster-log-level", "warning", "--code-server-log-level", "warning"],
+                                  env={**os.environ, "DAGSTER_HOME": folder}, cwd=home, stdin=subprocess.DEVNULL)
+        try:
+            while True:  # it serves once the code location has loaded
+                if server.poll() is not None:
+                    raise RuntimeError(f"the Dagster webserver over {workspace} exited with code {server.returncode}")
+                with contextlib.suppress(OSError):
+                    urllib.request.urlopen(f"http://127.0.0.1:{port}/server_info", timeout=1).close()
+                    break
+                time.sleep(POLL_S)
+            yield DagsterGraphQLClient("127.0.0.1", port_number=port)
+        finally:
+            server.terminate()
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                server.wait(timeout=20)
 
-    Under ``PIPELINES_EXECUTOR=dask`` the code location's executor is dagster-dask's, configured by itself.
+
+def execute(client: DagsterGraphQLClient, run: Run, concurrency: int, stopping: Callable[[], bool], grace_s: float) -> str:
+    """Launch ``run`` and wait for it to end; when ``stopping()`` turns true, terminate it (it ends CANCELED). Its run id.
+
+    Its steps run in processes of their own, ``concurrency`` at once, where ``run.parallel``; under
+    ``PIPELINES_EXECUTOR=dask`` the code location's executor is dagster-dask's, configured by itself.
     """
     config: dict[str, Any] = {"loggers": {"console": {"config": {"log_level": "INFO"}}}}  # asset logs, step outcomes
     if os.environ.get("PIPELINES_EXECUTOR") != "dask":
-        executor = {"multiprocess": {"max_concurrent": concurrency}} if run.parallel else {"in_process": {}}
-        config["execution"] = {"config": executor}
-    job = dg.build_reconstructable_job("pipelines.definitions", "job", reconstructable_args=(run.job,))
-    return dg.execute_job(job, instance, run_config=config, tags=run.tags, asset_selection=sorted(run.keys), raise_on_error=False)
+        config["execution"] = {"config": {"multiprocess": {"max_concurrent": concurrency}} if run.parallel else {"in_process": {}}}
+    run_id = client.submit_job_execution(run.job, repository_location_name=LOCATION, repository_name="__repository__",
+                                         run_config=config, tags=run.tags, asset_selection=sorted(run.keys))
+    deadline = None
+    while client.get_run_status(run_id) not in (dg.DagsterRunStatus.SUCCESS, dg.DagsterRunStatus.FAILURE, dg.DagsterRunStatus.CANCELED):
+        if deadline is None and stopping():
+            client.terminate_run(run_id)
+            deadline = time.monotonic() + grace_s
+        if deadline is not None and time.monotonic() > deadline:
+            break  # its processes are ended with ours; recovery marks it
+        time.sleep(POLL_S)
+    return run_id
 
 
-def problems(result: dg.JobExecutionResult | dg.ExecuteInProcessResult, job: str) -> tuple[list[str], list[str]]:
+def problems(instance: dg.DagsterInstance, run_id: str, job: str) -> tuple[list[str], list[str]]:
     """(failed steps and ERROR checks, failed WARN checks) of a finished run, one line each."""
-    where, failed, warned = f"run {result.run_id[:8]} ({job})", [], []
-    for event in result.get_step_failure_events():
+    where, failed, warned = f"run {run_id[:8]} ({job})", [], []
+    for entry in instance.all_logs(run_id, of_type=dg.DagsterEventType.STEP_FAILURE):
+        event = entry.dagster_event
+        assert event is not None  # every entry of this type holds its event
         error = event.step_failure_data.error
         if error is not None and error.cls_name == "DagsterAssetCheckFailedError":
             continue  # a blocking check's failure: named below, by the check
         while error is not None and (error.cls_name or "").startswith("Dagster") and error.cause is not None:
             error = error.cause  # past Dagster's wrapper ("Error occurred while executing op ...") to the step's own error
-        failed.append(f"{where}: step {event.step_key}: {(error.message if error else event.message or '').strip().splitlines()[0]}")
-    for check in result.get_asset_check_evaluations():
+        failed.append(f"{where}: step {event.step_key}: {(error.message if error else entry.message).strip().splitlines()[0]}")
+    for entry in instance.all_logs(run_id, of_type=dg.DagsterEventType.ASSET_CHECK_EVALUATION):
+        check = entry.asset_check_evaluation
+        if check is None or check.passed:
+            continue
         name = f"check {check.check_name} on {check.asset_key.to_user_string()}"
-        if not check.passed and check.severity == dg.AssetCheckSeverity.ERROR:
+        if check.severity == dg.AssetCheckSeverity.ERROR:
             failed.append(f"{where}: {'blocking ' if check.blocking else ''}ERROR {name} failed")
-        elif not check.passed:
+        else:
             warned.append(f"{where}: {check.severity.value} {name} failed")
-    return failed + ([] if result.success or failed else [f"{where} did not succeed"]), warned
-
-
-def request_stop(instance_factory: Callable[[], dg.DagsterInstance], grace_s: float) -> Callable[[int, Any], None]:
-    """A ``STOP_SIGNAL`` handler: mark the run this process executes CANCELING, then interrupt it (Dagster's SIGINT).
-
-    Not SIGTERM: while a run executes, Dagster maps SIGTERM to its own SIGINT handler. Once: the
-    parent-death signal comes once per thread of this process, at the same moment. If the run has
-    not ended ``grace_s`` later, every process of this process's group is killed.
-    """
-
-    def handler(signum: int, frame: Any) -> None:
-        signal.signal(STOP_SIGNAL, signal.SIG_IGN)
-        watchdog = threading.Timer(grace_s, os.killpg, args=(os.getpgid(0), signal.SIGKILL))
-        watchdog.daemon = True  # gone with this process once the run has ended
-        watchdog.start()
-        with instance_factory() as instance:
-            for record in instance.get_run_records(dg.RunsFilter(statuses=[dg.DagsterRunStatus.STARTED])):
-                if run_process(instance, record.dagster_run.run_id) == os.getpid():
-                    instance.report_run_canceling(record.dagster_run, "Canceled by pipelines materialize (interrupted).")
-        os.kill(os.getpid(), signal.SIGINT)
-
-    return handler
+    status = instance.get_run_by_id(run_id).status  # type: ignore[union-attr]  # a run that has ended exists
+    return failed or ([] if status in (dg.DagsterRunStatus.SUCCESS, dg.DagsterRunStatus.CANCELED) else [f"{where} ended {status.value}"]), warned

@@ -59,6 +59,16 @@ SOURCES: tuple[Source, ...] = (
            "cde7a7d4ba1596ea165cf4583137d2095020abebbc26b3cd834284c16e8e6ecf", "CC-BY-4.0", True),
     Source("acme/trace_seren.csv", f"{_ACME}/job_trace/trace_seren.csv", None, "CC-BY-4.0", False),
     Source("acme/trace_kalos.csv", f"{_ACME}/job_trace/trace_kalos.csv", None, "CC-BY-4.0", False),
+    # AcmeTrace's measured distributions (DCGM and IPMI, 15 s samples): pickles, read only by
+    # pipelines.ingest.pickled (numpy arrays only) after their sha256 is checked.
+    *(Source(f"acme/util_pkl/{name}.pkl", f"{_ACME}/utilization/util_pkl/{name}.pkl", sha, "CC-BY-4.0", True) for name, sha in (
+        ("gpu_power_seren", "e12bc85ee521b0eb4141b4ab50e68f4965c123ac2c667eb182fe6382090d03aa"),
+        ("gpu_power_kalos", "8d37bcbb9e35bb8425c826df33caa2da8dfc1334f1a656bb1a719deb4d341efe"),
+        ("server_power", "d04af0ace53cc7ced6e134cbddd4abdc621c8c7386930a307254b059145ba671"),
+        ("util_gpu_seren", "1c32e7cc551397f814895c3f93a9e2765c0c0f1e38d251f5b563db33f558cbaf"),
+        ("util_gpu_kalos", "de05ff0592a107a602a40ee63a9f3e9f2f13120d2ae999d3aff6bef831918028"),
+        ("util_gpu_philly", "c693dbb97c91b4c50d1ef702ad18721c3461caa5ba29240268d1f8d13ac81283"),
+    )),
     Source("zeus2/cifar_a10.json", f"{_ZEUS2}/cifar_a10.json",
            "204a1f3adc77c65759e474d157a93d74472fd966ebc7e1f0c2d6531aaa2c62a9", "Apache-2.0", True),
     Source("zeus2/cifar_t4.json", f"{_ZEUS2}/cifar_t4.json",

@@ -12,6 +12,8 @@ create or replace view elasticflow_jobs as select * from read_parquet(getvariabl
 create or replace view acme_jobs as select * from read_parquet(getvariable('assets') || '/acme_jobs.parquet');
 create or replace view acme_cluster_summary as select * from read_parquet(getvariable('assets') || '/acme_cluster_summary.parquet');
 create or replace view hetero_gpu_profiles as select * from read_parquet(getvariable('assets') || '/hetero_gpu_profiles.parquet');
+-- AcmeTrace's measured distributions (CDF points: cluster, metric, point, x, cdf_pct)
+create or replace view fleet_power_cdf as select * from read_parquet(getvariable('assets') || '/fleet_power_cdf.parquet');
 -- your own cluster traces (raw/clusters/): every allocation, and one row per file with its line accounting
 create or replace view own_cluster_jobs as select * from read_parquet(getvariable('assets') || '/own_cluster_jobs.parquet');
 create or replace view own_cluster_traces as select * from read_parquet(getvariable('assets') || '/own_cluster_traces.parquet');
@@ -29,6 +31,9 @@ create or replace view zeus_single_job_sweep as select * from read_parquet(getva
 create or replace view zeus_knob_grid as select * from read_parquet(getvariable('assets') || '/zeus_knob_grid.parquet');
 create or replace view cluster_power as select * from read_parquet(getvariable('assets') || '/cluster_power/*.parquet', union_by_name = true);
 create or replace view cluster_power_summary as select * from read_parquet(getvariable('assets') || '/cluster_power_summary/*.parquet', union_by_name = true);
+create or replace view cluster_capacity as select * from read_parquet(getvariable('assets') || '/cluster_capacity/*.parquet', union_by_name = true);
+-- simulated fleets against the measured ones: per-GPU draw in % TDP over GPU-time
+create or replace view power_model_vs_measured as select * from read_parquet(getvariable('assets') || '/power_model_vs_measured.parquet');
 
 -- hetero layer (Zeus²): one row per workload, method and cost model
 create or replace view hetero_allocations as select * from read_parquet(getvariable('assets') || '/hetero_allocations.parquet');

@@ -97,12 +97,14 @@ def ingest_asset(
     optional_sources: Sequence[str] = (),
     checks: Sequence[TableCheck] = (),
     extra_metadata: Callable[[ProjectPaths], dict[str, str]] | None = None,
+    max_quarantine_share: float = MAX_QUARANTINE_SHARE,
 ) -> dg.AssetsDefinition:
     """A multi-asset writing ``<table>`` and ``quarantine/<table>``, with blocking checks of the quarantined
     share and of the record accounting (table + quarantine = records counted in the files).
 
     ``extra_metadata`` adds to the table's materialization what it returns for the data home (read
-    before the files are, so it describes no newer state than the table's).
+    before the files are, so it describes no newer state than the table's). ``max_quarantine_share``
+    is the share of quarantined records the blocking check allows (0: any quarantined record blocks).
 
     ``sources`` (names in ``pipelines.sources.SOURCES``) are verified, and restored if need be,
     before ``read`` runs. ``read`` returns None when its optional sources are missing: the table is
@@ -114,7 +116,7 @@ def ingest_asset(
             "quarantine_share",
             asset=table,
             blocking=True,
-            description=f"At most {MAX_QUARANTINE_SHARE:.1%} of the source rows are quarantined.",
+            description=f"At most {max_quarantine_share:.1%} of the source rows are quarantined.",
         ),
         dg.AssetCheckSpec(
             "records_accounted",
@@ -187,7 +189,7 @@ def ingest_asset(
         yield dg.AssetCheckResult(
             asset_key=table,
             check_name="quarantine_share",
-            passed=share <= MAX_QUARANTINE_SHARE,
+            passed=share <= max_quarantine_share,
             metadata={
                 "quarantined_rows": result.quarantine.height,
                 "share": float(share),
