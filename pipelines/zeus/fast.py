@@ -172,15 +172,16 @@ def group_arrays(groups: pl.DataFrame) -> GroupArrays:
     # Sorting by the rank of the group among the (few) sorted ids is the string sort's order, faster.
     names = groups["group"].unique().sort()
     rank = groups["group"].cast(pl.Enum(names)).to_physical().alias("_rank")
-    ordered = groups.with_columns(rank).with_row_index("_row").sort(["_rank", "start_time", "_row"])
+    ordered = groups.with_columns(rank).sort(["_rank", "start_time"], maintain_order=True)  # stable: ties in table order
     ranks = ordered["_rank"].to_numpy().astype(np.int64)
     heads = np.flatnonzero(np.diff(ranks, prepend=-1)).astype(np.int64)
-    datasets = sorted(ordered["dataset"].unique().to_list())
-    codes = ordered["dataset"].cast(pl.Enum(datasets)).to_physical().to_numpy().astype(np.int64)
+    per_group = ordered["dataset"].gather(heads).to_list()  # one dataset per group (conform_groups)
+    datasets = sorted(set(per_group))
+    index = {ds: d for d, ds in enumerate(datasets)}
     return GroupArrays(
         names=names.to_list(),
         datasets=datasets,
-        dataset=codes[heads],
+        dataset=np.array([index[ds] for ds in per_group], dtype=np.int64),
         bounds=np.append(heads, ordered.height).astype(np.int64),
         # copies: numba types a read-only array (polars' zero-copy view) as another signature, compiled again
         start=np.array(ordered["start_time"].to_numpy(), dtype=np.float64),
