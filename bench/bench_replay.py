@@ -174,7 +174,7 @@ def fresh_clone_figures() -> None:
             print(done.stdout[-3000:], done.stderr[-3000:])
             sys.exit(f"{name} failed in {clone}")
     rendered = len(list((clone / "figures").glob("*.png")))
-    steps = [line for line in figures.stdout.splitlines() if line.startswith("[materialize] (")]
+    steps = [line for line in (figures.stdout + figures.stderr).splitlines() if line.startswith("[materialize] (")]
     print(f"  make setup (venv, pip install):  {t1 - t0:6.1f} s")
     print(f"  make figures (materialize):      {t2 - t1:6.1f} s, {rendered} figures")
     for line in steps:
