@@ -16,6 +16,14 @@
 (d) The command line's budget: ``simulate single`` (the README example) in a fresh process within
     2.5x of a bare ``import polars, numpy`` (best of 5 each); it never imports numba.
 
+(e) Why compiled rather than vectorised with numpy: any lockstep replay takes, per event and per lane,
+    at least one PCG64 step and one bounded draw (a run's training path), vectorised over the lanes.
+    Timed here and multiplied by the fewest events each design needs: across groups (lanes: the
+    trace's groups; events: its largest group's jobs) and across a grid's configurations sharing
+    one job stream (lanes: the paper grid's 44 Zeus (eta, beta) of one trace, GPU and seed; events:
+    every job of the trace). Both bounds exceed the compiled replay, before any event selection,
+    heap or bandit work (and lanes diverge on every retry).
+
 Reads the materialized inputs (``make materialize SELECT='+cluster_workload_jobs'`` writes them).
 Run it on an idle machine; (b) and (c) use every core.
 
@@ -32,6 +40,7 @@ import sys
 import time
 from collections.abc import Callable
 
+import numpy as np
 import polars as pl
 
 from pipelines.clusters import mapping, simulate, sweep
@@ -209,6 +218,49 @@ def cli_budget() -> None:
           f"numba imported: {numba}")
 
 
+_M32, _S32 = np.uint64(0xFFFFFFFF), np.uint64(32)
+_MULT_HI, _MULT_LO = np.uint64(0x2360ED051FC65DA4), np.uint64(0x4385DF649FCCF645)
+
+
+def _lockstep_draw(hi: np.ndarray, lo: np.ndarray, inc_hi: np.ndarray, inc_lo: np.ndarray, n: np.ndarray) -> tuple[np.ndarray, ...]:
+    """One PCG64 step per lane (128-bit LCG in uint64 halves, XSL-RR output) and a Lemire draw in [0, n) (no rejection)."""
+    a_lo, a_hi, b_lo, b_hi = lo & _M32, lo >> _S32, _MULT_LO & _M32, _MULT_LO >> _S32
+    p0, p1, p2, p3 = a_lo * b_lo, a_lo * b_hi, a_hi * b_lo, a_hi * b_hi
+    mulhi = p3 + (p1 >> _S32) + (p2 >> _S32) + (((p0 >> _S32) + (p1 & _M32) + (p2 & _M32)) >> _S32)
+    new_lo = lo * _MULT_LO + inc_lo
+    new_hi = mulhi + hi * _MULT_LO + lo * _MULT_HI + inc_hi + (new_lo < lo * _MULT_LO).astype(np.uint64)
+    xored, rot = new_hi ^ new_lo, new_hi >> np.uint64(58)
+    out = (xored >> rot) | (xored << ((np.uint64(64) - rot) & np.uint64(63)))
+    return new_hi, new_lo, ((out & _M32) * n) >> _S32
+
+
+def lockstep_bounds(jobs: pl.DataFrame, traces: Traces) -> None:
+    """(e)."""
+    def per_event(lanes: int) -> float:
+        rng = np.random.default_rng(0)
+        state = [rng.integers(0, 2**63, lanes, dtype=np.uint64) for _ in range(4)]
+        n = rng.integers(1, 20, lanes).astype(np.uint64)
+        t0 = time.perf_counter()
+        for _ in range(2000):
+            state[0], state[1], _ = _lockstep_draw(*state, n)
+        return (time.perf_counter() - t0) / 2000
+
+    zeus_configs = len(sweep.PAPER_GRID.etas) * len(sweep.PAPER_GRID.betas)
+    print("(e) numpy lockstep, draws alone (a lower bound) vs the compiled replay, Zeus, one replay:")
+    for trace in ("itp", "elasticflow"):
+        rows = jobs.filter(pl.col("trace") == trace)
+        sizes = rows.group_by("group").len()["len"]
+        across_groups = int(sizes.max()) * per_event(sizes.len())
+        across_configs = rows.height * per_event(zeus_configs) / zeus_configs
+        groups = rows.select("group", start_time="start_time_s", end_time="end_time_s", dataset="dataset", runtime_ratio="runtime_ratio")
+        conformed = conform_groups(groups)
+        tables = workload_tables(conformed, traces, GPU)
+        compiled, _ = best(lambda: fast_engine(conformed, tables, "zeus"))  # noqa: B023 - called at once
+        print(f"  {trace:<12} across {sizes.len()} groups ({int(sizes.max()):,} events): >= {across_groups * 1e3:6.1f} ms;  "
+              f"across {zeus_configs} configurations ({rows.height:,} events): >= {across_configs * 1e3:5.1f} ms per replay;  "
+              f"compiled: {compiled * 1e3:5.1f} ms")  # fmt: skip
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--skip-grid", action="store_true", help="leave out (b)")
@@ -227,6 +279,7 @@ def main() -> None:
     if not args.skip_figures:
         fresh_clone_figures()
     cli_budget()
+    lockstep_bounds(jobs, traces)
     if not ok:
         sys.exit("the engines differ")
 
