@@ -45,7 +45,7 @@ def simulate_trace(
     """Replay every group of one trace's ``cluster_workload_jobs`` rows on ``gpu`` under each policy.
 
     ``progress`` shows a bar per policy on stderr (tqdm). ``engine``: ``replay_groups``'s (None: auto,
-    the compiled replay for large traces; the same table either way).
+    decided on jobs x policies: the compiled replay for large traces; the same table either way).
 
     One row per reported run (retries are extra rows with ``attempt`` > 0), energy in J for the
     whole job (x num_gpu), time in s, scaled by the job's runtime_ratio as in the Zeus artifact.
@@ -61,6 +61,7 @@ def simulate_trace(
         .select("group", "job", "trace", "cluster", "job_id", "dataset", "num_gpu")
     )
     frames = []
+    engine = fast.resolve_engine(engine, jobs.height * len(policies))  # auto weighs every policy's replay
     for policy in policies:
         runs = replay_groups(
             groups, traces, gpu, eta=eta, beta=beta, policy=policy, seed=seed, progress=progress, desc=f"{gpu} {policy}", engine=engine

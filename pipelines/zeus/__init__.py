@@ -34,7 +34,7 @@ Public API (no Dagster, no zeus import)::
   loops, so per-run histories of Zeus and the baselines are directly comparable.
 * ``fast`` and ``kernels``: the group replay compiled with numba, the same runs bit for bit and the same
   errors; ``replay_groups(..., engine="auto"|"fast"|"reference")`` or ``$GPU_ENERGY_REPLAY`` chooses
-  (auto: compiled from 20,000 jobs or once loaded). numba is imported only when the compiled replay runs.
+  (auto: compiled from 150,000 job replays or once loaded). numba is imported only when the compiled replay runs.
 * ``cli``: ``python -m pipelines simulate single|groups`` (the artifact's run_single.py / run_alibaba.py).
 * ``errors.SimulationError``: raised where the published simulator raises (same message) or would
   never finish; ``traces.TraceError`` / ``groups.GroupTableError``: unusable input, with its location.

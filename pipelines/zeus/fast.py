@@ -9,9 +9,9 @@ then hands the replay to one of two engines that give identical tables:
   ``kernels.replay_groups_kernel`` (about 50-100x faster per run, see ``bench/bench_replay.py``).
 
 The engine is chosen by ``engine=`` or ``$GPU_ENERGY_REPLAY`` (``auto``, ``fast``, ``reference``).
-``auto`` (the default) takes the fast path when numba is installed and the replay is large enough
-to pay for loading the compiled code (``AUTO_MIN_JOBS`` trace jobs) or that code is loaded
-already; small inputs (the command line on a few groups) stay in plain Python. The first call in
+``auto`` (the default) takes the fast path when numba is installed and the call is large enough
+to pay for loading the compiled code (``AUTO_MIN_JOBS`` job replays) or that code is loaded
+already; smaller calls (a command replaying a trace once) stay in plain Python. The first call in
 a process imports numba and loads the compiled kernel from numba's cache (about 0.5 s; compiling
 it, once per machine, takes about 15 s): see ``kernels``.
 
@@ -47,10 +47,12 @@ Engine = Literal["auto", "fast", "reference"]
 ENGINES: tuple[Engine, ...] = ("auto", "fast", "reference")
 #: The environment variable that picks the engine when a caller does not.
 ENGINE_ENV = "GPU_ENERGY_REPLAY"
-#: ``auto`` replays at least this many trace jobs on the fast path even before its code is loaded.
-#: Below it, loading numba and the cached kernel (~0.5 s) costs more than the Python replay saves
-#: (~3-6 us per run): a CLI call on a few thousand jobs stays in Python.
-AUTO_MIN_JOBS = 20_000
+#: ``auto`` takes the fast path for at least this many job replays (jobs x policies of one call) even
+#: before its code is loaded. Loading numba and the cached kernel costs 0.5 to 1 s in a fresh process;
+#: the Python replay costs about 6 us per job more under Zeus and 2 us under a baseline, so a command
+#: that replays one trace of 70,000 jobs once is faster in Python, and the three policies of
+#: ``simulate_trace`` over it (210,000) are faster compiled. Once loaded, every replay is compiled.
+AUTO_MIN_JOBS = 150_000
 #: With a progress bar, the kernel runs on chunks of about this many jobs (one bar update each).
 _PROGRESS_CHUNK_JOBS = 4_096
 #: The compiled kernels once loaded in this process (``kernels()``): {"module": pipelines.zeus.kernels}.
@@ -122,7 +124,7 @@ def _warm_up(module: ModuleType) -> None:
 
 
 def resolve_engine(engine: str | None, jobs: int) -> Literal["fast", "reference"]:
-    """The engine to replay ``jobs`` trace jobs with: ``engine``, else ``$GPU_ENERGY_REPLAY``, else ``auto``.
+    """The engine for ``jobs`` job replays (jobs x policies): ``engine``, else ``$GPU_ENERGY_REPLAY``, else ``auto``.
 
     Raises ``ValueError`` for an unknown name and ``FastPathUnavailable`` for ``fast`` without numba.
     """
