@@ -16,7 +16,7 @@ from pipelines.paths import REPO_ROOT, sql_file
 
 #: Groups whose assets are tables (Parquet through the IO manager); raw and figures write files.
 TABLE_GROUPS = {"ingest", "clusters", "hetero"}
-HEAVY_MODULES = ("torch", "pynvml", "zeus", "matplotlib", "seaborn", "scipy")
+HEAVY_MODULES = ("torch", "pynvml", "zeus", "matplotlib", "seaborn", "scipy", "numba")
 
 
 def _graph() -> dg.AssetGraph:
