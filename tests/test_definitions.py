@@ -15,7 +15,7 @@ from pipelines.home.paths import REPO_ROOT
 
 #: Groups whose assets are tables (Parquet through the IO manager); raw and figures write files.
 TABLE_GROUPS = {"ingest", "clusters", "hetero"}
-HEAVY_MODULES = ("torch", "pynvml", "zeus", "matplotlib", "seaborn", "scipy")
+HEAVY_MODULES = ("torch", "pynvml", "zeus", "matplotlib", "seaborn", "scipy", "numba")
 
 
 def _graph() -> dg.AssetGraph:

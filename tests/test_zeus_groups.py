@@ -1,4 +1,8 @@
-"""Group replay: identical runs to the published simulator over ElasticFlow-derived groups, and input checks."""
+"""Group replay: identical runs to the published simulator over ElasticFlow-derived groups, and input checks.
+
+The comparisons with the published simulator run both replay engines (the pure-Python reference and
+the compiled fast path) against one computation of the published runs per module.
+"""
 
 from __future__ import annotations
 
@@ -16,6 +20,7 @@ from pipelines.zeus.groups import GroupTableError, replay_groups
 from pipelines.zeus.traces import Traces
 
 PEER = runpy.run_path(str(REPO_ROOT / "bench" / "_zeus_peer.py"))
+ENGINES = ("reference", "fast")
 
 
 @pytest.fixture(scope="module")
@@ -45,14 +50,29 @@ def flatten(published: list[tuple[str, list]]) -> list[tuple]:
     return [(group, *run) for group, runs in published for run in runs]
 
 
+@pytest.fixture(scope="module")
+def published(peer):
+    """``flatten(peer.groups(...))``, computed once per input and knobs for both engines (the published simulator is slow)."""
+    memo: dict[tuple, list[tuple]] = {}
+
+    def runs(groups: pl.DataFrame, gpu: str, eta: float, beta: float) -> list[tuple]:
+        key = (tuple(groups.hash_rows().to_list()), gpu, eta, beta)
+        if key not in memo:
+            memo[key] = flatten(peer.groups(groups, gpu, eta, beta))
+        return memo[key]
+
+    return runs
+
+
 def ours(frame: pl.DataFrame) -> list[tuple]:
     return list(frame.select("group", "bs", "pl", "energy", "time", "reached").iter_rows())
 
 
-def test_identical_to_published_simulator_over_a_few_hundred_groups(peer, traces: Traces, few_hundred: pl.DataFrame) -> None:
+@pytest.mark.parametrize("engine", ENGINES)
+def test_identical_to_published_simulator_over_a_few_hundred_groups(published, traces: Traces, few_hundred: pl.DataFrame, engine: str) -> None:
     assert few_hundred["group"].n_unique() == 276
-    expected = flatten(peer.groups(few_hundred, "v100", 0.5, 2.0))
-    got = replay_groups(few_hundred, traces, "v100", 0.5, 2.0)
+    expected = published(few_hundred, "v100", 0.5, 2.0)
+    got = replay_groups(few_hundred, traces, "v100", 0.5, 2.0, engine=engine)
     assert ours(got) == expected
     # Every trace job ends with exactly one run that reached the target; retries share its index.
     reached = got.filter("reached").group_by("group", "job").len()
@@ -60,14 +80,17 @@ def test_identical_to_published_simulator_over_a_few_hundred_groups(peer, traces
     assert got.height > few_hundred.height  # some runs missed and were retried
 
 
+@pytest.mark.parametrize("engine", ENGINES)
 @pytest.mark.parametrize(
     ("cluster", "gpu", "eta", "beta"),
     [("cluster01", "rtx6000", 1.0, math.inf), ("cluster02", "a40", 0.0, 2.0), ("cluster10", "p100", 0.5, 2.0)],
 )
-def test_identical_on_other_gpus_and_knobs(peer, traces: Traces, few_hundred: pl.DataFrame, cluster: str, gpu: str, eta: float, beta: float) -> None:
+def test_identical_on_other_gpus_and_knobs(
+    published, traces: Traces, few_hundred: pl.DataFrame, cluster: str, gpu: str, eta: float, beta: float, engine: str
+) -> None:
     subset = few_hundred.filter(pl.col("group").str.starts_with(f"{cluster}-"))
     assert subset["group"].n_unique() >= 25
-    assert ours(replay_groups(subset, traces, gpu, eta, beta)) == flatten(peer.groups(subset, gpu, eta, beta))
+    assert ours(replay_groups(subset, traces, gpu, eta, beta, engine=engine)) == published(subset, gpu, eta, beta)
 
 
 def test_order_is_sorted_groups_then_start_time_with_ties_in_table_order(traces: Traces, few_hundred: pl.DataFrame) -> None:
@@ -116,18 +139,20 @@ def test_unknown_dataset_is_rejected(traces: Traces) -> None:
         replay_groups(frame, traces, "v100")
 
 
-def test_tight_early_stopping_fails_like_the_published_simulator(peer, traces: Traces, all_groups: pl.DataFrame) -> None:
+@pytest.mark.parametrize("engine", ENGINES)
+def test_tight_early_stopping_fails_like_the_published_simulator(peer, traces: Traces, all_groups: pl.DataFrame, engine: str) -> None:
     """beta 1: pruning discards every batch size; both stop with the same error."""
     group = all_groups.filter(pl.col("group") == "cluster01-resnet50-bs256-gpu64")
     with pytest.raises(ValueError, match="Empty batch size set") as published:
         peer.groups(group, "v100", 0.5, 1.0)
     with pytest.raises(SimulationError) as got:
-        replay_groups(group, traces, "v100", 0.5, 1.0)
+        replay_groups(group, traces, "v100", 0.5, 1.0, engine=engine)
     assert str(got.value) == str(published.value)
 
 
-def test_a_job_that_never_reaches_the_target_stops_the_replay(traces: Traces, all_groups: pl.DataFrame) -> None:
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_job_that_never_reaches_the_target_stops_the_replay(traces: Traces, all_groups: pl.DataFrame, engine: str) -> None:
     """beta 1 cuts every retry of job 3 before the target: the published simulator retries forever; we stop at 1000 runs."""
     group = all_groups.filter(pl.col("group") == "cluster02-deepspeech2-bs32-gpu16")
     with pytest.raises(SimulationError, match="job 3 of the group missed the target in 1000 runs"):
-        replay_groups(group, traces, "v100", 0.5, 1.0)
+        replay_groups(group, traces, "v100", 0.5, 1.0, engine=engine)

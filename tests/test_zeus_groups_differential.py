@@ -5,6 +5,9 @@
   on V100 at eta 0.5, beta 2 (the cluster layer's knobs) and on A40 at eta 1, beta 1.5.
 * The retry path itself: a group of overlapping jobs whose runs miss the target and are retried.
 
+Both replay engines are compared (``engine``: the pure-Python reference and the compiled fast path);
+the published runs are computed once per module.
+
 The published ``HistoryEntry`` carries no times; ``Peer.timed_groups`` (bench/_zeus_peer.py) reads
 them from the simulator's own in-flight records, so a retry's start and duration are compared with
 the reference too, not only its configuration and cost.
@@ -28,6 +31,7 @@ from pipelines.zeus.traces import Traces
 PEER = runpy.run_path(str(REPO_ROOT / "bench" / "_zeus_peer.py"))
 MAX_JOBS = 40
 COLUMNS = ("group", "start_time", "end_time", "bs", "pl", "energy", "time", "reached")
+ENGINES = ("reference", "fast")
 
 #: (start s, end s, runtime_ratio) of one imagenet group, in table order. Bursts of overlapping jobs
 #: (two arrive together at 1527 s) separated by idle gaps. On V100 at eta 0.5, beta 1.5 the early
@@ -72,13 +76,27 @@ def published_runs(peer, groups: pl.DataFrame, gpu: str, eta: float, beta: float
     return [(group, *run) for group, runs in peer.timed_groups(groups, gpu, eta, beta) for run in runs]
 
 
+@pytest.fixture(scope="module")
+def published_small(peer, small_groups: pl.DataFrame):
+    """``published_runs`` of ``small_groups`` per (gpu, eta, beta), computed once for both engines."""
+    memo: dict[tuple[str, float, float], list[tuple]] = {}
+
+    def runs(gpu: str, eta: float, beta: float) -> list[tuple]:
+        if (gpu, eta, beta) not in memo:
+            memo[gpu, eta, beta] = published_runs(peer, small_groups, gpu, eta, beta)
+        return memo[gpu, eta, beta]
+
+    return runs
+
+
+@pytest.mark.parametrize("engine", ENGINES)
 @pytest.mark.parametrize(("gpu", "eta", "beta"), [("v100", 0.5, 2.0), ("a40", 1.0, 1.5)])
 def test_every_elasticflow_group_of_up_to_40_jobs(
-    peer, traces: Traces, small_groups: pl.DataFrame, gpu: str, eta: float, beta: float
+    published_small, traces: Traces, small_groups: pl.DataFrame, gpu: str, eta: float, beta: float, engine: str
 ) -> None:
     assert (small_groups["group"].n_unique(), small_groups.height) == (434, 3_390)
-    expected = published_runs(peer, small_groups, gpu, eta, beta)
-    got = replay_groups(small_groups, traces, gpu, eta, beta)
+    expected = published_small(gpu, eta, beta)
+    got = replay_groups(small_groups, traces, gpu, eta, beta, engine=engine)
     ours, theirs = by_group(list(got.select(COLUMNS).iter_rows())), by_group(expected)
     differing = [g for g in theirs if ours.get(g) != theirs[g]]
     assert list(ours) == list(theirs)  # same groups, in the same (sorted) order
@@ -88,12 +106,13 @@ def test_every_elasticflow_group_of_up_to_40_jobs(
     assert got.height - small_groups.height > 100
 
 
-def test_retry_starts_when_the_failed_run_ends_and_lasts_as_long(peer, traces: Traces) -> None:
+@pytest.mark.parametrize("engine", ENGINES)
+def test_retry_starts_when_the_failed_run_ends_and_lasts_as_long(peer, traces: Traces, engine: str) -> None:
     group = pl.DataFrame(
         {"group": "retry", "start_time": [float(s) for s, _, _ in RETRY_JOBS], "end_time": [float(e) for _, e, _ in RETRY_JOBS],
          "dataset": "imagenet", "runtime_ratio": [r for _, _, r in RETRY_JOBS]}
     )  # fmt: skip
-    got = replay_groups(group, traces, "v100", 0.5, 1.5)
+    got = replay_groups(group, traces, "v100", 0.5, 1.5, engine=engine)
     assert list(got.select(COLUMNS).iter_rows()) == published_runs(peer, group, "v100", 0.5, 1.5)
 
     # Trace jobs by index: sorted by start time, ties in table order (1527 s: the 9th row before the 11th).

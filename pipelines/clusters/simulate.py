@@ -8,20 +8,24 @@ job time = per-GPU time. The optimizer itself sees the per-GPU cost, as in the Z
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
+import numpy as np
 import polars as pl
 
 from pipelines.contracts.base import conform, empty, polars_schema
 from pipelines.contracts.clusters import ZeusClusterHistory, ZeusSingleJobSweep
+from pipelines.ingest.simulator_inputs import conform_groups
 from pipelines.units import J_PER_MWH
 from pipelines.vocabulary import POLICIES, REPLAYED_POLICIES, PolicyName
+from pipelines.zeus import fast
 from pipelines.zeus.errors import SimulationError
-from pipelines.zeus.groups import group_job_spec, replay_groups
+from pipelines.zeus.groups import group_job_spec, replay_groups, workload_tables
 from pipelines.zeus.policies import OracleChoice, oracle_config
 from pipelines.zeus.runs import JobRun, hybrid_cost
 from pipelines.zeus.single import simulate_single
-from pipelines.zeus.traces import Traces, build_table
+from pipelines.zeus.traces import Traces, WorkloadTable, build_table
 
 #: The policies replayed over every group: the Zeus optimizer and the two baselines.
 GROUP_POLICIES = REPLAYED_POLICIES
@@ -38,10 +42,12 @@ def simulate_trace(
     log: Callable[[str], None] | None = None,
     seed: int | None = None,
     progress: bool = False,
+    engine: str | None = None,
 ) -> pl.DataFrame:
     """Replay every group of one trace's ``cluster_workload_jobs`` rows on ``gpu`` under each policy.
 
-    ``progress`` shows a bar per policy on stderr (tqdm).
+    ``progress`` shows a bar per policy on stderr (tqdm). ``engine``: ``replay_groups``'s (None: auto,
+    decided on jobs x policies: the compiled replay for large traces; the same table either way).
 
     One row per reported run (retries are extra rows with ``attempt`` > 0), energy in J for the
     whole job (x num_gpu), time in s, scaled by the job's runtime_ratio as in the Zeus artifact.
@@ -49,19 +55,19 @@ def simulate_trace(
     """
     if jobs.height == 0:
         return empty(ZeusClusterHistory)
-    groups = jobs.select(
-        "group", pl.col("start_time_s").alias("start_time"), pl.col("end_time_s").alias("end_time"), "dataset", "runtime_ratio"
-    )
+    groups = _group_table(jobs)
     # Job index within its group, in the replay's order (start time, ties in table order).
     meta = (
-        jobs.with_row_index("_row")
-        .sort("group", "start_time_s", "_row")
+        _replay_order(jobs)
         .with_columns(pl.int_range(pl.len()).over("group").alias("job"))
         .select("group", "job", "trace", "cluster", "job_id", "dataset", "num_gpu")
     )
     frames = []
+    engine = fast.resolve_engine(engine, jobs.height * len(policies))  # auto weighs every policy's replay
     for policy in policies:
-        runs = replay_groups(groups, traces, gpu, eta=eta, beta=beta, policy=policy, seed=seed, progress=progress, desc=f"{gpu} {policy}")
+        runs = replay_groups(
+            groups, traces, gpu, eta=eta, beta=beta, policy=policy, seed=seed, progress=progress, desc=f"{gpu} {policy}", engine=engine
+        )
         if log:
             log(f"{gpu}/{policy}: {runs.height} runs of {jobs.height} jobs in {groups['group'].n_unique()} groups")
         frames.append(
@@ -75,6 +81,68 @@ def simulate_trace(
             )
         )
     return pl.concat(frames).cast(polars_schema(ZeusClusterHistory))
+
+
+def _group_table(jobs: pl.DataFrame) -> pl.DataFrame:
+    """``cluster_workload_jobs`` rows as the group table the replay reads (its contract's column names)."""
+    return jobs.select(
+        "group", pl.col("start_time_s").alias("start_time"), pl.col("end_time_s").alias("end_time"), "dataset", "runtime_ratio"
+    )
+
+
+def _replay_order(jobs: pl.DataFrame) -> pl.DataFrame:
+    """``jobs`` in the replay's order: groups sorted, each group's jobs by start time, ties in table order."""
+    return jobs.with_row_index("_row").sort("group", "start_time_s", "_row")
+
+
+def trace_totals(
+    jobs: pl.DataFrame,
+    traces: Traces,
+    gpu: str,
+    policy: PolicyName,
+    *,
+    eta: float = 0.5,
+    beta: float = 2.0,
+    seed: int | None = None,
+    engine: str | None = None,
+) -> tuple[int, float, float]:
+    """(runs, energy J, time s) of ``simulate_trace`` under one policy, summed exactly (``math.fsum``).
+
+    The same numbers as summing ``simulate_trace``'s ``energy_j`` and ``time_s``. On the fast path
+    the history table is never built, and the validated, sorted jobs and the workload tables are
+    kept for the next call with the same ``jobs`` and ``traces`` objects (a sweep replays one
+    trace many times). Raises what ``simulate_trace`` raises.
+    """
+    if jobs.height == 0:
+        return 0, 0.0, 0.0
+    if fast.resolve_engine(engine, jobs.height) == "reference":
+        history = simulate_trace(jobs, traces, gpu, eta=eta, beta=beta, policies=(policy,), seed=seed, engine="reference")
+        return history.height, math.fsum(history["energy_j"].to_list()), math.fsum(history["time_s"].to_list())
+    arrays, tables, num_gpu = _prepared(jobs, traces, gpu)
+    runs = fast.replay(arrays, tables, eta, beta, seed, policy)
+    # A run's job in the replay order: the job-th of its group's jobs, which start at bounds[group].
+    energy = runs.energy * num_gpu[arrays.bounds[runs.group] + runs.job]
+    return runs.size, math.fsum(energy.tolist()), math.fsum(runs.time.tolist())
+
+
+#: ``_prepared``'s memo: (jobs, traces, gpu) by object identity -> (jobs, traces, prepared). The frames are held,
+#: so their ids cannot be reused while they are in here; ``is`` guards every hit.
+_PREPARED: dict[tuple[int, int, str], tuple[pl.DataFrame, Traces, tuple[fast.GroupArrays, dict[str, WorkloadTable], np.ndarray]]] = {}
+_PREPARED_MAX = 16
+
+
+def _prepared(jobs: pl.DataFrame, traces: Traces, gpu: str) -> tuple[fast.GroupArrays, dict[str, WorkloadTable], np.ndarray]:
+    """(group arrays, workload tables, num_gpu in replay order) of one trace on ``gpu``; validated once per (jobs, traces, gpu)."""
+    key = (id(jobs), id(traces), gpu)
+    hit = _PREPARED.get(key)
+    if hit is not None and hit[0] is jobs and hit[1] is traces:
+        return hit[2]
+    groups = conform_groups(_group_table(jobs))
+    prepared = (fast.group_arrays(groups), workload_tables(groups, traces, gpu), _replay_order(jobs)["num_gpu"].to_numpy())
+    if len(_PREPARED) >= _PREPARED_MAX:
+        _PREPARED.clear()
+    _PREPARED[key] = (jobs, traces, prepared)
+    return prepared
 
 
 def summarize(history: pl.DataFrame) -> pl.DataFrame:

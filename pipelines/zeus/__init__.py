@@ -35,6 +35,9 @@ Public API:
   Default (b0 at its maximum limit), Grid Search (every config once, then the cheapest that reached)
   and Oracle (lowest expected cost in hindsight). Every policy runs through the same simulation
   loops, so per-run histories of Zeus and the baselines are directly comparable.
+* ``fast`` and ``kernels``: the group replay compiled with numba, the same runs bit for bit and the same
+  errors; ``replay_groups(..., engine="auto"|"fast"|"reference")`` or ``$GPU_ENERGY_REPLAY`` chooses
+  (auto: compiled from 150,000 job replays or once loaded). numba is imported only when the compiled replay runs.
 * ``errors.SimulationError``: raised where the published simulator raises (same message) or would
   never finish; ``traces.TraceError`` / ``groups.GroupTableError``: unusable input, with its location.
 * The command line (``python -m pipelines simulate single|groups``, the artifact's run_single.py /

@@ -32,6 +32,7 @@ import polars as pl
 from tqdm import tqdm
 
 from pipelines.vocabulary import WORKLOAD_BY_DATASET, Job, PolicyName
+from pipelines.zeus import fast
 from pipelines.zeus.errors import SimulationError
 from pipelines.zeus.policies import make_policy
 from pipelines.zeus.runs import RunSampler, hybrid_cost
@@ -170,6 +171,11 @@ def iter_groups(groups: pl.DataFrame) -> Iterator[tuple[str, str, np.ndarray, np
         yield ids[lo], datasets[lo], start[lo:hi], end[lo:hi], ratio[lo:hi]
 
 
+def workload_tables(groups: pl.DataFrame, traces: Traces, gpu: str) -> dict[str, WorkloadTable]:
+    """The lookup table of each dataset of ``groups`` (conformed) on ``gpu``, in dataset order: the artifact's job specs."""
+    return {ds: build_table(traces, gpu, group_job_spec(traces, gpu, ds)) for ds in sorted(groups["dataset"].unique().to_list())}
+
+
 def replay_groups(
     groups: pl.DataFrame,
     traces: Traces,
@@ -180,6 +186,7 @@ def replay_groups(
     progress: bool = False,
     seed: int | None = None,
     desc: str | None = None,
+    engine: str | None = None,
 ) -> pl.DataFrame:
     """Replay every group of ``groups`` on ``gpu``; one row per reported run.
 
@@ -189,16 +196,20 @@ def replay_groups(
 
     ``seed``: None replays each group with the artifact's seed; an int is the seed knob of a sweep
     (``group_seed(group, seed)`` per group). ``progress`` shows a bar of groups on stderr, labelled ``desc``.
+    ``engine``: ``fast`` (compiled, ``pipelines.zeus.fast``), ``reference`` (the Python loop below)
+    or ``auto``; None reads ``$GPU_ENERGY_REPLAY``, else ``auto`` (see ``fast.resolve_engine``).
+    Both give the same table, bit for bit, and raise the same errors.
 
-    Columns (contract ``ZeusGroupRuns``): group, job (index of the trace job in its group, by start),
+    Columns (``RUN_SCHEMA``): group, job (index of the trace job in its group, by start),
     start_time/end_time (s, of this run: a retry starts when the run before it ended), bs, pl (W),
     energy (J) and time (s) scaled by runtime_ratio, reached. Rows are in replay order.
     """
     result_schema = RUN_SCHEMA
     groups = group_frame(groups)
-    tables: dict[str, WorkloadTable] = {}
-    for dataset in sorted(groups["dataset"].unique().to_list()):
-        tables[dataset] = build_table(traces, gpu, group_job_spec(traces, gpu, dataset))
+    tables = workload_tables(groups, traces, gpu)
+    if fast.resolve_engine(engine, groups.height) == "fast":
+        arrays = fast.group_arrays(groups)
+        return fast.runs_frame(arrays, fast.replay(arrays, tables, eta, beta, seed, policy, progress, desc), result_schema)
     n_groups = groups["group"].n_unique()
     columns: dict[str, list] = {c: [] for c in result_schema}
     for group, dataset, start, end, ratio in tqdm(iter_groups(groups), total=n_groups, disable=not progress, unit="group", desc=desc):

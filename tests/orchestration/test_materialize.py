@@ -331,13 +331,13 @@ def test_kill_9_of_the_orchestrator_ends_its_processes_and_marks_its_run_failed(
     with _processes() as started:
         log = tmp_path / "materialize.log"
         driver, run, orchestrator = _start_knob_grid(knob_grid_project, home, started, log)
-        with dg.DagsterInstance.from_config(str(home)) as instance:
-            worker = run_process(instance, run.run_id)
         os.kill(orchestrator, signal.SIGKILL)
         assert driver.wait(timeout=30) == 128 + signal.SIGKILL
         _wait(lambda: not group_alive(orchestrator), "every process of the command to end", timeout=10)
-        assert f"run {run.run_id[:8]} marked FAILURE: its process (pid {worker}) is gone" in log.read_text()
-        assert _status(home, run.run_id) == dg.DagsterRunStatus.FAILURE
+        # The run's worker, ended with the group, either records the interruption itself (SIGTERM) or is killed
+        # before it can (SIGKILL after the grace): then the driver's recovery marks the run. Either way it failed.
+        assert "[materialize] the orchestrator ended by signal 9" in log.read_text()
+        assert _status(home, run.run_id) == dg.DagsterRunStatus.FAILURE, log.read_text()[-3000:]
 
 
 def test_a_failed_blocking_check_is_named_in_one_line_and_fails_the_command(mirror: Path, tmp_path: Path) -> None:

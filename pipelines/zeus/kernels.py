@@ -1,0 +1,824 @@
+"""The group replay compiled with numba: the event loop, the four policies and numpy's random draws, bit for bit.
+
+This module imports numba at import time: only ``pipelines.zeus.fast`` imports it, and only when
+the fast path runs, so that ``pipelines.zeus``, the command line and the Dagster code location load
+without it. Every function is ``njit(cache=True)``: compiled once per machine and stored beside
+this file (``__pycache__``) or, where that folder is read-only (an installed wheel), in numba's
+user-wide cache folder (``$NUMBA_CACHE_DIR`` when set).
+
+What is emulated, exactly as the pure-Python reference (``groups.py``, ``policies.py``,
+``bandit.py``, ``runs.py``, ``exact.py``) computes it:
+
+* numpy's ``PCG64`` (128-bit LCG, XSL-RR output), seeded like ``np.random.PCG64(seed)`` through
+  ``SeedSequence`` (also the seed knob's ``SeedSequence(entropy, spawn_key=(knob,))``);
+* 32-bit draws as ``Generator`` methods take them (low half of a 64-bit output, then its high
+  half), Lemire's bounded integers (``choice(n, 1)``, the permutation of the arms) and the
+  ziggurat ``standard_normal`` (numpy's tables, shipped by numba);
+* numpy's pairwise float64 summation (``np.add.reduce``, ``np.var``) and CPython's float ``//``.
+
+Floating-point expressions keep the reference's operation order (no fastmath): results are the
+same float64 values, not merely close ones. The reference stays the readable specification and
+the test oracle (``tests/test_zeus_fast.py`` compares the two run by run).
+
+A replay covers groups ``[g_lo, g_hi)`` of one trace and one GPU. Instead of raising, it stops at
+the first group the reference would stop at and returns an error code (``ERR_*``);
+``pipelines.zeus.fast`` then replays that group with the reference, which raises the genuine
+exception and message.
+
+Written for numba's code generation (measured with perf; see ``bench/bench_replay.py``): the event
+loop is one function whose hot state lives in local arrays, since numba reference-counts an array
+on every call that passes it and on every read of a tuple's field inside a loop of this size
+(that cost 20x); buffers never grow inside the loop (a re-assigned array is reference-counted on
+every iteration); and an arm's posterior is refitted when the next prediction reads it rather
+than at every observation (the same values: a fit depends on the arm's rewards only; 35x fewer
+summed rewards on ITP).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import NamedTuple
+
+import numpy as np
+from numba import njit
+from numba.np.random._constants import fi_double, ki_double, wi_double, ziggurat_nor_inv_r, ziggurat_nor_r  # numpy's ziggurat tables
+
+# ---------------------------------------------------------------------------------------------
+# error codes: the kernel returns [code, group, detail]; OK = every group replayed
+
+OK = 0
+#: make_policy raised for the group's workload (detail: its dataset index).
+ERR_SETUP = 1
+#: a trace job missed the target in _MAX_ATTEMPTS runs (detail: the job's index in its group).
+ERR_STUCK = 2
+#: a concurrent Zeus run at a batch size that was never profiled (detail: its k).
+ERR_POWER_NOT_PROFILED = 3
+#: the pruning round's default batch size is not among the survivors (detail: its k).
+ERR_PRUNED_DEFAULT = 4
+#: pruning left no batch size for Thompson Sampling.
+ERR_EMPTY_BANDIT = 5
+#: an arm has fewer than two observations when Thompson Sampling starts (detail: its k).
+ERR_FEW_OBSERVATIONS = 6
+#: no train-trace run at the chosen batch size (detail: its k).
+ERR_NO_TRAIN_RUN = 7
+#: a power limit that the batch size was not profiled at (a = k).
+ERR_LIMIT_INDEX = 8
+#: the epoch cost of early stopping is zero (float floor division by zero).
+ERR_ZERO_DIVISION = 9
+#: a run at a batch size the table has no rows for.
+ERR_UNKNOWN_BATCH_SIZE = 10
+#: not an error: the buffers are full; go on from this group with larger ones (detail: the group's runs or rewards so far).
+ERR_CAPACITY = 11
+
+#: Runs of one trace job after which its group is declared stuck (``groups._MAX_ATTEMPTS``).
+MAX_ATTEMPTS = 1_000
+#: Pruning rounds before Thompson Sampling (``bandit._NUM_PRUNING_ROUNDS``).
+NUM_PRUNING_ROUNDS = 2
+
+POLICY_ZEUS = 0
+POLICY_FIXED = 1  # Default and Oracle: one configuration
+POLICY_GRID = 2
+
+#: Columns of the runs array (rows of a (N_COLUMNS, capacity) float64 array; integers are exact in float64).
+COL_GROUP, COL_JOB, COL_T0, COL_T1, COL_BS, COL_PL, COL_ENERGY, COL_TIME, COL_REACHED = range(9)
+N_COLUMNS = 9
+
+# ---------------------------------------------------------------------------------------------
+# PCG64 (numpy's pcg64.h): 128-bit state and increment as (high, low) uint64 pairs
+
+_U0 = np.uint64(0)
+_U1 = np.uint64(1)
+_M32 = np.uint64(0xFFFFFFFF)
+_S32 = np.uint64(32)
+_MULT_HI = np.uint64(0x2360ED051FC65DA4)
+_MULT_LO = np.uint64(0x4385DF649FCCF645)
+_ROT_SHIFT = np.uint64(58)
+_ROT_MASK = np.uint64(63)
+_U64_BITS = np.uint64(64)
+_DOUBLE_SHIFT = np.uint64(11)
+_DOUBLE_SCALE = 1.0 / 9007199254740992.0
+
+#: A stream's slots in its uint64 array.
+_ST_HI, _ST_LO, _INC_HI, _INC_LO, _HAS_HIGH, _HIGH = range(6)
+STREAM_WORDS = 6
+
+
+@njit(cache=True, inline="always")
+def _mulhi(a: np.uint64, b: np.uint64) -> np.uint64:
+    """High 64 bits of the 128-bit product a x b."""
+    a_lo = a & _M32
+    a_hi = a >> _S32
+    b_lo = b & _M32
+    b_hi = b >> _S32
+    p0 = a_lo * b_lo
+    p1 = a_lo * b_hi
+    p2 = a_hi * b_lo
+    p3 = a_hi * b_hi
+    carry = ((p0 >> _S32) + (p1 & _M32) + (p2 & _M32)) >> _S32
+    return p3 + (p1 >> _S32) + (p2 >> _S32) + carry
+
+
+@njit(cache=True, inline="always")
+def _step(st: np.ndarray) -> None:
+    """state = state x multiplier + inc (mod 2**128)."""
+    hi, lo = st[_ST_HI], st[_ST_LO]
+    new_lo = lo * _MULT_LO
+    new_hi = _mulhi(lo, _MULT_LO) + hi * _MULT_LO + lo * _MULT_HI
+    out_lo = new_lo + st[_INC_LO]
+    carry = _U1 if out_lo < new_lo else _U0
+    st[_ST_HI] = new_hi + st[_INC_HI] + carry
+    st[_ST_LO] = out_lo
+
+
+@njit(cache=True)
+def next64(st: np.ndarray) -> np.uint64:
+    """One 64-bit output (``random_raw``): step, then XSL-RR of the new state."""
+    _step(st)
+    hi, lo = st[_ST_HI], st[_ST_LO]
+    xored = hi ^ lo
+    rot = hi >> _ROT_SHIFT
+    return (xored >> rot) | (xored << ((_U64_BITS - rot) & _ROT_MASK))
+
+
+@njit(cache=True)
+def next32(st: np.ndarray) -> np.uint64:
+    """One 32-bit draw: the low half of a fresh 64-bit output, then its high half (``exact.Uint32Draws.next32``)."""
+    if st[_HAS_HIGH] != _U0:
+        st[_HAS_HIGH] = _U0
+        return st[_HIGH]
+    raw = next64(st)
+    st[_HAS_HIGH] = _U1
+    st[_HIGH] = raw >> _S32
+    return raw & _M32
+
+
+@njit(cache=True)
+def bounded(st: np.ndarray, high: int) -> np.int64:
+    """A uniform integer in [0, high] by Lemire's method (``exact.Uint32Draws.bounded``); high 0 draws nothing."""
+    if high == 0:
+        return np.int64(0)
+    span = np.uint64(high + 1)
+    product = next32(st) * span
+    leftover = product & _M32
+    if leftover < span:
+        threshold = (_M32 - np.uint64(high)) % span
+        while leftover < threshold:
+            product = next32(st) * span
+            leftover = product & _M32
+    return np.int64(product >> _S32)
+
+
+@njit(cache=True)
+def next_double(st: np.ndarray) -> float:
+    """numpy's ``next_double``: the top 53 bits of a 64-bit output, in [0, 1)."""
+    return float(next64(st) >> _DOUBLE_SHIFT) * _DOUBLE_SCALE
+
+
+@njit(cache=True)
+def standard_normal(st: np.ndarray) -> float:
+    """numpy's ``random_standard_normal`` (ziggurat, ``distributions.c``); consumes 64-bit outputs only."""
+    while True:
+        r = next64(st)
+        idx = np.int64(r & np.uint64(0xFF))
+        r >>= np.uint64(8)
+        sign = r & _U1
+        rabs = (r >> _U1) & np.uint64(0x000FFFFFFFFFFFFF)
+        x = float(rabs) * wi_double[idx]
+        if sign != _U0:
+            x = -x
+        if rabs < ki_double[idx]:
+            return x
+        if idx == 0:
+            while True:
+                xx = -ziggurat_nor_inv_r * np.log1p(-next_double(st))
+                yy = -np.log1p(-next_double(st))
+                if yy + yy > xx * xx:
+                    if ((rabs >> np.uint64(8)) & _U1) != _U0:
+                        return -(ziggurat_nor_r + xx)
+                    return ziggurat_nor_r + xx
+        elif (fi_double[idx - 1] - fi_double[idx]) * next_double(st) + fi_double[idx] < np.exp(-0.5 * x * x):
+            return x
+
+
+# ---------------------------------------------------------------------------------------------
+# SeedSequence (numpy's bit_generator.pyx), uint32 arithmetic in uint64 registers
+
+_INIT_A = np.uint64(0x43B0D7E5)
+_MULT_A = np.uint64(0x931E8875)
+_INIT_B = np.uint64(0x8B51F9DD)
+_MULT_B = np.uint64(0x58F38DED)
+_MIX_MULT_L = np.uint64(0xCA01F9DD)
+_MIX_MULT_R = np.uint64(0x4973F715)
+_XSHIFT = np.uint64(16)
+_POOL_SIZE = 4
+
+
+@njit(cache=True, inline="always")
+def _hashmix(value: np.uint64, hash_const: np.ndarray) -> np.uint64:
+    value = (value ^ hash_const[0]) & _M32
+    hash_const[0] = (hash_const[0] * _MULT_A) & _M32
+    value = (value * hash_const[0]) & _M32
+    return value ^ (value >> _XSHIFT)
+
+
+@njit(cache=True, inline="always")
+def _mix(x: np.uint64, y: np.uint64) -> np.uint64:
+    result = ((_MIX_MULT_L * x) - (_MIX_MULT_R * y)) & _M32
+    return result ^ (result >> _XSHIFT)
+
+
+@njit(cache=True)
+def seed_pool(entropy: np.ndarray) -> np.ndarray:
+    """The pool of ``SeedSequence`` over the assembled entropy words (uint32 values in a uint64 array)."""
+    pool = np.zeros(_POOL_SIZE, dtype=np.uint64)
+    hash_const = np.full(1, _INIT_A, dtype=np.uint64)
+    n = entropy.size
+    for i in range(_POOL_SIZE):
+        pool[i] = _hashmix(entropy[i] if i < n else _U0, hash_const)
+    for i_src in range(_POOL_SIZE):
+        for i_dst in range(_POOL_SIZE):
+            if i_src != i_dst:
+                pool[i_dst] = _mix(pool[i_dst], _hashmix(pool[i_src], hash_const))
+    for i_src in range(_POOL_SIZE, n):
+        for i_dst in range(_POOL_SIZE):
+            pool[i_dst] = _mix(pool[i_dst], _hashmix(entropy[i_src], hash_const))
+    return pool
+
+
+@njit(cache=True)
+def generate_words(pool: np.ndarray, n_words: int) -> np.ndarray:
+    """``SeedSequence.generate_state(n_words, np.uint32)`` (as uint64 values)."""
+    out = np.zeros(n_words, dtype=np.uint64)
+    hash_const = _INIT_B
+    for i in range(n_words):
+        value = (pool[i % _POOL_SIZE] ^ hash_const) & _M32
+        hash_const = (hash_const * _MULT_B) & _M32
+        value = (value * hash_const) & _M32
+        out[i] = value ^ (value >> _XSHIFT)
+    return out
+
+
+@njit(cache=True)
+def spawned_seed(base: np.uint64, knob_words: np.ndarray) -> np.uint64:
+    """``SeedSequence(entropy=base, spawn_key=(knob,)).generate_state(1, np.uint32)[0]`` for a uint32 ``base``.
+
+    ``knob_words``: the knob as numpy coerces it (little-endian 32-bit words; [0] for 0).
+    """
+    entropy = np.zeros(_POOL_SIZE + knob_words.size, dtype=np.uint64)
+    entropy[0] = base  # the run entropy is padded to the pool size when a spawn key follows
+    entropy[_POOL_SIZE:] = knob_words
+    return generate_words(seed_pool(entropy), 1)[0]
+
+
+@njit(cache=True)
+def seed_stream(st: np.ndarray, seed: np.uint64) -> None:
+    """``np.random.PCG64(seed)`` for a uint32 ``seed``: SeedSequence words, then ``pcg64_set_seed``."""
+    entropy = np.full(1, seed, dtype=np.uint64)
+    words = generate_words(seed_pool(entropy), 8)
+    init_hi = words[0] | (words[1] << _S32)
+    init_lo = words[2] | (words[3] << _S32)
+    seq_hi = words[4] | (words[5] << _S32)
+    seq_lo = words[6] | (words[7] << _S32)
+    st[_INC_HI] = (seq_hi << _U1) | (seq_lo >> np.uint64(63))
+    st[_INC_LO] = (seq_lo << _U1) | _U1
+    st[_ST_HI] = _U0
+    st[_ST_LO] = _U0
+    _step(st)
+    lo = st[_ST_LO] + init_lo
+    carry = _U1 if lo < init_lo else _U0
+    st[_ST_HI] = st[_ST_HI] + init_hi + carry
+    st[_ST_LO] = lo
+    _step(st)
+    st[_HAS_HIGH] = _U0
+    st[_HIGH] = _U0
+
+
+# ---------------------------------------------------------------------------------------------
+# numpy's pairwise summation and CPython's float floor division
+
+_PAIRWISE_SEQUENTIAL = 8
+_PAIRWISE_BLOCK = 128
+#: Nodes on the path from the root of numpy's pairwise tree to a leaf: n halves at each level (n < 2**63).
+_PAIRWISE_DEPTH = 64
+
+
+@njit(cache=True)
+def _pairwise_block(a: np.ndarray, lo: int, n: int) -> float:
+    """numpy's pairwise sum of ``a[lo:lo + n]`` for ``n <= 128``: sequential below 8, else 8 accumulators."""
+    if n < _PAIRWISE_SEQUENTIAL:
+        res = 0.0
+        for i in range(lo, lo + n):
+            res += a[i]
+        return res
+    r0, r1, r2, r3 = a[lo], a[lo + 1], a[lo + 2], a[lo + 3]
+    r4, r5, r6, r7 = a[lo + 4], a[lo + 5], a[lo + 6], a[lo + 7]
+    end = n - n % 8
+    i = 8
+    while i < end:
+        base = lo + i
+        r0 += a[base]
+        r1 += a[base + 1]
+        r2 += a[base + 2]
+        r3 += a[base + 3]
+        r4 += a[base + 4]
+        r5 += a[base + 5]
+        r6 += a[base + 6]
+        r7 += a[base + 7]
+        i += 8
+    res = ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7))
+    while i < n:
+        res += a[lo + i]
+        i += 1
+    return res
+
+
+@njit(cache=True)
+def pairwise_sum(a: np.ndarray, lo: int, n: int) -> float:
+    """``np.add.reduce(a[lo:lo + n])`` for contiguous float64 (numpy's pairwise order, ``exact.pairwise_sum``).
+
+    Above 128 values numpy sums the halves (the first rounded down to a multiple of 8) and adds
+    them: the same tree is walked here with an explicit stack, since numba's cache cannot reload
+    code that calls a recursive function.
+    """
+    if n <= _PAIRWISE_BLOCK:
+        return _pairwise_block(a, lo, n)
+    # post-order walk: each node (lo, n) is visited three times (stage 0: left, 1: right, 2: add)
+    node_lo = np.empty(_PAIRWISE_DEPTH, dtype=np.int64)
+    node_n = np.empty(_PAIRWISE_DEPTH, dtype=np.int64)
+    stage = np.empty(_PAIRWISE_DEPTH, dtype=np.int64)
+    values = np.empty(_PAIRWISE_DEPTH + 1, dtype=np.float64)
+    top, n_values = 0, 0
+    node_lo[0], node_n[0], stage[0] = lo, n, 0
+    while top >= 0:
+        nlo, nn = node_lo[top], node_n[top]
+        if nn <= _PAIRWISE_BLOCK:
+            values[n_values] = _pairwise_block(a, nlo, nn)
+            n_values += 1
+            top -= 1
+            continue
+        half = nn // 2
+        half -= half % 8
+        if stage[top] == 0:
+            stage[top] = 1
+            top += 1
+            node_lo[top], node_n[top], stage[top] = nlo, half, 0
+        elif stage[top] == 1:
+            stage[top] = 2
+            top += 1
+            node_lo[top], node_n[top], stage[top] = nlo + half, nn - half, 0
+        else:
+            n_values -= 1
+            values[n_values - 1] = values[n_values - 1] + values[n_values]
+            top -= 1
+    return values[0]
+
+
+@njit(cache=True)
+def sum_and_var(values: np.ndarray, n: int, scratch: np.ndarray) -> tuple[float, float]:
+    """``(values[:n].sum(), np.var(values[:n]))`` bit for bit (``exact.sum_and_var``); ``scratch`` holds >= n floats."""
+    if n < _PAIRWISE_SEQUENTIAL:
+        total = 0.0
+        for i in range(n):
+            total += values[i]
+        mean = total / n
+        sq = 0.0
+        for i in range(n):
+            d = values[i] - mean
+            sq += d * d
+        return total, sq / n
+    total = pairwise_sum(values, 0, n)
+    mean = total / n
+    for i in range(n):
+        d = values[i] - mean
+        scratch[i] = d * d
+    return total, pairwise_sum(scratch, 0, n) / n
+
+
+@njit(cache=True)
+def py_floordiv(vx: float, wx: float) -> float:
+    """CPython's ``vx // wx`` for floats (``_float_div_mod``); ``wx`` must not be 0 (Python raises there)."""
+    mod = np.fmod(vx, wx)
+    div = (vx - mod) / wx
+    if mod != 0.0 and (wx < 0) != (mod < 0):
+        div -= 1.0
+    if div != 0.0:
+        floordiv = np.floor(div)  # a float (math.floor gives an int64 that overflows)
+        if div - floordiv > 0.5:
+            floordiv += 1.0
+        return floordiv
+    return math.copysign(0.0, vx / wx)
+
+
+# ---------------------------------------------------------------------------------------------
+# the replay: its inputs (``pipelines.zeus.fast`` packs them), the Thompson step, the event loop
+
+
+class Jobs(NamedTuple):
+    """The jobs of a trace, groups sorted, each group's jobs by start time (ties in table order)."""
+
+    bounds: np.ndarray  # int64, groups + 1: group g holds jobs bounds[g]:bounds[g + 1]
+    dataset: np.ndarray  # int64 per group: its dataset's index d
+    seed: np.ndarray  # uint64 per group: adler32(group id), the artifact's seed
+    knob_words: np.ndarray  # uint64: the seed knob as SeedSequence words; empty for the artifact's seeding
+    start: np.ndarray  # float64 per job, s
+    end: np.ndarray  # float64 per job, s
+    ratio: np.ndarray  # float64 per job: runtime_ratio
+
+
+class Tables(NamedTuple):
+    """``WorkloadTable`` per dataset d, batch-size index k (batch sizes ascending) and limit index m (trace order), padded."""
+
+    n_bs: np.ndarray  # int64 [d]
+    b0_index: np.ndarray  # int64 [d]: k of b0, -1 when b0 is not a batch size of the table
+    max_epochs: np.ndarray  # float64 [d]
+    bs_value: np.ndarray  # int64 [d, k]
+    max_pl: np.ndarray  # int64 [d, k]: the largest limit profiled at that batch size, W
+    first_energy: np.ndarray  # float64 [d, k]: JIT-profiling epoch energy, J
+    first_time: np.ndarray  # float64 [d, k]: JIT-profiling epoch time, s
+    n_lim: np.ndarray  # int64 [d, k]
+    lim_value: np.ndarray  # int64 [d, k, m], W
+    energy_per_epoch: np.ndarray  # float64 [d, k, m], J
+    time_per_epoch: np.ndarray  # float64 [d, k, m], s
+    target_offset: np.ndarray  # int64 [d, k]: where its runs' target epochs start in ``targets``
+    n_targets: np.ndarray  # int64 [d, k]
+    targets: np.ndarray  # float64: target epoch of each train-trace run (NaN: never reached), trace order
+
+
+class PolicyArrays(NamedTuple):
+    """Who chooses, with the knobs."""
+
+    kind: int  # POLICY_*
+    setup_failed: np.ndarray  # bool [d]: make_policy raised for that dataset
+    jit_pl: np.ndarray  # int64 [d, k]: Zeus's JIT-profiled limit at eta, W
+    fixed_bs: np.ndarray  # int64 [d]: Default's or the Oracle's batch size
+    fixed_pl: np.ndarray  # int64 [d]: its power limit, W
+    grid_offset: np.ndarray  # int64 [d + 1]: Grid Search's configurations of d are grid_bs/grid_pl[offset[d]:offset[d + 1]]
+    grid_bs: np.ndarray  # int64: in the reference's order (batch sizes, then limits, ascending)
+    grid_pl: np.ndarray  # int64, W
+    eta: float
+    beta: float  # inf for policies without early stopping
+    max_power: float  # W: MaxPower of the hybrid cost
+
+
+#: Rows of the int64 state of the runs in flight (``is_[row, slot]``).
+_F_SEQ, _F_JOB, _F_ATTEMPT, _F_K, _F_PL, _F_REACHED, N_INT_SLOTS = range(7)
+#: Rows of their float64 state (``fs[row, slot]``).
+_F_T1, _F_T0, _F_RATIO, _F_TIME, _F_ENERGY, _F_COST, N_FLOAT_SLOTS = range(7)
+
+
+@njit(cache=True)
+def _sort(values: np.ndarray, n: int) -> None:
+    """Sort ``values[:n]`` ascending in place (insertion sort: a handful of batch sizes)."""
+    for i in range(1, n):
+        v = values[i]
+        j = i - 1
+        while j >= 0 and values[j] > v:
+            values[j + 1] = values[j]
+            j -= 1
+        values[j + 1] = v
+
+
+@njit(cache=True)
+def _fit(rewards: np.ndarray, n: int, scratch: np.ndarray) -> tuple[float, float]:
+    """``GaussianThompson.fit``: (posterior mean, standard deviation) of an arm from its ``n`` rewards (prior mean 0, precision 0)."""
+    total, var = sum_and_var(rewards, n, scratch)
+    reward_precision = 1.0 / var if var != 0.0 else math.inf
+    if reward_precision == math.inf:
+        precision = math.inf
+        mean = total / n
+    else:
+        precision = 0.0 + n * reward_precision
+        mean = (0.0 * 0.0 + reward_precision * total) / precision
+    return mean, math.sqrt(1.0 / precision if precision != 0.0 else math.inf)
+
+
+@njit(cache=True)
+def _thompson(rng: np.ndarray, n: int, mean: np.ndarray, scale: np.ndarray) -> int:
+    """``GaussianThompson.predict``: the draws of a permutation of the ``n`` arms, one normal per arm; the first largest sample's arm."""
+    for j in range(1, n):  # Floyd's picks
+        bounded(rng, j)
+    for j in range(n - 1, 0, -1):  # the shuffle
+        bounded(rng, j)
+    best_i, best = 0, -math.inf
+    for i in range(n):
+        sample = mean[i] + scale[i] * standard_normal(rng)
+        if i == 0 or sample > best:
+            best_i, best = i, sample
+    return best_i
+
+
+@njit(cache=True)
+def replay_groups_kernel(  # noqa: PLR0915 - one event loop as groups.replay_group; numba wants the hot state in locals (module docstring)
+    g_lo: int, g_hi: int, jobs: Jobs, t: Tables, p: PolicyArrays, runs_capacity: int, history_capacity: int
+) -> tuple[np.ndarray, int, np.ndarray]:
+    """Replay groups ``[g_lo, g_hi)`` of ``jobs``; returns (runs, number of runs, error).
+
+    ``runs`` is a (N_COLUMNS, runs_capacity) float64 array, one column per reported run in replay
+    order (rows ``COL_*``). ``error`` is int64 [code, group, detail]: ``OK``, or the ``ERR_*`` of
+    the first group (in order) where the reference raises, or ``ERR_CAPACITY`` where the runs or
+    a batch size's rewards (``history_capacity`` per group) would not fit: the runs of the groups
+    before it are complete, and the caller goes on from that group with larger buffers (buffers
+    never grow here: an array re-assigned in the loop costs reference counting on every run).
+    """
+    # Inputs read once into locals: numba reference-counts each read of a tuple's field in a loop this size.
+    bounds, group_dataset, group_seed, knob_words = jobs.bounds, jobs.dataset, jobs.seed, jobs.knob_words
+    start, end, ratio = jobs.start, jobs.end, jobs.ratio
+    n_bs, b0_index, max_epochs, bs_value, max_pl = t.n_bs, t.b0_index, t.max_epochs, t.bs_value, t.max_pl
+    first_energy, first_time, n_lim, lim_value = t.first_energy, t.first_time, t.n_lim, t.lim_value
+    energy_per_epoch, time_per_epoch, target_offset, n_targets, targets = t.energy_per_epoch, t.time_per_epoch, t.target_offset, t.n_targets, t.targets
+    kind, setup_failed, jit_pl, fixed_bs, fixed_pl = p.kind, p.setup_failed, p.jit_pl, p.fixed_bs, p.fixed_pl
+    grid_offset, grid_bs, grid_pl, eta, beta, max_power = p.grid_offset, p.grid_bs, p.grid_pl, p.eta, p.beta, p.max_power
+
+    error = np.zeros(3, dtype=np.int64)
+    runs = np.empty((N_COLUMNS, runs_capacity), dtype=np.float64)
+    n_runs = 0
+    max_jobs = 1
+    for g in range(g_lo, g_hi):
+        max_jobs = max(max_jobs, bounds[g + 1] - bounds[g])
+    nb = bs_value.shape[1]
+    # runs in flight (a job has at most one): their state by slot, a heap of slots, the free slots
+    is_ = np.zeros((N_INT_SLOTS, max_jobs), dtype=np.int64)
+    fs = np.zeros((N_FLOAT_SLOTS, max_jobs), dtype=np.float64)
+    heap = np.zeros(max_jobs, dtype=np.int64)
+    free = np.zeros(max_jobs, dtype=np.int64)
+    sampler = np.zeros(STREAM_WORDS, dtype=np.uint64)
+    # Zeus (``ZeusPolicy``, ``PruningGTSOptimizer``): batch sizes profiled, rewards (negated costs) per batch size
+    profiled = np.zeros(nb, dtype=np.bool_)
+    hist_n = np.zeros(nb, dtype=np.int64)
+    hist = np.empty((nb, history_capacity), dtype=np.float64)
+    scratch = np.empty(history_capacity, dtype=np.float64)
+    # the pruning walk (``PruningExplorer``; batch sizes as indices k): survivors ascending, this round's
+    # two directions (down from the default, default included; then up) and the k that reached the target
+    survivors = np.zeros(nb, dtype=np.int64)
+    directions = np.zeros((2, nb), dtype=np.int64)
+    dir_len = np.zeros(2, dtype=np.int64)
+    dir_pos = np.zeros(2, dtype=np.int64)
+    good = np.zeros(nb, dtype=np.int64)
+    # Thompson Sampling (``GaussianThompson``) over the survivors, on its own generator
+    arm_of = np.full(nb, -1, dtype=np.int64)
+    arm_k = np.zeros(nb, dtype=np.int64)
+    arm_mean = np.zeros(nb, dtype=np.float64)
+    arm_scale = np.zeros(nb, dtype=np.float64)
+    arm_stale = np.zeros(nb, dtype=np.bool_)  # observed since its last fit
+    bandit_rng = np.zeros(STREAM_WORDS, dtype=np.uint64)
+
+    for g in range(g_lo, g_hi):
+        d = group_dataset[g]
+        if setup_failed[d]:
+            error[0], error[1], error[2] = ERR_SETUP, g, d
+            return runs, n_runs, error
+        seed = group_seed[g] if knob_words.size == 0 else spawned_seed(group_seed[g], knob_words)
+        seed_stream(sampler, seed)
+        # the group's best known configuration (``groups._GroupState``)
+        best_k, best_pl, min_cost = b0_index[d], -1, math.inf
+        # Zeus
+        profiled[:] = False
+        hist_n[:] = 0
+        n_surv = n_bs[d]
+        for k in range(n_surv):
+            survivors[k] = k
+        walk_default, expecting, prune_round, n_dirs, n_good, round_best = b0_index[d], -1, 0, 0, 0, math.inf
+        has_result, result_k, result_cost, result_reached = False, -1, 0.0, False
+        walk_started, walk_done, n_arms = False, False, 0
+        arm_of[:] = -1
+        # Grid Search
+        grid_next, grid_best_bs, grid_best_pl, grid_best_cost = grid_offset[d], -1, -1, math.inf
+
+        lo, hi = bounds[g], bounds[g + 1]
+        group_runs = n_runs  # where this group's runs start: kept if it has to start over
+        for i in range(hi - lo):
+            free[i] = i
+        n_free, heap_n, seq, job = hi - lo, 0, 0, lo
+        while True:
+            # ---- the next event: the earliest-ending run if it ends by the next arrival, else that arrival
+            if heap_n > 0 and (job >= hi or fs[_F_T1, heap[0]] <= start[job]):
+                # pop the heap's root, sift its last entry down (inline: a call would reference-count its arrays)
+                slot = heap[0]
+                heap_n -= 1
+                if heap_n > 0:
+                    moving, i = heap[heap_n], 0
+                    t1m, seqm = fs[_F_T1, moving], is_[_F_SEQ, moving]
+                    while True:
+                        c = 2 * i + 1
+                        if c >= heap_n:
+                            break
+                        if c + 1 < heap_n and (fs[_F_T1, heap[c + 1]] < fs[_F_T1, heap[c]] or (
+                                fs[_F_T1, heap[c + 1]] == fs[_F_T1, heap[c]] and is_[_F_SEQ, heap[c + 1]] < is_[_F_SEQ, heap[c]])):
+                            c += 1
+                        if not (fs[_F_T1, heap[c]] < t1m or (fs[_F_T1, heap[c]] == t1m and is_[_F_SEQ, heap[c]] < seqm)):
+                            break
+                        heap[i] = heap[c]
+                        i = c
+                    heap[i] = moving
+                free[n_free] = slot
+                n_free += 1
+                k, limit, reached, cost = is_[_F_K, slot], is_[_F_PL, slot], is_[_F_REACHED, slot] != 0, fs[_F_COST, slot]
+                # the policy observes (``Policy.observe``)
+                if kind == POLICY_ZEUS:
+                    if hist_n[k] == history_capacity:
+                        error[0], error[1], error[2] = ERR_CAPACITY, g, hist_n[k]
+                        return runs, group_runs, error
+                    hist[k, hist_n[k]] = -cost
+                    hist_n[k] += 1
+                    if n_arms > 0:
+                        # A fit is a pure function of the arm's rewards and only the next prediction reads it:
+                        # refit then, once (the same values as refitting at every observation).
+                        if arm_of[k] >= 0:
+                            arm_stale[arm_of[k]] = True
+                    elif expecting == k:  # concurrency: only the result the walk waits on is reported
+                        expecting = -1
+                        has_result, result_k, result_cost, result_reached = True, k, cost, reached
+                elif kind == POLICY_GRID and reached and cost < grid_best_cost:
+                    grid_best_bs, grid_best_pl, grid_best_cost = bs_value[d, k], limit, cost
+                energy, time, r = fs[_F_ENERGY, slot], fs[_F_TIME, slot], fs[_F_RATIO, slot]
+                if energy != 0 or time != 0 or reached:  # a run that could not afford an epoch is not reported
+                    if n_runs == runs_capacity:
+                        error[0], error[1], error[2] = ERR_CAPACITY, g, n_runs - group_runs
+                        return runs, group_runs, error
+                    runs[COL_GROUP, n_runs], runs[COL_JOB, n_runs] = g, is_[_F_JOB, slot] - lo
+                    runs[COL_T0, n_runs], runs[COL_T1, n_runs] = fs[_F_T0, slot], fs[_F_T1, slot]
+                    runs[COL_BS, n_runs], runs[COL_PL, n_runs] = bs_value[d, k], limit
+                    runs[COL_ENERGY, n_runs], runs[COL_TIME, n_runs] = energy * r, time * r
+                    runs[COL_REACHED, n_runs] = 1.0 if reached else 0.0
+                    n_runs += 1
+                if reached:
+                    if min_cost > cost:
+                        best_k, best_pl, min_cost = k, limit, cost
+                    continue
+                # a miss is retried at once: it starts at the run's end and takes the same wall time
+                t0, t1 = fs[_F_T0, slot], fs[_F_T1, slot]
+                new_job, attempt, new_t0, new_t1, new_r = is_[_F_JOB, slot], is_[_F_ATTEMPT, slot] + 1, t1, t1 + (t1 - t0), r
+            elif job < hi:
+                new_job, attempt, new_t0, new_t1, new_r = job, 1, start[job], end[job], ratio[job]
+                job += 1
+            else:
+                break
+
+            # ---- submit a run (``replay_group.submit``): its configuration ...
+            if attempt > MAX_ATTEMPTS:
+                error[0], error[1], error[2] = ERR_STUCK, g, new_job - lo
+                return runs, n_runs, error
+            profile = False
+            if heap_n > 0:  # concurrent: the best known batch size and its limit (``Policy.power_limit`` when none is known)
+                k = best_k
+                if best_pl >= 0:
+                    limit = best_pl
+                elif kind == POLICY_ZEUS:
+                    if not profiled[k]:
+                        error[0], error[1], error[2] = ERR_POWER_NOT_PROFILED, g, k
+                        return runs, n_runs, error
+                    limit = jit_pl[d, k]
+                elif kind == POLICY_FIXED:
+                    limit = fixed_pl[d]
+                else:
+                    limit = max_pl[d, k]
+            elif kind == POLICY_ZEUS:
+                # ``PruningGTSOptimizer.predict``: the pruning walk (``PruningExplorer.next_batch_size``), then Thompson Sampling.
+                # The walk is asked only when nothing is in flight, so its last result is always in (the reference's
+                # 'asked before the last result was reported' cannot happen in a group replay).
+                k = -1
+                if n_arms == 0 and not walk_done:
+                    new_round = False
+                    if not walk_started:
+                        walk_started, new_round = True, True
+                    elif has_result:
+                        has_result = False
+                        if result_reached:
+                            if round_best > result_cost:
+                                round_best, walk_default = result_cost, result_k
+                            good[n_good] = result_k
+                            n_good += 1
+                        else:
+                            n_dirs -= 1  # the rest of this direction is pruned
+                    while True:
+                        if new_round:  # ``PruningExplorer._start_round``
+                            new_round = False
+                            idx = -1
+                            for i in range(n_surv):
+                                if survivors[i] == walk_default:
+                                    idx = i
+                            if idx < 0:
+                                error[0], error[1], error[2] = ERR_PRUNED_DEFAULT, g, walk_default
+                                return runs, n_runs, error
+                            for i in range(idx + 1):
+                                directions[0, i] = survivors[idx - i]
+                            for i in range(idx + 1, n_surv):
+                                directions[1, i - idx - 1] = survivors[i]
+                            dir_len[0], dir_len[1], dir_pos[0], dir_pos[1] = idx + 1, n_surv - idx - 1, 0, 0
+                            n_dirs, n_good, round_best = 2, 0, math.inf
+                        while n_dirs > 0 and dir_pos[2 - n_dirs] == dir_len[2 - n_dirs]:
+                            n_dirs -= 1
+                        if n_dirs > 0:  # the head direction's next batch size
+                            head = 2 - n_dirs
+                            k = directions[head, dir_pos[head]]
+                            dir_pos[head] += 1
+                            expecting = k
+                            break
+                        expecting = -1
+                        n_surv = n_good
+                        survivors[:n_good] = good[:n_good]
+                        _sort(survivors, n_surv)
+                        prune_round += 1
+                        if prune_round == NUM_PRUNING_ROUNDS:
+                            walk_done = True
+                            break
+                        new_round = True
+                if k < 0:
+                    if n_arms == 0:  # the bandit starts over the survivors, on a fresh generator with the group's seed
+                        if n_surv == 0:
+                            error[0], error[1], error[2] = ERR_EMPTY_BANDIT, g, 0
+                            return runs, n_runs, error
+                        seed_stream(bandit_rng, seed)
+                        n_arms = n_surv
+                        for a in range(n_arms):
+                            arm_k[a], arm_of[survivors[a]], arm_stale[a] = survivors[a], a, False
+                        for a in range(n_arms):
+                            if hist_n[arm_k[a]] < 2:
+                                error[0], error[1], error[2] = ERR_FEW_OBSERVATIONS, g, arm_k[a]
+                                return runs, n_runs, error
+                            arm_mean[a], arm_scale[a] = _fit(hist[arm_k[a]], hist_n[arm_k[a]], scratch)
+                    for a in range(n_arms):
+                        if arm_stale[a]:
+                            arm_stale[a] = False
+                            arm_mean[a], arm_scale[a] = _fit(hist[arm_k[a]], hist_n[arm_k[a]], scratch)
+                    k = arm_k[_thompson(bandit_rng, n_arms, arm_mean, arm_scale)]
+                # ``ZeusPolicy.choose``: the first run of a batch size profiles its power limits
+                limit = jit_pl[d, k]
+                profile = not profiled[k]
+                profiled[k] = True
+            elif kind == POLICY_FIXED:
+                k, limit = -1, fixed_pl[d]
+                for i in range(n_bs[d]):
+                    if bs_value[d, i] == fixed_bs[d]:
+                        k = i
+            else:  # ``GridSearchPolicy.choose``
+                if grid_next < grid_offset[d + 1]:
+                    bs, limit = grid_bs[grid_next], grid_pl[grid_next]
+                    grid_next += 1
+                elif grid_best_bs >= 0:
+                    bs, limit = grid_best_bs, grid_best_pl
+                else:
+                    bs, limit = bs_value[d, b0_index[d]], max_pl[d, b0_index[d]]
+                k = -1
+                for i in range(n_bs[d]):
+                    if bs_value[d, i] == bs:
+                        k = i
+
+            # ---- ... and its outcome (``RunSampler.run``)
+            if k < 0:  # a batch size without rows (an Oracle's concurrent run at a b0 the table lacks)
+                error[0], error[1], error[2] = ERR_UNKNOWN_BATCH_SIZE, g, 0
+                return runs, n_runs, error
+            if n_targets[d, k] == 0:
+                error[0], error[1], error[2] = ERR_NO_TRAIN_RUN, g, k
+                return runs, n_runs, error
+            m = -1
+            for i in range(n_lim[d, k]):
+                if lim_value[d, k, i] == limit:
+                    m = i
+            if m < 0:
+                error[0], error[1], error[2] = ERR_LIMIT_INDEX, g, k
+                return runs, n_runs, error
+            epe, tpe = energy_per_epoch[d, k, m], time_per_epoch[d, k, m]
+            target = targets[target_offset[d, k] + bounded(sampler, n_targets[d, k] - 1)]
+            cost_bound = beta * min_cost
+            if cost_bound == math.inf:
+                budget = max_epochs[d]
+            else:
+                epoch_cost = eta * epe + (1 - eta) * max_pl[d, k] * tpe
+                if epoch_cost == 0.0:
+                    error[0], error[1], error[2] = ERR_ZERO_DIVISION, g, k
+                    return runs, n_runs, error
+                budget = py_floordiv(cost_bound, epoch_cost)
+                # min(budget, max_epochs) as Python takes it: the first unless the second is smaller (a NaN stays)
+                budget = max_epochs[d] if max_epochs[d] < budget else budget
+            if budget == 0:
+                energy, time, reached = 0.0, 0.0, False
+            else:
+                reached = not math.isnan(target) and target <= budget
+                epochs = target if reached else budget
+                if profile:
+                    energy, time = first_energy[d, k] + epe * (epochs - 1), first_time[d, k] + tpe * (epochs - 1)
+                else:
+                    energy, time = epe * epochs, tpe * epochs
+
+            # ---- in flight until its end
+            n_free -= 1
+            slot = free[n_free]
+            is_[_F_SEQ, slot], is_[_F_JOB, slot], is_[_F_ATTEMPT, slot] = seq, new_job, attempt
+            is_[_F_K, slot], is_[_F_PL, slot], is_[_F_REACHED, slot] = k, limit, 1 if reached else 0
+            fs[_F_T1, slot], fs[_F_T0, slot], fs[_F_RATIO, slot] = new_t1, new_t0, new_r
+            fs[_F_TIME, slot], fs[_F_ENERGY, slot] = time, energy
+            fs[_F_COST, slot] = eta * energy + (1 - eta) * max_power * time  # ``runs.hybrid_cost``
+            seq += 1
+            # push: sift up from the end (ends tie rarely; then the earlier submission first, as heapq's tuples)
+            i = heap_n
+            heap_n += 1
+            while i > 0:
+                parent = (i - 1) // 2
+                q = heap[parent]
+                if not (new_t1 < fs[_F_T1, q] or (new_t1 == fs[_F_T1, q] and seq - 1 < is_[_F_SEQ, q])):
+                    break
+                heap[i] = q
+                i = parent
+            heap[i] = slot
+    return runs, n_runs, error
