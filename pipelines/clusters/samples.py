@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -30,6 +30,7 @@ from pipelines.clusters import mapping, power, simulate
 from pipelines.clusters.capacity import Capacity
 from pipelines.distributed import Runner, fan_out
 from pipelines.vocabulary import PolicyName
+from pipelines.zeus import fast
 from pipelines.zeus.traces import Traces
 
 #: The policies compared: Zeus against Default (b0 at the maximum power limit).
@@ -72,6 +73,8 @@ class Plan:
     capacities: dict[str, Capacity] = field(default_factory=dict)
     idle_w: dict[str, float] = field(default_factory=dict)
     cluster: Capacity | None = None
+    #: The group replay's engine (``pipelines.zeus.fast``): None decides per call; ``engine_for`` picks it for all the draws.
+    engine: str | None = None
 
 
 def seed_knob(base_seed: int, draw: int) -> int | None:
@@ -201,7 +204,8 @@ def run_draw(draw: int, *, plan: Plan, traces: Traces, base_seed: int) -> dict[s
             continue
         assigned = mapping.assign_by_runtime(row.jobs, row.workloads, shuffle=_shuffle(base_seed, draw, i), subset=True)
         jobs = mapping.finish_own(assigned, plan.trace)
-        history = simulate.simulate_trace(jobs, traces, row.gpu, eta=plan.eta, beta=plan.beta, policies=POLICIES, seed=knob)
+        history = simulate.simulate_trace(jobs, traces, row.gpu, eta=plan.eta, beta=plan.beta, policies=POLICIES, seed=knob,
+                                          engine=plan.engine)
         rows[row.key] = {**_totals(history), **_peaks(history, row.key, plan)}
         if draw == 0:
             rows[row.key]["jobs_by_workload"] = dict(jobs.group_by("dataset").len().sort("dataset").iter_rows())
@@ -225,10 +229,21 @@ def run_draw(draw: int, *, plan: Plan, traces: Traces, base_seed: int) -> dict[s
     return out
 
 
+def engine_for(plan: Plan, samples: int) -> str | None:
+    """``fast`` (the compiled replay) when all the draws together replay at least ``fast.AUTO_MIN_JOBS`` jobs, else None.
+
+    ``auto`` decides per call, and one row of one draw is often below the threshold although the
+    draws together are far above it; both engines give the same runs, bit for bit.
+    """
+    replays = samples * len(POLICIES) * sum(r.jobs.height for r in plan.rows)
+    return "fast" if fast.available() and replays >= fast.AUTO_MIN_JOBS else None
+
+
 def run_draws(plan: Plan, traces: Traces, samples: int, base_seed: int, runner: Runner, *, progress: bool = False) -> list[dict[str, Any]]:
     """Draws ``0 .. samples - 1`` on ``runner`` (in order); the traces go to the workers without memoized lookups."""
     if samples < 1:
         raise ValueError(f"samples must be >= 1, got {samples}")
+    plan = replace(plan, engine=engine_for(plan, samples)) if plan.engine is None else plan
     shared = {"plan": plan, "traces": Traces(traces.train, traces.power), "base_seed": base_seed}
     return fan_out(runner, run_draw, list(range(samples)), shared, progress=progress, label="samples")
 
