@@ -209,3 +209,16 @@ def _renamed(tmp_path: Path, gpu: str) -> Path:
     path = tmp_path / f"{gpu}.csv"
     path.write_text(H100.read_text().replace(",h100,", f",{gpu},"))
     return path
+
+
+def test_a_draw_is_the_same_on_the_compiled_and_the_reference_replay(mixed, traces: Traces) -> None:
+    from dataclasses import replace
+
+    from pipelines.clusters import samples
+
+    _, _, result = mixed
+    the_plan, _, _ = whatif.plan(result, profiles_of(traces), whatif.Options())
+    for draw in (0, 3):
+        fast = samples.run_draw(draw, plan=replace(the_plan, engine="fast"), traces=traces, base_seed=2)
+        reference = samples.run_draw(draw, plan=replace(the_plan, engine="reference"), traces=traces, base_seed=2)
+        assert json.dumps(fast) == json.dumps(reference)
