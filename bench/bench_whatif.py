@@ -1,7 +1,7 @@
 """whatif on a large Slurm export: end to end (time, peak RSS), and the parse alone against pandas in the same run.
 
 Writes a sacct export of 1,000,000 allocations with their steps (about 3.3M lines, 550 MB;
-bench/_sacct_export.py, Europe/Berlin clock) into a temp folder, then:
+tests/support/sacct_export.py, Europe/Berlin clock) into a temp folder, then:
 
 1. runs ``python -m pipelines whatif FILE --json`` in a child process (on the V100, the default;
    Zeus traces from the mirror) and prints its wall time and peak RSS (goal: < 30 s, < 2 GB);
@@ -25,7 +25,6 @@ import argparse
 import gc
 import json
 import os
-import runpy
 import subprocess
 import sys
 import tempfile
@@ -35,20 +34,22 @@ from typing import Any
 
 import polars as pl
 
-from pipelines.home.paths import REPO_ROOT
+sys.path[:0] = [str(Path(__file__).resolve().parent.parent)]
 
-EXPORT = runpy.run_path(str(REPO_ROOT / "bench" / "_sacct_export.py"))
+from pipelines.home.paths import REPO_ROOT  # noqa: E402 - after the repository is put on sys.path (line above)
+from tests.support.sacct_export import Truth  # noqa: E402 - importable only once the repository is on sys.path
+
 MIRROR = Path(os.environ.get("TRACES_MIRROR", REPO_ROOT.parent / "shared" / "traces"))
 TIMEZONE = "Europe/Berlin"
 GOAL_S, GOAL_RSS_GB = 30.0, 2.0
 
 
 def write(path: Path, allocations: int) -> Any:
-    """The export, written by a child process; its truth (bench/_sacct_export.py's ``Truth``)."""
-    argv = [sys.executable, str(REPO_ROOT / "bench" / "_sacct_export.py"), "--allocations", str(allocations), "--timezone", TIMEZONE,
-            "--out", str(path)]
+    """The export, written by a child process; its truth (tests/support/sacct_export.py's ``Truth``)."""
+    argv = [sys.executable, str(REPO_ROOT / "tests" / "support" / "sacct_export.py"), "--allocations", str(allocations),
+            "--timezone", TIMEZONE, "--out", str(path)]
     done = subprocess.run(argv, capture_output=True, text=True, check=True, cwd=REPO_ROOT)
-    return EXPORT["Truth"](**json.loads(done.stdout))
+    return Truth(**json.loads(done.stdout))
 
 
 def end_to_end(path: Path) -> tuple[float, float, dict]:

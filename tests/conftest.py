@@ -7,7 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from pipelines.home.paths import REPO_ROOT, ProjectPaths
+# The shared helpers' asserts report their operands as the tests' own do (registered before any test imports them).
+pytest.register_assert_rewrite("tests.support")
+
+from pipelines.home.paths import REPO_ROOT, ProjectPaths  # noqa: E402 - after the registration above
 
 MIRROR = REPO_ROOT.parent / "shared" / "traces"
 

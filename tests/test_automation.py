@@ -18,6 +18,7 @@ from pipelines.defs.clusters.partitions import register_trace_partitions
 from pipelines.defs.shared.io_manager import ParquetIOManager, PathsResource
 from pipelines.defs.zeus.sensors import measured_profiles_sensor
 from pipelines.home.paths import ProjectPaths
+from tests.support.measured_profiles import profile_rows
 
 CLUSTER_JOBS = dg.AssetKey("cluster_workload_jobs")
 
@@ -71,8 +72,6 @@ def test_a_new_measured_profile_is_ingested_by_the_sensor(setting) -> None:
     context = dg.build_sensor_context(instance=instance, resources={"paths": resources["paths"]})
     skipped = measured_profiles_sensor(context)
     assert isinstance(skipped, dg.SkipReason) and "holds the files" in (skipped.skip_message or "")
-    from test_measure_ingest import profile_rows
-
     from pipelines.measure.harness import write_profile
 
     write_profile(profile_rows(), paths.measured / "lab_a100.csv")  # what `measure profile --out raw/measured/...` writes

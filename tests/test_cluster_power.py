@@ -11,6 +11,7 @@ import pytest
 
 from pipelines.clusters import power
 from pipelines.contracts.power import ClusterPower, ClusterPowerSummary
+from tests.support.figures import assert_figure
 
 
 def _history(runs: list[tuple[str, float, float, float, int]], trace: str = "t", gpu: str = "g") -> pl.DataFrame:
@@ -200,8 +201,6 @@ def test_real_bins_recounted_by_brute_force(real) -> None:
 
 
 def test_real_summary_and_figures(real, tmp_path: Path) -> None:
-    from test_figures import assert_figure
-
     from pipelines.figures import catalog
 
     bins = pl.concat([b for _, b in real.values()])

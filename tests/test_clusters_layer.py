@@ -1,6 +1,5 @@
 """The cluster layer in-process on small inputs: Alibaba and Acme fixtures plus slices of ITP/ElasticFlow."""
 
-import runpy
 import shutil
 import warnings
 from datetime import UTC, datetime, timedelta
@@ -12,10 +11,9 @@ import pytest
 
 from pipelines.clusters.simulate import summarize
 from pipelines.defs.shared.io_manager import ParquetIOManager, PathsResource
-from pipelines.home.paths import REPO_ROOT
 from pipelines.home.storage import write_parquet_atomic
-
-PEER = runpy.run_path(str(REPO_ROOT / "bench" / "_zeus_peer.py"))
+from tests.support.figures import assert_figure
+from tests.support.zeus_peer import Peer
 
 
 def _acme_fixture() -> pl.DataFrame:
@@ -109,7 +107,7 @@ def test_alibaba_fixture_history_and_summary(layer, mirror: Path) -> None:
     # groups at the layer's knobs (eta 0.5, beta 2); Alibaba jobs run on one GPU, so no scaling.
     jobs = _workload_jobs(root).filter(pl.col("trace") == "alibaba")
     groups = jobs.select("group", start_time="start_time_s", end_time="end_time_s", dataset="dataset", runtime_ratio="runtime_ratio")
-    published = {group: runs for group, runs in PEER["Peer"](mirror / "zeus").groups(groups, "v100", 0.5, 2.0)}
+    published = {group: runs for group, runs in Peer(mirror / "zeus").groups(groups, "v100", 0.5, 2.0)}
     totals = {group: (sum(r[2] for r in runs), sum(r[3] for r in runs)) for group, runs in published.items()}  # (J, s)
     zeus = summary.select("dataset", "energy_j_zeus", "time_s_zeus").rows()
     assert [row[0] for row in zeus] == ["cifar100", "squad"]  # g-a and g-b
@@ -173,8 +171,6 @@ def test_itp_partition_covers_cluster10(layer) -> None:
 
 
 def test_cluster_figures_from_the_layer(layer, tmp_path: Path) -> None:
-    from test_figures import assert_figure
-
     from pipelines.figures import catalog, clusters
 
     root, _, _ = layer

@@ -20,12 +20,12 @@ from pathlib import Path
 
 import polars as pl
 import pytest
-from sweep_inputs import write_sweep_inputs
 
 from pipelines.clusters import mapping, sweep
 from pipelines.distributed import SerialRunner, connect
 from pipelines.home.paths import REPO_ROOT, ProjectPaths
 from pipelines.zeus.traces import Traces, from_frames
+from tests.support.sweep_inputs import write_sweep_inputs
 
 BIN = Path(sys.executable).parent
 #: Zeus and Default on the whole ElasticFlow trace (69,546 jobs): 6 + 2 replays of about half a second.

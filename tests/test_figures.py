@@ -7,7 +7,6 @@ from __future__ import annotations
 import warnings
 from pathlib import Path
 
-import matplotlib.image as mpimg
 import numpy as np
 import polars as pl
 import pytest
@@ -15,11 +14,8 @@ import pytest
 from pipelines.contracts.sources import AcmeJobs, AlibabaGroups
 from pipelines.figures import catalog, energy, energy_data, style, trace_data
 from pipelines.figures.errors import NoData
-
-#: A PNG counts as drawn when its grey levels vary and some pixels carry colour (data are drawn
-#: in the palette or viridis; an empty axes is white, grey and black only).
-MIN_PIXEL_VARIANCE = 0.005
-MIN_COLOURED_SHARE = 0.003
+from tests.support.figures import assert_figure
+from tests.support.zeus_peer import ARTIFACT_JOBS
 
 
 @pytest.fixture(scope="module")
@@ -28,17 +24,6 @@ def tables(ingested) -> dict[str, pl.DataFrame]:
     return {p.stem: pl.read_parquet(p) for p in paths.assets.glob("*.parquet")}
 
 
-def assert_figure(folder: Path, name: str, columns: list[str], rows: int | None = None) -> pl.DataFrame:
-    """The three files exist, the PNG is not blank, and the data file has ``columns`` (and ``rows``)."""
-    png, pdf, data = (folder / f"{name}{s}" for s in (".png", ".pdf", ".parquet"))
-    assert png.stat().st_size > 10_000 and pdf.read_bytes()[:5] == b"%PDF-", name
-    rgb = mpimg.imread(png)[..., :3]
-    assert rgb.mean(axis=2).var() > MIN_PIXEL_VARIANCE, f"{name}: blank PNG"
-    assert (rgb.max(axis=2) - rgb.min(axis=2) > 0.15).mean() > MIN_COLOURED_SHARE, f"{name}: no data drawn"
-    frame = pl.read_parquet(data)
-    assert frame.columns == columns, name
-    assert frame.height > 0 if rows is None else frame.height == rows, (name, frame.height)
-    return frame
 
 
 # ---------------------------------------------------------------------------------------------
@@ -129,13 +114,9 @@ def test_pareto_default_and_best_configs_by_brute_force(tables: dict[str, pl.Dat
 
 def _published_min_energy_saving(mirror: Path, gpu: str, dataset: str) -> tuple[tuple[int, int], tuple[int, int], float]:
     """(min-ETA config, Default config, 1 - ETA_min / ETA_default) from zeus._legacy's Simulator frame and the artifact's job."""
-    import runpy
-
     from zeus._legacy.simulate import Simulator
 
-    from pipelines.home.paths import REPO_ROOT
-
-    network, optimizer, target, max_epochs, b0 = runpy.run_path(str(REPO_ROOT / "bench" / "_zeus_peer.py"))["ARTIFACT_JOBS"][dataset]
+    network, optimizer, target, max_epochs, b0 = ARTIFACT_JOBS[dataset]
     train, power = str(mirror / "zeus/summary_train.csv"), str(mirror / f"zeus/summary_power_{gpu}.csv")
     sim = Simulator(train, power, None, None, verbose=False)  # type: ignore[arg-type]  # the frame only: no optimizers
     df = sim.df

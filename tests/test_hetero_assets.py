@@ -9,8 +9,8 @@ import dagster as dg
 import polars as pl
 import pytest
 
-from pipelines.defs.hetero import assets as hetero_defs
 from pipelines.defs.figures.assets import figure_family
+from pipelines.defs.hetero import assets as hetero_defs
 from pipelines.defs.shared.io_manager import ParquetIOManager, PathsResource
 from pipelines.figures.catalog import HETERO
 from pipelines.hetero.allocations import SCHEMA

@@ -10,13 +10,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 from click.testing import CliRunner
-from test_hetero_published import PEER
-from test_hetero_published import _oracle as published_optimum
 
 from pipelines.cli.hetero import cli as hetero
 from pipelines.hetero.fit import GpuFit, fit_gpu
 from pipelines.home.paths import REPO_ROOT
 from pipelines.ingest.zeus2 import read_profile
+from tests.support.hetero_peer import peer_fitcurve, peer_load_json_data, published_optimum
 
 
 def profiles(mirror: Path, workload: str = "cifar") -> list[str]:
@@ -38,10 +37,10 @@ def test_json_lines_hold_every_method_under_both_models(mirror: Path) -> None:
     ]  # fmt: skip
     brute = rows[0]
     # The peer: the published script's scipy curve_fit fits, and its cost for every split of 4096 and every
-    # limit pair (a vectorised transcription of its loops, test_hetero_published._oracle): 1661 / 2435 at
+    # limit pair (a vectorised transcription of its loops, tests.support.hetero_peer.published_optimum): 1661 / 2435 at
     # 100 / 60 W, about 45,227 J. Our least-squares fits differ from curve_fit's in the last digits only.
     a10, t4 = profiles(mirror, "imagenet")
-    peer_fits = [PEER["peer_fitcurve"](PEER["peer_load_json_data"](p)) for p in (a10, t4)]
+    peer_fits = [peer_fitcurve(peer_load_json_data(p)) for p in (a10, t4)]
     with_peer_coef = [
         GpuFit(f.gpu, f.workload, f.power_limits, np.array(t), np.array(a))
         for f, (_, t, a) in zip((fit_gpu(read_profile(Path(a10))), fit_gpu(read_profile(Path(t4)))), peer_fits, strict=True)

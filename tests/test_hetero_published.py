@@ -1,6 +1,6 @@
 """The published Zeus² results on the four profile files (A10 = GPU 1, T4 = GPU 2), against the published fits and code.
 
-The oracle is the bench peer (bench/bench_hetero.py), written like the published script: scipy
+The oracle is the peer of bench/bench_hetero.py (tests/support/hetero_peer.py), written like the published script: scipy
 ``curve_fit`` fits, and for the full 4096 grid an independent vectorised transcription of its cost
 (the nested loops themselves take about a minute per workload; the coarse-grid tests in
 test_hetero_search.py run them).
@@ -8,7 +8,6 @@ test_hetero_search.py run them).
 
 from __future__ import annotations
 
-import runpy
 from pathlib import Path
 
 import numpy as np
@@ -17,10 +16,9 @@ import pytest
 from pipelines.hetero.fit import GpuFit, fit_gpu
 from pipelines.hetero.model import CostModel
 from pipelines.hetero.search import Grid, baseline, baseline_as_written, brute_force, heuristic
-from pipelines.home.paths import REPO_ROOT
 from pipelines.ingest.zeus2 import read_profile
+from tests.support.hetero_peer import peer_calculate_baseline, peer_fitcurve, peer_load_json_data, peer_top, published_optimum
 
-PEER = runpy.run_path(str(REPO_ROOT / "bench" / "bench_hetero.py"))
 FILES = {"cifar100": "cifar", "imagenet": "imagenet"}
 #: (split, limits W) of brute force, heuristic, baseline and the baseline as its code scores it.
 PUBLISHED = {
@@ -36,7 +34,7 @@ def case(request: pytest.FixtureRequest, mirror: Path) -> tuple[str, list[GpuFit
     """(workload, our fits, our fits with the peer's curve_fit coefficients, the peer's fits)."""
     workload = request.param
     paths = [mirror / "zeus2" / f"{FILES[workload]}_{gpu}.json" for gpu in ("a10", "t4")]
-    peer = [PEER["peer_fitcurve"](PEER["peer_load_json_data"](p)) for p in paths]
+    peer = [peer_fitcurve(peer_load_json_data(p)) for p in paths]
     ours = [fit_gpu(read_profile(p)) for p in paths]
     with_peer_coef = [GpuFit(f.gpu, f.workload, f.power_limits, np.array(t), np.array(a)) for f, (_, t, a) in zip(ours, peer, strict=True)]
     return workload, ours, with_peer_coef, peer
@@ -53,29 +51,10 @@ def test_least_squares_fits_equal_curve_fit(case: tuple) -> None:
                 assert np.allclose(ours_v, peer_v, rtol=1e-6, atol=1e-9 * np.abs(peer_v).max()), (workload, fit.gpu, i)
 
 
-def _oracle(fits: list[GpuFit], pin_first: bool) -> tuple[tuple[int, int], tuple[int, int], float]:
-    """The published cost for b1 = 1..4095 and every limit pair, first minimum in (b1, p1, p2) order."""
-    b1 = np.arange(0, 4096)[:, None, None]  # batchsizes = range(0, 4096): b1 = 0 would need b2 = 4096, not in range
-    b2 = 4096 - b1
-    first, second = fits
-    rows1 = [first.min_limit_index()] if pin_first else range(first.n_limits)
-    def term(fit: GpuFit, b: np.ndarray, rows, axis: int) -> np.ndarray:
-        c, a = fit.time_coef[list(rows)], fit.power_coef[list(rows)]
-        shape = [1, 1, 1]
-        shape[axis] = len(rows)
-        t = c[:, 0].reshape(shape) * b**2 + c[:, 1].reshape(shape) * b + c[:, 2].reshape(shape)
-        p = a[:, 0].reshape(shape) * b**2 + a[:, 1].reshape(shape) * b + a[:, 2].reshape(shape)
-        return (0.5 * np.where(p < 0, 0, p) + 0.5 * fit.power_limits[list(rows)].reshape(shape).astype(float)) * np.where(t < 0, 0, t)
-    cost = term(first, b1, rows1, 1) + term(second, b2, range(second.n_limits), 2)
-    cost[0] = np.inf
-    i, j, k = np.unravel_index(int(np.argmin(cost)), cost.shape)
-    return (int(i), 4096 - int(i)), (int(first.power_limits[list(rows1)[j]]), int(second.power_limits[k])), float(cost[i, j, k])
-
-
 def test_brute_force_and_heuristic_reproduce_the_published_optima(case: tuple) -> None:
     workload, ours, with_peer_coef, _ = case
     for method, pin in ((brute_force, False), (heuristic, True)):
-        split, limits, cost = _oracle(with_peer_coef, pin)
+        split, limits, cost = published_optimum(with_peer_coef, pin)
         exact = method(with_peer_coef, Grid(), CostModel())
         assert (exact.batch_split, exact.power_limits, exact.cost) == (split, limits, cost)
         mine = method(ours, Grid(), CostModel())
@@ -87,7 +66,7 @@ def test_brute_force_and_heuristic_reproduce_the_published_optima(case: tuple) -
 def test_baselines_reproduce_the_published_code(case: tuple) -> None:
     workload, ours, with_peer_coef, peer = case
     (l1, t1, a1), (l2, t2, a2) = peer
-    ((_, w1), (_, w2)), score = PEER["peer_top"](PEER["peer_calculate_baseline"](l1, l2, t1, t2, a1, a2))
+    ((_, w1), (_, w2)), score = peer_top(peer_calculate_baseline(l1, l2, t1, t2, a1, a2))
     found, ours_score = baseline_as_written(with_peer_coef)
     assert found.power_limits == (int(w1), int(w2)) and ours_score == score
     assert (found.batch_split, found.power_limits) == PUBLISHED[workload]["as_written"]

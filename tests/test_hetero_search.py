@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import itertools
 import math
-import runpy
 from collections.abc import Sequence
 
 import numpy as np
@@ -23,10 +22,9 @@ from pipelines.hetero.search import (
     heuristic,
     optimise,
 )
-from pipelines.home.paths import REPO_ROOT
 from pipelines.ingest.zeus2 import read_profile_folder
+from tests.support.hetero_peer import peer_find_optimal_allocation, peer_top
 
-PEER = runpy.run_path(str(REPO_ROOT / "bench" / "bench_hetero.py"))
 BATCHES = (32, 64, 128, 256, 512, 1024)
 
 
@@ -156,11 +154,11 @@ def test_ties_go_to_the_smallest_split_and_the_first_limits_in_profile_order() -
 
 def _peer_top(fits: Sequence[GpuFit], grid: Grid, naive: bool) -> tuple:
     first, second = fits
-    results, _ = PEER["peer_find_optimal_allocation"](
+    results, _ = peer_find_optimal_allocation(
         [float(w) for w in first.power_limits], [float(w) for w in second.power_limits], naive,
         first.time_coef, second.time_coef, first.power_coef, second.power_coef, grid.global_batch, grid.granularity,
     )  # fmt: skip
-    (pair_1, pair_2), cost = PEER["peer_top"](results)
+    (pair_1, pair_2), cost = peer_top(results)
     return pair_1, pair_2, cost
 
 

@@ -8,12 +8,12 @@ from pathlib import Path
 import polars as pl
 import pytest
 from click.testing import CliRunner
-from measure_fakes import FakeGpu, FakeNvml
 
 from pipelines.cli.measure import cli as measure
 from pipelines.measure.harness import PROFILE_SCHEMA, NvmlMeter, ProfileConfig, ProfileError, profile, slug
 from pipelines.measure.monitor import EnergyMonitor
 from pipelines.measure.workloads import WORKLOADS
+from tests.support.measure_fakes import FakeGpu, FakeNvml, rapl_zone
 
 torch = pytest.importorskip("torch")
 CIFAR = WORKLOADS["cifar100"]
@@ -61,14 +61,12 @@ def test_cpu_profile_end_to_end_without_rapl(tmp_path: Path) -> None:
 def test_cli_writes_the_profile_csv(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, rapl: str) -> None:
     """On CPU the energy comes from RAPL: here a powercap folder that is missing, or one package zone whose
     counter does not move (0 J) and whose long-term limit is 125 W, instead of this machine's /sys/class/powercap."""
-    from test_measure_monitor import _zone
-
     from pipelines.measure import harness
     from pipelines.measure import rapl as rapl_module
 
     root = tmp_path / "powercap"
     if rapl == "readable":
-        _zone(root, "intel-rapl:0", "package-0", 1_000_000)
+        rapl_zone(root, "intel-rapl:0", "package-0", 1_000_000)
     monkeypatch.setattr(harness, "probe_rapl", lambda _root=None: rapl_module.probe_rapl(root))
     out = tmp_path / "measured" / "cpu.csv"
     result = CliRunner().invoke(

@@ -9,7 +9,6 @@ import warnings
 from pathlib import Path
 
 import pytest
-from measure_fakes import FakeClock, FakeGpu, FakeMig, FakeNvml
 
 from pipelines.measure.counters import CounterDelta, counter_delta
 from pipelines.measure.monitor import EnergyMonitor, ShortWindowWarning, probe_gpus
@@ -17,6 +16,7 @@ from pipelines.measure.nvml import NvmlNoPermission, NvmlNotSupported, NvmlUnava
 from pipelines.measure.polling import trapezoid_energy_j
 from pipelines.measure.power_limit import power_limit
 from pipelines.measure.rapl import RaplMeter, open_rapl, package_power_limit_w, probe_rapl
+from tests.support.measure_fakes import FakeClock, FakeGpu, FakeMig, FakeNvml, rapl_zone
 
 
 def constant(watts: float):
@@ -282,21 +282,11 @@ def test_power_limit_through_the_monitor_and_without_permission() -> None:
 # --- RAPL ---------------------------------------------------------------------------------------
 
 
-def _zone(root: Path, name: str, label: str, energy_uj: int, max_uj: int = 262_143_328_850) -> Path:
-    zone = root / name
-    zone.mkdir(parents=True)
-    (zone / "name").write_text(label + "\n")
-    (zone / "energy_uj").write_text(f"{energy_uj}\n")
-    (zone / "max_energy_range_uj").write_text(f"{max_uj}\n")
-    (zone / "constraint_0_power_limit_uw").write_text("125000000\n")
-    return zone
-
-
 def test_rapl_packages_with_wraparound(tmp_path: Path) -> None:
-    p0 = _zone(tmp_path, "intel-rapl:0", "package-0", 262_143_000_000)
-    p1 = _zone(tmp_path, "intel-rapl:1", "package-1", 1_000_000)
-    _zone(tmp_path, "intel-rapl:0:0", "core", 5)  # part of package 0: not added again
-    _zone(tmp_path, "intel-rapl:2", "psys", 7)  # the whole platform: overlaps the packages
+    p0 = rapl_zone(tmp_path, "intel-rapl:0", "package-0", 262_143_000_000)
+    p1 = rapl_zone(tmp_path, "intel-rapl:1", "package-1", 1_000_000)
+    rapl_zone(tmp_path, "intel-rapl:0:0", "core", 5)  # part of package 0: not added again
+    rapl_zone(tmp_path, "intel-rapl:2", "psys", 7)  # the whole platform: overlaps the packages
     probe = probe_rapl(tmp_path)
     assert [z.name for z in probe.zones] == ["package-0", "package-1"] and package_power_limit_w(probe) == 250.0
     clock = FakeClock()

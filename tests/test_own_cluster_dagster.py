@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import runpy
 import shutil
 import subprocess
 import sys
@@ -17,10 +16,9 @@ import pytest
 
 from pipelines.defs.clusters.sensors import cluster_traces_sensor
 from pipelines.defs.shared.io_manager import ParquetIOManager, PathsResource
-from pipelines.home.paths import REPO_ROOT
 from pipelines.sources.fetch import sha256_of
+from tests.support.sacct_export import write_export
 
-EXPORT = runpy.run_path(str(REPO_ROOT / "bench" / "_sacct_export.py"))
 with warnings.catch_warnings():
     warnings.simplefilter("ignore")
     from pipelines.definitions import defs
@@ -56,7 +54,7 @@ def assets_of(request: dg.RunRequest) -> set[str]:
 def test_the_sensor_registers_a_dropped_file_and_requests_its_run_once_per_change(home: Path) -> None:
     clusters = home / "raw" / "clusters"
     clusters.mkdir()
-    EXPORT["write_export"](clusters / "lab.sacct", 50, seed=2)
+    write_export(clusters / "lab.sacct", 50, seed=2)
     (clusters / "Bad Name.sacct").write_text("JobID|Submit\n")
     (clusters / "notes.txt").write_text("not a trace")
     with dg.instance_for_test() as instance:
@@ -95,7 +93,7 @@ def test_public_traces_are_partitions_only_when_their_files_are_present(home: Pa
 
 def test_clusters_add_copies_the_file_and_records_its_sha256_and_options(home: Path, tmp_path: Path) -> None:
     export = tmp_path / "export.txt"
-    EXPORT["write_export"](export, 30, seed=3)
+    write_export(export, 30, seed=3)
 
     def add(*args: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run([sys.executable, "-m", "pipelines", "clusters", "add", *args], capture_output=True, text=True, check=False,
@@ -127,7 +125,7 @@ def test_a_user_trace_flows_through_the_assets_and_into_the_figures(home: Path, 
         shutil.copy(src.table(table), home / "assets" / f"{table}.parquet")
     clusters = home / "raw" / "clusters"
     clusters.mkdir()
-    truth = EXPORT["write_export"](clusters / "lab.sacct", 300, seed=9, timezone="Asia/Tokyo", malformed=2, span_days=3)
+    truth = write_export(clusters / "lab.sacct", 300, seed=9, timezone="Asia/Tokyo", malformed=2, span_days=3)
     (clusters / "lab.toml").write_text('timezone = "Asia/Tokyo"\n')
     everything = [*DEFINITIONS.assets, *DEFINITIONS.asset_checks]
     resources = {"io_manager": ParquetIOManager(root=str(home)), "paths": PathsResource(root=str(home))}

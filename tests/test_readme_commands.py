@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import os
 import re
-import runpy
 import shlex
 import subprocess
 import sys
@@ -28,6 +27,7 @@ import pytest
 from pipelines.cli import cli
 from pipelines.home.paths import REPO_ROOT, ProjectPaths
 from pipelines.vocabulary import PUBLISHED_GPUS
+from tests.support.sacct_export import write_export
 
 README = REPO_ROOT / "README.md"
 PREFIXES = (".venv/bin/python -m pipelines", "gpu-energy")
@@ -95,8 +95,7 @@ def home(ingested) -> ProjectPaths:
             assert result.success
     if not (paths.root / "sql").exists():
         (paths.root / "sql").symlink_to(REPO_ROOT / "sql")
-    export = runpy.run_path(str(REPO_ROOT / "bench" / "_sacct_export.py"))
-    export["write_export"](paths.root / "mycluster.sacct", 300, seed=1)  # the README's whatif example file
+    write_export(paths.root / "mycluster.sacct", 300, seed=1)  # the README's whatif example file
     return paths
 
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import hashlib
 import random
-import runpy
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -17,13 +16,12 @@ import pytest
 
 from pipelines.contracts.base import validate
 from pipelines.contracts.owncluster import OwnClusterJobs, OwnClusterTraces
-from pipelines.home.paths import REPO_ROOT
 from pipelines.ingest import slurm
 from pipelines.ingest.common import IngestError
 from pipelines.ingest.owntrace import OwnTraceResult, Source
 from pipelines.ingest.slurm import parse_fields, read_sacct
+from tests.support.sacct_export import write_export
 
-EXPORT = runpy.run_path(str(REPO_ROOT / "bench" / "_sacct_export.py"))
 FIELDS = ("JobID", "JobIDRaw", "JobName", "User", "Account", "Partition", "Submit", "Start", "End", "Elapsed", "State", "ExitCode",
           "AllocTRES", "NNodes")
 HEADER = "|".join(FIELDS)
@@ -250,7 +248,7 @@ def test_a_line_that_is_not_utf8_is_quarantined_and_crlf_lines_are_read() -> Non
 
 def test_a_generated_export_counts_as_built_and_blocks_do_not_matter(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     path = tmp_path / "cluster.sacct"
-    truth = EXPORT["write_export"](path, 3000, seed=11, timezone="Europe/Berlin", malformed=7)
+    truth = write_export(path, 3000, seed=11, timezone="Europe/Berlin", malformed=7)
     result = read_sacct(path, trace="gen", source_file="cluster.sacct", timezone="Europe/Berlin")
     c = result.counts
     assert (c.lines, c.allocations, c.steps_skipped, c.quarantined) == (truth.lines, truth.allocations, truth.steps, truth.malformed)
@@ -264,7 +262,7 @@ def test_a_generated_export_counts_as_built_and_blocks_do_not_matter(tmp_path: P
 
     # A well-formed export takes the one-scan path; the block path (taken for the file above) reads it the same.
     clean = tmp_path / "clean.sacct"
-    EXPORT["write_export"](clean, 2000, seed=12, timezone="Europe/Berlin", parsable=True)
+    write_export(clean, 2000, seed=12, timezone="Europe/Berlin", parsable=True)
     fast = read_sacct(clean, trace="gen", source_file="clean.sacct", timezone="Europe/Berlin")
     monkeypatch.setattr(slurm, "_fast_split", lambda *args: None)
     blocks = read_sacct(clean, trace="gen", source_file="clean.sacct", timezone="Europe/Berlin")

@@ -10,7 +10,6 @@ from pathlib import Path
 import polars as pl
 import pytest
 from click.testing import CliRunner
-from sweep_inputs import write_sweep_inputs
 
 from pipelines.clusters import mapping, sweep
 from pipelines.clusters.workloads import workloads_by_default_tta
@@ -19,6 +18,7 @@ from pipelines.distributed import SerialRunner, connect
 from pipelines.home.paths import ProjectPaths
 from pipelines.zeus.groups import group_seed, replay_groups
 from pipelines.zeus.traces import Traces, from_frames
+from tests.support.sweep_inputs import write_sweep_inputs
 
 GRID = sweep.Grid(etas=(0.0, 1.0), betas=(2.0, 5.0), seeds=(1, 2), gpus=("v100",))
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import runpy
 import subprocess
 import sys
 from pathlib import Path
@@ -18,9 +17,9 @@ from pipelines.ingest.simulator_inputs import read_trace_dir
 from pipelines.ingest.slurm import read_sacct
 from pipelines.zeus.groups import replay_groups
 from pipelines.zeus.traces import Traces
+from tests.support.sacct_export import write_export
+from tests.support.zeus_peer import Peer
 
-EXPORT = runpy.run_path(str(REPO_ROOT / "bench" / "_sacct_export.py"))
-PEER = runpy.run_path(str(REPO_ROOT / "bench" / "_zeus_peer.py"))
 HEAVY = ("pandas", "pandera", "dagster")
 #: The keys the issue asks of --json, and those of each GPU (energy, time and power).
 KEYS = {"lines", "allocations", "steps_skipped", "cpu_only", "not_ended", "quarantined", "simulated_jobs", "gpus"}
@@ -30,7 +29,7 @@ GPU_KEYS = {"default_mwh", "zeus_mwh", "energy_saved_pct", "time_saved_pct", "de
 @pytest.fixture(scope="module")
 def export(tmp_path_factory: pytest.TempPathFactory):
     path = tmp_path_factory.mktemp("whatif") / "lab cluster.sacct"
-    truth = EXPORT["write_export"](path, 1500, seed=5, timezone="America/New_York", malformed=4)
+    truth = write_export(path, 1500, seed=5, timezone="America/New_York", malformed=4)
     return path, truth
 
 
@@ -112,7 +111,7 @@ def traces(mirror: Path) -> Traces:
 def test_a_user_trace_replays_as_zeus_0_16_0_replays_it(tmp_path: Path, traces: Traces, mirror: Path) -> None:
     """A small generated export, mapped as whatif maps it: every Zeus run equals the published simulator's, times included."""
     path = tmp_path / "small.sacct"
-    truth = EXPORT["write_export"](path, 400, seed=21, timezone="Europe/Berlin", span_days=2)
+    truth = write_export(path, 400, seed=21, timezone="Europe/Berlin", span_days=2)
     result = read_sacct(path, trace="small", source_file="small.sacct", timezone="Europe/Berlin")
     jobs = mapping.map_own(result.table, workloads_by_default_tta(traces), "small")
     assert jobs.height == truth.completed_gpu_allocations and jobs["num_gpu"].min() >= 1
@@ -120,7 +119,7 @@ def test_a_user_trace_replays_as_zeus_0_16_0_replays_it(tmp_path: Path, traces: 
     # concurrency within groups is exercised: some jobs start before an earlier job of their group ended
     overlapping = groups.sort("group", "start_time").filter(pl.col("start_time") < pl.col("end_time").shift().over("group"))
     assert overlapping.height > 10
-    peer = PEER["Peer"](mirror / "zeus")
+    peer = Peer(mirror / "zeus")
     expected = [(g, *run) for g, runs in peer.timed_groups(groups, "v100", 0.5, 2.0) for run in runs]
     ours = replay_groups(groups, traces, "v100", 0.5, 2.0).select("group", "start_time", "end_time", "bs", "pl", "energy", "time", "reached")
     assert list(ours.iter_rows()) == expected

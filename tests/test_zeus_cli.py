@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import lzma
 import math
-import runpy
 import subprocess
 import sys
 from pathlib import Path
@@ -16,8 +15,7 @@ from click.testing import CliRunner
 
 from pipelines.cli.simulate import cli as simulate
 from pipelines.home.paths import REPO_ROOT
-
-PEER = runpy.run_path(str(REPO_ROOT / "bench" / "_zeus_peer.py"))
+from tests.support.zeus_peer import Peer, elasticflow_groups
 
 
 def line(run: tuple, group: str | None = None) -> str:
@@ -32,7 +30,7 @@ def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
 
 @pytest.fixture(scope="module")
 def peer(mirror: Path):
-    return PEER["Peer"](mirror / "zeus")
+    return Peer(mirror / "zeus")
 
 
 def test_single_prints_the_published_history(peer, mirror: Path) -> None:
@@ -50,7 +48,7 @@ def test_single_prints_the_published_history(peer, mirror: Path) -> None:
 
 
 def test_groups_prints_the_published_history(peer, mirror: Path, tmp_path: Path) -> None:
-    groups = PEER["elasticflow_groups"](mirror / "itp" / "elasticflow-traces.tar.gz")
+    groups = elasticflow_groups(mirror / "itp" / "elasticflow-traces.tar.gz")
     sizes = groups.group_by("group").len()
     chosen = sizes.filter(pl.col("group").str.starts_with("cluster05-") & (pl.col("len") <= 40))["group"]
     subset = groups.filter(pl.col("group").is_in(chosen.implode()))

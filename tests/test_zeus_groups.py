@@ -3,19 +3,16 @@
 from __future__ import annotations
 
 import math
-import runpy
 from pathlib import Path
 
 import polars as pl
 import pytest
 
-from pipelines.home.paths import REPO_ROOT
 from pipelines.ingest.simulator_inputs import conform_groups, read_group_file, read_trace_dir
 from pipelines.zeus.errors import SimulationError
 from pipelines.zeus.groups import GroupTableError, replay_groups
 from pipelines.zeus.traces import Traces
-
-PEER = runpy.run_path(str(REPO_ROOT / "bench" / "_zeus_peer.py"))
+from tests.support.zeus_peer import Peer, elasticflow_groups
 
 
 @pytest.fixture(scope="module")
@@ -25,12 +22,12 @@ def traces(mirror: Path) -> Traces:
 
 @pytest.fixture(scope="module")
 def peer(mirror: Path):
-    return PEER["Peer"](mirror / "zeus", categorical=True)
+    return Peer(mirror / "zeus", categorical=True)
 
 
 @pytest.fixture(scope="module")
 def all_groups(mirror: Path) -> pl.DataFrame:
-    return PEER["elasticflow_groups"](mirror / "itp" / "elasticflow-traces.tar.gz")
+    return elasticflow_groups(mirror / "itp" / "elasticflow-traces.tar.gz")
 
 
 @pytest.fixture(scope="module")

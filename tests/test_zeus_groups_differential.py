@@ -5,7 +5,7 @@
   on V100 at eta 0.5, beta 2 (the cluster layer's knobs) and on A40 at eta 1, beta 1.5.
 * The retry path itself: a group of overlapping jobs whose runs miss the target and are retried.
 
-The published ``HistoryEntry`` carries no times; ``Peer.timed_groups`` (bench/_zeus_peer.py) reads
+The published ``HistoryEntry`` carries no times; ``Peer.timed_groups`` (tests/support/zeus_peer.py) reads
 them from the simulator's own in-flight records, so a retry's start and duration are compared with
 the reference too, not only its configuration and cost.
 """
@@ -13,19 +13,17 @@ the reference too, not only its configuration and cost.
 from __future__ import annotations
 
 import math
-import runpy
 from pathlib import Path
 
 import polars as pl
 import pytest
 
 from pipelines.clusters.mapping import map_elasticflow
-from pipelines.home.paths import REPO_ROOT
 from pipelines.ingest.simulator_inputs import read_trace_dir
 from pipelines.zeus.groups import replay_groups
 from pipelines.zeus.traces import Traces
+from tests.support.zeus_peer import Peer
 
-PEER = runpy.run_path(str(REPO_ROOT / "bench" / "_zeus_peer.py"))
 MAX_JOBS = 40
 COLUMNS = ("group", "start_time", "end_time", "bs", "pl", "energy", "time", "reached")
 
@@ -49,7 +47,7 @@ def traces(mirror: Path) -> Traces:
 
 @pytest.fixture(scope="module")
 def peer(mirror: Path):
-    return PEER["Peer"](mirror / "zeus", categorical=True)
+    return Peer(mirror / "zeus", categorical=True)
 
 
 @pytest.fixture(scope="module")

@@ -8,22 +8,19 @@ float64 energy and time (bit for bit, tighter than the required 1e-9 relative).
 from __future__ import annotations
 
 import math
-import runpy
 from pathlib import Path
 
 import pytest
 
-from pipelines.home.paths import REPO_ROOT
 from pipelines.ingest.simulator_inputs import read_trace_dir
 from pipelines.zeus.errors import SimulationError
 from pipelines.zeus.groups import group_job_spec
 from pipelines.zeus.single import simulate_single
 from pipelines.zeus.traces import Traces, build_table
+from tests.support.zeus_peer import ARTIFACT_JOBS, GPUS, Peer
 
-#: bench/_zeus_peer.py: the published simulator driven as the artifact scripts drive it.
-PEER = runpy.run_path(str(REPO_ROOT / "bench" / "_zeus_peer.py"))
-GPUS: tuple[str, ...] = PEER["GPUS"]
-DATASETS: tuple[str, ...] = tuple(PEER["ARTIFACT_JOBS"])
+#: tests/support/zeus_peer.py: the published simulator driven as the artifact scripts drive it.
+DATASETS: tuple[str, ...] = tuple(ARTIFACT_JOBS)
 KNOBS = [(eta, beta) for eta in (0.0, 0.5, 1.0) for beta in (2.0, math.inf)]
 SEEDS = (1, 7, 42)
 #: Enough recurrences to finish both pruning rounds and run Thompson Sampling for most workloads.
@@ -37,7 +34,7 @@ def trace_dir(mirror: Path) -> Path:
 
 @pytest.fixture(scope="module")
 def peer(trace_dir: Path):
-    return PEER["Peer"](trace_dir)
+    return Peer(trace_dir)
 
 
 @pytest.fixture(scope="module")

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import io
-import runpy
 from pathlib import Path
 
 import polars as pl
@@ -12,15 +11,13 @@ import pytest
 
 from pipelines.contracts.base import polars_schema
 from pipelines.contracts.sources import ZeusTrainRuns
-from pipelines.home.paths import REPO_ROOT
 from pipelines.ingest.simulator_inputs import read_materialized, read_trace_dir
 from pipelines.zeus.groups import group_job_spec
 from pipelines.zeus.single import simulate_single
 from pipelines.zeus.traces import TRAIN_COLUMNS, TraceError, Traces, build_table
+from tests.support.zeus_peer import ARTIFACT_JOBS, GPUS, Peer
 
-PEER = runpy.run_path(str(REPO_ROOT / "bench" / "_zeus_peer.py"))
-GPUS: tuple[str, ...] = PEER["GPUS"]
-DATASETS: tuple[str, ...] = tuple(PEER["ARTIFACT_JOBS"])
+DATASETS: tuple[str, ...] = tuple(ARTIFACT_JOBS)
 
 
 @pytest.fixture(scope="module")
@@ -30,7 +27,7 @@ def traces(mirror: Path) -> Traces:
 
 @pytest.fixture(scope="module")
 def peer(mirror: Path):
-    return PEER["Peer"](mirror / "zeus")
+    return Peer(mirror / "zeus")
 
 
 def test_tables_equal_the_published_lookups(peer, traces: Traces) -> None:

@@ -1,4 +1,4 @@
-"""Shared by tests/test_zeus_*.py and bench/bench_simulator.py: the published simulator as a peer,
+"""Shared by tests/zeus/ and bench/bench_simulator.py: the published simulator as a peer,
 driven as the artifact's run_single.py / run_alibaba.py drive it, and group tables derived from
 the ElasticFlow jobs.
 

@@ -1,7 +1,7 @@
 """A realistic Slurm ``sacct`` export, written fast (vectorized), with the truth about what is in it.
 
-Used by bench/bench_whatif.py (1,000,000 allocations, about 3M lines) and by hand
-(``python bench/_sacct_export.py --allocations 3000 --out my.sacct``). The file looks like
+Used by the tests (tests/ingest, tests/clusters, tests/cli), bench/bench_whatif.py (1,000,000 allocations, about 3M lines) and by hand
+(``python tests/support/sacct_export.py --allocations 3000 --out my.sacct``). The file looks like
 ``sacct --allusers --parsable2 --format=JobID,JobIDRaw,JobName,User,Account,Partition,Submit,Start,End,Elapsed,State,ExitCode,AllocTRES,NNodes``
 on a GPU cluster whose clock runs in ``timezone`` (default Europe/Berlin; the default span crosses the
 end of daylight saving time on 2024-10-27, so some local times are ambiguous):

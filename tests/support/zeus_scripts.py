@@ -1,14 +1,14 @@
 """The peer of bench/bench_cli.py: the Zeus artifact's run_single.py and run_alibaba.py as one script.
 
 Whole process, as a user runs the artifact: parse the options with argparse, read the CSVs with
-pandas, drive zeus==0.16.0's published simulator (``Peer`` of _zeus_peer.py, which drives it as
+pandas, drive zeus==0.16.0's published simulator (``Peer`` of zeus_peer.py, which drives it as
 the artifact scripts do), print one JSON object per run in the format of ``python -m pipelines
 simulate`` (so the two outputs can be compared line for line). Groups run serially in one
 process (run_alibaba.py spreads them over a process pool; on 40 groups its start-up would only
 add to this side's time).
 
-    python bench/_zeus_scripts.py single --trace-dir DIR [--dataset ... (run_single.py's options)]
-    python bench/_zeus_scripts.py groups --trace-dir DIR --groups FILE.csv [--gpu v100 --eta_knob 0.5 --beta_knob 2.0]
+    python tests/support/zeus_scripts.py single --trace-dir DIR [--dataset ... (run_single.py's options)]
+    python tests/support/zeus_scripts.py groups --trace-dir DIR --groups FILE.csv [--gpu v100 --eta_knob 0.5 --beta_knob 2.0]
 """
 
 from __future__ import annotations
@@ -18,11 +18,12 @@ import json
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository root: tests.support is importable
 
 import polars as pl
-from _zeus_peer import Peer
 from zeus._legacy.job import Job
+
+from tests.support.zeus_peer import Peer
 
 
 def main() -> None:

@@ -1,9 +1,10 @@
-"""A fake NVML backend for the measure tests: GPUs whose energy counter integrates a power function of a clock."""
+"""Fakes for the measure tests: an NVML backend whose GPUs integrate a power function of a clock, and RAPL powercap zones."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from pipelines.measure.nvml import NvmlCallError, NvmlNoPermission, NvmlNotSupported, NvmlUnavailable
 
@@ -116,3 +117,14 @@ class FakeNvml:
         handle.advance()
         handle.set_calls.append(limit_mw)
         handle.limit_mw = limit_mw
+
+
+def rapl_zone(root: Path, name: str, label: str, energy_uj: int, max_uj: int = 262_143_328_850) -> Path:
+    """A powercap zone folder as the kernel exposes it (name, energy counter, its range, a 125 W long-term limit)."""
+    zone = root / name
+    zone.mkdir(parents=True)
+    (zone / "name").write_text(label + "\n")
+    (zone / "energy_uj").write_text(f"{energy_uj}\n")
+    (zone / "max_energy_range_uj").write_text(f"{max_uj}\n")
+    (zone / "constraint_0_power_limit_uw").write_text("125000000\n")
+    return zone
