@@ -2,8 +2,8 @@
 
 The oracle is the peer of bench/bench_hetero.py (tests/support/hetero_peer.py), written like the published script: scipy
 ``curve_fit`` fits, and for the full 4096 grid an independent vectorised transcription of its cost
-(the nested loops themselves take about a minute per workload; the coarse-grid tests in
-test_hetero_search.py run them).
+(``published_optimum``; the nested loops themselves take about a minute per workload; the coarse-grid
+tests in tests/hetero/test_search.py run them).
 """
 
 from __future__ import annotations
