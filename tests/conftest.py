@@ -1,8 +1,7 @@
-"""Shared fixtures: the upstream mirror (../shared/traces) and one in-process materialization of the ingest layer."""
+"""Shared fixtures: the upstream mirror (../shared/traces) and data homes materialized in-process (``materialized``)."""
 
 from __future__ import annotations
 
-import warnings
 from pathlib import Path
 
 import pytest
@@ -11,6 +10,7 @@ import pytest
 pytest.register_assert_rewrite("tests.support")
 
 from pipelines.home.paths import REPO_ROOT, ProjectPaths  # noqa: E402 - after the registration above
+from tests.support.materialize import INGEST, Homes  # noqa: E402 - likewise
 
 MIRROR = REPO_ROOT.parent / "shared" / "traces"
 
@@ -22,25 +22,17 @@ def mirror() -> Path:
 
 
 @pytest.fixture(scope="session")
-def ingested(mirror: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[ProjectPaths, object]:
-    """Materialize the raw + ingest layers from the mirror into a temp root, once per session."""
-    import dagster as dg
+def materialized(mirror: Path, tmp_path_factory: pytest.TempPathFactory) -> Homes:
+    """``materialized(*steps, base=, prepare=, traces=)``: a data home with those assets materialized, built once per session.
 
-    from pipelines.definitions import defs
-    from pipelines.defs.shared.io_manager import ParquetIOManager, PathsResource
+    See tests/support/materialize.py: a ``Step`` selects assets (and a partition); homes are cached
+    by what built them, so every module asking for the same home shares one build.
+    """
+    return Homes(tmp_path_factory)
 
-    root = tmp_path_factory.mktemp("project")
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        definitions = defs()
-    selection = dg.AssetSelection.groups("raw", "ingest", "quarantine")
-    graph = definitions.resolve_asset_graph()
-    keys = selection.resolve(graph)
-    assets = [a for a in definitions.assets if set(a.keys) & keys]
-    checks = [c for c in definitions.asset_checks or [] if {k.asset_key for k in c.check_keys} <= keys]
-    result = dg.materialize(
-        [*assets, *checks],
-        resources={"io_manager": ParquetIOManager(root=str(root)), "paths": PathsResource(root=str(root))},
-        raise_on_error=True,
-    )
-    return ProjectPaths(root), result
+
+@pytest.fixture(scope="session")
+def ingested(materialized: Homes) -> tuple[ProjectPaths, object]:
+    """The raw + ingest layers materialized from the mirror into a temp root, once per session: (paths, result)."""
+    home = materialized(INGEST, name="project")
+    return home.paths, home.result

@@ -17,7 +17,6 @@ import re
 import shlex
 import subprocess
 import sys
-import warnings
 from pathlib import Path
 
 import click
@@ -27,6 +26,7 @@ import pytest
 from pipelines.cli import cli
 from pipelines.home.paths import REPO_ROOT, ProjectPaths
 from pipelines.vocabulary import PUBLISHED_GPUS
+from tests.support.materialize import INGEST, Homes, Step
 from tests.support.sacct_export import write_export
 
 README = REPO_ROOT / "README.md"
@@ -69,34 +69,24 @@ def _leaf(argv: list[str]) -> tuple[click.Command, list[str], str]:
     return command, argv, " ".join(names)
 
 
-@pytest.fixture(scope="module")
-def home(ingested) -> ProjectPaths:
-    """The ingested data home plus hetero allocations and the ITP x V100 cluster partition (replay, summary, power)."""
-    import dagster as dg
-
-    from pipelines.definitions import defs
-    from pipelines.defs.shared.io_manager import ParquetIOManager, PathsResource
-
-    paths, _ = ingested
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        definitions = defs()
-    resources = {"io_manager": ParquetIOManager(root=str(paths.root)), "paths": PathsResource(root=str(paths.root))}
-    job = definitions.resolve_implicit_global_asset_job_def()
-    with dg.instance_for_test() as instance:
-        instance.add_dynamic_partitions("trace", ["itp"])
-        for selection, partition in (
-            (["hetero_allocations"], None),
-            (["cluster_workload_jobs"], "itp"),
-            (["zeus_cluster_history", "zeus_cluster_summary", "cluster_power", "cluster_power_summary"], "v100|itp"),
-        ):
-            subset = job.get_subset(asset_selection={dg.AssetKey(k) for k in selection})
-            result = subset.execute_in_process(resources=resources, instance=instance, partition_key=partition, raise_on_error=True)
-            assert result.success
+def _readme_files(paths: ProjectPaths) -> None:
+    """What the README's commands read besides the assets: the repository's sql/ and the whatif example's export."""
     if not (paths.root / "sql").exists():
         (paths.root / "sql").symlink_to(REPO_ROOT / "sql")
     write_export(paths.root / "mycluster.sacct", 300, seed=1)  # the README's whatif example file
-    return paths
+
+
+@pytest.fixture(scope="module")
+def home(materialized: Homes) -> ProjectPaths:
+    """The ingested data home plus hetero allocations and the ITP x V100 cluster partition (replay, summary, power)."""
+    built = materialized(
+        Step(["hetero_allocations"]),
+        Step(["cluster_workload_jobs"], "itp"),
+        Step(["zeus_cluster_history", "zeus_cluster_summary", "cluster_power", "cluster_power_summary"], "v100|itp"),
+        base=materialized(INGEST), prepare=_readme_files, traces=["itp"], name="readme",
+    )
+    assert all(result.success for result in built.results)
+    return built.paths
 
 
 def run(home: ProjectPaths, argv: list[str], stdin: str | None = None) -> subprocess.CompletedProcess[str]:

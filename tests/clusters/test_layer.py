@@ -1,18 +1,18 @@
 """The cluster layer in-process on small inputs: Alibaba and Acme fixtures plus slices of ITP/ElasticFlow."""
 
+import functools
 import shutil
-import warnings
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-import dagster as dg
 import polars as pl
 import pytest
 
 from pipelines.clusters.simulate import summarize
-from pipelines.defs.shared.io_manager import ParquetIOManager, PathsResource
+from pipelines.home.paths import ProjectPaths
 from pipelines.home.storage import write_parquet_atomic
 from tests.support.figures import assert_figure
+from tests.support.materialize import Homes, Step
 from tests.support.zeus_peer import Peer
 
 
@@ -30,14 +30,17 @@ def _acme_fixture() -> pl.DataFrame:
     return pl.DataFrame(rows)
 
 
-@pytest.fixture(scope="module")
-def layer(ingested, tmp_path_factory: pytest.TempPathFactory):
+TRACES = ("alibaba", "itp", "elasticflow", "acme")
+#: The (gpu|trace) partitions replayed.
+REPLAYED = ("v100|alibaba", "v100|acme", "a40|itp")
+
+
+def _small_inputs(src: ProjectPaths, home: ProjectPaths) -> None:
+    """The tables the layer reads: Zeus's from the ingested home, slices of ITP/ElasticFlow, Alibaba and Acme fixtures."""
     from pipelines.contracts.base import empty
     from pipelines.contracts.owncluster import OwnClusterJobs
-    from pipelines.definitions import defs
 
-    src, _ = ingested
-    root = tmp_path_factory.mktemp("layer")
+    root = home.root
     (root / "assets").mkdir()
     for table in ("zeus_train_runs", "zeus_power_profiles"):
         shutil.copy(src.table(table), root / "assets" / f"{table}.parquet")
@@ -54,23 +57,18 @@ def layer(ingested, tmp_path_factory: pytest.TempPathFactory):
     write_parquet_atomic(alibaba, root / "assets/alibaba_groups.parquet")
     write_parquet_atomic(_acme_fixture().cast(pl.read_parquet(src.table("acme_jobs")).schema), root / "assets/acme_jobs.parquet")
     write_parquet_atomic(empty(OwnClusterJobs), root / "assets/own_cluster_jobs.parquet")  # no trace of your own here
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        definitions = defs()
-    everything = [*definitions.assets, *definitions.asset_checks]
-    resources = {"io_manager": ParquetIOManager(root=str(root)), "paths": PathsResource(root=str(root))}
-    with dg.instance_for_test() as instance:
-        instance.add_dynamic_partitions("trace", list(TRACES))
-        first = [dg.materialize(everything, resources=resources, instance=instance, partition_key=trace, selection=["cluster_workload_jobs"])
-                 for trace in TRACES]
-        results = {}
-        for key in ("v100|alibaba", "v100|acme", "a40|itp"):
-            results[key] = dg.materialize(everything, resources=resources, instance=instance, partition_key=key,
-                                          selection=["zeus_cluster_history", "zeus_cluster_summary"])
-    return root, first, results
 
 
-TRACES = ("alibaba", "itp", "elasticflow", "acme")
+@pytest.fixture(scope="module")
+def layer(ingested, materialized: Homes):
+    src, _ = ingested
+    home = materialized(
+        *(Step(["cluster_workload_jobs"], trace) for trace in TRACES),
+        *(Step(["zeus_cluster_history", "zeus_cluster_summary"], key) for key in REPLAYED),
+        prepare=functools.partial(_small_inputs, src), traces=TRACES, name="layer",
+    )
+    first, replays = home.results[: len(TRACES)], home.results[len(TRACES):]
+    return home.root, list(first), dict(zip(REPLAYED, replays, strict=True))
 
 
 def _workload_jobs(root: Path) -> pl.DataFrame:

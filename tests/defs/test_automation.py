@@ -7,38 +7,28 @@ sensor evaluated by hand.
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Iterator
-from pathlib import Path
 
 import dagster as dg
 import pytest
 
 from pipelines.defs.clusters.partitions import register_trace_partitions
-from pipelines.defs.shared.io_manager import ParquetIOManager, PathsResource
 from pipelines.defs.zeus.sensors import measured_profiles_sensor
 from pipelines.home.paths import ProjectPaths
+from tests.support.materialize import INGEST, Homes
 from tests.support.measured_profiles import profile_rows
 
 CLUSTER_JOBS = dg.AssetKey("cluster_workload_jobs")
 
 
 @pytest.fixture(scope="module")
-def setting(mirror: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[dg.Definitions, dg.DagsterInstance, ProjectPaths, dict]]:
+def setting(materialized: Homes) -> Iterator[tuple[dg.Definitions, dg.DagsterInstance, ProjectPaths, dict]]:
     """The code location, an instance holding one materialization of raw + ingest, and the home it wrote."""
-    from pipelines.definitions import defs
-
-    root = tmp_path_factory.mktemp("automation")
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        definitions = defs()
-    resources = {"io_manager": ParquetIOManager(root=str(root)), "paths": PathsResource(root=str(root))}
     with dg.instance_for_test() as instance:
-        job = definitions.resolve_implicit_global_asset_job_def()
-        ingest = dg.AssetSelection.groups("raw", "ingest", "quarantine").resolve(definitions.resolve_asset_graph())
-        assert job.get_subset(asset_selection=ingest).execute_in_process(resources=resources, instance=instance).success
-        assert set(register_trace_partitions(instance, root)) == {"itp", "elasticflow"}  # the mirror's public traces
-        yield definitions, instance, ProjectPaths(root), resources
+        home = materialized(INGEST, instance=instance, name="automation")  # a home of its own: these tests write into it
+        assert home.result.success
+        assert set(register_trace_partitions(instance, home.root)) == {"itp", "elasticflow"}  # the mirror's public traces
+        yield materialized.definitions(), instance, home.paths, home.resources()
 
 
 def test_an_ingested_table_updated_in_the_ui_refreshes_cluster_workload_jobs(setting) -> None:

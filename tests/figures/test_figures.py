@@ -4,7 +4,6 @@ brute force), every figure file written and not blank, absent traces skipped, an
 
 from __future__ import annotations
 
-import warnings
 from pathlib import Path
 
 import numpy as np
@@ -15,6 +14,7 @@ from pipelines.contracts.sources import AcmeJobs, AlibabaGroups
 from pipelines.figures import catalog, energy, energy_data, style, trace_data
 from pipelines.figures.errors import NoData
 from tests.support.figures import assert_figure
+from tests.support.materialize import INGEST, Homes, Step
 from tests.support.zeus_peer import ARTIFACT_JOBS
 
 
@@ -320,25 +320,17 @@ def test_absent_traces_are_skipped_with_a_reason(tables: dict[str, pl.DataFrame]
         traces.gpu_count_cdf(jobs.clear())
 
 
-def test_dagster_assets_write_figures_and_report_skips(ingested) -> None:
+def test_dagster_assets_write_figures_and_report_skips(materialized: Homes) -> None:
     import dagster as dg
 
-    from pipelines.definitions import defs
-    from pipelines.defs.shared.io_manager import ParquetIOManager, PathsResource
-
-    paths, _ = ingested
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        definitions = defs()
+    definitions = materialized.definitions()
     graph = definitions.resolve_asset_graph()
     figure_keys = dg.AssetSelection.groups("figures").resolve(graph)
     assert {k.to_user_string() for k in figure_keys} == {f"figures/{a.key}" for f in catalog.FAMILIES for a in f.assets}
     assert graph.get(dg.AssetKey(["figures", "acme_queueing_delay_cdf"])).parent_keys == {dg.AssetKey("acme_jobs")}
     selection = ["figures/acme_queueing_delay_cdf", "figures/acme_final_states"]
-    result = dg.materialize(
-        list(definitions.assets), selection=selection, raise_on_error=True,
-        resources={"io_manager": ParquetIOManager(root=str(paths.root)), "paths": PathsResource(root=str(paths.root))},
-    )
+    home = materialized(Step(selection), base=materialized(INGEST), name="figures")  # on a copy of the ingested home
+    paths, result = home.paths, home.result
     meta = {e.asset_key.to_user_string(): e.materialization.metadata for e in result.get_asset_materialization_events()}
     assert set(meta) == set(selection)  # the family was subset: nothing else drawn
     assert pl.read_parquet(paths.table("acme_jobs")).height == 0  # the mirror has no AcmeTrace job CSVs ...

@@ -2,40 +2,26 @@
 
 from __future__ import annotations
 
-import warnings
 from pathlib import Path
 
 import dagster as dg
 import polars as pl
 import pytest
 
-from pipelines.defs.figures.assets import figure_family
-from pipelines.defs.hetero import assets as hetero_defs
-from pipelines.defs.shared.io_manager import ParquetIOManager, PathsResource
 from pipelines.figures.catalog import HETERO
 from pipelines.hetero.allocations import SCHEMA
-from pipelines.ingest.zeus2 import read_profile_folder
+from tests.support.materialize import INGEST, Homes, Step
 
 
 @pytest.fixture(scope="module")
-def materialized(mirror: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dg.ExecuteInProcessResult]:
-    root = tmp_path_factory.mktemp("hetero")
-
-    @dg.asset(name="hetero_gpu_profiles")
-    def stand_in() -> pl.DataFrame:  # the ingest layer's asset, built with the same reader
-        return read_profile_folder(mirror / "zeus2")
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        result = dg.materialize(
-            [stand_in, hetero_defs.hetero_allocations, hetero_defs.brute_force_is_lowest, figure_family(HETERO)],
-            resources={"io_manager": ParquetIOManager(root=str(root)), "paths": PathsResource(root=str(root))},
-        )
-    return root, result
+def hetero_home(materialized: Homes) -> tuple[Path, dg.ExecuteInProcessResult]:
+    """hetero_allocations, its check and the HETERO figures, materialized on a copy of the ingested home (its hetero_gpu_profiles)."""
+    home = materialized(Step(["hetero_allocations", *(f"figures/{a.key}" for a in HETERO.assets)]), base=materialized(INGEST), name="hetero")
+    return home.root, home.result
 
 
-def test_allocations_table(materialized: tuple[Path, dg.ExecuteInProcessResult]) -> None:
-    root, result = materialized
+def test_allocations_table(hetero_home: tuple[Path, dg.ExecuteInProcessResult]) -> None:
+    root, result = hetero_home
     assert result.success
     table = pl.read_parquet(root / "assets" / "hetero_allocations.parquet")
     assert table.schema == pl.Schema(SCHEMA)
@@ -54,8 +40,8 @@ def test_allocations_table(materialized: tuple[Path, dg.ExecuteInProcessResult])
     assert [(c.check_name, c.passed) for c in checks] == [("brute_force_is_lowest", True)]
 
 
-def test_figures_and_their_data(materialized: tuple[Path, dg.ExecuteInProcessResult]) -> None:
-    root, _ = materialized
+def test_figures_and_their_data(hetero_home: tuple[Path, dg.ExecuteInProcessResult]) -> None:
+    root, _ = hetero_home
     for name in ("hetero_cost_split", "hetero_methods"):
         for suffix in ("png", "pdf", "parquet"):
             assert (root / "figures" / f"{name}.{suffix}").stat().st_size > 1000, (name, suffix)

@@ -6,7 +6,6 @@ import json
 import os
 import subprocess
 import sys
-import warnings
 from pathlib import Path
 
 import polars as pl
@@ -18,6 +17,7 @@ from pipelines.measure.harness import write_profile
 from pipelines.vocabulary import Job
 from pipelines.zeus.single import simulate_single
 from pipelines.zeus.traces import build_table, from_frames
+from tests.support.materialize import Homes, Step
 from tests.support.measured_profiles import BATCH_SIZES, DRAW_W, GPU, LIMITS_W, profile_rows, time_only_rows
 
 
@@ -96,30 +96,23 @@ def test_simulator_runs_on_a_measured_gpu(mirror: Path, train: pl.DataFrame, tmp
     assert v100.max_power == 250
 
 
-@pytest.fixture(scope="module")
-def materialized(tmp_path_factory: pytest.TempPathFactory) -> tuple[ProjectPaths, object]:
-    """raw_zeus_traces + zeus_train_runs + zeus_power_profiles materialized into a root whose raw/measured holds two files."""
-    import dagster as dg
-
-    from pipelines.defs.shared.io_manager import ParquetIOManager, PathsResource
-    from pipelines.defs.zeus import assets as ingest
-
-    root = tmp_path_factory.mktemp("measured_project")
-    paths = ProjectPaths(root)
+def _two_measured_files(paths: ProjectPaths) -> None:
     write_profile(profile_rows(), paths.measured / "a100.csv")
     write_profile(time_only_rows(), paths.measured / "cpu.csv")
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        result = dg.materialize(
-            [ingest.raw_zeus_traces, ingest.zeus_train_runs, ingest.zeus_power_profiles],
-            resources={"io_manager": ParquetIOManager(root=str(root)), "paths": PathsResource(root=str(root))},
-            raise_on_error=True,
-        )
-    return paths, result
 
 
-def test_asset_reads_raw_measured_and_passes_its_checks(materialized: tuple[ProjectPaths, object]) -> None:
-    paths, result = materialized
+@pytest.fixture(scope="module")
+def measured_home(materialized: Homes) -> tuple[ProjectPaths, object]:
+    """raw_zeus_traces + zeus_train_runs + zeus_power_profiles materialized into a root whose raw/measured holds two files."""
+    home = materialized(
+        Step(["raw_zeus_traces", "zeus_train_runs", "quarantine/zeus_train_runs", "zeus_power_profiles", "quarantine/zeus_power_profiles"]),
+        prepare=_two_measured_files, name="measured_project",
+    )
+    return home.paths, home.result
+
+
+def test_asset_reads_raw_measured_and_passes_its_checks(measured_home: tuple[ProjectPaths, object]) -> None:
+    paths, result = measured_home
     checks = {e.check_name: e.passed for e in result.get_asset_check_evaluations()}
     assert checks == {"quarantine_share": True, "records_accounted": True, "published_power_limits": True}
     power = pl.read_parquet(paths.table("zeus_power_profiles"))
@@ -129,8 +122,8 @@ def test_asset_reads_raw_measured_and_passes_its_checks(materialized: tuple[Proj
     assert "measured/a100.csv" in files and any(f.startswith("measured/cpu.csv (2 time-only rows not ingested") for f in files)
 
 
-def test_simulate_cli_accepts_the_measured_gpu(materialized: tuple[ProjectPaths, object], train: pl.DataFrame) -> None:
-    paths, _ = materialized
+def test_simulate_cli_accepts_the_measured_gpu(measured_home: tuple[ProjectPaths, object], train: pl.DataFrame) -> None:
+    paths, _ = measured_home
     args = ["single", "--dataset", "cifar100", "--model", "shufflenetv2", "--optimizer", "adadelta", "--target-metric", "0.6",
             "--max-epochs", "100", "--b0", "1024", "--gpu", GPU, "--eta-knob", "0.5", "--beta-knob", "2.0", "--seed", "3"]  # fmt: skip
     done = subprocess.run(
