@@ -10,8 +10,8 @@ assets and checks, with the Parquet IO manager and the paths resource pointed at
 
 ``base`` copies another home first (the copy is the new home's: the base is never written);
 ``prepare(paths)`` writes files before the first step (raw/measured profiles, hand-made input
-tables); ``traces`` are registered as ``trace`` partitions on the instance of the build (a test
-instance, closed when the home is built). A home is cached by what built it (its steps, base,
+tables); ``traces`` are registered as ``trace`` partitions on the instance of the build (an
+ephemeral one, in memory, shared by its steps). A home is cached by what built it (its steps, base,
 ``prepare`` and traces), so asking again, from any test module of the session, returns the same
 home without running anything. Tests must not write into a shared home; one that needs to
 builds its own (another ``prepare``, or a ``base``).
@@ -25,7 +25,6 @@ from __future__ import annotations
 import shutil
 import warnings
 from collections.abc import Callable, Hashable, Iterable, Sequence
-from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -131,21 +130,18 @@ class Homes:
             prepare(paths)
         definitions = self.definitions()
         everything = [*(definitions.assets or []), *(definitions.asset_checks or [])]
-        with ExitStack() as stack:
-            run_instance = instance
-            if run_instance is None and (traces or any(s.partition is not None for s in steps)):
-                run_instance = stack.enter_context(dg.instance_for_test())
-            if traces:
-                from pipelines.defs.clusters.partitions import TRACE_DIMENSION
+        # In memory, as dg.materialize's own default: a test instance (SQLite files) costs seconds to create and to log to.
+        run_instance = dg.DagsterInstance.ephemeral() if instance is None else instance
+        if traces:
+            from pipelines.defs.clusters.partitions import TRACE_DIMENSION
 
-                assert run_instance is not None
-                run_instance.add_dynamic_partitions(TRACE_DIMENSION, list(traces))
-            results = []
-            for step in steps:
-                with warnings.catch_warnings():
-                    warnings.simplefilter("ignore")
-                    results.append(dg.materialize(everything, selection=step.selection(), partition_key=step.partition,
-                                                  instance=run_instance, resources=resources(root), raise_on_error=True))
+            run_instance.add_dynamic_partitions(TRACE_DIMENSION, list(traces))
+        results = []
+        for step in steps:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                results.append(dg.materialize(everything, selection=step.selection(), partition_key=step.partition,
+                                              instance=run_instance, resources=resources(root), raise_on_error=True))
         home = Home(paths, tuple(results))
         if instance is None:
             self._built[key] = home
