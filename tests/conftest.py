@@ -36,3 +36,37 @@ def ingested(materialized: Homes) -> tuple[ProjectPaths, object]:
     """The raw + ingest layers materialized from the mirror into a temp root, once per session: (paths, result)."""
     home = materialized(INGEST, name="project")
     return home.paths, home.result
+
+
+#: The test files that take longest (seconds of one worker, `--durations`), longest first. Under
+#: `-n auto --dist loadfile` each file goes whole to the next free worker, in the order below (then
+#: the rest, in collection order), so that the two workers end together instead of one finishing a
+#: long file alone at the end. Only the order changes with this list, never what runs.
+LONGEST_FIRST = (
+    "tests/test_materialize.py",
+    "tests/zeus/test_groups_differential.py",
+    "tests/clusters/test_distributed.py",
+    "tests/cli/test_readme_commands.py",
+    "tests/test_wheel.py",
+    "tests/figures/test_figures.py",
+    "tests/zeus/test_single.py",
+    "tests/zeus/test_cli.py",
+    "tests/clusters/test_own_clusters.py",
+    "tests/defs/test_automation.py",
+    "tests/zeus/test_groups.py",
+    "tests/clusters/test_layer.py",
+    "tests/clusters/test_power.py",
+    "tests/sql/test_sql.py",
+    "tests/clusters/test_whatif.py",
+)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # xdist hands out files by their number of tests, most first; the order of LONGEST_FIRST is better.
+    if hasattr(config.option, "loadscopereorder"):
+        config.option.loadscopereorder = False
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    rank = {config.rootpath / path: i for i, path in enumerate(LONGEST_FIRST)}
+    items.sort(key=lambda item: rank.get(item.path, len(rank)))  # a stable sort: the rest keep their order
