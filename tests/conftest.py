@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
@@ -10,7 +11,9 @@ import pytest
 pytest.register_assert_rewrite("tests.support")
 
 from pipelines.home.paths import REPO_ROOT, ProjectPaths  # noqa: E402 - after the registration above
-from tests.support.materialize import INGEST, Homes  # noqa: E402 - likewise
+
+if TYPE_CHECKING:
+    from tests.support.materialize import Homes
 
 MIRROR = REPO_ROOT.parent / "shared" / "traces"
 
@@ -28,12 +31,16 @@ def materialized(mirror: Path, tmp_path_factory: pytest.TempPathFactory) -> Home
     See tests/support/materialize.py: a ``Step`` selects assets (and a partition); homes are cached
     by what built them, so every module asking for the same home shares one build.
     """
+    from tests.support.materialize import Homes  # Dagster loads only for the tests that materialize
+
     return Homes(tmp_path_factory)
 
 
 @pytest.fixture(scope="session")
 def ingested(materialized: Homes) -> tuple[ProjectPaths, object]:
     """The raw + ingest layers materialized from the mirror into a temp root, once per session: (paths, result)."""
+    from tests.support.materialize import INGEST
+
     home = materialized(INGEST, name="project")
     return home.paths, home.result
 
