@@ -3,7 +3,7 @@
 Three commands, each timed as the user runs it (interpreter start, imports, reading the traces,
 the simulation, printing), best of ``--repeat`` runs:
 
-1. ``python -m pipelines --help`` vs the artifact script's ``--help`` (``_zeus_scripts.py``,
+1. ``python -m pipelines --help`` vs the artifact script's ``--help`` (``tests/support/zeus_scripts.py``,
    which imports pandas and zeus at the top as run_single.py does);
 2. the README's ``simulate single`` example (run_single.py's job: librispeech, b0 192, V100,
    eta 0.5, beta 2, seed 1) vs the same job through zeus==0.16.0;
@@ -31,8 +31,9 @@ BENCH = Path(__file__).resolve().parent
 REPO = BENCH.parent
 sys.path[:0] = [str(REPO), str(BENCH)]
 
-from _zeus_peer import elasticflow_groups  # noqa: E402 - importable only once bench/ is on sys.path (line above)
-from bench_simulator import trace_sources  # noqa: E402 - likewise
+from bench_simulator import trace_sources  # noqa: E402 - importable only once bench/ is on sys.path (line above)
+
+from tests.support.zeus_peer import elasticflow_groups  # noqa: E402 - likewise (the repository)
 
 #: run_single.py's example, as the README gives it.
 SINGLE = ["--dataset", "librispeech", "--model", "deepspeech2", "--optimizer", "adamw", "--target_metric", "40.0",
@@ -82,7 +83,7 @@ def main() -> None:
         groups.filter(groups["group"].is_in(chosen.implode())).write_csv(groups_csv)
         env = {**os.environ, "GPU_ENERGY_HOME": str(home)}
         ours = [sys.executable, "-m", "pipelines"]
-        peer = [sys.executable, str(BENCH / "_zeus_scripts.py")]
+        peer = [sys.executable, str(REPO / "tests" / "support" / "zeus_scripts.py")]
         cases = [
             ("--help", [*ours, "--help"], [*peer, "--help"], False),
             ("simulate single", [*ours, "simulate", "single", *SINGLE], [*peer, "single", "--trace-dir", str(zeus_dir), *SINGLE], True),

@@ -31,7 +31,7 @@ BENCH = Path(__file__).resolve().parent
 REPO = BENCH.parent
 sys.path[:0] = [str(REPO), str(BENCH)]
 
-from _zeus_peer import ARTIFACT_JOBS, GPUS, Peer, elasticflow_groups  # noqa: E402 - importable only once bench/ is on sys.path (line above)
+from tests.support.zeus_peer import ARTIFACT_JOBS, GPUS, Peer, elasticflow_groups  # noqa: E402 - importable only once the repository is on sys.path (line above)
 
 RUN_SCHEMA = {"case": pl.String, "bs": pl.Int64, "pl": pl.Int64, "energy": pl.Float64, "time": pl.Float64, "reached": pl.Boolean}
 

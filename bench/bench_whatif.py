@@ -1,6 +1,6 @@
 """whatif on large Slurm exports with error bars: end to end (time, peak RSS), and the parse alone against pandas.
 
-Writes sacct exports (bench/_sacct_export.py, Europe/Berlin clock, a mixed A100/V100/A40/H100
+Writes sacct exports (tests/support/sacct_export.py, Europe/Berlin clock, a mixed A100/V100/A40/H100
 cluster with Slurm's energy accounting, steps included) into a temp folder, then:
 
 1. on 100,000 allocations: ``python -m pipelines whatif FILE --json`` with the default 20 samples,
@@ -29,7 +29,6 @@ import argparse
 import gc
 import json
 import os
-import runpy
 import subprocess
 import sys
 import tempfile
@@ -39,20 +38,22 @@ from typing import Any
 
 import polars as pl
 
-from pipelines.home.paths import REPO_ROOT
+sys.path[:0] = [str(Path(__file__).resolve().parent.parent)]
 
-EXPORT = runpy.run_path(str(REPO_ROOT / "bench" / "_sacct_export.py"))
+from pipelines.home.paths import REPO_ROOT  # noqa: E402 - after the repository is put on sys.path (line above)
+from tests.support.sacct_export import Truth  # noqa: E402 - importable only once the repository is on sys.path
+
 MIRROR = Path(os.environ.get("TRACES_MIRROR", REPO_ROOT.parent / "shared" / "traces"))
 TIMEZONE = "Europe/Berlin"
 GOAL_SMALL_S, GOAL_LARGE_S = 30.0, 90.0
 
 
 def write(path: Path, allocations: int) -> Any:
-    """The export, written by a child process; its truth (bench/_sacct_export.py's ``Truth``)."""
-    argv = [sys.executable, str(REPO_ROOT / "bench" / "_sacct_export.py"), "--allocations", str(allocations), "--timezone", TIMEZONE,
-            "--energy", "measured", "--out", str(path)]
+    """The export, written by a child process; its truth (tests/support/sacct_export.py's ``Truth``)."""
+    argv = [sys.executable, str(REPO_ROOT / "tests" / "support" / "sacct_export.py"), "--allocations", str(allocations),
+            "--timezone", TIMEZONE, "--energy", "measured", "--out", str(path)]
     done = subprocess.run(argv, capture_output=True, text=True, check=True, cwd=REPO_ROOT)
-    return EXPORT["Truth"](**json.loads(done.stdout))
+    return Truth(**json.loads(done.stdout))
 
 
 def load() -> str:

@@ -1,13 +1,19 @@
-"""Shared fixtures: the upstream mirror (../shared/traces) and one in-process materialization of the ingest layer."""
+"""Shared fixtures: the upstream mirror (../shared/traces) and data homes materialized in-process (``materialized``)."""
 
 from __future__ import annotations
 
-import warnings
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
-from pipelines.home.paths import REPO_ROOT, ProjectPaths
+# The shared helpers' asserts report their operands as the tests' own do (registered before any test imports them).
+pytest.register_assert_rewrite("tests.support")
+
+from pipelines.home.paths import REPO_ROOT, ProjectPaths  # noqa: E402 - after the registration above
+
+if TYPE_CHECKING:
+    from tests.support.materialize import Homes
 
 MIRROR = REPO_ROOT.parent / "shared" / "traces"
 
@@ -19,25 +25,58 @@ def mirror() -> Path:
 
 
 @pytest.fixture(scope="session")
-def ingested(mirror: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[ProjectPaths, object]:
-    """Materialize the raw + ingest layers from the mirror into a temp root, once per session."""
-    import dagster as dg
+def materialized(mirror: Path, tmp_path_factory: pytest.TempPathFactory) -> Homes:
+    """``materialized(*steps, base=, prepare=, traces=)``: a data home with those assets materialized, built once per session.
 
-    from pipelines.definitions import defs
-    from pipelines.defs.shared.io_manager import ParquetIOManager, PathsResource
+    See tests/support/materialize.py: a ``Step`` selects assets (and a partition); homes are cached
+    by what built them, so every module asking for the same home shares one build.
+    """
+    from tests.support.materialize import Homes  # Dagster loads only for the tests that materialize
 
-    root = tmp_path_factory.mktemp("project")
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        definitions = defs()
-    selection = dg.AssetSelection.groups("raw", "ingest", "quarantine")
-    graph = definitions.resolve_asset_graph()
-    keys = selection.resolve(graph)
-    assets = [a for a in definitions.assets if set(a.keys) & keys]
-    checks = [c for c in definitions.asset_checks or [] if {k.asset_key for k in c.check_keys} <= keys]
-    result = dg.materialize(
-        [*assets, *checks],
-        resources={"io_manager": ParquetIOManager(root=str(root)), "paths": PathsResource(root=str(root))},
-        raise_on_error=True,
-    )
-    return ProjectPaths(root), result
+    return Homes(tmp_path_factory)
+
+
+@pytest.fixture(scope="session")
+def ingested(materialized: Homes) -> tuple[ProjectPaths, object]:
+    """The raw + ingest layers materialized from the mirror into a temp root, once per session: (paths, result)."""
+    from tests.support.materialize import INGEST
+
+    home = materialized(INGEST, name="project")
+    return home.paths, home.result
+
+
+#: The test files that take longest (seconds of one worker, `--durations`), longest first. Under
+#: `-n auto --dist loadfile` each file goes whole to the next free worker, in the order below (then
+#: the rest, in collection order), so that the two workers end together instead of one finishing a
+#: long file alone at the end. Only the order changes with this list, never what runs.
+LONGEST_FIRST = (
+    "tests/orchestration/test_materialize.py",
+    "tests/zeus/test_groups_differential.py",
+    "tests/home/test_wheel.py",
+    "tests/clusters/test_distributed.py",
+    "tests/zeus/test_single.py",
+    "tests/figures/test_figures.py",
+    "tests/cli/test_readme_commands.py",
+    "tests/defs/test_automation.py",
+    "tests/clusters/test_own_clusters.py",
+    "tests/zeus/test_groups.py",
+    "tests/zeus/test_cli.py",
+    "tests/clusters/test_whatif.py",
+    "tests/clusters/test_power.py",
+    "tests/sql/test_sql.py",
+    "tests/measure/test_harness.py",
+    "tests/clusters/test_sweep.py",
+    "tests/defs/test_definitions.py",
+    "tests/clusters/test_layer.py",
+)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # xdist hands out files by their number of tests, most first; the order of LONGEST_FIRST is better.
+    if hasattr(config.option, "loadscopereorder"):
+        config.option.loadscopereorder = False
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    rank = {config.rootpath / path: i for i, path in enumerate(LONGEST_FIRST)}
+    items.sort(key=lambda item: rank.get(item.path, len(rank)))  # a stable sort: the rest keep their order

@@ -6,7 +6,7 @@ with cluster-wide energy and time and the saving vs Default at the same (trace, 
 
 What a replay depends on (so each distinct replay runs once, and its row is repeated for the
 knob values it does not read; the table is exactly what a replay per row would give, which
-``tests/test_sweep.py`` checks):
+``tests/clusters/test_sweep.py`` checks):
 
 * Zeus: eta, beta and seed;
 * Grid Search: eta (which configuration is cheapest) and seed; it never stops a run early, so

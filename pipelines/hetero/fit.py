@@ -6,7 +6,7 @@ power limit p of a GPU, fit ``time_s(b) = c2 b^2 + c1 b + c0`` and
 sizes b. The published code fits with ``scipy.optimize.curve_fit`` (Levenberg-Marquardt from
 p0 = (1, 1, 1)); for a model linear in its parameters that converges to the least-squares
 solution, which we compute directly with ``numpy.polyfit`` (column-scaled ``lstsq``). The two agree
-to about 1e-9 relative on the published profiles and pick the same optima (tests/test_hetero_published.py).
+to about 1e-9 relative on the published profiles and pick the same optima (tests/hetero/test_published.py).
 
 Power limits keep the order in which they first appear in the profile (the published code uses
 ``DataFrame.unique()``, i.e. file order): that order is the published tie-break order.

@@ -2,7 +2,7 @@
 
 The published simulator is ``zeus._legacy.simulate.Simulator`` (PyPI ``zeus==0.16.0``, the NSDI '23
 artifact); this package reproduces its output bit for bit (same batch sizes, power limits, reached
-flags, float64 energies and times) without importing it. See ``tests/test_zeus_*.py``.
+flags, float64 energies and times) without importing it. See ``tests/zeus/``.
 
 A leaf: frames in, frames out. It imports nothing of the package but ``pipelines.vocabulary`` (the
 workloads, policies), no Dagster and no zeus; reading files is ``pipelines.ingest.simulator_inputs``'s.

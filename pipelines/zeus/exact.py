@@ -13,7 +13,7 @@ few that matter, in pure Python, on the same PCG64 bit generator:
 * ``ndarray.sum`` / ``np.var`` on float64 use pairwise summation (sequential below 8 values).
 * pandas ``groupby(...).mean()`` uses Kahan-compensated summation.
 
-Every emulation here is checked against the real call in ``tests/test_zeus_exact.py``.
+Every emulation here is checked against the real call in ``tests/zeus/test_exact.py``.
 """
 
 from __future__ import annotations

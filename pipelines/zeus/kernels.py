@@ -18,7 +18,7 @@ What is emulated, exactly as the pure-Python reference (``groups.py``, ``policie
 
 Floating-point expressions keep the reference's operation order (no fastmath): results are the
 same float64 values, not merely close ones. The reference stays the readable specification and
-the test oracle (``tests/test_zeus_fast.py`` compares the two run by run).
+the test oracle (``tests/zeus/test_fast.py`` compares the two run by run).
 
 A replay covers groups ``[g_lo, g_hi)`` of one trace and one GPU. Instead of raising, it stops at
 the first group the reference would stop at and returns an error code (``ERR_*``);

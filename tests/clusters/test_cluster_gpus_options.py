@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import runpy
 import subprocess
 import sys
 import tomllib
@@ -15,15 +14,14 @@ import pytest
 from pipelines.clusters import capacity, tracefiles
 from pipelines.home.paths import REPO_ROOT
 from pipelines.ingest.slurm import read_sacct
-
-EXPORT = runpy.run_path(str(REPO_ROOT / "bench" / "_sacct_export.py"))
+from tests.support.sacct_export import write_export
 
 
 @pytest.fixture(scope="module")
 def export(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, int]:
     """A small Slurm export and the peak concurrent GPUs of the allocations the replay uses (worked out here)."""
     path = tmp_path_factory.mktemp("export") / "lab.sacct"
-    EXPORT["write_export"](path, 200, seed=11, span_days=2)
+    write_export(path, 200, seed=11, span_days=2)
     table = read_sacct(path, trace="lab", source_file=path.name).table
     slots = capacity.own_slots(table)
     # brute force: GPUs held at every start instant (a job ending there has freed its GPUs)

@@ -11,6 +11,7 @@ from pipelines.figures import catalog
 from pipelines.figures.errors import NoData
 from pipelines.ingest.fleet import read_curves
 from pipelines.vocabulary import GPU_BY_NAME
+from tests.support.figures import assert_figure
 
 
 def _frames(mirror: Path) -> dict[str, pl.DataFrame]:
@@ -27,8 +28,6 @@ def _frames(mirror: Path) -> dict[str, pl.DataFrame]:
 
 
 def test_the_figure_draws_the_measured_and_simulated_cdfs_of_the_v100(mirror: Path, tmp_path: Path) -> None:
-    from test_figures import assert_figure
-
     asset = catalog.FLEET_POWER.assets[0]
     report = catalog.render(asset, _frames(mirror), tmp_path)
     assert list(report.written) == ["clusters_fleet_power_cdf"] and not report.skipped

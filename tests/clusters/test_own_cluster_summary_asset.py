@@ -8,7 +8,6 @@ generated export read as the pipeline reads raw/clusters; its rows must equal wh
 from __future__ import annotations
 
 import json
-import runpy
 from pathlib import Path
 
 import dagster as dg
@@ -20,11 +19,10 @@ from pipelines.contracts.base import validate
 from pipelines.contracts.owncluster import OwnClusterSummary
 from pipelines.defs.own_clusters.assets import SUMMARY_SAMPLES, own_cluster_summary
 from pipelines.defs.shared.dask import DaskResource
-from pipelines.home.paths import REPO_ROOT
 from pipelines.ingest.zeus import read_measured
 from pipelines.zeus.traces import from_frames
+from tests.support.sacct_export import write_export
 
-EXPORT = runpy.run_path(str(REPO_ROOT / "bench" / "_sacct_export.py"))
 H100 = Path(__file__).with_name("h100_profile.csv")
 
 
@@ -37,7 +35,7 @@ def test_the_summary_asset_is_whatifs_report_per_trace(ingested, tmp_path: Path)
     power = pl.concat([pl.read_parquet(paths.table("zeus_power_profiles")), read_measured(measured_folder).table], how="vertical_relaxed")
     raw = tmp_path / "raw"
     (raw / "clusters").mkdir(parents=True)
-    EXPORT["write_export"](raw / "clusters" / "lab.sacct", 400, seed=9, energy="measured", span_days=10, timezone="UTC")
+    write_export(raw / "clusters" / "lab.sacct", 400, seed=9, energy="measured", span_days=10, timezone="UTC")
     (trace,), _ = tracefiles.user_traces(raw)
     result = trace.read()
 

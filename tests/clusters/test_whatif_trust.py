@@ -1,6 +1,6 @@
 """``whatif`` as an operator trusts it: the export's own GPUs, a measured profile, error bars, measured energy, units, bad input.
 
-The exports are generated (bench/_sacct_export.py: a mixed A100/V100/A40/H100 cluster with Slurm's
+The exports are generated (tests/support/sacct_export.py: a mixed A100/V100/A40/H100 cluster with Slurm's
 energy accounting); the H100 profile is a schema-true synthetic fixture (tests/clusters/h100_profile.csv,
 written by the measurement harness's writer, cifar100 and imagenet only; no GPU measured it).
 """
@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import csv
 import json
-import runpy
 import subprocess
 import sys
 from pathlib import Path
@@ -29,8 +28,8 @@ from pipelines.home.paths import REPO_ROOT
 from pipelines.ingest.common import IngestError
 from pipelines.ingest.simulator_inputs import read_trace_dir
 from pipelines.zeus.traces import Traces
+from tests.support.sacct_export import write_export
 
-EXPORT = runpy.run_path(str(REPO_ROOT / "bench" / "_sacct_export.py"))
 H100 = Path(__file__).with_name("h100_profile.csv")
 
 
@@ -42,7 +41,7 @@ def traces(mirror: Path) -> Traces:
 @pytest.fixture(scope="module")
 def mixed(tmp_path_factory: pytest.TempPathFactory):
     path = tmp_path_factory.mktemp("mixed") / "mixed.sacct"
-    truth = EXPORT["write_export"](path, 1200, seed=3, energy="measured", span_days=20)
+    truth = write_export(path, 1200, seed=3, energy="measured", span_days=20)
     return path, truth, tracefiles.read_trace(path, "mixed", "sacct", "Europe/Berlin", source_file=path.name)
 
 
@@ -134,7 +133,7 @@ def test_the_measured_section_compares_the_clusters_meter_with_the_model(mixed, 
 
 def test_an_export_of_zeros_says_no_energy_was_collected(tmp_path: Path, traces: Traces) -> None:
     path = tmp_path / "zeros.sacct"
-    EXPORT["write_export"](path, 300, seed=8, energy="zero", span_days=5)
+    write_export(path, 300, seed=8, energy="zero", span_days=5)
     result = tracefiles.read_trace(path, "zeros", "sacct", "UTC", source_file=path.name)
     report = whatif.whatif(result, profiles_of(traces), whatif.Options(samples=1))
     assert report["measured"] is None

@@ -1,0 +1,161 @@
+"""Real processes: a `dask scheduler` and two `dask worker`s on 127.0.0.1, started from this environment.
+
+The sweep through the scheduler's address equals the in-process sweep, also when a worker is
+killed mid-sweep; Dagster's dask executor (dagster-dask) materializes a small selection there.
+Every process started here is stopped (its whole process group), whatever the outcome.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from pipelines.clusters import mapping, sweep
+from pipelines.distributed import SerialRunner, connect
+from pipelines.home.paths import REPO_ROOT, ProjectPaths
+from pipelines.zeus.traces import Traces, from_frames
+from tests.support.sweep_inputs import write_sweep_inputs
+
+BIN = Path(sys.executable).parent
+#: Zeus and Default on the whole ElasticFlow trace (69,546 jobs): 6 + 2 replays of about half a second.
+GRID = sweep.Grid(etas=(0.0, 0.5, 1.0), betas=(2.0,), seeds=(1, 2), gpus=("v100",), policies=("zeus", "default"))
+START_TIMEOUT_S = 90
+
+
+@dataclass
+class Cluster:
+    address: str
+    workers: list[subprocess.Popen[bytes]]
+    root: Path  # GPU_ENERGY_HOME of the workers
+
+
+def _start(args: list[str], env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
+    with open(log, "wb") as out:
+        return subprocess.Popen(args, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+
+
+def _stop(process: subprocess.Popen[bytes]) -> None:
+    for sig, wait in ((signal.SIGTERM, 10), (signal.SIGKILL, 10)):
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, sig)
+        try:
+            process.wait(timeout=wait)
+            break
+        except subprocess.TimeoutExpired:
+            continue
+    with contextlib.suppress(ProcessLookupError):  # anything else of its group
+        os.killpg(process.pid, signal.SIGKILL)
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    from distributed import Client
+
+    folder = tmp_path_factory.mktemp("dask")
+    root = tmp_path_factory.mktemp("dask_root")
+    env = {**os.environ, "GPU_ENERGY_HOME": str(root)}
+    env.pop("DASK_SCHEDULER_ADDRESS", None)
+    scheduler_file = folder / "scheduler.json"
+    processes: list[subprocess.Popen[bytes]] = []
+    try:
+        processes.append(_start([str(BIN / "dask"), "scheduler", "--host", "127.0.0.1", "--port", "0", "--no-dashboard",
+                                 "--scheduler-file", str(scheduler_file)], env, folder / "scheduler.log"))
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while not scheduler_file.exists():
+            assert time.monotonic() < deadline and processes[0].poll() is None, (folder / "scheduler.log").read_text()
+            time.sleep(0.2)
+        time.sleep(0.2)  # the file is written at once, but let it be complete
+        address = json.loads(scheduler_file.read_text())["address"]
+        assert address.startswith("tcp://127.0.0.1:")
+        for i in range(2):
+            processes.append(_start([str(BIN / "dask"), "worker", address, "--nthreads", "1", "--no-nanny", "--host", "127.0.0.1",
+                                     "--no-dashboard", "--name", f"w{i}", "--local-directory", str(folder)], env, folder / f"w{i}.log"))
+        with Client(address, timeout=START_TIMEOUT_S) as client:
+            client.wait_for_workers(2, timeout=START_TIMEOUT_S)
+        yield Cluster(address, processes[1:], root)
+    finally:
+        for process in reversed(processes):
+            _stop(process)
+
+
+@pytest.fixture(scope="module")
+def inputs(ingested: tuple[ProjectPaths, object]) -> tuple[pl.DataFrame, Traces]:
+    paths, _ = ingested
+    traces = from_frames(pl.read_parquet(paths.table("zeus_train_runs")), pl.read_parquet(paths.table("zeus_power_profiles")))
+    return mapping.map_elasticflow(pl.read_parquet(paths.table("elasticflow_jobs"))), traces
+
+
+@pytest.fixture(scope="module")
+def serial(inputs: tuple[pl.DataFrame, Traces]) -> pl.DataFrame:
+    jobs, traces = inputs
+    return sweep.sweep(jobs, traces, GRID, SerialRunner())
+
+
+def test_dask_executor_materializes_a_selection(cluster: Cluster, tmp_path: Path) -> None:
+    import dagster as dg
+
+    home = tmp_path / "dagster_home"
+    home.mkdir()
+    (home / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
+    env = {**os.environ, "DAGSTER_HOME": str(home), "GPU_ENERGY_HOME": str(cluster.root)}
+    done = subprocess.run(
+        [sys.executable, "-m", "pipelines", "materialize", "--executor", "dask", "--scheduler", cluster.address,
+         "--select", "+zeus_train_runs"],
+        env=env, cwd=REPO_ROOT, capture_output=True, text=True, timeout=300, start_new_session=True, check=False,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert pl.read_parquet(cluster.root / "assets/zeus_train_runs.parquet").height == 3759
+    with dg.DagsterInstance.from_config(str(home)) as instance:
+        (run,) = instance.get_runs()
+        assert run.status == dg.DagsterRunStatus.SUCCESS and run.job_name == "unpartitioned_assets" and run.remote_job_origin is not None
+        assert {k.to_user_string() for k in run.asset_selection or ()} == {"raw_zeus_traces", "zeus_train_runs",
+                                                                           "quarantine/zeus_train_runs"}
+        step_pids = {e.dagster_event.pid for e in instance.all_logs(run.run_id, of_type=dg.DagsterEventType.STEP_START)}
+    assert step_pids and step_pids <= {w.pid for w in cluster.workers}  # every step ran on a Dask worker
+
+
+def test_sweep_command_through_the_address_equals_in_process(
+    cluster: Cluster, inputs: tuple[pl.DataFrame, Traces], serial: pl.DataFrame, tmp_path: Path
+) -> None:
+    jobs, traces = inputs
+    assets = tmp_path / "assets"
+    write_sweep_inputs(assets, jobs, traces)
+    out = tmp_path / "grid.parquet"
+    args = [sys.executable, "-m", "pipelines", "sweep", "--gpus", "v100", "--eta", "0,0.5,1", "--beta", "2", "--seeds", "1,2",
+            "--policies", "zeus,default", "--assets", str(assets), "--output", str(out), "--scheduler", cluster.address]
+    done = subprocess.run(args, cwd=REPO_ROOT, capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert f"on Dask scheduler {cluster.address}: 2 workers" in done.stderr
+    assert pl.read_parquet(out).equals(serial)
+
+
+def test_a_worker_killed_mid_sweep_changes_nothing(cluster: Cluster, inputs: tuple[pl.DataFrame, Traces], serial: pl.DataFrame) -> None:
+    jobs, traces = inputs
+    victim = cluster.workers[0]
+    chosen = sweep.check_inputs(jobs, traces, GRID)
+    tasks = sweep.replays(GRID, chosen)
+    shared = {"jobs": {t: jobs.filter(pl.col("trace") == t).select(sweep.JOB_COLUMNS) for t in chosen}, "traces": traces}
+    finished: list[int] = []
+
+    def kill_after_first(i: int) -> None:
+        finished.append(i)
+        if len(finished) == 1:
+            victim.send_signal(signal.SIGKILL)
+
+    with connect(cluster.address) as runner:
+        assert runner.workers == 2
+        totals = runner.map(sweep.replay_totals, tasks, shared, on_done=kill_after_first)
+        assert victim.wait(timeout=30) == -signal.SIGKILL
+        assert len(finished) == len(tasks) and runner.workers == 1
+    assert sweep.expand(totals, replace(GRID, traces=chosen)).equals(serial)

@@ -1,0 +1,179 @@
+"""Your own traces in Dagster: ``clusters add``, the sensor that makes a dropped file a partition, and the assets that follow."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tomllib
+import warnings
+from pathlib import Path
+
+import dagster as dg
+import polars as pl
+import pytest
+
+from pipelines.defs.clusters.sensors import cluster_traces_sensor
+from pipelines.defs.shared.io_manager import ParquetIOManager, PathsResource
+from pipelines.sources.fetch import sha256_of
+from tests.support.sacct_export import write_export
+
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore")
+    from pipelines.definitions import defs
+
+    DEFINITIONS = defs()
+USER_RUN = {"own_cluster_jobs", "quarantine/own_cluster_jobs", "own_cluster_traces", "cluster_workload_jobs", "cluster_capacity"}
+
+
+@pytest.fixture
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """An empty data home with no mirror (so that no public trace is present unless a test puts its files in raw/)."""
+    monkeypatch.setenv("TRACES_MIRROR", str(tmp_path / "no-mirror"))
+    monkeypatch.setenv("GPU_ENERGY_HOME", str(tmp_path / "home"))
+    (tmp_path / "home" / "raw").mkdir(parents=True)
+    return tmp_path / "home"
+
+
+def tick(instance: dg.DagsterInstance, home: Path):
+    """One evaluation of the sensor as the daemon runs it (run requests resolved against its target)."""
+    with dg.build_sensor_context(instance_ref=instance.get_ref(), resources={"paths": PathsResource(root=str(home))},
+                                 definitions=DEFINITIONS) as context:
+        result = cluster_traces_sensor.evaluate_tick(context)
+    for request in result.dynamic_partitions_requests or []:  # what the daemon does with them
+        assert isinstance(request, dg.AddDynamicPartitionsRequest)
+        instance.add_dynamic_partitions(request.partitions_def_name, list(request.partition_keys))
+    return result
+
+
+def assets_of(request: dg.RunRequest) -> set[str]:
+    return {k.to_user_string() for k in request.asset_selection or []}
+
+
+def test_the_sensor_registers_a_dropped_file_and_requests_its_run_once_per_change(home: Path) -> None:
+    clusters = home / "raw" / "clusters"
+    clusters.mkdir()
+    write_export(clusters / "lab.sacct", 50, seed=2)
+    (clusters / "Bad Name.sacct").write_text("JobID|Submit\n")
+    (clusters / "notes.txt").write_text("not a trace")
+    with dg.instance_for_test() as instance:
+        first = tick(instance, home)
+        assert [list(r.partition_keys) for r in first.dynamic_partitions_requests] == [["lab"]]
+        assert [(r.partition_key, assets_of(r)) for r in first.run_requests] == [("lab", USER_RUN)]
+        assert instance.get_dynamic_partitions("trace") == ["lab"]  # no empty partitions for absent public traces
+        # Nothing materialized yet: the same request (same run key, so the daemon starts it once), no new partition.
+        second = tick(instance, home)
+        assert not second.dynamic_partitions_requests
+        assert [r.run_key for r in second.run_requests] == [r.run_key for r in first.run_requests]
+        # Once cluster_workload_jobs[lab] is materialized the sensor is quiet, until the file changes.
+        instance.report_runless_asset_event(dg.AssetMaterialization("cluster_workload_jobs", partition="lab"))
+        assert not tick(instance, home).run_requests
+        later = (clusters / "lab.sacct").stat().st_mtime + 60
+        os.utime(clusters / "lab.sacct", (later, later))
+        changed = tick(instance, home).run_requests
+        assert len(changed) == 1 and changed[0].run_key not in {r.run_key for r in first.run_requests}
+
+
+def test_public_traces_are_partitions_only_when_their_files_are_present(home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    with dg.instance_for_test() as instance:
+        assert not tick(instance, home).dynamic_partitions_requests  # no file, no mirror: nothing
+        (home / "raw" / "acme").mkdir()
+        (home / "raw" / "acme" / "trace_kalos.csv").write_text("job_id\n")
+        result = tick(instance, home)
+        assert instance.get_dynamic_partitions("trace") == ["acme"]
+        assert [(r.partition_key, assets_of(r)) for r in result.run_requests] == [
+            ("acme", {"raw_acme_traces", "acme_jobs", "quarantine/acme_jobs", "cluster_workload_jobs", "cluster_capacity"})]
+        monkeypatch.setenv("TRACES_MIRROR", str(tmp_path / "mirror"))
+        (tmp_path / "mirror" / "itp").mkdir(parents=True)
+        (tmp_path / "mirror" / "itp" / "raw-traces.tar.gz").write_bytes(b"")
+        tick(instance, home)
+        assert instance.get_dynamic_partitions("trace") == ["acme", "itp"]
+
+
+def test_clusters_add_copies_the_file_and_records_its_sha256_and_options(home: Path, tmp_path: Path) -> None:
+    export = tmp_path / "export.txt"
+    write_export(export, 30, seed=3)
+
+    def add(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "pipelines", "clusters", "add", *args], capture_output=True, text=True, check=False,
+                              cwd=tmp_path, env=os.environ)
+
+    done = add("lab", str(export), "--format", "sacct", "--timezone", "Europe/Berlin")
+    assert done.returncode == 0, done.stderr
+    target = home / "raw" / "clusters" / "lab.sacct"
+    assert target.read_bytes() == export.read_bytes()
+    options = tomllib.loads((home / "raw" / "clusters" / "lab.toml").read_text())
+    assert (options["format"], options["timezone"], options["sha256"], options["source"]) == (
+        "sacct", "Europe/Berlin", sha256_of(export), str(export.resolve()))
+    again = add("lab", str(export))
+    assert again.returncode == 2 and "exists" in again.stderr and "--replace" in again.stderr
+    assert add("lab", str(export), "--replace", "--timezone", "UTC").returncode == 0
+    assert tomllib.loads((home / "raw" / "clusters" / "lab.toml").read_text())["timezone"] == "UTC"
+    bad = add("itp", str(export))
+    assert bad.returncode == 2 and "public trace" in bad.stderr
+    listed = subprocess.run([sys.executable, "-m", "pipelines", "clusters", "list"], capture_output=True, text=True, check=True, cwd=tmp_path)
+    assert "lab: clusters/lab.sacct (sacct, times in UTC)" in listed.stdout
+
+
+def test_a_user_trace_flows_through_the_assets_and_into_the_figures(home: Path, ingested, tmp_path: Path) -> None:
+    from pipelines.figures import catalog
+
+    src, _ = ingested
+    (home / "assets").mkdir()
+    for table in ("zeus_train_runs", "zeus_power_profiles", "itp_jobs", "elasticflow_jobs", "acme_jobs", "alibaba_groups"):
+        shutil.copy(src.table(table), home / "assets" / f"{table}.parquet")
+    clusters = home / "raw" / "clusters"
+    clusters.mkdir()
+    truth = write_export(clusters / "lab.sacct", 300, seed=9, timezone="Asia/Tokyo", malformed=2, span_days=3)
+    (clusters / "lab.toml").write_text('timezone = "Asia/Tokyo"\n')
+    everything = [*DEFINITIONS.assets, *DEFINITIONS.asset_checks]
+    resources = {"io_manager": ParquetIOManager(root=str(home)), "paths": PathsResource(root=str(home))}
+    with dg.instance_for_test() as instance:
+        (request,) = tick(instance, home).run_requests
+        first = dg.materialize(everything, resources=resources, instance=instance, partition_key=request.partition_key,
+                               selection=list(request.asset_selection or []))
+        assert first.success
+        checks = {e.check_name: e.passed for e in first.get_asset_check_evaluations()}
+        assert checks == {"every_line_accounted_for": True, "quarantine_share": True, "runtime_ratio_means_one": True,
+                          "setting_covers_peak": True}
+        rest = dg.materialize(everything, resources=resources, instance=instance, partition_key="v100|lab",
+                              selection=["zeus_cluster_history", "zeus_cluster_summary", "cluster_power", "cluster_power_summary"])
+        assert rest.success
+        assert not tick(instance, home).run_requests
+    traces = pl.read_parquet(home / "assets" / "own_cluster_traces.parquet").row(0, named=True)
+    assert (traces["trace"], traces["timezone"], traces["lines"], traces["quarantined"]) == ("lab", "Asia/Tokyo", truth.lines, 2)
+    assert pl.read_parquet(home / "assets" / "quarantine" / "own_cluster_jobs.parquet").height == 2
+    jobs = pl.read_parquet(home / "assets" / "cluster_workload_jobs" / "lab.parquet")
+    assert jobs.height == truth.completed_gpu_allocations and set(jobs["trace"]) == {"lab"}
+    summary = pl.read_parquet(home / "assets" / "zeus_cluster_summary" / "v100__lab.parquet")
+    assert summary["jobs"].sum() == jobs.height
+    power = pl.read_parquet(home / "assets" / "cluster_power_summary" / "v100__lab.parquet")
+    assert set(power["policy"]) == {"zeus", "default", "grid-search"}
+
+    frames = {t: pl.read_parquet(home / "assets" / f"{t}.parquet") for t in catalog.JOB_TABLES}
+    durations = {a.key: a for a in catalog.TRACES.assets}["traces_job_duration_cdf"]
+    report = catalog.render(durations, frames, tmp_path)
+    assert "traces_job_duration_cdf" in report.written
+    drawn = pl.read_parquet(tmp_path / "traces_job_duration_cdf.parquet")
+    assert "lab" in set(drawn["trace"])
+    cluster_frames = {"zeus_cluster_summary": summary}
+    report = catalog.render(catalog.CLUSTERS.assets[0], cluster_frames, tmp_path)
+    assert set(pl.read_parquet(tmp_path / "clusters_savings_by_trace.parquet")["trace"]) == {"lab"}
+
+
+def test_both_sensors_run_without_a_click_and_the_replay_follows_eagerly() -> None:
+    sensors = {s.name: s for s in DEFINITIONS.sensors}
+    assert {name: s.default_status for name, s in sensors.items()} == {
+        "cluster_traces_sensor": dg.DefaultSensorStatus.RUNNING, "automation_sensor": dg.DefaultSensorStatus.RUNNING,
+        "measured_profiles_sensor": dg.DefaultSensorStatus.RUNNING}
+    graph = DEFINITIONS.resolve_asset_graph()
+    eager = {k.to_user_string() for k in graph.get_all_asset_keys() if graph.get(k).automation_condition is not None}
+    assert {"zeus_cluster_history", "zeus_cluster_summary", "cluster_power", "cluster_power_summary", "figures/clusters_power_timeline",
+            "figures/clusters_savings_by_trace", "figures/traces_job_duration_cdf"} <= eager
+    assert "own_cluster_jobs" not in eager  # it runs when the sensor (or materialize) says
+    # cluster_workload_jobs follows the public tables, not own_cluster_jobs: a new user trace runs for its own partition
+    assert "own_cluster_jobs" in str(graph.get(dg.AssetKey("cluster_workload_jobs")).automation_condition)
+    checks = {(s.name, s.blocking) for a in DEFINITIONS.assets if isinstance(a, dg.AssetsDefinition) for s in a.check_specs
+              if s.asset_key == dg.AssetKey("own_cluster_jobs")}
+    assert checks == {("every_line_accounted_for", True), ("quarantine_share", False)}
