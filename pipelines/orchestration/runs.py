@@ -100,10 +100,13 @@ def plan_runs(defs: dg.Definitions, keys: set[dg.AssetKey], instance: dg.Dagster
         if partitions_def and not partitions:
             continue
         tags = {RANGE_START: partitions[0], RANGE_END: partitions[-1]} if partitions else {}
-        # A partitioned run's steps loop over its partitions after reading their input once: in-process is best.
-        heavy = {id(graph.get(k).assets_def) for k in batch if graph.get(k).group_name not in LIGHT_GROUPS}
-        runs.append(Run(job_name(partitions_def), frozenset(batch), tags, partitions_def is None and len(heavy) > 1))
-    return runs
+        # Light steps (and their light descendants) first, in one process: a process per step costs more than they do.
+        light = {k for k in batch if {k, *graph.get_ancestor_asset_keys(k) & batch} <= {a for a in batch if graph.get(a).group_name in LIGHT_GROUPS}}
+        for part in (light, batch - light) if light and partitions_def is None else (batch,):
+            heavy = {id(graph.get(k).assets_def) for k in part if graph.get(k).group_name not in LIGHT_GROUPS}
+            # A partitioned run's steps loop over its partitions after reading their input once: in-process is best.
+            runs.append(Run(job_name(partitions_def), frozenset(part), tags, partitions_def is None and len(heavy) > 1))
+    return [run for run in runs if run.keys]
 
 
 @contextlib.contextmanager

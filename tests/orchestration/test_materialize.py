@@ -90,22 +90,31 @@ def test_plan_of_everything(definitions: dg.Definitions, instance: dg.DagsterIns
     keys, added = resolve_selection(definitions, "*")
     runs = plan_runs(definitions, keys, instance)
     assert not added
-    assert [r.job for r in runs] == ["unpartitioned_assets", "trace_assets", "gpu_assets", "trace_gpu_assets", "unpartitioned_assets"]
+    assert [r.job for r in runs] == ["unpartitioned_assets", "unpartitioned_assets", "trace_assets", "gpu_assets", "trace_gpu_assets",
+                                     "unpartitioned_assets"]
     by_asset = {a: r for r in runs for a in _names(r.keys)}
     history = by_asset["zeus_cluster_history"]
     # one single-run backfill of the 8 trace x GPU partitions for the trace x GPU assets
     assert _names(history.keys) == {"zeus_cluster_history", "cluster_power", "zeus_cluster_summary", "cluster_power_summary"}
     assert history.tags == {RANGE_START: "a40|elasticflow", RANGE_END: "v100|itp"} and not history.parallel
     assert by_asset["cluster_workload_jobs"].tags == {RANGE_START: "elasticflow", RANGE_END: "itp"}
-    assert by_asset["itp_jobs"] is by_asset["quarantine/itp_jobs"] and runs[0].parallel
+    # the light steps (fetch, ingest) in one process first, then the heavy ones (figures, Zeus²) side by side
+    assert by_asset["itp_jobs"] is by_asset["quarantine/itp_jobs"] is by_asset["raw_itp_traces"] is runs[0] and not runs[0].parallel
+    assert by_asset["hetero_allocations"] is by_asset["figures/energy_savings_vs_default"] is runs[1] and runs[1].parallel
+    assert {graph_group(definitions, k) for k in runs[0].keys} == {"raw", "ingest", "quarantine"}
     # the knob grid waits for the partitions and joins the figures' run, where its step runs beside the others
     assert by_asset["zeus_knob_grid"] is by_asset["figures/clusters_savings_by_trace"] is runs[-1] and runs[-1].parallel
+
+
+def graph_group(definitions: dg.Definitions, key: dg.AssetKey) -> str | None:
+    return definitions.resolve_asset_graph().get(key).group_name
 
 
 def test_with_no_trace_registered_the_trace_runs_are_left_out(definitions: dg.Definitions) -> None:
     keys, _ = resolve_selection(definitions, "*")
     with dg.instance_for_test() as empty:
-        assert [r.job for r in plan_runs(definitions, keys, empty)] == ["unpartitioned_assets", "gpu_assets", "unpartitioned_assets"]
+        assert [r.job for r in plan_runs(definitions, keys, empty)] == ["unpartitioned_assets", "unpartitioned_assets", "gpu_assets",
+                                                                    "unpartitioned_assets"]
 
 
 def test_failed_checks_and_steps_are_named() -> None:
