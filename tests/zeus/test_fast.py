@@ -34,7 +34,6 @@ from pipelines.clusters import mapping, simulate, sweep
 from pipelines.clusters.workloads import workloads_by_default_tta
 from pipelines.distributed import SerialRunner
 from pipelines.home.paths import REPO_ROOT, ProjectPaths
-from pipelines.ingest.simulator_inputs import read_trace_dir
 from pipelines.vocabulary import POLICIES
 from pipelines.zeus import fast
 from pipelines.zeus import kernels as kern
@@ -54,11 +53,6 @@ def both(groups: pl.DataFrame, traces: Traces, gpu: str, eta: float, beta: float
         rows = [(i, a, b) for i, (a, b) in enumerate(zip(got.iter_rows(), reference.iter_rows(), strict=False)) if a != b]
         raise AssertionError(f"{policy} on {gpu}: {got.height} vs {reference.height} runs; first difference {rows[:1]}")
     return reference
-
-
-@pytest.fixture(scope="module")
-def traces(mirror: Path) -> Traces:
-    return read_trace_dir(mirror / "zeus")
 
 
 @pytest.fixture(scope="module")

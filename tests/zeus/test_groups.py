@@ -12,23 +12,13 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from pipelines.ingest.simulator_inputs import conform_groups, read_group_file, read_trace_dir
+from pipelines.ingest.simulator_inputs import conform_groups, read_group_file
 from pipelines.zeus.errors import SimulationError
 from pipelines.zeus.groups import GroupTableError, replay_groups
 from pipelines.zeus.traces import Traces
-from tests.support.zeus_peer import Peer, elasticflow_groups
+from tests.support.zeus_peer import elasticflow_groups
 
 ENGINES = ("reference", "fast")
-
-
-@pytest.fixture(scope="module")
-def traces(mirror: Path) -> Traces:
-    return read_trace_dir(mirror / "zeus")
-
-
-@pytest.fixture(scope="module")
-def peer(mirror: Path):
-    return Peer(mirror / "zeus", categorical=True)
 
 
 @pytest.fixture(scope="module")

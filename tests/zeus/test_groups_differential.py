@@ -16,30 +16,17 @@ the reference too, not only its configuration and cost.
 from __future__ import annotations
 
 import math
-from pathlib import Path
 
 import polars as pl
 import pytest
 
 from pipelines.clusters.mapping import map_elasticflow
-from pipelines.ingest.simulator_inputs import read_trace_dir
 from pipelines.zeus.groups import replay_groups
 from pipelines.zeus.traces import Traces
 from tests.support.zeus_cases import MAX_JOBS, RETRY_JOBS
-from tests.support.zeus_peer import Peer
 
 COLUMNS = ("group", "start_time", "end_time", "bs", "pl", "energy", "time", "reached")
 ENGINES = ("reference", "fast")
-
-
-@pytest.fixture(scope="module")
-def traces(mirror: Path) -> Traces:
-    return read_trace_dir(mirror / "zeus")
-
-
-@pytest.fixture(scope="module")
-def peer(mirror: Path):
-    return Peer(mirror / "zeus", categorical=True)
 
 
 @pytest.fixture(scope="module")
