@@ -13,32 +13,38 @@ DEV_PORT ?= 3000
 
 .PHONY: setup setup-test setup-measure setup-docs fetch materialize figures test lint docs bench dev sql clean
 
+## uv (installed into the venv from the package index) installs in seconds what pip takes minutes for;
+## pip is the fallback where uv cannot reach the index, and installs the torch extra (pip's configuration
+## can pin torch to a CPU build, as it does here; uv does not read it).
+UV := $(VENV)/bin/uv pip install -q --python $(PY)
+PIP := $(VENV)/bin/pip install -q
+
 ## setup: the package and what it needs to run (make figures, dev, sql); the other targets add their extras.
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
-	$(VENV)/bin/pip install -q --upgrade pip
-	$(VENV)/bin/pip install -q -e .
+	$(VENV)/bin/pip install -q --upgrade pip uv
+	$(UV) -e . || $(PIP) -e .
 	touch $(STAMP)
 
 setup: $(STAMP)
 
 ## setup-test: the test peers (zeus==0.16.0, pandas, scipy), the wheel tools and the linters.
 $(TEST_STAMP): $(STAMP)
-	$(VENV)/bin/pip install -q -e '.[test,lint]'
+	$(UV) -e '.[test,lint]' || $(PIP) -e '.[test,lint]'
 	touch $(TEST_STAMP)
 
 setup-test: $(TEST_STAMP)
 
 ## setup-measure: the torch extra for the measurement harness (torch==2.13.0: a CPU build from local disk here).
 $(MEASURE_STAMP): $(TEST_STAMP)
-	$(VENV)/bin/pip install -q -e '.[test,lint,measure]'
+	$(PIP) -e '.[test,lint,measure]'
 	touch $(MEASURE_STAMP)
 
 setup-measure: $(MEASURE_STAMP)
 
 ## setup-docs: mkdocs, mkdocs-material, mkdocs-click and mkdocstrings (the docs extra, pinned).
 $(DOCS_STAMP): $(STAMP)
-	$(VENV)/bin/pip install -q -e '.[docs]'
+	$(UV) -e '.[docs]' || $(PIP) -e '.[docs]'
 	touch $(DOCS_STAMP)
 
 setup-docs: $(DOCS_STAMP)
