@@ -1,7 +1,8 @@
 """The project's vocabulary, declared once: GPUs, Zeus workloads (jobs), policies, traces, Zeus² methods.
 
-A leaf: it imports nothing of the package, so the contracts, the simulator, the figures, the
-command line and the Dagster partitions all read their closed sets of names from here.
+Next to a leaf: it imports nothing of the package but the cited idle readings (``pipelines.gpu_idle``,
+a leaf), so the contracts, the simulator, the figures, the command line and the Dagster partitions
+all read their closed sets of names from here.
 
 * ``Job``: a recurring training job, shaped like the published ``zeus._legacy.job.Job``
   (dataset, network, optimizer, target metric, epoch budget, default batch size b0 and learning
@@ -15,9 +16,10 @@ command line and the Dagster partitions all read their closed sets of names from
 
 from __future__ import annotations
 
-import statistics
 from dataclasses import dataclass
 from typing import Literal
+
+from pipelines.gpu_idle import idle_source, median_idle_w
 
 # --------------------------------------------------------------------------------------------
 # Policies
@@ -99,56 +101,31 @@ class Gpu:
     power_limits_w: frozenset[int] = frozenset()
 
 
-#: Public ``nvidia-smi`` snapshots of an idle board (0% utilisation, at most 16 MiB of memory in use: no
-#: job), found by exact-text search of nvidia-smi tables in public GitHub files (the search index names
-#: no file; the readings and their P-states are listed in the docs page "Cluster power", section "Idle
-#: draw"). Identical snapshots are counted once. The idle draw of a GPU without a fleet measurement is
-#: their median: bare idle, no CUDA context; P0 and P8 readings mixed as found (P8 reads lower: T4 9 W
-#: against 25-30 W, A10 8-19 W against 52 W).
-IDLE_SNAPSHOTS_W: dict[str, tuple[float, ...]] = {
-    "v100": (36, 37, 28, 36, 25, 36, 28),  # Tesla V100-PCIE 16/32 GB, all P0
-    "a40": (31, 34, 22, 30, 33),  # NVIDIA A40, all P8
-    "rtx6000": (60, 72, 10, 55),  # Quadro RTX 6000 (three P0, one P8)
-    "p100": (27, 26, 29, 25, 28, 33, 28, 26, 24),  # Tesla P100-PCIE 12/16 GB, all P0
-    "a10": (52, 8, 19, 16, 15),  # NVIDIA A10 (one P0, four P8)
-    "t4": (27, 30, 9, 27, 9, 21, 25),  # Tesla T4 (four P0, three P8)
-    "a100": (54, 58, 65, 62, 61, 59),  # A100-SXM4-80GB, all P0: a cross-check of the measured low mode only
-}
 #: A100 (Seren and Kalos): the low mode of AcmeTrace's measured DCGM distributions of per-GPU power
 #: (``fleet_power_cdf``), the densest 5 W window below 50% TDP, averaged over the two clusters (63.6 W
 #: and 63.6 W). ``pipelines.clusters.fleet.measured_idle_w`` derives it from the table; a test holds
-#: this constant to that derivation.
+#: this constant to that derivation. Every other GPU's idle draw is the median of its cited public
+#: nvidia-smi readings of an idle board (``pipelines.gpu_idle``).
 A100_MEASURED_IDLE_W = 63.6
-
-
-def _snapshot_median(name: str) -> float:
-    return float(statistics.median(IDLE_SNAPSHOTS_W[name]))
-
-
-def _snapshots(name: str) -> str:
-    values = sorted(IDLE_SNAPSHOTS_W[name])
-    return (f"median of {len(values)} public nvidia-smi snapshots of an idle board ({values[0]:g}-{values[-1]:g} W; "
-            "docs: Cluster power, Idle draw)")
 
 
 _NVIDIA = "NVIDIA datasheet"
 #: In the Zeus paper's order: the four GPUs of the published power traces, then the Zeus² GPUs and the A100 of AcmeTrace.
 GPUS: tuple[Gpu, ...] = (
     Gpu("v100", "V100", 250.0, f"{_NVIDIA}: Tesla V100 PCIe, 250 W (the trace's largest limit)",
-        _snapshot_median("v100"), _snapshots("v100"), frozenset(range(100, 251, 25))),
+        median_idle_w("v100"), idle_source("v100"), frozenset(range(100, 251, 25))),
     Gpu("a40", "A40", 300.0, f"{_NVIDIA}: A40, 300 W (the trace's largest limit)",
-        _snapshot_median("a40"), _snapshots("a40"), frozenset(range(100, 301, 25))),
+        median_idle_w("a40"), idle_source("a40"), frozenset(range(100, 301, 25))),
     Gpu("rtx6000", "RTX 6000", 260.0,
         f"{_NVIDIA}: Quadro RTX 6000, 260 W total graphics power (295 W board power with VirtualLink); the trace's largest "
         "limit and the default limit nvidia-smi shows",
-        _snapshot_median("rtx6000"), _snapshots("rtx6000"), frozenset([*range(100, 251, 25), 260])),
+        median_idle_w("rtx6000"), idle_source("rtx6000"), frozenset([*range(100, 251, 25), 260])),
     Gpu("p100", "P100", 250.0, f"{_NVIDIA}: Tesla P100 PCIe, 250 W (the trace's largest limit)",
-        _snapshot_median("p100"), _snapshots("p100"), frozenset(range(125, 251, 25))),
-    Gpu("a10", "A10", 150.0, f"{_NVIDIA}: A10, 150 W", _snapshot_median("a10"), _snapshots("a10")),
-    Gpu("t4", "T4", 70.0, f"{_NVIDIA}: T4, 70 W", _snapshot_median("t4"), _snapshots("t4")),
+        median_idle_w("p100"), idle_source("p100"), frozenset(range(125, 251, 25))),
+    Gpu("a10", "A10", 150.0, f"{_NVIDIA}: A10, 150 W", median_idle_w("a10"), idle_source("a10")),
+    Gpu("t4", "T4", 70.0, f"{_NVIDIA}: T4, 70 W", median_idle_w("t4"), idle_source("t4")),
     Gpu("a100", "A100", 400.0, f"{_NVIDIA}: A100 SXM4, 400 W (AcmeTrace's Seren and Kalos)", A100_MEASURED_IDLE_W,
-        "measured: low mode of AcmeTrace's DCGM per-GPU power on Seren and Kalos (fleet_power_cdf, August 2023); "
-        f"public nvidia-smi snapshots of idle A100-SXM4-80GB boards: median {_snapshot_median('a100'):g} W"),
+        "measured: low mode of AcmeTrace's DCGM per-GPU power on Seren and Kalos (fleet_power_cdf, August 2023)"),
 )
 GPU_BY_NAME: dict[str, Gpu] = {g.name: g for g in GPUS}
 #: The GPUs of the published Zeus power traces (``summary_power_<gpu>.csv``), sorted by name (the partition keys).
