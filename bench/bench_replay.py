@@ -51,7 +51,8 @@ from pipelines.home.paths import REPO_ROOT, default_mirror, default_paths
 from pipelines.ingest.simulator_inputs import conform_groups
 from pipelines.vocabulary import POLICIES
 from pipelines.zeus import fast
-from pipelines.zeus.groups import group_seed, iter_groups, replay_group, replay_groups, workload_tables
+from pipelines.zeus.groups import replay_groups, workload_tables
+from pipelines.zeus.reference import group_seed, iter_groups, replay_group
 from pipelines.zeus.traces import Traces
 
 GPU, ETA, BETA = "v100", 0.5, 2.0

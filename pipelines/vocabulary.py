@@ -41,7 +41,7 @@ class Job:
     """A recurring training job, with the fields of the published ``zeus._legacy.job.Job``.
 
     ``default_bs`` is the user's batch size b0 (samples); the group replay caps it per GPU at the
-    largest batch size that GPU's power trace profiles (``pipelines.zeus.groups.group_job`` ).
+    largest batch size that GPU's power trace profiles (``pipelines.zeus.groups.group_job_spec``).
     ``optimizer`` is lower case, as in the traces.
     """
 

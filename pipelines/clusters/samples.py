@@ -7,7 +7,7 @@ groups mapped by mean duration (``pipelines.clusters.mapping.assign_by_runtime``
 play short workloads, each workload an equal share of the jobs) and the artifact's per-group
 seeds. Draw ``k >= 1`` puts the groups in a random order instead (each workload keeps its share
 of the jobs; which groups play it is drawn) and replays with the seed knob ``knob(base_seed, k)``
-(``pipelines.zeus.groups.group_seed``: an independent stream per group and draw). The interval is
+(``pipelines.zeus.reference.group_seed``: an independent stream per group and draw). The interval is
 then the spread of the answer over what is unknown: the 5th to 95th percentile over the draws.
 
 Each draw depends only on (the plan, the traces, ``base_seed``, ``k``): it runs the same in this

@@ -26,7 +26,7 @@ class ZeusKnobGrid(dy.Schema):
     )
     seed = dy.Int64(
         primary_key=True, min=0,
-        description="seed knob: each group replays with SeedSequence(adler32(group), spawn_key=(seed,)) (see zeus.groups.group_seed)",
+        description="seed knob: each group replays with SeedSequence(adler32(group), spawn_key=(seed,)) (see zeus.reference.group_seed)",
     )
     policy = one_of(REPLAYED_POLICIES, primary_key=True, description="who chose each run's configuration: zeus, default or grid-search")
     jobs = dy.Int64(min=0, description="trace jobs replayed (rows of cluster_workload_jobs of the trace)")

@@ -11,7 +11,8 @@ Public API:
     from pipelines.vocabulary import WORKLOADS, WORKLOAD_BY_DATASET, Job, POLICIES
     from pipelines.zeus.traces import from_frames, build_table
     from pipelines.zeus.single import simulate_single, runs_frame
-    from pipelines.zeus.groups import replay_groups, replay_group, group_job_spec
+    from pipelines.zeus.groups import replay_groups, group_job_spec
+    from pipelines.zeus.reference import replay_group, group_seed
     from pipelines.zeus.policies import oracle_config
     from pipelines.ingest.simulator_inputs import read_trace_dir, read_materialized, read_group_file
 

@@ -1,9 +1,9 @@
-"""The fast group replay: the same runs as ``groups.replay_group`` (bit for bit), compiled with numba.
+"""The fast group replay: the same runs as ``reference.replay_group`` (bit for bit), compiled with numba.
 
 ``replay_groups`` (``pipelines.zeus.groups``) validates its input and builds the workload tables,
 then hands the replay to one of two engines that give identical tables:
 
-* ``reference``: the pure-Python replay (``groups.replay_group`` per group), the readable
+* ``reference``: the pure-Python replay (``reference.replay_group`` per group), the readable
   specification and the test oracle;
 * ``fast``: this module: the groups, tables and policy packed into arrays, replayed by
   ``kernels.replay_groups_kernel`` (about 50-100x faster per run, see ``bench/bench_replay.py``).
@@ -41,6 +41,7 @@ import polars as pl
 
 from pipelines.vocabulary import PolicyName
 from pipelines.zeus.policies import FixedPolicy, make_policy
+from pipelines.zeus.reference import group_seed, replay_group
 from pipelines.zeus.traces import WorkloadTable
 
 Engine = Literal["auto", "fast", "reference"]
@@ -152,7 +153,7 @@ class GroupArrays:
 
     Group ``g`` (``names[g]``) holds jobs ``bounds[g]:bounds[g + 1]`` of ``start``/``end`` (s) and
     ``ratio`` (runtime_ratio); ``dataset[g]`` indexes ``datasets`` (sorted). The order is
-    ``groups.iter_groups``'s, which the reference replays in.
+    ``reference.iter_groups``'s, which the reference replays in.
     """
 
     names: list[str]
@@ -288,11 +289,9 @@ def replay(
     """Every group of ``arrays`` replayed on the tables of its dataset: ``groups.replay_groups``'s runs, as arrays.
 
     ``tables`` maps each dataset to its ``WorkloadTable`` (one GPU). ``seed``: None is the
-    artifact's per-group seed, an int the seed knob (``groups.group_seed``). Raises what the
+    artifact's per-group seed, an int the seed knob (``reference.group_seed``). Raises what the
     reference raises, at the same group.
     """
-    from pipelines.zeus.groups import group_seed
-
     kern = kernels()
     if seed is not None:
         group_seed(arrays.names[0], seed)  # the reference's check of the knob (ValueError when negative)
@@ -370,8 +369,6 @@ def _raise_as_reference(
     arrays: GroupArrays, tables: dict[str, WorkloadTable], g: int, code: int, eta: float, beta: float, seed: int | None, policy: PolicyName
 ) -> None:
     """Replay group ``g`` with the reference, which raises the error the kernel stopped at (``EngineMismatch`` if it does not)."""
-    from pipelines.zeus.groups import group_seed, replay_group
-
     name = arrays.names[g]
     start, end, ratio = arrays.group(g)
     replay_group(tables[arrays.datasets[int(arrays.dataset[g])]], start, end, ratio, eta, beta, group_seed(name, seed), policy)

@@ -16,7 +16,8 @@ from pipelines.clusters.workloads import workloads_by_default_tta
 from pipelines.contracts.sweep import ZeusKnobGrid
 from pipelines.distributed import SerialRunner, connect
 from pipelines.home.paths import ProjectPaths
-from pipelines.zeus.groups import group_seed, replay_groups
+from pipelines.zeus.groups import replay_groups
+from pipelines.zeus.reference import group_seed
 from pipelines.zeus.traces import Traces, from_frames
 from tests.support.sweep_inputs import write_sweep_inputs
 

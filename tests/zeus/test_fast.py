@@ -39,7 +39,8 @@ from pipelines.zeus import fast
 from pipelines.zeus import kernels as kern
 from pipelines.zeus.bandit import GaussianThompson
 from pipelines.zeus.exact import Uint32Draws
-from pipelines.zeus.groups import group_seed, replay_groups
+from pipelines.zeus.groups import replay_groups
+from pipelines.zeus.reference import group_seed
 from pipelines.zeus.traces import Traces, from_frames
 from tests.support.zeus_cases import MAX_JOBS, RETRY_JOBS
 
