@@ -26,6 +26,7 @@ refuses (an unknown partition or account, a limit exceeded).
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import re
 import shutil
@@ -127,11 +128,22 @@ def cluster_kwargs(options: SlurmOptions) -> dict[str, Any]:
 
 
 def _import_cluster_class() -> Any:
+    """``dask_jobqueue.SLURMCluster``, leaving this process's SIGINT handler as it was.
+
+    dask-jobqueue 0.9.0 sets ``signal.signal(SIGINT, lambda *_: sys.exit())`` when imported
+    (``dask_jobqueue/runner.py``; dask/dask-jobqueue#696, fixed after 0.9.0 by #697): Ctrl-C would
+    then end the command with exit code 0, silently. The handler in place before is put back.
+    """
+    main = threading.current_thread() is threading.main_thread()
+    before = signal.getsignal(signal.SIGINT) if main else None
     try:
         from dask_jobqueue import SLURMCluster
     except ImportError:
         raise SlurmError(f"--scheduler slurm needs dask-jobqueue: pip install 'gpu-energy-pipelines[{EXTRA}]' (in this environment), "
                          "or use --scheduler local or a scheduler address tcp://HOST:PORT") from None
+    finally:
+        if main and before is not None:
+            signal.signal(signal.SIGINT, before)
     return SLURMCluster
 
 
@@ -203,6 +215,11 @@ def slurm_cluster(options: SlurmOptions, note: Callable[[str], None] | None = No
                 how = f"adaptive, 1 to {jobs} jobs" if options.adaptive else f"{jobs} jobs"
                 note(f"[slurm] scheduler {cluster.scheduler_address} ({how}); dashboard {cluster.dashboard_link}")
             yield cluster
+        except BaseException:
+            # interrupted or failed: the teardown's own complaints (closed comms, lost scattered data) would bury the one line that matters
+            for name in ("distributed", "asyncio", "tornado"):
+                logging.getLogger(name).setLevel(logging.CRITICAL)
+            raise
         finally:
             cluster.close()
 

@@ -33,11 +33,14 @@ if [ "$1" = "--test-only" ]; then
     echo "sbatch: Job 99 to start at 2026-01-01T00:00:00 using 1 processors on nodes fake1 in partition fake" >&2
     exit 0
 fi
+exec 9>"$dir/lock"
+flock 9  # jobs are submitted side by side: one id each
 id=$(( $(cat "$dir/next" 2>/dev/null || echo 1000) + 1 ))
 echo "$id" > "$dir/next"
 cp "$script" "$dir/job-$id.sh"
-setsid bash "$dir/job-$id.sh" > "$dir/job-$id.out" 2>&1 < /dev/null &
+setsid bash "$dir/job-$id.sh" > "$dir/job-$id.out" 2>&1 < /dev/null 9>&- &
 echo "$!" > "$dir/job-$id.pid"
+flock -u 9
 echo "Submitted batch job $id"
 """
 
