@@ -326,7 +326,7 @@ def _groups(r: Mapping[str, Any]) -> str:
 def _provenance(r: Mapping[str, Any], p: Provenance) -> str:
     rows = [("file", _e(p.file)), ("sha256", f"<code>{_e(p.sha256 or 'not computed')}</code>"),
             ("read as", f"{_e(r['format'])}, times in {_e(r['timezone'])}"),
-            ("options", "<br>".join(f"{_e(k)} = {_e(v)}" for k, v in p.options.items()) or "the defaults")]
+            ("options", ", ".join(f"<code>{_e(k)} {_e(v)}</code>" for k, v in p.options.items()) or "the defaults")]
     if p.command:
         rows.append(("command", f"<code>{_e(p.command)}</code>"))
     rows += [("Zeus traces", _e(r.get("zeus_traces", "the pipeline's tables"))), ("samples ran", _e(r["runner"])),
