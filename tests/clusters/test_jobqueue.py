@@ -42,7 +42,8 @@ ACCEPTED = ("90", "0", "10:30", "01:30:00", "1:90:00", "2-12", "2-12:30", "2-12:
 REFUSED = ("", "1h", "1.5", "90m", ":30", "10:", "1::2", "1:2:3:4", "2-", "-5", "1-2-3", "2-1:2:3:4", "12:30-2", "2 days")
 #: No dashboard on a fixed port (tests run side by side).
 QUIET = {"scheduler_options": {"dashboard_address": ":0"}}
-SLURM_ARGS = ["--scheduler", "slurm", "--slurm-cores", "2", "--slurm-memory", "2GB", "--slurm-walltime", "15", "--slurm-queue", "fakeq"]
+#: One worker process a job: the jobs run on this (2-core) machine.
+SLURM_ARGS = ["--scheduler", "slurm", "--slurm-cores", "1", "--slurm-memory", "2GB", "--slurm-walltime", "15", "--slurm-queue", "fakeq"]
 
 
 @pytest.mark.parametrize("walltime", ACCEPTED)
