@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
-from pipelines.clusters.report_text import energy_text, energy_unit
+from pipelines.clusters.report_text import energy_text, energy_unit, profile_text
 from pipelines.figures.errors import NoData
 from pipelines.home.storage import write_text_atomic
 
@@ -189,19 +189,10 @@ def _accounting(r: Mapping[str, Any]) -> str:
     return f'<section id="accounting"><h2>What the export holds</h2><table class="kv">{body}</table></section>'
 
 
-def _profile(key: str, g: Mapping[str, Any], mode: str) -> str:
-    source = "" if g["profile_source"] == "published" else f", measured: {g['profile_source']}"
-    only = f"; workloads {', '.join(g['workloads'])} only" if len(g["workloads"]) < 6 else ""
-    if mode != "as-exported":
-        return f"{g['replayed_on']}{source}{only}"
-    kind = "its own profile" if g["own_profile"] else "fallback: no profile of this GPU" if key != "untyped" else "fallback: no type exported"
-    return f"{g['replayed_on']} ({kind}{source}{only})"
-
-
 def _types(r: Mapping[str, Any]) -> str:
     head = "<tr><th>exported</th><th>jobs</th><th>GPU-hours</th><th class='text'>replayed on</th></tr>"
     body = "".join(f"<tr><td class='key'>{_e(k)}</td><td>{num(['gpus', k, 'jobs'], g['jobs'])}</td>"
-                   f"<td>{num(['gpus', k, 'gpu_hours'], g['gpu_hours'])}</td><td class='text'>{_e(_profile(k, g, r['gpu_mode']))}</td></tr>"
+                   f"<td>{num(['gpus', k, 'gpu_hours'], g['gpu_hours'])}</td><td class='text'>{_e(profile_text(k, g, r['gpu_mode']))}</td></tr>"
                    for k, g in r["gpus"].items())
     lede = (f"Each job replays on its own GPU's profile where there is one, else on {_e(r['fallback_gpu'])} (the fallback): "
             f"{num(['fallback_jobs'], r['fallback_jobs'])} jobs on the fallback.")

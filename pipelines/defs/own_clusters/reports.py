@@ -17,13 +17,10 @@ import dagster as dg
 import polars as pl
 
 from pipelines.clusters import whatif
-from pipelines.clusters.profiles import profiles_of
-from pipelines.defs.own_clusters.assets import SUMMARY_SAMPLES, SUMMARY_SEED, own_cluster_summary
+from pipelines.defs.own_clusters.assets import SUMMARY_SAMPLES, SUMMARY_SEED, own_cluster_summary, replayable, stored_profiles
 from pipelines.defs.shared.dask import DaskResource
 from pipelines.defs.shared.io_manager import PathsResource
 from pipelines.home.storage import write_text_atomic
-from pipelines.ingest.zeus import ZEUS_SOURCE
-from pipelines.zeus.traces import from_frames
 
 #: The files' stem: figures/<PREFIX><trace>.html and .json.
 PREFIX = "own_cluster_report_"
@@ -74,19 +71,14 @@ def own_cluster_report(
 
     folder = paths.paths().figures
     folder.mkdir(parents=True, exist_ok=True)
-    profiles = profiles_of(from_frames(zeus_train_runs, zeus_power_profiles),
-                           {g: "measured" for g in zeus_power_profiles.filter(pl.col("source") != ZEUS_SOURCE)["gpu"].unique()})
+    profiles = stored_profiles(zeus_train_runs, zeus_power_profiles)  # own_cluster_summary's, so that the numbers are its
     options = whatif.Options(samples=SUMMARY_SAMPLES, seed=SUMMARY_SEED)
     used = {"--gpu": "as-exported", "--fallback-gpu": options.fallback_gpu, "--samples": str(options.samples), "--seed": str(options.seed),
             "--eta-knob": f"{options.eta:g}", "--beta-knob": f"{options.beta:g}"}
     metadata: dict[str, dg.MetadataValue] = {}
     written: set[str] = set()
     with samples_dask.runner() as runner:
-        for trace in own_cluster_traces.iter_rows(named=True):
-            result = whatif.result_of(trace, own_cluster_jobs)
-            if result.counts.completed_gpu_allocations == 0:
-                context.log.warning(f"trace {trace['trace']}: no COMPLETED GPU job to replay: no report")
-                continue
+        for trace, result in replayable(own_cluster_traces, own_cluster_jobs, context.log):
             report, power = whatif.whatif_with_power(result, profiles, options, runner)
             report["zeus_traces"] = "the data home's zeus_train_runs and zeus_power_profiles tables"
             provenance = whatif_html.Provenance.now(trace["source_file"], trace["sha256"], {"--timezone": trace["timezone"], **used})
