@@ -11,7 +11,7 @@ export DAGSTER_HOME := $(CURDIR)/.dagster_home
 SELECT ?= *
 DEV_PORT ?= 3000
 
-.PHONY: setup setup-test setup-measure setup-docs fetch materialize figures test lint docs bench dev sql clean
+.PHONY: setup setup-test setup-measure setup-docs setup-browser fetch materialize figures test lint docs bench dev sql clean
 
 ## uv (installed into the venv from the package index) installs in seconds what pip takes minutes for;
 ## pip is the fallback where uv cannot reach the index, and installs the torch extra (pip's configuration
@@ -41,6 +41,11 @@ $(MEASURE_STAMP): $(TEST_STAMP)
 	touch $(MEASURE_STAMP)
 
 setup-measure: $(MEASURE_STAMP)
+
+## setup-browser: Debian's Chromium, for the test that opens whatif's HTML report (tests/cli/test_whatif_html_browser.py,
+## Playwright driving /usr/bin/chromium; no browser is downloaded). Needs root (apt-get); a no-op when chromium is there.
+setup-browser:
+	@command -v chromium >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; }
 
 ## setup-docs: mkdocs, mkdocs-material, mkdocs-click and mkdocstrings (the docs extra, pinned).
 $(DOCS_STAMP): $(STAMP)

@@ -7,6 +7,8 @@ A *scheduler* names where tasks run:
   per core, one thread each (the replay is pure-Python CPU work, so processes, not threads),
   listening on 127.0.0.1 only, no dashboard. Inside a Dask worker (a step that dagster-dask's
   executor runs there) ``"local"`` is that worker's own cluster, reached with ``worker_client``;
+* ``"slurm"``: workers submitted as Slurm jobs by dask-jobqueue (``pipelines.jobqueue``: the
+  ``slurm`` extra), adaptive by default, the jobs cancelled on exit; waits for the first worker;
 * an address (``tcp://HOST:PORT``, anything ``distributed.Client`` accepts): that cluster;
 * ``None``: ``$DASK_SCHEDULER_ADDRESS`` when set (read at call time, never at import), else ``"local"``.
 
@@ -25,7 +27,10 @@ import logging
 import os
 import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from typing import Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+
+if TYPE_CHECKING:
+    from pipelines.jobqueue import SlurmOptions
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -34,6 +39,7 @@ R = TypeVar("R")
 SCHEDULER_ENV = "DASK_SCHEDULER_ADDRESS"
 LOCAL = "local"
 NONE = "none"
+SLURM = "slurm"
 
 
 class Runner(Protocol):
@@ -163,10 +169,13 @@ def local_cluster(workers: int | None = None) -> Iterator[Any]:
 
 
 @contextlib.contextmanager
-def connect(scheduler: str | None = None, *, workers: int | None = None) -> Iterator[Runner]:
+def connect(scheduler: str | None = None, *, workers: int | None = None, slurm: SlurmOptions | None = None,
+            note: Callable[[str], None] | None = None) -> Iterator[Runner]:
     """A runner for ``scheduler`` (see the module docstring), closed (cluster stopped) on exit.
 
-    ``workers``: processes of a ``"local"`` cluster (default: one per core); ignored otherwise.
+    ``workers``: processes of a ``"local"`` cluster (default: one per core); ``slurm``: the jobs of
+    a ``"slurm"`` cluster (default: Dask's ``jobqueue.slurm`` config); both ignored otherwise.
+    ``note``: where a Slurm cluster's progress lines go (its address, the wait for the first job).
     """
     target = resolve_scheduler(scheduler)
     if target == NONE:
@@ -183,6 +192,13 @@ def connect(scheduler: str | None = None, *, workers: int | None = None) -> Iter
     if target == LOCAL:
         with local_cluster(workers) as cluster, Client(cluster) as client:
             yield DaskRunner(client, f"local cluster {cluster.scheduler_address}")
+        return
+    if target == SLURM:
+        from pipelines.jobqueue import SlurmOptions, slurm_cluster, wait_for_workers
+
+        with slurm_cluster(slurm or SlurmOptions(), note) as cluster, Client(cluster) as client:
+            wait_for_workers(client, note)
+            yield DaskRunner(client, f"Slurm jobs of scheduler {cluster.scheduler_address}")
         return
     with Client(target, timeout="30s") as client:
         yield DaskRunner(client, f"Dask scheduler {target}")

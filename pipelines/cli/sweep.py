@@ -11,17 +11,80 @@ import time
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import click
 
 from pipelines.cli import invoked_as
 from pipelines.clusters.sweep import GRIDS, SweepError, check_inputs, read_inputs, replays, sweep
-from pipelines.distributed import connect
+from pipelines.distributed import SLURM, connect
 from pipelines.home.paths import default_paths
 from pipelines.home.storage import write_parquet_atomic
+from pipelines.jobqueue import DEFAULT_JOBS, WALLTIME_FORMATS, SlurmError, SlurmOptions, check, check_walltime
 
 T = TypeVar("T")
+F = TypeVar("F", bound=Callable[..., Any])
+#: The options of a Slurm cluster (``--scheduler slurm``), by parameter name.
+SLURM_PARAMS = ("slurm_queue", "slurm_account", "slurm_walltime", "slurm_cores", "slurm_memory", "slurm_job_extra", "slurm_jobs",
+                "slurm_adapt")
+
+
+def _walltime(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    if value is None:
+        return None
+    try:
+        return check_walltime(value)
+    except SlurmError as exc:
+        raise click.UsageError(str(exc), ctx) from None
+
+
+def slurm_options(command: F) -> F:
+    """Add the options of ``--scheduler slurm`` (dask-jobqueue's SLURMCluster) to a click command; ``slurm_settings`` reads them."""
+    given = "[default: Dask's config jobqueue.slurm]"
+    for option in reversed((
+        click.option("--slurm-queue", default=None, help=f"Slurm partition of the worker jobs (sbatch -p)  {given}"),
+        click.option("--slurm-account", default=None, help=f"Account charged (sbatch -A)  {given}"),
+        click.option("--slurm-walltime", default=None, callback=_walltime,
+                     help=f"Time limit of each job: {WALLTIME_FORMATS}  {given}"),
+        click.option("--slurm-cores", type=click.IntRange(min=1), default=None,
+                     help=f"Cores per job, one single-threaded worker each  {given}"),
+        click.option("--slurm-memory", default=None, help=f"Memory per job, e.g. 32GB  {given}"),
+        click.option("--slurm-job-extra", multiple=True, help="One more #SBATCH directive, e.g. --slurm-job-extra=--constraint=skylake; "
+                                                              "repeatable (added to jobqueue.slurm.job-extra-directives)"),
+        click.option("--slurm-jobs", type=click.IntRange(min=1), default=None,
+                     help=f"Jobs at most (adaptive) or exactly (--slurm-fixed)  [default: {DEFAULT_JOBS}]"),
+        click.option("--slurm-adapt/--slurm-fixed", default=True, show_default=True,
+                     help="Scale between 1 job and --slurm-jobs as the work asks, or hold --slurm-jobs jobs."),
+    )):
+        command = option(command)
+    return command
+
+
+def slurm_settings(scheduler: str | None, params: dict[str, Any]) -> SlurmOptions | None:
+    """The ``SlurmOptions`` of ``--scheduler slurm`` (checked: the extra, sbatch, walltime, cores and memory), else None.
+
+    A ``--slurm-*`` option without ``--scheduler slurm``, or a failed check, is a one-line usage error (exit code 2).
+    """
+    ctx = click.get_current_context()
+    if scheduler != SLURM:
+        given = [f"--{n.replace('_', '-')}" for n in SLURM_PARAMS
+                 if ctx.get_parameter_source(n) == click.core.ParameterSource.COMMANDLINE]
+        if given:
+            raise click.UsageError(f"{given[0]} needs --scheduler slurm", ctx)
+        return None
+    options = SlurmOptions(queue=params["slurm_queue"], account=params["slurm_account"], walltime=params["slurm_walltime"],
+                           cores=params["slurm_cores"], memory=params["slurm_memory"], job_extra_directives=tuple(params["slurm_job_extra"]),
+                           jobs=params["slurm_jobs"], adaptive=params["slurm_adapt"])
+    try:
+        check(options)
+    except SlurmError as exc:
+        raise click.UsageError(str(exc), ctx) from None
+    return options
+
+
+def note(line: str) -> None:
+    """A progress line on stderr."""
+    click.echo(line, err=True)
 
 
 def _values(kind: Callable[[str], T], name: str) -> Callable[[click.Context, click.Parameter, str | None], tuple[T, ...] | None]:
@@ -46,13 +109,15 @@ def _values(kind: Callable[[str], T], name: str) -> Callable[[click.Context, cli
 @click.option("--seeds", callback=_values(int, "integers"), help="seed knob values, e.g. 1,2.")
 @click.option("--policies", callback=_values(str, "policy names"), help="default: zeus,default,grid-search (default is required).")
 @click.option("--scheduler", default=None,
-              help="local (a LocalCluster here, one worker per core), none (in-process, serial) or a scheduler address "
-                   "tcp://HOST:PORT. Default: $DASK_SCHEDULER_ADDRESS, else local.")
+              help="local (a LocalCluster here, one worker per core), none (in-process, serial), slurm (workers as Slurm jobs: "
+                   "the --slurm-* options, the slurm extra) or a scheduler address tcp://HOST:PORT. Default: "
+                   "$DASK_SCHEDULER_ADDRESS, else local.")
 @click.option("--workers", type=click.IntRange(min=1), default=None, help="Worker processes of a local cluster (default: one per core).")
 @click.option("--assets", "assets_dir", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Folder of the materialized tables (default: the project's assets/).")
 @click.option("--output", type=click.Path(dir_okay=False, path_type=Path), required=True, help="Parquet file to write.")
 @click.option("--progress/--no-progress", default=True, show_default=True, help="Progress bar on stderr.")
+@slurm_options
 def cli(
     preset: str,
     traces: tuple[str, ...] | None,
@@ -66,6 +131,7 @@ def cli(
     assets_dir: Path | None,
     output: Path,
     progress: bool,
+    **slurm: Any,
 ) -> None:
     """Replay every trace on every GPU for every (eta, beta, seed) under Zeus and the baselines.
 
@@ -73,6 +139,7 @@ def cli(
     saving vs Default. The table is the same, bit for bit, whatever the scheduler.
     """
 
+    slurm_cluster = slurm_settings(scheduler, slurm)
     changes = {k: v for k, v in {"traces": traces, "gpus": gpus, "etas": etas, "betas": betas, "seeds": seeds,
                                   "policies": policies}.items() if v is not None}
     try:
@@ -88,7 +155,7 @@ def cli(
     except SweepError as exc:
         raise click.ClickException(str(exc)) from exc
     started = time.perf_counter()
-    with connect(scheduler, workers=workers) as runner:
+    with connect(scheduler, workers=workers, slurm=slurm_cluster, note=note) as runner:
         click.echo(f"[sweep] on {runner.description}", err=True)
         table = sweep(jobs, trace_tables, grid, runner, progress=progress)
     seconds = time.perf_counter() - started

@@ -5,21 +5,26 @@ stdout; the text by ``pipelines.clusters.report_text``). A file that cannot be r
 bad option, prints one line naming the file, line and column (or the option) and exits with code
 2. Progress bars go to stderr when it is a terminal (``--progress`` / ``--no-progress`` to choose).
 The samples run in this process, or on Dask with ``--scheduler`` (``local``: a LocalCluster here,
-or a scheduler's address); the numbers are the same either way.
+``slurm``: workers as Slurm jobs, or a scheduler's address); the numbers are the same either way.
+``--html FILE`` also writes the report as one self-contained page (``pipelines.figures.whatif_html``)
+with the same numbers.
 """
 
 from __future__ import annotations
 
 import json
 import math
+import shlex
 import sys
 from pathlib import Path
-from typing import NoReturn
+from typing import Any, NoReturn
 
 import click
 
+from pipelines.cli import invoked_as
 from pipelines.cli.clusters import delimiter_option
 from pipelines.cli.simulate import _finite
+from pipelines.cli.sweep import note, slurm_options, slurm_settings
 from pipelines.clusters import tracefiles
 from pipelines.clusters import whatif as report_of
 from pipelines.clusters.profiles import with_measured
@@ -78,8 +83,8 @@ def _non_negative(ctx: click.Context, param: click.Parameter, value: float | Non
                    "90 % interval.")
 @click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True, help="Base seed of the draws.")
 @click.option("--scheduler", default=None,
-              help="Run the samples on Dask: local (a LocalCluster here, one worker per core) or a scheduler address "
-                   "(tcp://HOST:PORT)  [default: in this process]")
+              help="Run the samples on Dask: local (a LocalCluster here, one worker per core), slurm (workers as Slurm jobs: "
+                   "the --slurm-* options, the slurm extra) or a scheduler address (tcp://HOST:PORT)  [default: in this process]")
 @click.option("--eta-knob", type=float, default=0.5, show_default=True, callback=_finite(0.0, 1.0),
               help="Energy weight of Zeus's cost, in [0, 1].")
 @click.option("--beta-knob", type=float, default=2.0, show_default=True, callback=_finite(1.0, math.inf, inf_ok=True),
@@ -96,6 +101,9 @@ def _non_negative(ctx: click.Context, param: click.Parameter, value: float | Non
                    "[default: the trace's peak concurrent GPUs]")
 @click.option("--json", "as_json", is_flag=True, help="Print exactly one JSON object on stdout.")
 @click.option("--progress/--no-progress", default=None, help="Progress bars on stderr  [default: when stderr is a terminal]")
+@click.option("--html", "html_file", type=click.Path(path_type=Path), default=None,
+              help="Also write the report as one self-contained HTML page (figures embedded, nothing fetched) to this file.")
+@slurm_options
 def cli(
     file: Path,
     fmt: str | None,
@@ -117,10 +125,15 @@ def cli(
     cluster_gpus: int | None,
     as_json: bool,
     progress: bool | None,
+    html_file: Path | None,
+    **slurm: Any,
 ) -> None:
     """What would Zeus save on your cluster? Replays a Slurm sacct export or a job-log CSV; writes nothing."""
     if not file.is_file():
         _fail(f"{file}: no such file")
+    if html_file is not None:
+        _check_html(html_file)
+    slurm_cluster = slurm_settings(scheduler, slurm)
     try:
         check_timezone(timezone)
         field_list = parse_fields(fields) if fields else None
@@ -136,11 +149,12 @@ def cli(
     published = [g for g in (*named, options.fallback_gpu) if g in PAPER_ORDER]
     try:
         result = tracefiles.read_trace(file, report_of.trace_name_for(file), file_format, timezone, field_list, source_file=str(file),
-                                       digest=False, delimiter=delimiter)
+                                       digest=html_file is not None, delimiter=delimiter)
         traces, origin = report_of.load_zeus_traces(trace_dir, home, published)
         profiles = with_measured(traces, profile_files, ProjectPaths(home).raw / "measured")
-        with connect(scheduler or "none") as runner:
-            report = report_of.whatif(result, profiles, options, runner)
+        with connect(scheduler or "none", slurm=slurm_cluster, note=note) as runner:
+            report, power = report_of.whatif_with_power(result, profiles, options, runner) if html_file is not None else (
+                report_of.whatif(result, profiles, options, runner), None)
     except (IngestError, TraceError, tracefiles.TraceFileError, ValueError) as exc:
         _fail(str(exc))
     report["zeus_traces"] = origin
@@ -148,3 +162,44 @@ def cli(
         click.echo(json.dumps(report, allow_nan=False))
     else:
         click.echo(render(report))
+    if html_file is not None and power is not None:
+        from pipelines.figures import whatif_html  # matplotlib: only for the page
+
+        provenance = whatif_html.Provenance.now(file.name, result.sha256, _options_used(), _command_line(file))
+        whatif_html.write(html_file, report, power, provenance)
+        click.echo(f"[whatif] report -> {html_file}", err=True)
+
+
+#: Parameters that change no number of the report (where it goes, how it is shown).
+_PRESENTATION = ("file", "as_json", "progress", "html_file")
+
+
+def _check_html(path: Path) -> None:
+    """One line and exit 2, before any work, for an --html path that cannot be written."""
+    if path.is_dir():
+        _fail(f"--html {path}: is a folder; give a file name, e.g. {path / 'report.html'}")
+    if not path.parent.is_dir():
+        _fail(f"--html {path}: the folder {path.parent} does not exist")
+
+
+def _options_used() -> dict[str, str]:
+    """Every option that shapes the numbers, with the value used (given or default), for the report's provenance."""
+    ctx = click.get_current_context()
+    out: dict[str, str] = {}
+    for param in ctx.command.params:
+        if param.name is None or param.name in _PRESENTATION or param.name.startswith("slurm_"):
+            continue
+        value = ctx.params.get(param.name)
+        if value in (None, ()):
+            value = "default"
+        elif isinstance(value, tuple):
+            value = ",".join(map(str, value))
+        out[param.opts[0]] = str(value)
+    return out
+
+
+def _command_line(file: Path) -> str:
+    """The command as typed (``sys.argv``), the export named by its file name only (the page may be mailed)."""
+    argv = sys.argv[1:]
+    words = argv[argv.index("whatif") + 1:] if "whatif" in argv else []
+    return shlex.join([*invoked_as("whatif").split(), *(file.name if w == str(file) else w for w in words)])

@@ -93,7 +93,8 @@ def _accounting(r: dict[str, Any]) -> list[str]:
     return out
 
 
-def _profile_text(key: str, g: dict[str, Any], mode: str) -> str:
+def profile_text(key: str, g: dict[str, Any], mode: str) -> str:
+    """Where a row's jobs replayed: the GPU, whether its own profile or the fallback, a measured profile's file, its workloads."""
     gpu = g["replayed_on"]
     source = g["profile_source"]
     measured = "" if source == "published" else f", measured: {source}"
@@ -109,7 +110,7 @@ def _types(r: dict[str, Any]) -> list[str]:
                f"{r['fallback_jobs']:,} jobs on the fallback",
            f"  {'exported':<14} {'jobs':>8} {'GPU-hours':>11}  replayed on"]
     for key, g in r["gpus"].items():
-        out.append(f"  {key:<14} {g['jobs']:>8,} {_n(g['gpu_hours']):>11}  {_profile_text(key, g, r['gpu_mode'])}")
+        out.append(f"  {key:<14} {g['jobs']:>8,} {_n(g['gpu_hours']):>11}  {profile_text(key, g, r['gpu_mode'])}")
     return out
 
 
@@ -224,7 +225,7 @@ def render(report: dict[str, Any]) -> str:
     if r["gpu_mode"] == "as-exported":
         out += _types(r)
     elif any(len(g["workloads"]) < 6 or g["profile_source"] != "published" for g in r["gpus"].values()):
-        out += ["", "Profiles: " + "; ".join(f"{k}: {_profile_text(k, g, r['gpu_mode'])}" for k, g in r["gpus"].items())]
+        out += ["", "Profiles: " + "; ".join(f"{k}: {profile_text(k, g, r['gpu_mode'])}" for k, g in r["gpus"].items())]
     out += [f"  note: {note}" for note in r["profile_notes"][:5]]
     out += _energy(r)
     out += _fleet(r)

@@ -75,6 +75,8 @@ class Plan:
     cluster: Capacity | None = None
     #: The group replay's engine (``pipelines.zeus.fast``): None decides per call; ``engine_for`` picks it for all the draws.
     engine: str | None = None
+    #: Draw 0 also returns its cluster power (``draw_power``), for the report's plots.
+    keep_power: bool = False
 
 
 def seed_knob(base_seed: int, draw: int) -> int | None:
@@ -218,6 +220,8 @@ def run_draw(draw: int, *, plan: Plan, traces: Traces, base_seed: int) -> dict[s
         whole = {**_totals(combined), **_peaks(combined.drop("_row").with_columns(pl.lit(FLEET).alias("gpu")), FLEET, plan)}
         out["fleet"] = {**whole, **_whole_fleet(rows, plan)}
     out["measured"] = _measured(combined, plan.measured)
+    if draw == 0 and plan.keep_power:
+        out["power"] = draw_power(histories, plan)
     if draw == 0:
         if plan.fleet:
             label = len(histories) > 1
@@ -227,6 +231,13 @@ def run_draw(draw: int, *, plan: Plan, traces: Traces, base_seed: int) -> dict[s
         else:
             out["top_groups"] = _top_groups(histories[0], plan.top, None)
     return out
+
+
+def draw_power(histories: Sequence[pl.DataFrame], plan: Plan) -> pl.DataFrame:
+    """A draw's cluster power (``power.power_bins``, jobs only, ``ClusterPower`` columns): the whole cluster's when the rows add
+    up to one (``gpu`` = ``FLEET``), else each row's (``gpu`` = the row's key)."""
+    label = pl.lit(FLEET) if plan.fleet else pl.col("_row")
+    return power.power_bins(pl.concat(histories).with_columns(label.alias("gpu")).drop("_row"))
 
 
 def engine_for(plan: Plan, samples: int) -> str | None:

@@ -32,6 +32,7 @@ from typing import Any, Literal
 import polars as pl
 
 from pipelines.clusters import capacity, mapping
+from pipelines.clusters.power import POWER_SCHEMA
 from pipelines.clusters.profiles import UNTYPED, Profiles
 from pipelines.clusters.samples import FLEET, FLEET_TOTALS, INTERVAL_PCT, Plan, Row, run_draws, spread
 from pipelines.clusters.workloads import REFERENCE_GPU
@@ -386,9 +387,25 @@ def _measured_report(draws: Sequence[dict[str, Any]], plan_: Plan, result: OwnTr
 def whatif(result: OwnTraceResult, profiles: Profiles, options: Options, runner: Runner | None = None) -> dict[str, Any]:
     """The report of one read trace (see the module docstring); a JSON-ready dict. ``runner``: where the draws run (default
     in this process)."""
+    return _whatif(result, profiles, options, runner, keep_power=False)[0]
+
+
+def whatif_with_power(result: OwnTraceResult, profiles: Profiles, options: Options,
+                      runner: Runner | None = None) -> tuple[dict[str, Any], pl.DataFrame]:
+    """``whatif``'s report (the same numbers, bit for bit) and the cluster power of its sample 1 (the replay of draw 0):
+    ``ClusterPower`` rows of the jobs' power per 5-minute bin, ``gpu`` = ``all`` for the whole cluster as exported, else
+    one GPU per row (``pipelines.clusters.samples.draw_power``)."""
+    report, power = _whatif(result, profiles, options, runner, keep_power=True)
+    return report, power if power is not None else pl.DataFrame(schema=POWER_SCHEMA)
+
+
+def _whatif(result: OwnTraceResult, profiles: Profiles, options: Options, runner: Runner | None,
+            keep_power: bool) -> tuple[dict[str, Any], pl.DataFrame | None]:
     if options.samples < 1:
         raise ValueError(f"--samples must be >= 1, got {options.samples}")
     the_plan, records, mode = plan(result, profiles, options)
+    if keep_power:
+        the_plan = replace(the_plan, keep_power=True)
     keyed = mapping.own_keyed(result.table, result.trace)
     named = keyed.filter(pl.col("user").is_not_null() & pl.col("job_name").is_not_null()).height
     runner = runner or SerialRunner()
@@ -435,7 +452,7 @@ def whatif(result: OwnTraceResult, profiles: Profiles, options: Options, runner:
         report["price_per_kwh"] = options.price_per_kwh
     if options.grid_gco2_per_kwh is not None:
         report["grid_gco2_per_kwh"] = options.grid_gco2_per_kwh
-    return report
+    return report, draws[0].get("power")
 
 
 def samples_interval() -> str:

@@ -9,6 +9,8 @@ to draw.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 import polars as pl
 from matplotlib.figure import Figure
@@ -51,21 +53,32 @@ def power_timeline(power: pl.DataFrame) -> tuple[Figure, pl.DataFrame]:
     change vs Default.
     """
     data, gpu, traces = _select(power)
-    t0 = data.group_by("trace").agg(pl.col("bin_start_s").min().alias("t0"))
-    data = (
-        data.join(t0, on="trace")
+    data = timeline_frame(data)
+    panels = [(f"{trace_label(trace)}, {gpu_label(gpu)}", data.filter(pl.col("trace") == trace)) for trace in traces]
+    return timeline_figure(panels, bin_label(power)), data
+
+
+def timeline_frame(power: pl.DataFrame) -> pl.DataFrame:
+    """``cluster_power`` rows as plotted by ``timeline_figure``: trace, gpu, policy, day (since the trace's first bin), power_kw."""
+    t0 = power.group_by("trace").agg(pl.col("bin_start_s").min().alias("t0"))
+    return (
+        power.join(t0, on="trace")
         .with_columns(
             ((pl.col("bin_start_s") - pl.col("t0")) / S_PER_DAY).alias("day"), (pl.col("mean_power_w") * KW_PER_W).alias("power_kw")
         )
         .select("trace", "gpu", "policy", "day", "power_kw")
-        .sort("trace", "policy", "day")
+        .sort("trace", "gpu", "policy", "day")
     )
-    fig, grid = style.new_figure(style.SINGLE_COLUMN, 1.35 * len(traces) + 0.5, len(traces), 1)
-    axes = grid
+
+
+def timeline_figure(panels: Sequence[tuple[str, pl.DataFrame]], bin_label: str, width: float = style.SINGLE_COLUMN,
+                    panel_height: float = 1.35) -> Figure:
+    """One panel per (title, ``timeline_frame`` rows of one cluster): each policy's power as steps, its peak dashed; the title
+    ends with both peaks (kW) and Zeus's change vs Default. ``width``, ``panel_height``: inches."""
+    fig, axes = style.new_figure(width, panel_height * len(panels) + 0.5, len(panels), 1)
     colors = _colors()
-    for row, trace in enumerate(traces):
+    for row, (name, d) in enumerate(panels):
         ax = axes[row, 0]
-        d = data.filter(pl.col("trace") == trace)
         peaks = {}
         for policy, _ in POLICIES:
             p = d.filter(pl.col("policy") == policy)
@@ -75,18 +88,18 @@ def power_timeline(power: pl.DataFrame) -> tuple[Figure, pl.DataFrame]:
             ax.step(p["day"], p["power_kw"], where="post", color=colors[policy], lw=0.5, alpha=0.85 if policy == "zeus" else 0.6)
             peaks[policy] = _max(p["power_kw"])
             ax.axhline(peaks[policy], color=colors[policy], ls="--", lw=0.8)
-        title = f"{trace_label(trace)}, {gpu_label(gpu)}"
+        title = name
         if len(peaks) == len(POLICIES):
-            title += f": peak {peaks['default']:,.0f} → {peaks['zeus']:,.0f} kW ({_signed_pct(peaks['zeus'], peaks['default'])})"
+            title += f": peak {_kw(peaks['default'])} → {_kw(peaks['zeus'])} kW ({_signed_pct(peaks['zeus'], peaks['default'])})"
         ax.set_title(title)
         ax.set_ylim(0, 1.08 * max(peaks.values()))
         ax.set_xlim(0, _max(d["day"]))
         ax.set_ylabel("cluster power (kW)")
-    axes[-1, 0].set_xlabel(f"days since the trace's first job ({_bin_label(power)} bins)")
+    axes[-1, 0].set_xlabel(f"days since the trace's first job ({bin_label} bins)")
     handles = [Line2D([], [], color=colors[p], label=label) for p, label in POLICIES]
     handles.append(Line2D([], [], color="grey", ls="--", lw=0.8, label="peak"))
     fig.legend(handles=handles, loc="outside upper center", ncols=len(handles))
-    return fig, data
+    return fig
 
 
 def load_duration_curve(power: pl.DataFrame) -> tuple[Figure, pl.DataFrame]:
@@ -99,12 +112,17 @@ def load_duration_curve(power: pl.DataFrame) -> tuple[Figure, pl.DataFrame]:
     """
     data, gpu, traces = _select(power)
     curves = load_duration(data, ("trace", "gpu", "policy")).sort("trace", "policy", "hours")
-    fig, grid = style.new_figure(style.SINGLE_COLUMN, 1.35 * len(traces) + 0.5, len(traces), 1)
-    axes = grid
+    panels = [(f"{trace_label(trace)}, {gpu_label(gpu)}", curves.filter(pl.col("trace") == trace)) for trace in traces]
+    return load_duration_figure(panels), curves
+
+
+def load_duration_figure(panels: Sequence[tuple[str, pl.DataFrame]], width: float = style.SINGLE_COLUMN,
+                         panel_height: float = 1.35) -> Figure:
+    """One panel per (title, ``power.load_duration`` rows of one cluster: policy, hours, power_kw); see ``load_duration_curve``."""
+    fig, axes = style.new_figure(width, panel_height * len(panels) + 0.5, len(panels), 1)
     colors = _colors()
-    for row, trace in enumerate(traces):
+    for row, (name, d) in enumerate(panels):
         ax = axes[row, 0]
-        d = curves.filter(pl.col("trace") == trace)
         for policy, _ in POLICIES:
             p = d.filter(pl.col("policy") == policy)
             if p.height == 0:
@@ -119,13 +137,13 @@ def load_duration_curve(power: pl.DataFrame) -> tuple[Figure, pl.DataFrame]:
         ax.set_xlim(_min(d["hours"]), _max(d["hours"]))
         ax.set_ylim(0, 1.08 * _max(d["power_kw"]))
         ax.set_ylabel("cluster power (kW)")
-        ax.set_title(f"{trace_label(trace)}, {gpu_label(gpu)}")
+        ax.set_title(name)
     axes[-1, 0].set_xlabel("hours at or above this power (log)")
     handles = [Line2D([], [], color=colors[p], label=label) for p, label in POLICIES]
     handles += [Line2D([], [], color=colors["default"], ls=":", lw=0.8, label="Default peak"),
                 Line2D([], [], color="grey", marker="o", ls="none", mec="white", mew=0.6, ms=4.5, label="p99 (1% of the time)")]
     fig.legend(handles=handles, loc="outside upper center", ncols=2)
-    return fig, curves
+    return fig
 
 
 def _max(values: pl.Series) -> float:
@@ -136,13 +154,19 @@ def _min(values: pl.Series) -> float:
     return float(values.cast(pl.Float64).min())  # type: ignore[arg-type]  # a float column's min is a float
 
 
+def _kw(value: float) -> str:
+    """A power in kW: whole kW from 100 kW up (``1,234``), else three significant digits (``2.73``, ``0.412``)."""
+    return f"{value:,.0f}" if abs(value) >= 100 else f"{value:.3g}"
+
+
 def _signed_pct(value: float, reference: float) -> str:
     """``value`` relative to ``reference`` as a signed percent change, e.g. "−31%" (a true minus sign)."""
     change = 100 * (value / reference - 1)
     return f"{'−' if change < 0 else '+'}{abs(change):.0f}%"
 
 
-def _bin_label(power: pl.DataFrame) -> str:
+def bin_label(power: pl.DataFrame) -> str:
+    """The bins' length as read in an axis label (``5 min``)."""
     lengths = (power["bin_end_s"] - power["bin_start_s"]).unique()
     seconds = float(lengths[0]) if lengths.len() == 1 else float("nan")
     return f"{seconds / 60:g} min" if seconds % 60 == 0 else f"{seconds:g} s"

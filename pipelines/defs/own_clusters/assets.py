@@ -5,13 +5,15 @@ Thin wrappers: the readers are ``pipelines.ingest.slurm`` / ``joblog``, the file
 ``pipelines.clusters.tracefiles``.
 """
 
+import logging
 from collections.abc import Iterator
+from typing import Any
 
 import dagster as dg
 import polars as pl
 
 from pipelines.clusters import tracefiles, whatif
-from pipelines.clusters.profiles import profiles_of
+from pipelines.clusters.profiles import Profiles, profiles_of
 from pipelines.clusters.whatif import DEFAULT_SAMPLES
 from pipelines.contracts.base import empty
 from pipelines.contracts.owncluster import OwnClusterJobs, OwnClusterSummary, OwnClusterTraces
@@ -76,6 +78,23 @@ def ingest_own_cluster_jobs(context: dg.AssetExecutionContext, paths: PathsResou
                               metadata={"share_by_trace": dg.MetadataValue.json(shares)})
 
 
+def stored_profiles(zeus_train_runs: pl.DataFrame, zeus_power_profiles: pl.DataFrame) -> Profiles:
+    """The GPU profiles of the stored Zeus tables, the measured ones (raw/measured) named so, as ``whatif --profiles`` reads them."""
+    return profiles_of(from_frames(zeus_train_runs, zeus_power_profiles),
+                       {g: "measured" for g in zeus_power_profiles.filter(pl.col("source") != ZEUS_SOURCE)["gpu"].unique()})
+
+
+def replayable(own_cluster_traces: pl.DataFrame, own_cluster_jobs: pl.DataFrame,
+               log: logging.Logger) -> Iterator[tuple[dict[str, Any], OwnTraceResult]]:
+    """(``own_cluster_traces`` row, the trace as read) of every trace with a COMPLETED GPU job; the others named in ``log``."""
+    for trace in own_cluster_traces.iter_rows(named=True):
+        result = whatif.result_of(trace, own_cluster_jobs)
+        if result.counts.completed_gpu_allocations == 0:
+            log.warning(f"trace {trace['trace']}: no COMPLETED GPU job to replay")
+            continue
+        yield trace, result
+
+
 #: Draws behind the summaries' medians and intervals (whatif's default), and their base seed.
 SUMMARY_SAMPLES = DEFAULT_SAMPLES
 SUMMARY_SEED = 0
@@ -102,17 +121,12 @@ def own_cluster_summary(
     zeus_train_runs: pl.DataFrame,
     zeus_power_profiles: pl.DataFrame,
 ) -> dg.Output[pl.DataFrame]:
-    profiles = profiles_of(from_frames(zeus_train_runs, zeus_power_profiles),
-                           {g: "measured" for g in zeus_power_profiles.filter(pl.col("source") != ZEUS_SOURCE)["gpu"].unique()})
+    profiles = stored_profiles(zeus_train_runs, zeus_power_profiles)
     options = whatif.Options(samples=SUMMARY_SAMPLES, seed=SUMMARY_SEED)
     frames = []
     preview: dict[str, dict[str, object]] = {}
     with samples_dask.runner() as runner:
-        for trace in own_cluster_traces.iter_rows(named=True):
-            result = whatif.result_of(trace, own_cluster_jobs)
-            if result.counts.completed_gpu_allocations == 0:
-                context.log.warning(f"trace {trace['trace']}: no COMPLETED GPU job to replay")
-                continue
+        for trace, result in replayable(own_cluster_traces, own_cluster_jobs, context.log):
             report = whatif.whatif(result, profiles, options, runner)
             frames.append(whatif.summary_frame(report))
             total = report.get("total") or next(iter(report["gpus"].values()))

@@ -1,0 +1,100 @@
+"""The ``whatif --html`` report of each of your traces, as a file under figures/ (thin wrapper).
+
+``own_cluster_report`` replays every trace of ``own_cluster_traces`` as ``own_cluster_summary``
+does (as exported, the V100 as the fallback, its samples and seed: the same numbers, bit for bit)
+and writes ``figures/own_cluster_report_<trace>.html`` (``pipelines.figures.whatif_html``: one
+self-contained page) and ``figures/own_cluster_report_<trace>.json`` (the report's numbers, as
+``whatif --json`` prints them). Reports of traces that are gone are removed. The asset's page in
+the UI names each file (path and file:// link) beside the trace's saving and its plot.
+"""
+
+import base64
+import io
+import json
+from pathlib import Path
+
+import dagster as dg
+import polars as pl
+
+from pipelines.clusters import whatif
+from pipelines.defs.own_clusters.assets import SUMMARY_SAMPLES, SUMMARY_SEED, own_cluster_summary, replayable, stored_profiles
+from pipelines.defs.shared.dask import DaskResource
+from pipelines.defs.shared.io_manager import PathsResource
+from pipelines.home.storage import write_text_atomic
+
+#: The files' stem: figures/<PREFIX><trace>.html and .json.
+PREFIX = "own_cluster_report_"
+#: Resolution (dpi) of the plot shown on the asset's page.
+THUMBNAIL_DPI = 80
+
+
+def _thumbnail(report: dict[str, object]) -> str:
+    """Markdown showing the report's plot of energy saved per GPU, embedded as a PNG data URI ('' when there is none)."""
+    from pipelines.figures import whatif as figures
+    from pipelines.figures.errors import NoData
+
+    try:
+        fig, _ = figures.savings_with_intervals(report)
+    except NoData:
+        return ""
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=THUMBNAIL_DPI)
+    return f"![energy saved]({'data:image/png;base64,' + base64.b64encode(buffer.getvalue()).decode('ascii')})\n\n"
+
+
+def _stale(folder: Path, traces: set[str]) -> list[Path]:
+    return [p for p in (*folder.glob(f"{PREFIX}*.html"), *folder.glob(f"{PREFIX}*.json"))
+            if p.stem.removeprefix(PREFIX) not in traces]
+
+
+@dg.asset(
+    group_name="clusters",
+    automation_condition=dg.AutomationCondition.eager(),
+    kinds={"html", "matplotlib", "dask"},  # a page of figures, not a table
+    # own_cluster_summary's own resource (Dagster wants one definition per key): in the step's process unless the run
+    # configures samples_dask.
+    resource_defs={"samples_dask": own_cluster_summary.resource_defs["samples_dask"]},
+    description="The `whatif --html` report of each of your traces (figures/own_cluster_report_<trace>.html, one self-contained "
+    "page: accounting, savings with intervals, cluster power, load-duration curve, fleet, measured energy, top groups), with "
+    "the numbers of own_cluster_summary, and its JSON beside it.",
+)
+def own_cluster_report(
+    context: dg.AssetExecutionContext,
+    paths: PathsResource,
+    samples_dask: DaskResource,
+    own_cluster_jobs: pl.DataFrame,
+    own_cluster_traces: pl.DataFrame,
+    zeus_train_runs: pl.DataFrame,
+    zeus_power_profiles: pl.DataFrame,
+) -> dg.MaterializeResult:
+    from pipelines.figures import whatif_html  # matplotlib: only when the step runs
+
+    folder = paths.paths().figures
+    folder.mkdir(parents=True, exist_ok=True)
+    profiles = stored_profiles(zeus_train_runs, zeus_power_profiles)  # own_cluster_summary's, so that the numbers are its
+    options = whatif.Options(samples=SUMMARY_SAMPLES, seed=SUMMARY_SEED)
+    used = {"--gpu": "as-exported", "--fallback-gpu": options.fallback_gpu, "--samples": str(options.samples), "--seed": str(options.seed),
+            "--eta-knob": f"{options.eta:g}", "--beta-knob": f"{options.beta:g}"}
+    metadata: dict[str, dg.MetadataValue] = {}
+    written: set[str] = set()
+    with samples_dask.runner() as runner:
+        for trace, result in replayable(own_cluster_traces, own_cluster_jobs, context.log):
+            report, power = whatif.whatif_with_power(result, profiles, options, runner)
+            report["zeus_traces"] = "the data home's zeus_train_runs and zeus_power_profiles tables"
+            provenance = whatif_html.Provenance.now(trace["source_file"], trace["sha256"], {"--timezone": trace["timezone"], **used})
+            page = whatif_html.write(folder / f"{PREFIX}{trace['trace']}.html", report, power, provenance)
+            write_text_atomic(json.dumps(report, allow_nan=False), folder / f"{PREFIX}{trace['trace']}.json")
+            written.add(trace["trace"])
+            context.log.info(f"{trace['trace']}: report -> {page}")
+            whole = report.get("total") or next(iter(report["gpus"].values()))
+            low, high = whole.get("energy_saved_pct_interval") or [None, None]
+            saved = "-" if whole.get("energy_saved_pct") is None else f"{whole['energy_saved_pct']:.1f} %"
+            interval = "" if low is None or high is None else f" (90 % interval {low:.1f} to {high:.1f} %)"
+            metadata[trace["trace"]] = dg.MetadataValue.md(
+                f"{_thumbnail(report)}Energy saved: {saved}{interval}.\n\nReport: `{page}` "
+                f"([open]({page.resolve().as_uri()}); open the file in a browser: it is self-contained)")
+            metadata[f"{trace['trace']}_path"] = dg.MetadataValue.path(str(page))
+    for path in _stale(folder, written):
+        path.unlink(missing_ok=True)
+        context.log.info(f"removed {path}: its trace has no report now")
+    return dg.MaterializeResult(metadata={"reports": dg.MetadataValue.json(sorted(written)), **metadata})

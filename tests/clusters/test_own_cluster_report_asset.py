@@ -1,0 +1,52 @@
+"""The ``own_cluster_report`` asset: ``whatif --html``'s page per trace under figures/, with whatif's numbers beside it.
+
+Invoked directly (as tests/clusters/test_own_cluster_summary_asset.py does) on the session's
+ingested Zeus tables and a generated export read as the pipeline reads raw/clusters.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import dagster as dg
+import polars as pl
+
+from pipelines.clusters import tracefiles, whatif
+from pipelines.clusters.profiles import profiles_of
+from pipelines.defs.own_clusters.assets import SUMMARY_SAMPLES
+from pipelines.defs.own_clusters.reports import PREFIX, own_cluster_report
+from pipelines.defs.shared.dask import DaskResource
+from pipelines.defs.shared.io_manager import PathsResource
+from pipelines.zeus.traces import from_frames
+from tests.support.sacct_export import write_export
+
+
+def test_the_report_asset_writes_each_traces_page_and_its_numbers(ingested, tmp_path: Path) -> None:
+    paths, _ = ingested
+    train, power = pl.read_parquet(paths.table("zeus_train_runs")), pl.read_parquet(paths.table("zeus_power_profiles"))
+    home = tmp_path / "home"
+    (home / "raw" / "clusters").mkdir(parents=True)
+    (home / "figures").mkdir()
+    stale = home / "figures" / f"{PREFIX}gone.html"
+    stale.write_text("a trace removed since")
+    write_export(home / "raw" / "clusters" / "lab.sacct", 300, seed=12, span_days=8, timezone="UTC")
+    (trace,), _ = tracefiles.user_traces(home / "raw")
+    result = trace.read()
+
+    output = own_cluster_report(dg.build_asset_context(), paths=PathsResource(root=str(home)), samples_dask=DaskResource(scheduler="none"),
+                                own_cluster_jobs=result.table, own_cluster_traces=result.summary_row(), zeus_train_runs=train,
+                                zeus_power_profiles=power)
+    page, numbers = home / "figures" / f"{PREFIX}lab.html", home / "figures" / f"{PREFIX}lab.json"
+    assert page.is_file() and numbers.is_file() and not stale.exists()
+    expected = whatif.whatif(result, profiles_of(from_frames(train, power)), whatif.Options(samples=SUMMARY_SAMPLES))
+    stored = json.loads(numbers.read_text())
+    assert stored.pop("zeus_traces").startswith("the data home's")
+    assert json.dumps(stored) == json.dumps(expected)
+    text = page.read_text()
+    assert result.sha256 in text and "clusters/lab.sacct" in text and text.count('src="data:image/png;base64,') == 3
+    meta = output.metadata
+    assert meta["reports"].value == ["lab"] and meta["lab_path"].value == str(page)
+    shown = meta["lab"].value
+    assert shown.startswith("![energy saved](data:image/png;base64,iVBORw0KGgo") and page.resolve().as_uri() in shown
+    assert f"{expected['total']['energy_saved_pct']:.1f} %" in shown
