@@ -38,7 +38,11 @@ def flatten_nested(frame: pl.DataFrame) -> pl.DataFrame:
               help="table: the first --rows rows and the row count; csv and json: every row, streamed.")
 @click.option("--rows", "preview_rows", type=click.IntRange(min=0), default=PREVIEW_ROWS, show_default=True,
               help="Rows the table format prints (the others are counted, not printed).")
-def cli(query: str | None, file: Path | None, example: str | None, list_examples: bool, fmt: str, preview_rows: int) -> None:
+@click.option("--shell", is_flag=True,
+              help="Read statements (each ended by ';') from standard input, with a prompt on a terminal, and print each "
+                   "one's result as a table (make sql).")
+def cli(query: str | None, file: Path | None, example: str | None, list_examples: bool, fmt: str, preview_rows: int,
+        shell: bool) -> None:
     """Run QUERY (or --file, or --example) over in-memory DuckDB views of every materialized table.
 
     The session is read-only: files are read (the views, and read_parquet(getvariable('home') ||
@@ -49,8 +53,13 @@ def cli(query: str | None, file: Path | None, example: str | None, list_examples
         for name in sorted(examples):
             click.echo(name)
         return
+    if shell:
+        if any(x is not None for x in (query, file, example)):
+            raise click.UsageError("--shell reads the statements from standard input: give no QUERY, --file or --example")
+        _shell(connect(quiet=True), preview_rows)
+        return
     if sum(x is not None for x in (query, file, example)) != 1:
-        raise click.UsageError("give exactly one of QUERY, --file or --example")
+        raise click.UsageError("give exactly one of QUERY, --file, --example or --shell")
     if example is not None and example not in examples:
         raise click.BadParameter(f"no example {example!r}; examples: {', '.join(sorted(examples))}", param_hint="'--example'")
     text = examples[example].read_text() if example is not None else file.read_text() if file is not None else query
@@ -110,3 +119,56 @@ def _write_preview(frames: Iterator[pl.DataFrame], preview_rows: int) -> None:
         click.echo(preview)
     shown = f"; the first {preview.height:,} shown (--rows, or --format csv for all)" if preview.height < total else ""
     click.echo(f"{total:,} row{'s' if total != 1 else ''}{shown}")
+
+
+def _shell(con: duckdb.DuckDBPyConnection, preview_rows: int) -> None:
+    """Statements from standard input, each run when complete (a line ending in ';', or the end of the input) and its
+    result printed as ``_write_preview``; an error prints one line and the shell goes on. Exit status 1 when a statement
+    failed and the input was a script (not a terminal)."""
+    interactive = sys.stdin.isatty()
+    if interactive:
+        click.echo(f"read-only SQL over {len(view_names(con))} views (`show tables` lists them); end a statement with ';'; "
+                   "Ctrl-D quits", err=True)
+    failed, buffer = False, ""
+    while (line := _read_line(interactive, "...> " if buffer else "sql> ")) is not None:
+        buffer += line
+        if buffer.rstrip().endswith(";"):
+            done, ok = _run_statements(con, buffer, preview_rows)
+            buffer = "" if done else buffer
+            failed |= not ok
+    if buffer.strip():
+        failed |= not _run_statements(con, buffer, preview_rows, last=True)[1]
+    if failed and not interactive:
+        sys.exit(1)
+
+
+def _read_line(interactive: bool, prompt: str) -> str | None:
+    """The next line of standard input with its line break; None at its end."""
+    if not interactive:
+        return sys.stdin.readline() or None
+    try:
+        return input(prompt) + "\n"
+    except EOFError:
+        return None
+
+
+def _run_statements(con: duckdb.DuckDBPyConnection, text: str, preview_rows: int, *, last: bool = False) -> tuple[bool, bool]:
+    """Run ``text``'s statements, printing each result: (whether ``text`` was complete, whether every statement ran).
+
+    A ';' inside a quoted string ends no statement: unless ``last``, such ``text`` waits for more lines.
+    """
+    try:
+        statements = con.extract_statements(text)
+    except duckdb.ParserException as exc:
+        if not last and "unterminated" in str(exc).lower():
+            return False, True
+        click.echo(f"Error: {one_line(exc)}", err=True)
+        return True, False
+    ok = True
+    for statement in statements:
+        try:
+            _write_preview(stream_sql(con, statement.query), preview_rows)
+        except duckdb.Error as exc:
+            ok = False
+            click.echo(f"Error: {one_line(exc)}", err=True)
+    return True, ok

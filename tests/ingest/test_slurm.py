@@ -296,7 +296,6 @@ def test_small_blocks_read_the_same_as_one_block(tmp_path: Path, monkeypatch: py
     with path.open("a") as fh:  # a later duplicate of the first allocation, far from it (another block)
         fh.write(path.read_text().splitlines()[1] + "\n")
     one = read_sacct(path, trace="gen", source_file="cluster.sacct", timezone="Europe/Berlin")
-    monkeypatch.setattr("pipelines.ingest.owntrace.CHUNK_BYTES", 4096)
     monkeypatch.setattr(slurm, "Source", lambda *a, **k: Source(*a, **{**k, "chunk_bytes": 4096}))
     many = read_sacct(path, trace="gen", source_file="cluster.sacct", timezone="Europe/Berlin")
     assert many.table.equals(one.table) and many.quarantine.equals(one.quarantine) and many.counts == one.counts

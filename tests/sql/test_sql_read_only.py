@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -136,3 +137,17 @@ def test_stream_sql_yields_batches_not_the_result(home: ProjectPaths) -> None:
     assert [f.height for f in stream_sql(con, "select * from range(10)", batch_rows=4)] == [4, 4, 2]
     (empty,) = stream_sql(con, "select job_id from itp_jobs where false")
     assert empty.columns == ["job_id"] and empty.height == 0
+
+
+def test_the_shell_runs_each_statement_refuses_writes_and_goes_on(home: ProjectPaths) -> None:
+    """``make sql`` (``sql --shell``): the same read-only session, statement by statement, from standard input."""
+    before = snapshot(home.root)
+    script = (f"select count(*) as n from itp_jobs;\ncopy itp_jobs to '{home.assets}/itp_jobs.parquet';\n"
+              "select 'a;b' as s,\n  sum(num_gpu) as g from itp_jobs;\nselect 7 as last")
+    out = subprocess.run([sys.executable, "-m", "pipelines", "sql", "--shell"], input=script, capture_output=True, text=True,
+                         env={**os.environ, "GPU_ENERGY_HOME": str(home.root)}, cwd=home.root, check=False)
+    assert out.returncode == 1  # a statement failed (a script, not a terminal)
+    assert out.stderr.count("\n") == 1 and "LocalFileSystem has been disabled" in out.stderr
+    assert [line for line in out.stdout.splitlines() if line.endswith(("row", "rows"))] == ["1 row"] * 3
+    assert re.search(r"│ a;b ┆ 11 +│", out.stdout) and "│ 7    │" in out.stdout
+    assert snapshot(home.root) == before
