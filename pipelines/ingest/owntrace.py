@@ -497,8 +497,8 @@ def finish(
     # The contract's rules are checked a slice of rows at a time (the keys are distinct by now), so that their
     # intermediate columns never exist for the whole table at once.
     goods, faileds = [], []
-    for rows in typed.iter_slices(VALIDATE_ROWS):
-        rows = rows.with_columns(pl.lit(trace).alias("trace"), category().alias("category"), pl.col(LINE).alias("line"))
+    for part in typed.iter_slices(VALIDATE_ROWS):
+        rows = part.with_columns(pl.lit(trace).alias("trace"), category().alias("category"), pl.col(LINE).alias("line"))
         good, failed = split_valid(rows.select(*TABLE_SCHEMA, LINE).cast(TABLE_SCHEMA), OwnClusterJobs)
         goods.append(good)
         faileds.append(failed.select(LINE, pl.lit(None, pl.String).alias(RAW), "column", "reason"))

@@ -20,7 +20,6 @@ from collections.abc import Iterator
 from importlib.resources import files
 from importlib.resources.abc import Traversable
 from pathlib import Path
-
 from typing import Any
 
 import duckdb
@@ -54,7 +53,7 @@ SESSION_CONFIG: dict[str, Any] = {"autoinstall_known_extensions": False, "autolo
 LOCK = ("set disabled_filesystems = 'LocalFileSystem'", "set lock_configuration = true")
 
 
-class ReadOnlyFiles(AbstractFileSystem):  # type: ignore[misc]  # fsspec ships no type hints
+class ReadOnlyFiles(AbstractFileSystem):
     """Local files, for reading only: the one file system a ``connect`` session has.
 
     It lists, describes and opens files for reading (``rb``); opening in any other mode raises
@@ -110,8 +109,8 @@ def connect(paths: ProjectPaths | None = None, *, quiet: bool = False) -> duckdb
             if not quiet:
                 first = str(exc).splitlines()[0]
                 print(f"note: view skipped (not materialized yet): {first}", file=sys.stderr)
-    for statement in LOCK:
-        con.execute(statement)
+    for setting in LOCK:
+        con.execute(setting)
     return con
 
 

@@ -104,7 +104,7 @@ def test_cli_refuses_a_copy_over_a_table_in_one_line(home: ProjectPaths) -> None
     out = run_cli(home.root, f"copy (select 'x' as job_id) to '{home.assets}/itp_jobs.parquet'")
     assert out.returncode == 1 and out.stdout == ""
     assert out.stderr.count("\n") == 1 and "read-only" in out.stderr and "Traceback" not in out.stderr
-    out = run_cli(home.root, f"copy (select 'x' as job_id) to getvariable('assets') || '/x'; select 1")
+    out = run_cli(home.root, "copy (select 'x' as job_id) to getvariable('assets') || '/x'; select 1")
     assert out.returncode == 1 and out.stderr.count("\n") == 1
     assert snapshot(home.root) == before
 
