@@ -24,7 +24,10 @@ gpu_util_pct   no        the job's GPU utilisation over its GPUs (%)
 Times without an offset are read in the given time zone (``pipelines.ingest.owntrace`` has the
 DST rule); times with one are exact. Rows are quarantined for: a wrong number of fields, a time
 that does not parse, a GPU count that is not a whole number >= 0, an empty job id or state, end
-before start, an energy or utilisation that is not a number >= 0, and a duplicate job id.
+before start, an energy or utilisation that is not a number >= 0, a duplicate job id, and a value
+beyond the bounds of ``pipelines.ingest.owntrace`` (a GPU count above 100,000, too long to be a
+64-bit integer included, a time before 2000 or in the future, a job longer than a year, a text
+longer than its limit).
 """
 
 from __future__ import annotations
@@ -33,6 +36,14 @@ from pathlib import Path
 
 import polars as pl
 
+from pipelines.contracts.limits import (
+    MAX_ALLOCATION_ENERGY_J,
+    MAX_GPU_UTIL_PCT,
+    MAX_GPUS_PER_JOB,
+    MAX_ID_CHARS,
+    MAX_NAME_CHARS,
+    MAX_USER_CHARS,
+)
 from pipelines.ingest.common import LINE, IngestError
 from pipelines.ingest.owntrace import (
     RAW,
@@ -41,15 +52,18 @@ from pipelines.ingest.owntrace import (
     OwnTraceResult,
     Source,
     apply_checks,
+    at_most,
     block_lines,
     check_timezone,
     csv_rows,
     empty_rejected,
     energy_columns,
     finish,
+    length_checks,
     normalised_state,
     quoted,
     rejected_lines,
+    time_bounds,
     unknown_time,
     utc_times,
 )
@@ -64,6 +78,9 @@ REQUIRED: tuple[str, ...] = tuple(c for c, needed in COLUMNS.items() if needed)
 STATE_ALIASES: dict[str, str] = {"SUCCEEDED": "COMPLETED", "SUCCESS": "COMPLETED", "DONE": "COMPLETED", "EXIT": "FAILED"}
 _ISO = r"^(\d{4}-\d{2}-\d{2})[T ](\d{2}:\d{2}:\d{2})(\.\d{1,9})?(Z|[+-]\d{2}:?\d{2})?$"
 _TIMES = ("submit_time", "start_time", "end_time")
+#: The limits of the text fields: column -> (the frame's column, most characters).
+_LENGTHS = {"job_id": ("job_id", MAX_ID_CHARS), "user": ("user", MAX_USER_CHARS), "name": ("job_name", MAX_NAME_CHARS),
+            "gpu_type": ("gpu_type", MAX_NAME_CHARS), "state": ("state", MAX_NAME_CHARS)}
 
 
 def _text(column: str) -> str:
@@ -171,8 +188,16 @@ def _typed(text: pl.DataFrame, index: dict[str, int], timezone: str) -> tuple[pl
     checks += [
         Check("end_time", pl.col("end_time") < pl.col("start_time"),
               pl.format("end_time: {} is before start_time {}", quoted(_text("end_time")), quoted(_text("start_time")))),
-        Check("num_gpus", pl.col("_gpus").is_null() | (pl.col("_gpus") < 0),
+        Check("num_gpus", ~_huge("num_gpus") & (pl.col("_gpus").is_null() | (pl.col("_gpus") < 0)),
               pl.format("num_gpus: {} is not a whole number >= 0", quoted("num_gpus"))),
+        Check("num_gpus", _huge("num_gpus") | (pl.col("_gpus") > MAX_GPUS_PER_JOB),
+              pl.format(f"num_gpus: {{}} is above {MAX_GPUS_PER_JOB:,} (a job's most GPUs)", quoted("num_gpus"))),
+        *length_checks(_LENGTHS),
+        *time_bounds({c: (_text(c), c) for c in _TIMES}, start="start_time", end="end_time"),
+        at_most("energy_j", _number("_text_energy_j"), MAX_ALLOCATION_ENERGY_J, quoted("_text_energy_j"),
+                f"{MAX_ALLOCATION_ENERGY_J:.3g} J (every node at 20 kW for a year)"),
+        at_most("gpu_util_pct", _number("_text_gpu_util_pct"), MAX_GPU_UTIL_PCT, quoted("_text_gpu_util_pct"),
+                f"{MAX_GPU_UTIL_PCT:,.0f} % per GPU"),
         Check("state", pl.col("_state").is_null(), pl.format("state: {} is not a state word", quoted("state"))),
         *[Check(c, _number(f"_text_{c}").is_null() & pl.col(f"_text_{c}").is_not_null(),
                 pl.format(f"{c}: {{}} is not a number >= 0", quoted(f"_text_{c}"))) for c in ("energy_j", "gpu_util_pct")],
@@ -186,6 +211,11 @@ def _typed(text: pl.DataFrame, index: dict[str, int], timezone: str) -> tuple[pl
         *energy_columns(_number("_text_energy_j"), _number("_text_gpu_util_pct"), num_gpus="_gpus"),
     )
     return typed, bad
+
+
+def _huge(column: str) -> pl.Expr:
+    """A whole number of 7 digits or more (leading zeros aside): above MAX_GPUS_PER_JOB, maybe too long for a 64-bit integer."""
+    return pl.col(column).str.strip_chars().str.contains(r"^\+?0*[1-9]\d{6,}$").fill_null(False)
 
 
 def _number(column: str) -> pl.Expr:

@@ -31,7 +31,12 @@ Rules common to both formats (the docs' page "Your own cluster" lists them all):
   says whether the export had a value (``measured``), a 0 (``zero``: the scheduler collected no
   energy; never a measurement) or none (``not_exported``);
 * a later row with the job id of an earlier one is quarantined (the first is kept);
-* end before start is quarantined.
+* end before start is quarantined;
+* bounds (``pipelines.contracts.limits``, the same as the public tables'): a text field longer than
+  its limit (ids 256 characters, names 128, users 64), a GPU or node count above 100,000 (one
+  too long for a 64-bit integer included: never read as 0 GPUs), a time before 2000-01-01 or more
+  than a day after the read, a job or Elapsed longer than a year, an energy above every node at
+  20 kW for a year, are quarantined naming the column and the bound.
 """
 
 from __future__ import annotations
@@ -41,6 +46,7 @@ import io
 import zoneinfo
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Literal
 
@@ -48,6 +54,7 @@ import numpy as np
 import polars as pl
 
 from pipelines.contracts.base import polars_schema, split_valid
+from pipelines.contracts.limits import EARLIEST_RECORD_S, FUTURE_SLACK_S, MAX_JOB_S
 from pipelines.contracts.owncluster import OwnClusterJobs, OwnClusterTraces
 from pipelines.ingest.common import LINE, IngestError, empty_quarantine, quarantine_frame
 
@@ -440,6 +447,40 @@ def time_checks(columns: dict[str, str], timezone: str, *, required: str) -> lis
         checks.append(Check(column, pl.col(f"_gap_{out}"),
                             pl.format(f"{column}: {{}} does not exist in {timezone} (skipped when clocks went forward); "
                                       "is the time zone right?", quoted(column))))
+    return checks
+
+
+def length_checks(columns: dict[str, tuple[str, int]]) -> list[Check]:
+    """Checks that no text is longer than its limit: file column -> (frame column, most characters)."""
+    return [Check(name, pl.col(column).str.len_chars() > limit,
+                  pl.format(f"{name}: {{}} characters, more than {limit:,}: {{}}", pl.col(column).str.len_chars(), quoted(column)))
+            for name, (column, limit) in columns.items()]
+
+
+def at_most(name: str, value: pl.Expr, limit: float, shown: pl.Expr, what: str) -> Check:
+    """A check that ``value`` is at most ``limit``; the reason shows ``shown`` and says ``what`` the bound is."""
+    return Check(name, value > limit, pl.format(f"{name}: {{}} is above {what}", shown))
+
+
+def time_bounds(times: dict[str, tuple[str, str]], *, start: str, end: str, now: datetime | None = None) -> list[Check]:
+    """Checks of UTC times: none before 2000-01-01 nor more than a day after ``now`` (the read), and end - start at most a year.
+
+    ``times``: file column -> (its text column, its UTC column); ``start`` and ``end`` name the
+    file's start and end columns (the duration is reported on the end's).
+    """
+    earliest = datetime.fromtimestamp(EARLIEST_RECORD_S, UTC)
+    latest = (now or datetime.now(UTC)) + timedelta(seconds=FUTURE_SLACK_S)
+    checks = []
+    for name, (text, utc) in times.items():
+        checks.append(Check(name, pl.col(utc) < earliest,
+                            pl.format(f"{name}: {{}} is before {earliest:%Y-%m-%d} UTC (no scheduler recorded it; a reset clock?)",
+                                      quoted(text))))
+        checks.append(Check(name, pl.col(utc) > latest,
+                            pl.format(f"{name}: {{}} is in the future (after {latest:%Y-%m-%d %H:%M} UTC)", quoted(text))))
+    length = (pl.col(times[end][1]) - pl.col(times[start][1])).dt.total_seconds()
+    checks.append(Check(end, length > MAX_JOB_S,
+                        pl.format(f"{end}: the job lasts {{}} days from {start} {{}}, more than a year (366 days)",
+                                  (length / 86_400).round(0).cast(pl.Int64), quoted(times[start][0]))))
     return checks
 
 
