@@ -62,7 +62,7 @@ def _non_negative(ctx: click.Context, param: click.Parameter, value: float | Non
 
 
 @click.command("whatif")
-@click.argument("file", type=click.Path(dir_okay=False, path_type=Path))
+@click.argument("file", type=click.Path(path_type=Path))
 @click.option("--format", "fmt", type=click.Choice(["sacct", "csv"]), default=None,
               help="sacct (--parsable2 or --parsable export) or csv (the generic job log)  [default: csv for .csv, else sacct]")
 @click.option("--timezone", default="UTC", show_default=True, help="IANA time zone of the file's times (the cluster's clock).")
@@ -129,8 +129,10 @@ def cli(
     **slurm: Any,
 ) -> None:
     """What would Zeus save on your cluster? Replays a Slurm sacct export or a job-log CSV; writes nothing."""
-    if not file.is_file():
+    if not file.exists():
         _fail(f"{file}: no such file")
+    if file.is_dir():
+        _fail(f"{file}: is a folder; give the export file")
     if html_file is not None:
         _check_html(html_file)
     slurm_cluster = slurm_settings(scheduler, slurm)

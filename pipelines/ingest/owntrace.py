@@ -66,6 +66,8 @@ RAW = "_raw"  # the raw line kept beside a parsed row, for the quarantine
 #: Time values that mean "not known" (sacct prints Unknown, or None for a start that never came).
 UNKNOWN_TIMES: tuple[str, ...] = ("", "Unknown", "None")
 NAIVE_FORMAT = "%Y-%m-%dT%H:%M:%S"
+#: The byte order mark some tools (Excel, PowerShell) write before UTF-8 text: not part of the header's first name.
+BOM = "\ufeff"
 TABLE_SCHEMA = polars_schema(OwnClusterJobs)
 #: The state the replay needs: the run reached its end.
 COMPLETED = "COMPLETED"
@@ -252,7 +254,7 @@ class Source:
             if b"\n" in head:
                 break
         end = head.find(b"\n")
-        return (head if end < 0 else head[:end]).decode("utf-8", "replace").removesuffix("\r")
+        return (head if end < 0 else head[:end]).decode("utf-8", "replace").removesuffix("\r").removeprefix(BOM)
 
     def head_lines(self, count: int = 20, max_bytes: int = 1 << 16) -> list[str]:
         """Up to ``count`` first lines as text (within the first ``max_bytes``; as ``first_line``), the first always."""
@@ -264,7 +266,8 @@ class Source:
         lines = head.split(b"\n")
         if len(lines) > 1 and len(head) >= max_bytes:
             lines = lines[:-1]  # the last one may be cut
-        return [line.decode("utf-8", "replace").removesuffix("\r") for line in lines[:count]] or [""]
+        text = [line.decode("utf-8", "replace").removesuffix("\r") for line in lines[:count]] or [""]
+        return [text[0].removeprefix(BOM), *text[1:]]
 
     def is_blank(self) -> bool:
         """No byte but whitespace (an empty file included)."""
@@ -311,6 +314,8 @@ def block_lines(block: Block) -> pl.DataFrame:
         if block.data.endswith(b"\n"):
             text = text.head(text.len() - 1)
         text = text.str.strip_suffix("\r")
+    if block.first_line == 1 and block.data.startswith(BOM.encode()):
+        text = text.str.strip_prefix(BOM)  # only the first line can start with it
     if text.len() != block.lines:
         raise IngestError("<block>", f"internal error: {text.len()} lines split from a block of {block.lines}", line=block.first_line)
     return pl.DataFrame({
