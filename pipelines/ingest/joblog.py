@@ -228,13 +228,18 @@ def read_joblog(source: Path | bytes, *, trace: str, source_file: str, timezone:
     """One generic job-log CSV -> its rows, quarantine and line accounting (see the module docstring).
 
     Raises ``IngestError`` for a file that cannot be read at all: empty, a required column
-    missing, or an unknown time zone.
+    missing, an unknown time zone, or a file that changed while it was read.
     """
     try:
         check_timezone(timezone)
     except ValueError as exc:
         raise IngestError(source_file, str(exc)) from None
     reader = Source(source, source_file, digest=digest)
+    with reader.whole_read():
+        return _read(reader, source_file, trace, timezone)
+
+
+def _read(reader: Source, source_file: str, trace: str, timezone: str) -> OwnTraceResult:
     if reader.is_blank():
         raise IngestError(source_file, f"empty file: expected a header line ({','.join(COLUMNS)})")
     index = _header(reader.first_line(), source_file)

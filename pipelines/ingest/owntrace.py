@@ -41,8 +41,10 @@ Rules common to both formats (the docs' page "Your own cluster" lists them all):
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import io
+import os
 import zoneinfo
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -156,6 +158,37 @@ class Source:
         self._digest = hashlib.sha256() if digest else None
         self.lines = 0
         self.size = 0
+        self._stat = self._identity()
+
+    def _identity(self) -> tuple[int, int] | None:
+        """(size, modification time in ns) of the file; None for bytes or a file that is gone."""
+        if isinstance(self.source, bytes):
+            return None
+        try:
+            st = os.stat(self.source)
+        except OSError:
+            return None
+        return st.st_size, st.st_mtime_ns
+
+    def check_unchanged(self) -> None:
+        """``IngestError`` (one line) if the file's size or modification time changed since this reader was made."""
+        now = self._identity()
+        if self._stat is not None and now != self._stat:
+            size = "gone" if now is None else f"{self._stat[0]:,} -> {now[0]:,} bytes"
+            raise IngestError(self.name, f"the file changed while it was read ({size}): read it again once it is complete")
+
+    @contextlib.contextmanager
+    def whole_read(self) -> Iterator[None]:
+        """Around a reader's work: a file that changed meanwhile (cut short, grown, replaced) is one ``IngestError`` line,
+        whatever the read made of it (a scan that hit the new end raises ``OSError``; a shorter file reads as fewer lines)."""
+        try:
+            yield
+        except Exception as exc:
+            self.check_unchanged()
+            if isinstance(exc, OSError):
+                raise IngestError(self.name, f"unreadable file: {exc}") from exc
+            raise
+        self.check_unchanged()
 
     @property
     def sha256(self) -> str | None:

@@ -493,7 +493,7 @@ def read_sacct(
     character given to sacct's ``--delimiter`` (default ``|``); ``digest=False`` skips the sha256.
     Raises ``IngestError`` (file, line, column) for a file that cannot be read at all: empty,
     without the delimiter (fixed-width, or another delimiter: named), a required column missing, a
-    delimiter that is not one character, or an unknown time zone.
+    delimiter that is not one character, an unknown time zone, or a file that changed while it was read.
     """
     try:
         check_timezone(timezone)
@@ -501,6 +501,11 @@ def read_sacct(
     except ValueError as exc:
         raise IngestError(source_file, str(exc)) from None
     reader = Source(source, source_file, digest=digest)
+    with reader.whole_read():
+        return _read(reader, source_file, trace, timezone, fields, delimiter)
+
+
+def _read(reader: Source, source_file: str, trace: str, timezone: str, fields: Sequence[str] | None, delimiter: str) -> OwnTraceResult:
     if reader.is_blank():
         raise IngestError(source_file, f"empty file: expected a sacct export with a header line (JobID{delimiter}...)")
     head = reader.head_lines()
