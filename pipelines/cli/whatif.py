@@ -34,12 +34,13 @@ from pipelines.home.paths import ProjectPaths, find_home
 from pipelines.ingest.common import IngestError
 from pipelines.ingest.owntrace import check_timezone
 from pipelines.ingest.slurm import DEFAULT_DELIMITER, parse_fields
+from pipelines.terminal import printable
 from pipelines.vocabulary import PAPER_ORDER
 from pipelines.zeus.traces import TraceError
 
 
 def _fail(message: str) -> NoReturn:
-    click.echo(f"Error: {' '.join(message.split())}", err=True)
+    click.echo(f"Error: {printable(' '.join(message.split()))}", err=True)
     sys.exit(2)
 
 
@@ -169,7 +170,7 @@ def cli(
 
         provenance = whatif_html.Provenance.now(file.name, result.sha256, _options_used(), _command_line(file))
         whatif_html.write(html_file, report, power, provenance)
-        click.echo(f"[whatif] report -> {html_file}", err=True)
+        click.echo(f"[whatif] report -> {printable(str(html_file))}", err=True)
 
 
 #: Parameters that change no number of the report (where it goes, how it is shown).
