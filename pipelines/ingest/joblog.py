@@ -90,6 +90,8 @@ def _text(column: str) -> str:
 
 def _header(head: str, name: str) -> dict[str, int]:
     fields = csv_rows(pl.Series([head]))[0] if '"' in head else head.split(",")
+    if isinstance(fields, str):
+        raise IngestError(name, f"the header is not CSV ({fields})", line=1)
     index: dict[str, int] = {}
     for i, field in enumerate(fields):
         column = field.strip().lower()
@@ -115,18 +117,21 @@ def _split_block(lines: pl.DataFrame, index: dict[str, int]) -> tuple[pl.DataFra
     plain = plain.with_columns((pl.col(TEXT).str.count_matches(",", literal=True) + 1).alias("_n"))
     parts = plain.filter(pl.col("_n") == n).select(LINE, pl.col(TEXT).str.split_exact(",", n - 1).alias("_f"))
     frames = [parts.select(LINE, *[pl.col("_f").struct.field(f"field_{i}").alias(c) for c, i in wanted.items()])]
-    counts = [plain.select(LINE, TEXT, "_n")]
+    counts = [plain.select(LINE, TEXT, "_n", pl.lit(None, pl.String).alias("_csv_error"))]
     if quoted_lines.height:
         rows = csv_rows(quoted_lines[TEXT])
-        counts.append(quoted_lines.select(LINE, TEXT).with_columns(pl.Series("_n", [len(r) for r in rows], dtype=pl.UInt32)))
-        good = [(line, r) for line, r in zip(quoted_lines[LINE].to_list(), rows, strict=True) if len(r) == n]
+        counts.append(quoted_lines.select(LINE, TEXT).with_columns(
+            pl.Series("_n", [len(r) if isinstance(r, list) else 0 for r in rows], dtype=pl.UInt32),
+            pl.Series("_csv_error", [r if isinstance(r, str) else None for r in rows], dtype=pl.String)))
+        good = [(line, r) for line, r in zip(quoted_lines[LINE].to_list(), rows, strict=True) if isinstance(r, list) and len(r) == n]
         frames.append(pl.DataFrame({LINE: [line for line, _ in good], **{c: [r[i] for _, r in good] for c, i in wanted.items()}},
                                    schema={LINE: pl.Int64, **dict.fromkeys(wanted, pl.String)}))
-    wrong = pl.concat(counts, how="vertical_relaxed").filter(pl.col("_n") != n).rechunk()
+    wrong = pl.concat(counts, how="vertical_relaxed").filter((pl.col("_n") != n) | pl.col("_csv_error").is_not_null()).rechunk()
     rejected = [
         rejected_lines(lines, ~pl.col("_utf8"), None, pl.lit("line is not valid UTF-8")),
         wrong.select(LINE, pl.col(TEXT).alias(RAW), pl.lit(None, pl.String).alias("column"),
                      pl.when(pl.col(TEXT).str.strip_chars() == "").then(pl.lit("empty line"))
+                     .when(pl.col("_csv_error").is_not_null()).then(pl.lit("cannot split the line as CSV: ") + pl.col("_csv_error"))
                      .otherwise(pl.lit("wrong number of fields: ") + pl.col("_n").cast(pl.String) + pl.lit(f" (the header has {n})"))
                      .alias("reason")),
     ]

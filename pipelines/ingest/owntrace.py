@@ -608,8 +608,15 @@ def rejected_lines(lines: pl.DataFrame, mask: pl.Expr, column: str | None, reaso
     return lines.filter(mask).select(LINE, pl.col(TEXT).alias(RAW), pl.lit(column, pl.String).alias("column"), reason.alias("reason"))
 
 
-def csv_rows(text: pl.Series) -> list[list[str]]:
-    """Fields of CSV lines with quotes, by the csv module (only lines that contain a quote come here)."""
+def csv_rows(text: pl.Series) -> list[list[str] | str]:
+    """Fields of CSV lines with quotes, by the csv module (only lines that contain a quote come here); for a line the
+    module cannot split (a bare ``\r`` in an unquoted field), its error instead."""
     import csv
 
-    return [next(csv.reader(io.StringIO(line)), []) for line in text.to_list()]
+    def split(line: str) -> list[str] | str:
+        try:
+            return next(csv.reader(io.StringIO(line, newline="")), [])
+        except csv.Error as exc:
+            return str(exc)
+
+    return [split(line) for line in text.to_list()]

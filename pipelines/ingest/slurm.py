@@ -168,7 +168,7 @@ def constant_character(lines: Sequence[str]) -> tuple[str, int] | None:
         return None
     found = []
     for char in set(lines[0]):
-        if char.isalnum() or char in _VALUE_CHARACTERS:
+        if char.isalnum() or char in _VALUE_CHARACTERS or char in "\r\n":  # a line break cannot be a delimiter
             continue
         count = lines[0].count(char)
         if all(line.count(char) == count for line in lines[1:]):
@@ -188,11 +188,11 @@ def _check_first_lines(head_lines: Sequence[str], name: str, delimiter: str) -> 
     shown = _char_name(delimiter)
     if other is not None:
         char, count = other
-        option = "--delimiter" if char.isprintable() else "--delimiter (as the shell's $'...' form)"
+        option = f"--delimiter {char}" if char.isprintable() else f"--delimiter $'{char.encode('unicode_escape').decode('ascii')}'"
         raise IngestError(
             name,
             f"no {shown} in {head[:60]!r}, but each of the first {len([h for h in head_lines if h.strip()])} lines holds "
-            f"{_char_name(char)} {count} times: an export written with sacct --delimiter; pass {option} {char}",
+            f"{_char_name(char)} {count} times: an export written with sacct --delimiter; pass {option}",
             line=1,
         )
     if delimiter != DEFAULT_DELIMITER:
