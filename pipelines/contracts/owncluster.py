@@ -47,8 +47,8 @@ def _utc(*, nullable: bool, description: str) -> dy.Datetime:
     return dy.Datetime(time_zone="UTC", time_unit="us", nullable=nullable, min=EARLIEST_TIME, max=LATEST_TIME, description=description)
 
 
-def _text(limit: int, description: str, *, nullable: bool = True, **kwargs: str) -> dy.String:
-    return dy.String(nullable=nullable, max_length=limit, description=description, **kwargs)
+def _text(limit: int, description: str, *, nullable: bool = True, regex: str | None = None) -> dy.String:
+    return dy.String(nullable=nullable, max_length=limit, regex=regex, description=description)
 
 
 class OwnClusterJobs(dy.Schema):

@@ -66,7 +66,7 @@ def test_whatif_quarantines_the_hostile_rows_and_replays_the_rest_as_without_the
 def test_whatif_reads_a_process_substitution_and_escapes_the_job_names(tmp_path: Path, mirror: Path) -> None:
     export = write(tmp_path / "lab.sacct", [*GOOD, row("9", name="\x1b[2J\x1b]0;owned\x07x")])
     zeus = str(mirror / "zeus")
-    done = subprocess.run(["bash", "-c", f'"$0" -m pipelines whatif <(gzip -c "$1") --samples 1 --no-progress --trace-dir "$2" --json',
+    done = subprocess.run(["bash", "-c", '"$0" -m pipelines whatif <(gzip -c "$1") --samples 1 --no-progress --trace-dir "$2" --json',
                            sys.executable, str(export), zeus], capture_output=True, text=True, check=False, cwd=REPO_ROOT)
     assert done.returncode == 0, done.stderr
     direct = whatif(str(export), "--samples", "1", "--no-progress", "--trace-dir", zeus, "--json")
