@@ -42,6 +42,7 @@ from pipelines.contracts.limits import (
     MAX_GPUS_PER_JOB,
     MAX_ID_CHARS,
     MAX_NAME_CHARS,
+    MAX_NODE_POWER_W,
     MAX_USER_CHARS,
 )
 from pipelines.ingest.common import LINE, IngestError
@@ -200,7 +201,7 @@ def _typed(text: pl.DataFrame, index: dict[str, int], timezone: str) -> tuple[pl
         *length_checks(_LENGTHS),
         *time_bounds({c: (_text(c), c) for c in _TIMES}, start="start_time", end="end_time"),
         at_most("energy_j", _number("_text_energy_j"), MAX_ALLOCATION_ENERGY_J, quoted("_text_energy_j"),
-                f"{MAX_ALLOCATION_ENERGY_J:.3g} J (every node at 20 kW for a year)"),
+                f"{MAX_ALLOCATION_ENERGY_J:.3g} J (every node at {MAX_NODE_POWER_W / 1000:g} kW for a year)"),
         at_most("gpu_util_pct", _number("_text_gpu_util_pct"), MAX_GPU_UTIL_PCT, quoted("_text_gpu_util_pct"),
                 f"{MAX_GPU_UTIL_PCT:,.0f} % per GPU"),
         Check("state", pl.col("_state").is_null(), pl.format("state: {} is not a state word", quoted("state"))),

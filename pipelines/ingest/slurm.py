@@ -57,6 +57,7 @@ from pipelines.contracts.limits import (
     MAX_ID_CHARS,
     MAX_JOB_S,
     MAX_NAME_CHARS,
+    MAX_NODE_POWER_W,
     MAX_USER_CHARS,
 )
 from pipelines.ingest.common import LINE, IngestError
@@ -455,8 +456,8 @@ def _typed(text: pl.DataFrame, layout: Layout, timezone: str, steps: pl.DataFram
         at_most("Elapsed", pl.col("elapsed_s"), MAX_JOB_S, quoted("Elapsed"), "a year (366 days)"),
         at_most("NNodes", pl.col("num_nodes"), MAX_GPUS_PER_JOB, quoted("NNodes"), f"{MAX_GPUS_PER_JOB:,} (a job's most nodes)"),
         at_most(_energy_field(has), pl.col("_energy"), MAX_ALLOCATION_ENERGY_J, pl.col("_energy").cast(pl.String),
-                f"{MAX_ALLOCATION_ENERGY_J:.3g} J (every node at 20 kW for a year)"),
-        at_most("TRESUsageInTot", pl.col("_util") / pl.col("num_gpus"), MAX_GPU_UTIL_PCT, pl.col("_util").cast(pl.String),
+                f"{MAX_ALLOCATION_ENERGY_J:.3g} J (every node at {MAX_NODE_POWER_W / 1000:g} kW for a year)"),
+        at_most("TRESUsageInTot", pl.when(pl.col("num_gpus") > 0).then(pl.col("_util") / pl.col("num_gpus")), MAX_GPU_UTIL_PCT, pl.col("_util").cast(pl.String),
                 f"{MAX_GPU_UTIL_PCT:,.0f} % per GPU"),
         Check("Elapsed", pl.col("Elapsed").is_not_null() & pl.col("elapsed_s").is_null(),
               pl.format("Elapsed: cannot parse {} ([D-]HH:MM:SS)", quoted("Elapsed"))),

@@ -245,3 +245,13 @@ def test_control_characters_are_escaped_for_a_terminal() -> None:
     assert printable("zoë/☃ train") == "zoë/☃ train"  # other text is left as it is
     report = {"top_groups": [{"group": "a/\x1b[31mred/4gpu", "jobs": 1}], "gpu_types": {"\x9bH": 2}}
     assert printable_data(report) == {"top_groups": [{"group": "a/\\x1b[31mred/4gpu", "jobs": 1}], "gpu_types": {"\\x9bH": 2}}
+
+
+def test_gpu_utilisation_is_bounded_per_gpu_and_a_cpu_job_with_some_is_kept() -> None:
+    header = "JobID|Submit|Start|End|State|AllocTRES|TRESUsageInTot"
+    times = "2024-03-01T10:00:00|2024-03-01T10:05:00|2024-03-01T11:05:00|COMPLETED"
+    data = "\n".join([header, f"1|{times}|cpu=4|gres/gpuutil=50", f"2|{times}|gres/gpu=4|gres/gpuutil=40000",
+                      f"3|{times}|gres/gpu=4|gres/gpuutil=40004"]) + "\n"
+    result = read_sacct(data.encode(), trace="t", source_file="t.sacct")
+    assert result.table.select("job_id", "category", "gpu_util_pct").rows() == [("1", "cpu_only", None), ("2", "gpu", 10_000.0)]
+    assert quarantined(result) == [(4, "TRESUsageInTot", "TRESUsageInTot: 40004.0 is above 10,000 % per GPU")]
