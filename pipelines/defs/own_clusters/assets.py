@@ -23,6 +23,7 @@ from pipelines.defs.shared.metadata import contract_metadata
 from pipelines.ingest.common import empty_quarantine
 from pipelines.ingest.owntrace import OwnTraceResult
 from pipelines.ingest.zeus import ZEUS_SOURCE
+from pipelines.terminal import printable
 from pipelines.zeus.traces import from_frames
 
 TABLE = "own_cluster_jobs"
@@ -53,7 +54,7 @@ WARN_QUARANTINE_SHARE = 0.01
 def ingest_own_cluster_jobs(context: dg.AssetExecutionContext, paths: PathsResource) -> Iterator[dg.Output | dg.AssetCheckResult]:
     traces, problems = tracefiles.user_traces(paths.paths().raw)
     for problem in problems:
-        context.log.warning(f"raw/clusters: not used: {problem}")
+        context.log.warning(f"raw/clusters: not used: {printable(problem)}")
     results: list[OwnTraceResult] = []
     for trace in traces:
         result = trace.read()
