@@ -110,7 +110,9 @@ def _orchestrate(select: str, executor: str, scheduler: str | None, concurrency:
                 _echo(f"selection widened to the assets written together with it: {', '.join(sorted(k.to_user_string() for k in added))}")
             instance = stack.enter_context(dg.DagsterInstance.get())
             report(recover(instance))
-            _echo(f"traces: {', '.join(register_trace_partitions(instance)) or 'none present'}")
+            traces, gone = register_trace_partitions(instance)
+            _echo(f"traces: {', '.join(traces) or 'none present'}"
+                  + (f"; partitions removed, their files are gone: {', '.join(gone)}" if gone else ""))
             plan = runs.plan_runs(loaded(), keys, instance)
             _echo(f"{len(keys)} assets in {len(plan)} runs, one at a time, steps on the {executor} executor")
             client = stack.enter_context(runs.webserver(find_home(), Path(os.environ["DAGSTER_HOME"])))

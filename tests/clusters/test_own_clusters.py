@@ -141,9 +141,9 @@ def test_a_user_trace_flows_through_the_assets_and_into_the_figures(home: Path, 
                               selection=["zeus_cluster_history", "zeus_cluster_summary", "cluster_power", "cluster_power_summary"])
         assert rest.success
         assert not tick(instance, home).run_requests
-    traces = pl.read_parquet(home / "assets" / "own_cluster_traces.parquet").row(0, named=True)
+    traces = pl.read_parquet(home / "assets" / "own_cluster_traces" / "lab.parquet").row(0, named=True)
     assert (traces["trace"], traces["timezone"], traces["lines"], traces["quarantined"]) == ("lab", "Asia/Tokyo", truth.lines, 2)
-    assert pl.read_parquet(home / "assets" / "quarantine" / "own_cluster_jobs.parquet").height == 2
+    assert pl.read_parquet(home / "assets" / "quarantine" / "own_cluster_jobs" / "lab.parquet").height == 2
     jobs = pl.read_parquet(home / "assets" / "cluster_workload_jobs" / "lab.parquet")
     assert jobs.height == truth.completed_gpu_allocations and set(jobs["trace"]) == {"lab"}
     summary = pl.read_parquet(home / "assets" / "zeus_cluster_summary" / "v100__lab.parquet")
@@ -151,7 +151,8 @@ def test_a_user_trace_flows_through_the_assets_and_into_the_figures(home: Path, 
     power = pl.read_parquet(home / "assets" / "cluster_power_summary" / "v100__lab.parquet")
     assert set(power["policy"]) == {"zeus", "default", "grid-search"}
 
-    frames = {t: pl.read_parquet(home / "assets" / f"{t}.parquet") for t in catalog.JOB_TABLES}
+    frames = {t: pl.read_parquet(home / "assets" / (f"{t}/lab.parquet" if t == "own_cluster_jobs" else f"{t}.parquet"))
+              for t in catalog.JOB_TABLES}
     durations = {a.key: a for a in catalog.TRACES.assets}["traces_job_duration_cdf"]
     report = catalog.render(durations, frames, tmp_path)
     assert "traces_job_duration_cdf" in report.written
