@@ -28,6 +28,7 @@ from pathlib import Path
 import click
 import dagster as dg
 
+from pipelines.clusters import tracefiles
 from pipelines.definitions import loaded
 from pipelines.defs.clusters.partitions import register_trace_partitions
 from pipelines.distributed import SCHEDULER_ENV, local_cluster
@@ -113,7 +114,8 @@ def _orchestrate(select: str, executor: str, scheduler: str | None, concurrency:
             traces, gone = register_trace_partitions(instance)
             _echo(f"traces: {', '.join(traces) or 'none present'}"
                   + (f"; partitions removed, their files are gone: {', '.join(gone)}" if gone else ""))
-            plan = runs.plan_runs(loaded(), keys, instance)
+            yours = {t.name for t in tracefiles.user_traces(find_home() / "raw")[0]}
+            plan = runs.plan_runs(loaded(), keys, instance, per_run=yours.__contains__)  # your traces' ingest: a run each
             _echo(f"{len(keys)} assets in {len(plan)} runs, one at a time, steps on the {executor} executor")
             client = stack.enter_context(runs.webserver(find_home(), Path(os.environ["DAGSTER_HOME"])))
             for i, run in enumerate(plan, start=1):
@@ -124,8 +126,8 @@ def _orchestrate(select: str, executor: str, scheduler: str | None, concurrency:
                 statuses.append(instance.get_run_by_id(run_id).status)  # type: ignore[union-attr]  # the run just launched
                 _echo(f"({i}/{len(plan)}) {statuses[-1].value} in {time.perf_counter() - t0:.1f} s: run {run_id[:8]} {run.label()}")
                 failed, warned = [a + b for a, b in zip((failed, warned), runs.problems(instance, run_id, run.job), strict=True)]
-                if statuses[-1] != dg.DagsterRunStatus.SUCCESS:
-                    break
+                if statuses[-1] != dg.DagsterRunStatus.SUCCESS and not run.isolated:
+                    break  # an isolated run's failure is its partition's own: the runs after it go on
     except runs.SelectionError as exc:
         failed.append(str(exc))
     interrupted = stop.is_set()

@@ -36,6 +36,7 @@ from pipelines.defs.jobs import job_name
 from pipelines.home.init import LOCATION, WORKSPACE_YAML
 
 RANGE_START, RANGE_END = "dagster/asset_partition_range_start", "dagster/asset_partition_range_end"
+PARTITION = "dagster/partition"
 #: Groups whose steps are light (fetch a file, read and validate a table): never worth a process of their own.
 LIGHT_GROUPS = frozenset({"raw", "ingest", "quarantine"})
 #: What asks the orchestrator to stop: the driver's forwarded Ctrl-C, or the kernel when the driver dies.
@@ -56,16 +57,23 @@ class SelectionError(ValueError):
 
 
 class Run(NamedTuple):
-    """One run: its asset job, the assets it materializes, its partition-range tags; ``parallel``: steps in processes."""
+    """One run: its asset job, the assets it materializes, its partition tags; ``parallel``: steps in processes.
+
+    ``isolated``: a run of one partition of an asset run one partition per run (``BackfillPolicy.multi_run(1)``: your own
+    traces' ingest), whose failure fails that partition only; the runs after it go on.
+    """
 
     job: str
     keys: frozenset[dg.AssetKey]
     tags: dict[str, str]
     parallel: bool
+    isolated: bool = False
 
     def label(self) -> str:
         names = sorted(k.to_user_string() for k in self.keys)
         shown = ", ".join(names) if len(names) <= 3 else f"{len(names)} assets ({', '.join(names[:2])}, ...)"
+        if PARTITION in self.tags:
+            return f"{self.job}: {shown} [{self.tags[PARTITION]}]"
         return f"{self.job}: {shown}" + (f" [{self.tags[RANGE_START]}...{self.tags[RANGE_END]}]" if self.tags else "")
 
 
@@ -85,8 +93,14 @@ def resolve_selection(defs: dg.Definitions, select: str) -> tuple[set[dg.AssetKe
     return widened, widened - chosen
 
 
-def plan_runs(defs: dg.Definitions, keys: set[dg.AssetKey], instance: dg.DagsterInstance) -> list[Run]:
-    """The runs that materialize ``keys``, in launch order. A partitioned asset with no partition yet is left out."""
+def plan_runs(defs: dg.Definitions, keys: set[dg.AssetKey], instance: dg.DagsterInstance,
+              per_run: Callable[[str], bool] = lambda partition: True) -> list[Run]:
+    """The runs that materialize ``keys``, in launch order. A partitioned asset with no partition yet is left out.
+
+    An asset run one partition per run (``BackfillPolicy.multi_run(1)``) gets a run per partition
+    for which ``per_run(partition)`` holds (the others are not run: your own traces' ingest, for your
+    traces only), before the other assets of its partitions definition.
+    """
     graph = defs.resolve_asset_graph()
     order, runs = [k for k in graph.toposorted_asset_keys if k in keys], []
     remaining = set(order)
@@ -99,6 +113,11 @@ def plan_runs(defs: dg.Definitions, keys: set[dg.AssetKey], instance: dg.Dagster
         partitions = partitions_def.get_partition_keys(dynamic_partitions_store=instance) if partitions_def else []
         if partitions_def and not partitions:
             continue
+        one_each = {k for k in batch if (policy := graph.get(k).backfill_policy) is not None and policy.max_partitions_per_run == 1}
+        if one_each:
+            job = job_name(partitions_def)
+            runs += [Run(job, frozenset(one_each), {PARTITION: p}, False, True) for p in partitions if per_run(p)]
+            batch -= one_each
         tags = {RANGE_START: partitions[0], RANGE_END: partitions[-1]} if partitions else {}
         # Light steps (and their light descendants) first, in one process: a process per step costs more than they do.
         light = {k for k in batch if {k, *graph.get_ancestor_asset_keys(k) & batch} <= {a for a in batch if graph.get(a).group_name in LIGHT_GROUPS}}

@@ -78,7 +78,9 @@ def test_every_planned_run_is_a_subset_of_its_asset_job(definitions: dg.Definiti
     for select in ("*", "group:ingest", "itp_jobs", "quarantine/acme_jobs", "zeus_cluster_summary", "group:figures"):
         keys, _ = resolve_selection(definitions, select)
         runs = plan_runs(definitions, keys, instance)
-        assert sorted(k for r in runs for k in _names(r.keys)) == sorted(_names(keys)), select  # each asset in exactly one run
+        # each asset in exactly one run, or in one isolated run per partition (your own traces' ingest)
+        covered = [k for r in runs if not r.isolated for k in _names(r.keys)] + list({k for r in runs if r.isolated for k in _names(r.keys)})
+        assert sorted(covered) == sorted(_names(keys)), select
         done: set[dg.AssetKey] = set()
         for run in runs:
             assert all(a in done for k in run.keys for a in graph.get_ancestor_asset_keys(k) & keys - run.keys), (select, run.label)
@@ -88,8 +90,12 @@ def test_every_planned_run_is_a_subset_of_its_asset_job(definitions: dg.Definiti
 
 def test_plan_of_everything(definitions: dg.Definitions, instance: dg.DagsterInstance) -> None:
     keys, added = resolve_selection(definitions, "*")
-    runs = plan_runs(definitions, keys, instance)
+    # your own traces' ingest: a run per trace of yours (here "itp" stands for one), isolated, before everything else
+    own, *runs = plan_runs(definitions, keys, instance, per_run={"itp"}.__contains__)
     assert not added
+    assert (own.job, _names(own.keys), own.tags, own.isolated) == (
+        "trace_assets", {"own_cluster_jobs", "own_cluster_traces", "quarantine/own_cluster_jobs"}, {"dagster/partition": "itp"}, True)
+    assert not any(r.isolated for r in runs)
     assert [r.job for r in runs] == ["unpartitioned_assets", "unpartitioned_assets", "trace_assets", "gpu_assets", "trace_gpu_assets",
                                      "unpartitioned_assets"]
     by_asset = {a: r for r in runs for a in _names(r.keys)}
@@ -115,6 +121,9 @@ def test_with_no_trace_registered_the_trace_runs_are_left_out(definitions: dg.De
     with dg.instance_for_test() as empty:
         assert [r.job for r in plan_runs(definitions, keys, empty)] == ["unpartitioned_assets", "unpartitioned_assets", "gpu_assets",
                                                                     "unpartitioned_assets"]
+    with dg.instance_for_test() as public:  # public traces only: no run of your traces' ingest
+        public.add_dynamic_partitions("trace", ["itp"])
+        assert not any(r.isolated for r in plan_runs(definitions, keys, public, per_run=set[str]().__contains__))
 
 
 def test_failed_checks_and_steps_are_named() -> None:

@@ -17,7 +17,7 @@ from pipelines.clusters.profiles import Profiles, profiles_of
 from pipelines.clusters.whatif import DEFAULT_SAMPLES
 from pipelines.contracts.base import empty
 from pipelines.contracts.owncluster import OwnClusterJobs, OwnClusterSummary, OwnClusterTraces
-from pipelines.defs.clusters.partitions import ONE_RUN, trace_partitions
+from pipelines.defs.clusters.partitions import EACH_RUN, trace_partitions
 from pipelines.defs.shared.dask import DaskResource
 from pipelines.defs.shared.io_manager import ABSENT_PARTITIONS_ARE_EMPTY, PathsResource
 from pipelines.defs.shared.metadata import contract_metadata
@@ -34,12 +34,18 @@ WARN_QUARANTINE_SHARE = 0.01
 
 #: The own-trace tables: one partition per trace of yours; a public trace's partition has no rows (and may be absent).
 OWN_TABLE = {ABSENT_PARTITIONS_ARE_EMPTY: True}
+#: Eager, except that a partition of the own-trace tables never materialized (a public trace's, or a trace of yours that
+#: could not be read) does not hold back what reads them all: it reads the partitions present.
+FOLLOW_OWN = dg.AutomationCondition.eager().replace(
+    "any_deps_missing",
+    dg.AutomationCondition.any_deps_missing().ignore(dg.AssetSelection.assets(TABLE, "own_cluster_traces", ["quarantine", TABLE])),
+)
 
 
 @dg.multi_asset(
     name="ingest_own_cluster_jobs",
     partitions_def=trace_partitions,
-    backfill_policy=ONE_RUN,
+    backfill_policy=EACH_RUN,
     outs={
         TABLE: dg.AssetOut(key=dg.AssetKey(TABLE), group_name="ingest", kinds={"polars", "parquet"},
                            metadata={**contract_metadata(TABLE), **OWN_TABLE},
@@ -123,7 +129,7 @@ SUMMARY_SEED = 0
 
 @dg.asset(
     group_name="clusters",
-    automation_condition=dg.AutomationCondition.eager(),
+    automation_condition=FOLLOW_OWN,
     kinds={"polars", "parquet", "dask"},
     metadata=contract_metadata("own_cluster_summary"),
     # In the step's process by default (the samples of a trace are quick); configure the run's resource
