@@ -9,6 +9,9 @@ ends the group at once. ``kill -9`` of the driver: the kernel sends the orchestr
 ``kill -9`` of the orchestrator: the driver ends its group and marks its run failed
 (``pipelines.orchestration.recovery``, run at every start too).
 
+Two commands on one Dagster instance do not run side by side: the second says which process holds
+the instance (``pipelines.orchestration.lock``, in one line) and waits for it to finish.
+
 Exit status: 0 when every run succeeded and no ERROR check failed; 1 otherwise (each failed step and
 check named in one line); 130 when interrupted.
 """
@@ -34,7 +37,7 @@ from pipelines.defs.clusters.partitions import register_trace_partitions
 from pipelines.distributed import SCHEDULER_ENV, local_cluster
 from pipelines.home.init import use_dagster_home
 from pipelines.home.paths import find_home
-from pipelines.orchestration import runs
+from pipelines.orchestration import lock, runs
 from pipelines.orchestration.processes import die_with_parent, end_group
 from pipelines.orchestration.recovery import recover, report
 
@@ -66,12 +69,19 @@ def cli(select: str, executor: str, scheduler: str | None, concurrency: int | No
         sys.exit(_orchestrate(select, executor, scheduler, concurrency or os.cpu_count() or 1))
     args = ["--select", select, "--executor", executor, *(["--scheduler", scheduler] if scheduler else []),
             *(["--concurrency", str(concurrency)] if concurrency else [])]
-    sys.exit(_drive(args, exit_with_parent))
-
-
-def _drive(args: list[str], exit_with_parent: bool) -> int:
     if exit_with_parent:
         die_with_parent(signal.SIGTERM, expected_parent=os.getppid())
+    folder = Path(os.environ["DAGSTER_HOME"])
+    try:
+        with lock.held(folder, lambda who: _echo(f"waiting: another materialize holds {folder / lock.LOCK_FILE} ({who})")):
+            code = _drive(args)
+    except KeyboardInterrupt:  # Ctrl-C while waiting for the lock: nothing was started
+        _echo("interrupted while waiting for the lock; nothing was run")
+        code = 130
+    sys.exit(code)
+
+
+def _drive(args: list[str]) -> int:
     child = subprocess.Popen([sys.executable, "-m", "pipelines", "materialize", *args],
                              env={**os.environ, PARENT_ENV: str(os.getpid())}, start_new_session=True)
     asked: list[int] = []

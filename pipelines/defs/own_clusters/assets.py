@@ -79,7 +79,7 @@ def ingest_own_cluster_jobs(context: dg.AssetExecutionContext, paths: PathsResou
         trace = by_name.get(key)
         if trace is None:
             if key not in CLUSTER_TRACES:
-                raise dg.Failure(f"trace {key}: no usable file in raw/clusters/ (see the 'not used' lines); "
+                raise ValueError(f"trace {key}: no usable file in raw/clusters/ (see the 'not used' lines); "
                                  f"`clusters remove {key}` drops the trace")
             context.log.info(f"trace {key}: a public trace, no file of yours: no rows")
             tables[key], quarantines[key], summaries[key] = empty(OwnClusterJobs), empty_quarantine(), empty(OwnClusterTraces)
@@ -88,7 +88,7 @@ def ingest_own_cluster_jobs(context: dg.AssetExecutionContext, paths: PathsResou
             result = trace.read()
             tracefiles.check_recorded_sha256(trace, cast(str, result.sha256))  # read with its digest
         except (IngestError, tracefiles.TraceFileError, OSError) as exc:
-            raise dg.Failure(f"trace {key}: {' '.join(str(exc).split())}") from exc
+            raise ValueError(f"trace {key}: {' '.join(str(exc).split())}") from exc  # one line: `materialize` prints its first
         context.log.info(f"{trace.source_file}: {result.counts}")
         tables[key], quarantines[key], summaries[key] = result.table, result.quarantine, result.summary_row()
         results.append(result)
