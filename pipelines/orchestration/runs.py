@@ -33,6 +33,7 @@ import dagster as dg
 from dagster_graphql import DagsterGraphQLClient
 
 from pipelines.defs.jobs import job_name
+from pipelines.defs.shared.io_manager import PARTITIONS_STAND_ALONE
 from pipelines.home.init import LOCATION, WORKSPACE_YAML
 
 RANGE_START, RANGE_END = "dagster/asset_partition_range_start", "dagster/asset_partition_range_end"
@@ -59,7 +60,7 @@ class SelectionError(ValueError):
 class Run(NamedTuple):
     """One run: its asset job, the assets it materializes, its partition tags; ``parallel``: steps in processes.
 
-    ``isolated``: a run of one partition of an asset run one partition per run (``BackfillPolicy.multi_run(1)``: your own
+    ``isolated``: a run of one partition of assets whose partitions stand alone (``PARTITIONS_STAND_ALONE``: your own
     traces' ingest), whose failure fails that partition only; the runs after it go on.
     """
 
@@ -97,9 +98,9 @@ def plan_runs(defs: dg.Definitions, keys: set[dg.AssetKey], instance: dg.Dagster
               per_run: Callable[[str], bool] = lambda partition: True) -> list[Run]:
     """The runs that materialize ``keys``, in launch order. A partitioned asset with no partition yet is left out.
 
-    An asset run one partition per run (``BackfillPolicy.multi_run(1)``) gets a run per partition
-    for which ``per_run(partition)`` holds (the others are not run: your own traces' ingest, for your
-    traces only), before the other assets of its partitions definition.
+    Assets whose partitions stand alone (definition metadata ``PARTITIONS_STAND_ALONE``: your own
+    traces' ingest) get a run per partition for which ``per_run(partition)`` holds (the others are
+    not run: for your traces only), before the other assets of their partitions definition.
     """
     graph = defs.resolve_asset_graph()
     order, runs = [k for k in graph.toposorted_asset_keys if k in keys], []
@@ -113,7 +114,7 @@ def plan_runs(defs: dg.Definitions, keys: set[dg.AssetKey], instance: dg.Dagster
         partitions = partitions_def.get_partition_keys(dynamic_partitions_store=instance) if partitions_def else []
         if partitions_def and not partitions:
             continue
-        one_each = {k for k in batch if (policy := graph.get(k).backfill_policy) is not None and policy.max_partitions_per_run == 1}
+        one_each = {k for k in batch if graph.get(k).metadata.get(PARTITIONS_STAND_ALONE)}
         if one_each:
             job = job_name(partitions_def)
             runs += [Run(job, frozenset(one_each), {PARTITION: p}, False, True) for p in partitions if per_run(p)]

@@ -23,9 +23,6 @@ trace_gpu_partitions = dg.MultiPartitionsDefinition({TRACE_DIMENSION: trace_part
 #: backfill of all trace x GPU partitions is one run, not one run process each); the step returns
 #: {partition key: frame} and the IO manager writes one file per partition.
 ONE_RUN = dg.BackfillPolicy.single_run()
-#: One run per partition: your own traces' ingest, so that a trace that cannot be read fails its own run only
-#: (``python -m pipelines materialize`` runs it for your traces, ``pipelines.orchestration.runs.plan_runs``).
-EACH_RUN = dg.BackfillPolicy.multi_run(1)
 
 
 def trace_gpu(key: str) -> tuple[str, str]:

@@ -17,9 +17,9 @@ from pipelines.clusters.profiles import Profiles, profiles_of
 from pipelines.clusters.whatif import DEFAULT_SAMPLES
 from pipelines.contracts.base import empty
 from pipelines.contracts.owncluster import OwnClusterJobs, OwnClusterSummary, OwnClusterTraces
-from pipelines.defs.clusters.partitions import EACH_RUN, trace_partitions
+from pipelines.defs.clusters.partitions import ONE_RUN, trace_partitions
 from pipelines.defs.shared.dask import DaskResource
-from pipelines.defs.shared.io_manager import ABSENT_PARTITIONS_ARE_EMPTY, PathsResource
+from pipelines.defs.shared.io_manager import PARTITIONS_STAND_ALONE, PathsResource
 from pipelines.defs.shared.metadata import contract_metadata
 from pipelines.ingest.common import IngestError, empty_quarantine
 from pipelines.ingest.owntrace import OwnTraceResult
@@ -32,8 +32,9 @@ TABLE = "own_cluster_jobs"
 WARN_QUARANTINE_SHARE = 0.01
 
 
-#: The own-trace tables: one partition per trace of yours; a public trace's partition has no rows (and may be absent).
-OWN_TABLE = {ABSENT_PARTITIONS_ARE_EMPTY: True}
+#: The own-trace tables: one partition per trace of yours, each standing alone (a public trace's partition has no rows, and
+#: may be absent, as may that of a trace that could not be read; `materialize` ingests each trace in a run of its own).
+OWN_TABLE = {PARTITIONS_STAND_ALONE: True}
 #: Eager, except that a partition of the own-trace tables never materialized (a public trace's, or a trace of yours that
 #: could not be read) does not hold back what reads them all: it reads the partitions present.
 FOLLOW_OWN = dg.AutomationCondition.eager().replace(
@@ -45,7 +46,7 @@ FOLLOW_OWN = dg.AutomationCondition.eager().replace(
 @dg.multi_asset(
     name="ingest_own_cluster_jobs",
     partitions_def=trace_partitions,
-    backfill_policy=EACH_RUN,
+    backfill_policy=ONE_RUN,  # one backfill policy per job (Dagster warns otherwise); `materialize` runs a trace each (OWN_TABLE)
     outs={
         TABLE: dg.AssetOut(key=dg.AssetKey(TABLE), group_name="ingest", kinds={"polars", "parquet"},
                            metadata={**contract_metadata(TABLE), **OWN_TABLE},

@@ -23,9 +23,11 @@ from pipelines.defs.shared.metadata import table_metadata
 from pipelines.home.paths import ProjectPaths, default_paths, table_path
 from pipelines.home.storage import write_parquet_atomic
 
-#: Definition metadata of a partitioned table whose partitions may be absent (your own traces: a public trace's
-#: partition, or a trace whose file could not be read, has none): a load reads the partitions present, no rows for the rest.
-ABSENT_PARTITIONS_ARE_EMPTY = "absent_partitions_are_empty"
+#: Definition metadata of a partitioned table each of whose partitions stands alone (your own traces): a load reads the
+#: partitions present, no rows for the absent ones (a public trace's partition, a trace whose file could not be read), and
+#: ``python -m pipelines materialize`` runs each partition in a run of its own (``pipelines.orchestration.runs.plan_runs``),
+#: so that one partition's failure is its own.
+PARTITIONS_STAND_ALONE = "partitions_stand_alone"
 
 
 class PathsResource(dg.ConfigurableResource):
@@ -44,7 +46,7 @@ class ParquetIOManager(dg.ConfigurableIOManager):
     a ``{partition key: DataFrame}`` mapping with exactly the run's partition keys; each is written
     to its own file. A one-partition run may return the frame itself. Every frame is validated
     before any file is written. Loading partitions that are not stored is an error, except for a
-    table declaring ``ABSENT_PARTITIONS_ARE_EMPTY`` in its definition metadata.
+    table declaring ``PARTITIONS_STAND_ALONE`` in its definition metadata: absent partitions read as no rows.
     """
 
     root: str = ""
@@ -91,7 +93,7 @@ class ParquetIOManager(dg.ConfigurableIOManager):
             paths = [self._path(key, pk) for pk in context.asset_partition_keys]
             missing = [str(p) for p in paths if not p.exists()]
             upstream = context.upstream_output
-            if upstream is not None and (upstream.definition_metadata or {}).get(ABSENT_PARTITIONS_ARE_EMPTY):
+            if upstream is not None and (upstream.definition_metadata or {}).get(PARTITIONS_STAND_ALONE):
                 present = [pl.read_parquet(p) for p in paths if p.exists()]
                 contract = table_contract(key.to_user_string())
                 return pl.concat(present, how="vertical_relaxed") if present else empty(contract) if contract else pl.DataFrame()
