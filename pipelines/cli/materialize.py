@@ -60,7 +60,11 @@ def _echo(message: str) -> None:
 @click.option("--concurrency", type=click.IntRange(min=1), help="Steps at once in a run (default: one per core).")
 @click.option("--exit-with-parent", is_flag=True, help="Stop (canceling the run) when the parent process exits.")
 def cli(select: str, executor: str, scheduler: str | None, concurrency: int | None, exit_with_parent: bool) -> None:
-    """Materialize every selected asset and partition (what `make figures` runs)."""
+    """Materialize every selected asset and partition (what `make figures` runs).
+
+    One at a time per Dagster home: a second command says which process holds it and waits. Each of your own traces
+    (raw/clusters/) is ingested in a run of its own: one that fails is named, and the others go on.
+    """
     if scheduler and executor != "dask":
         raise click.UsageError("--scheduler goes with --executor dask")
     if not os.environ.get("DAGSTER_HOME"):

@@ -382,8 +382,8 @@ class TickPlan:
     remove: list[str]
 
 
-#: What a run for a user trace materializes: the own-trace ingest (every file; cheap) and the trace's partitions (its jobs and
-#: its cluster size, which the sidecar may set).
+#: What a run for a user trace materializes: the trace's partitions of the own-trace ingest (its file only), its jobs and its
+#: cluster size (which the sidecar may set).
 USER_TRACE_ASSETS: tuple[str, ...] = ("own_cluster_jobs", "quarantine/own_cluster_jobs", "own_cluster_traces", "cluster_workload_jobs",
                                       "cluster_capacity")
 #: The raw asset of each public trace's files.
@@ -403,8 +403,8 @@ def plan_tick(raw: Path, mirror: Path | None, registered: set[str], materialized
     * a run is requested for a trace whose ``cluster_workload_jobs`` partition was never
       materialized (``materialized_at(trace)`` is None), and for a user trace whose file or
       sidecar changed after that (its modification time is later). A public trace's run
-      ingests its table first (its raw and ingest assets), a user trace's run ingests every
-      own trace. The run key names the trace and the change, so a run is requested once
+      ingests its table first (its raw and ingest assets), a user trace's run ingests its own
+      file (its partition of the own-trace tables). The run key names the trace and the change, so a run is requested once
       per change (a failed run is not retried until the file changes).
     """
     users, problems = user_traces(raw)
