@@ -81,6 +81,9 @@ def add(name: str, file: Path, fmt: str | None, timezone: str, fields: str | Non
         _fail(str(exc))
     except OSError as exc:  # ENOSPC, EIO, a permission: the old trace is as it was
         _fail(f"{file}: not added ({os_error(exc)}); trace {name!r} is as it was")
+    except KeyboardInterrupt:
+        click.echo(f"Error: interrupted; {file} not added, trace {name!r} is as it was", err=True)
+        sys.exit(130)
     c = result.counts
     gpus = f"; {cluster_gpus:,} GPUs" if cluster_gpus is not None else ""
     click.echo(f"added trace {name}: {added.path} (sha256 {added.recorded_sha256}; {file_format}, times in {timezone}{gpus})")

@@ -209,7 +209,7 @@ def _sidecar_options(path: Path, name: str,
     return fmt, timezone, tuple(fields) if fields else None, sha if isinstance(sha, str) else None, delimiter, gpus
 
 
-def _not_a_file(path: Path, home: Path) -> str | None:
+def not_a_file(path: Path, home: Path) -> str | None:
     """Why the entry ``path`` of ``raw/clusters`` cannot be read as a trace file, or None.
 
     A symbolic link may point anywhere inside the data home ``home``, not outside it (it could
@@ -234,7 +234,7 @@ def user_traces(raw: Path) -> tuple[list[TraceFile], list[str]]:
     """(the user traces in ``raw/clusters``, sorted by name; a line per file that cannot be used, and why).
 
     Not used: a bad name or sidecar, a symbolic link leaving the data home, anything but a regular
-    file (``_not_a_file``), and a second file of one name. Of two files of one name, the one whose
+    file (``not_a_file``), and a second file of one name. Of two files of one name, the one whose
     extension is the sidecar's ``format`` is read (a stray ``mycl.csv`` beside an added
     ``mycl.sacct`` never wins); a file whose extension is not its sidecar's format is not used.
     """
@@ -248,7 +248,7 @@ def user_traces(raw: Path) -> tuple[list[TraceFile], list[str]]:
         if parts is None or path.name.startswith("."):
             continue
         name, ext, _ = parts
-        why = _not_a_file(path, raw.parent)
+        why = not_a_file(path, raw.parent)
         if why is not None:
             problems.append(f"{path.name}: {why}")
             continue

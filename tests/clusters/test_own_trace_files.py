@@ -58,6 +58,9 @@ def test_symlinks_leaving_the_home_fifos_and_folders_are_not_used_and_say_why(ho
         f"passwd.sacct: a symbolic link leaving the data home (to {secret}); copy the file in with `clusters add`",
         "pipe.sacct: a named pipe (FIFO), not a regular file",
     ]
+    # A device (making one in raw/clusters/ needs root): /dev/null, in a home that holds it.
+    assert tracefiles.not_a_file(Path("/dev/null"), Path("/")) == "a character device, not a regular file"
+    assert tracefiles.not_a_file(clusters / "inside.sacct", home) is None
 
 
 def test_a_stray_file_beside_an_added_trace_never_wins(home: Path, tmp_path: Path) -> None:
