@@ -30,13 +30,16 @@ def atomic_path(target: Path) -> Iterator[Path]:
 
 
 def _create_temp(target: Path) -> Path:
-    """A new empty file ``.tmp_<name>.<random>`` beside ``target``, mode 0666 minus the umask.
+    """A new empty file ``.tmp_<random>.<name>`` beside ``target``, mode 0666 minus the umask.
+
+    It ends as ``target`` does (``.sacct.zst``), so that it can be read as ``target`` would be
+    before it is renamed (``clusters add`` reads its copy, decompressed by its suffix).
 
     ``tempfile.mkstemp`` would make it 0600 whatever the umask, and the rename would carry that
     mode to the published file.
     """
     while True:
-        tmp = target.with_name(f".tmp_{target.name}.{secrets.token_hex(6)}")
+        tmp = target.with_name(f".tmp_{secrets.token_hex(6)}.{target.name}")
         try:
             os.close(os.open(tmp, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o666))
         except FileExistsError:  # a 48-bit random name taken: try another
