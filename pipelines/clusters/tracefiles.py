@@ -339,7 +339,7 @@ def add_trace(raw: Path, name: str, file: Path, *, fmt: Format, timezone: str, f
         raise TraceFileError(f"trace {name!r} exists ({existing[0]}); pass --replace to replace it")
     before = _identity(file)
     # Entered sidecar first, so that the data's temp file is renamed first when both blocks end without an error.
-    with atomic_path(base / f"{name}{SIDECAR}") as sidecar_tmp, atomic_path(target) as data_tmp:
+    with atomic_path(base / f"{name}{SIDECAR}") as sidecar_tmp, atomic_path(target, suffix=compression) as data_tmp:
         shutil.copyfile(file, data_tmp)
         if _identity(file) != before:
             raise TraceFileError(f"{file}: changed while it was being copied; add it again once it is complete")

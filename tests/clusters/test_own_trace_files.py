@@ -138,7 +138,7 @@ def test_clusters_add_refuses_a_source_changed_during_the_copy_and_a_bad_replace
 
 def test_recover_removes_stale_temp_files_under_raw(home: Path) -> None:
     clusters = home / "raw" / "clusters"
-    stale, fresh = clusters / ".tmp_0123456789ab.lab.sacct", clusters / ".tmp_ba9876543210.new.sacct"
+    stale, fresh = clusters / ".tmp_lab.sacct.0123456789ab", clusters / ".tmp_new.sacct.zst.ba9876543210.zst"
     stale.write_bytes(b"a copy killed halfway")
     fresh.write_bytes(b"a copy still being written")
     hours_ago = time.time() - recovery.RAW_TEMP_AGE_S - 60
