@@ -64,6 +64,7 @@ LONGEST_FIRST = (
     "tests/zeus/test_groups.py",
     "tests/zeus/test_cli.py",
     "tests/clusters/test_whatif.py",
+    "tests/clusters/test_own_trace_hardening.py",
     "tests/cli/test_whatif_html_browser.py",
     "tests/clusters/test_power.py",
     "tests/sql/test_sql.py",
@@ -71,6 +72,7 @@ LONGEST_FIRST = (
     "tests/clusters/test_sweep.py",
     "tests/defs/test_definitions.py",
     "tests/clusters/test_layer.py",
+    "tests/ingest/test_own_trace_properties.py",
 )
 
 

@@ -24,10 +24,11 @@ from pipelines.clusters import tracefiles
 from pipelines.home.paths import default_mirror, default_paths
 from pipelines.ingest.common import IngestError
 from pipelines.ingest.slurm import DEFAULT_DELIMITER, check_delimiter, parse_fields
+from pipelines.terminal import printable
 
 
 def _fail(message: str) -> NoReturn:
-    click.echo(f"Error: {' '.join(message.split())}", err=True)
+    click.echo(f"Error: {printable(' '.join(message.split()))}", err=True)
     sys.exit(2)
 
 
@@ -105,7 +106,7 @@ def list_traces() -> None:
         gpus = f", {t.cluster_gpus:,} GPUs" if t.cluster_gpus is not None else ""
         click.echo(f"{t.name}: {t.source_file} ({t.format}, times in {t.timezone}{fields}{delimiter}{gpus})")
     for problem in problems:
-        click.echo(f"not used: {problem}", err=True)
+        click.echo(f"not used: {printable(problem)}", err=True)
 
 
 @cli.command("remove")

@@ -40,6 +40,7 @@ from pipelines.home.paths import find_home
 from pipelines.orchestration import lock, runs
 from pipelines.orchestration.processes import die_with_parent, end_group
 from pipelines.orchestration.recovery import recover, report
+from pipelines.terminal import printable
 
 #: Set in the orchestrator's environment to the driver's pid.
 PARENT_ENV = "PIPELINES_MATERIALIZE_PARENT"
@@ -48,7 +49,7 @@ CANCEL_GRACE_S = 30.0
 
 
 def _echo(message: str) -> None:
-    click.echo(f"[materialize] {message}", err=True)
+    click.echo(f"[materialize] {printable(message)}", err=True)
 
 
 @click.command("materialize")

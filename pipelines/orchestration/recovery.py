@@ -21,6 +21,7 @@ import dagster as dg
 from pipelines.home.paths import ProjectPaths, default_paths
 from pipelines.home.storage import remove_stale_temp_files
 from pipelines.orchestration.processes import still_running
+from pipelines.terminal import printable
 
 #: A temp file under raw/ (``clusters add``'s copy, a download) is stale once untouched this long (s): a command writing
 #: one keeps it fresh, and the longest pause, validating a multi-GB copy after writing it, is far shorter.
@@ -66,6 +67,6 @@ def recover(instance: dg.DagsterInstance, paths: ProjectPaths | None = None) -> 
 
 def report(recovery: Recovery) -> None:
     for run_id, status, reason in recovery.runs:
-        click.echo(f"[recover] run {run_id[:8]} marked {status}: {reason}", err=True)
+        click.echo(f"[recover] run {run_id[:8]} marked {status}: {printable(reason)}", err=True)
     if recovery.removed:
         click.echo(f"[recover] removed {len(recovery.removed)} stale temp file(s), e.g. {recovery.removed[0]}", err=True)

@@ -6,6 +6,7 @@ from pipelines.clusters import tracefiles
 from pipelines.defs.clusters.partitions import TRACE_DIMENSION, trace_partitions
 from pipelines.defs.shared.io_manager import PathsResource
 from pipelines.home.paths import default_mirror
+from pipelines.terminal import printable
 
 #: Seconds between two looks at raw/clusters/.
 SENSOR_INTERVAL_S = 30
@@ -40,7 +41,7 @@ def cluster_traces_sensor(context: dg.SensorEvaluationContext, paths: PathsResou
     registered = set(context.instance.get_dynamic_partitions(TRACE_DIMENSION))
     plan = tracefiles.plan_tick(root.raw, default_mirror(root.root), registered, lambda t: _materialized_at(context.instance, t))
     for problem in plan.problems:
-        context.log.warning(f"raw/clusters: not used: {problem}")
+        context.log.warning(f"raw/clusters: not used: {printable(problem)}")
     for trace in plan.remove:
         context.log.warning(f"trace {trace}: its files are gone or not usable; its partition is removed "
                             f"(`clusters remove {trace}` removes its stored tables)")

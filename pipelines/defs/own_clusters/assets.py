@@ -24,6 +24,7 @@ from pipelines.defs.shared.metadata import contract_metadata
 from pipelines.ingest.common import IngestError, empty_quarantine
 from pipelines.ingest.owntrace import OwnTraceResult
 from pipelines.ingest.zeus import ZEUS_SOURCE
+from pipelines.terminal import printable
 from pipelines.vocabulary import CLUSTER_TRACES
 from pipelines.zeus.traces import from_frames
 
@@ -71,7 +72,7 @@ def ingest_own_cluster_jobs(context: dg.AssetExecutionContext, paths: PathsResou
     traces, problems = tracefiles.user_traces(paths.paths().raw)
     by_name = {t.name: t for t in traces}
     for problem in problems:
-        context.log.warning(f"raw/clusters: not used: {problem}")
+        context.log.warning(f"raw/clusters: not used: {printable(problem)}")
     tables: dict[str, pl.DataFrame] = {}
     quarantines: dict[str, pl.DataFrame] = {}
     summaries: dict[str, pl.DataFrame] = {}
@@ -89,7 +90,7 @@ def ingest_own_cluster_jobs(context: dg.AssetExecutionContext, paths: PathsResou
             result = trace.read()
             tracefiles.check_recorded_sha256(trace, cast(str, result.sha256))  # read with its digest
         except (IngestError, tracefiles.TraceFileError, OSError) as exc:
-            raise ValueError(f"trace {key}: {' '.join(str(exc).split())}") from exc  # one line: `materialize` prints its first
+            raise ValueError(f"trace {key}: {printable(' '.join(str(exc).split()))}") from exc  # one line: `materialize` prints its first
         context.log.info(f"{trace.source_file}: {result.counts}")
         tables[key], quarantines[key], summaries[key] = result.table, result.quarantine, result.summary_row()
         results.append(result)
