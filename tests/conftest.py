@@ -60,6 +60,7 @@ LONGEST_FIRST = (
     "tests/cli/test_readme_commands.py",
     "tests/defs/test_automation.py",
     "tests/clusters/test_own_clusters.py",
+    "tests/clusters/test_own_trace_files.py",
     "tests/zeus/test_groups.py",
     "tests/zeus/test_cli.py",
     "tests/clusters/test_whatif.py",
