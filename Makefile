@@ -11,7 +11,7 @@ export DAGSTER_HOME := $(CURDIR)/.dagster_home
 SELECT ?= *
 DEV_PORT ?= 3000
 
-.PHONY: setup setup-test setup-measure setup-docs setup-browser fetch materialize figures test lint docs bench dev sql clean
+.PHONY: setup setup-test setup-measure setup-docs setup-browser fetch materialize figures test lint docs bench dev dev-read-only sql clean
 
 ## uv (installed into the venv from the package index) installs in seconds what pip takes minutes for;
 ## pip is the fallback where uv cannot reach the index, and installs the torch extra (pip's configuration
@@ -91,15 +91,21 @@ bench: $(TEST_STAMP)
 	for f in bench/bench_*.py; do echo "== $$f"; $(PY) $$f || exit 1; done
 
 ## dev: the Dagster UI and daemons (dg dev) on 127.0.0.1:$(DEV_PORT) (3000), after marking runs left behind by a killed command as failed.
+## Loopback only; Dagster 1.13's webserver checks no Origin or Host and runs GraphQL mutations sent as GET (README, docs/getting-started.md).
 dev: $(STAMP) $(DAGSTER_HOME)/dagster.yaml
 	$(PY) -m pipelines recover
 	VIRTUAL_ENV=$(CURDIR)/$(VENV) $(VENV)/bin/dg dev --host 127.0.0.1 --port $(DEV_PORT)
 
-## sql: interactive DuckDB shell with a view per asset (in-memory: never locks a materialization).
-## Each -cmd holds one statement (the DuckDB shell takes no dot command after a ';' in the same -cmd);
-## with .bail off a view whose Parquet is not materialized yet prints an IO Error and the rest load.
+## dev-read-only: the Dagster UI alone with dagster-webserver --read-only (no run launched, no sensor or schedule switched,
+## from the UI or from another site's request), on 127.0.0.1:$(DEV_PORT); no daemon.
+dev-read-only: $(STAMP) $(DAGSTER_HOME)/dagster.yaml
+	$(VENV)/bin/dagster-webserver --read-only -w workspace.yaml -h 127.0.0.1 -p $(DEV_PORT)
+
+## sql: an interactive SQL shell with a view per asset (in-memory: never locks a materialization), read-only like
+## `python -m pipelines sql` (pipelines/sql/views.py). Not the DuckDB CLI: its -safe mode and enable_external_access
+## turn off reading the views' Parquet too, and its allowed_directories lets writes into them (docs/sql.md).
 sql: $(STAMP)
-	$(VENV)/bin/duckdb -cmd "set variable assets = '$(or $(GPU_ENERGY_HOME),$(CURDIR))/assets'" -cmd ".bail off" -cmd ".read sql/views.sql"
+	$(PY) -m pipelines sql --shell
 
 clean:
 	rm -rf assets/*.parquet assets/*/ figures/*.png figures/*.pdf site/

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import click
@@ -11,7 +12,10 @@ import duckdb
 import polars as pl
 
 from pipelines.cli import invoked_as
-from pipelines.sql.views import connect, run_sql, sql_file, view_names
+from pipelines.sql.views import READ_ONLY, connect, sql_file, stream_sql, view_names
+
+#: Rows the table format prints by default; the rest are counted, not held (``--rows``).
+PREVIEW_ROWS = 50
 
 
 def flatten_nested(frame: pl.DataFrame) -> pl.DataFrame:
@@ -30,32 +34,141 @@ def flatten_nested(frame: pl.DataFrame) -> pl.DataFrame:
 @click.option("--file", "file", type=click.Path(exists=True, dir_okay=False, path_type=Path), help="Read the SQL from a file.")
 @click.option("--example", default=None, help="Run a shipped example query by name (see --list-examples).")
 @click.option("--list-examples", is_flag=True, help="List the shipped example queries and exit.")
-@click.option("--format", "fmt", type=click.Choice(["table", "csv", "json"]), default="table", show_default=True)
-def cli(query: str | None, file: Path | None, example: str | None, list_examples: bool, fmt: str) -> None:
-    """Run QUERY (or --file, or --example) over in-memory DuckDB views of every materialized table."""
+@click.option("--format", "fmt", type=click.Choice(["table", "csv", "json"]), default="table", show_default=True,
+              help="table: the first --rows rows and the row count; csv and json: every row, streamed.")
+@click.option("--rows", "preview_rows", type=click.IntRange(min=0), default=PREVIEW_ROWS, show_default=True,
+              help="Rows the table format prints (the others are counted, not printed).")
+@click.option("--shell", is_flag=True,
+              help="Read statements (each ended by ';') from standard input, with a prompt on a terminal, and print each "
+                   "one's result as a table (make sql).")
+def cli(query: str | None, file: Path | None, example: str | None, list_examples: bool, fmt: str, preview_rows: int,
+        shell: bool) -> None:
+    """Run QUERY (or --file, or --example) over in-memory DuckDB views of every materialized table.
+
+    The session is read-only: files are read (the views, and read_parquet(getvariable('home') ||
+    '/figures/x.parquet')), never written.
+    """
     examples = {p.name.removesuffix(".sql"): p for p in sql_file("examples").iterdir() if p.name.endswith(".sql")}
     if list_examples:
         for name in sorted(examples):
             click.echo(name)
         return
+    if shell:
+        if any(x is not None for x in (query, file, example)):
+            raise click.UsageError("--shell reads the statements from standard input: give no QUERY, --file or --example")
+        _shell(connect(quiet=True), preview_rows)
+        return
     if sum(x is not None for x in (query, file, example)) != 1:
-        raise click.UsageError("give exactly one of QUERY, --file or --example")
+        raise click.UsageError("give exactly one of QUERY, --file, --example or --shell")
     if example is not None and example not in examples:
         raise click.BadParameter(f"no example {example!r}; examples: {', '.join(sorted(examples))}", param_hint="'--example'")
     text = examples[example].read_text() if example is not None else file.read_text() if file is not None else query
     assert text is not None
     con = connect(quiet=True)
+    frames = stream_sql(con, text)
     try:
-        result = run_sql(con, text)
+        if fmt == "csv":
+            for i, frame in enumerate(frames):
+                sys.stdout.write(flatten_nested(frame).write_csv(include_header=i == 0))
+        elif fmt == "json":
+            _write_json(frames)
+        else:
+            _write_preview(frames, preview_rows)
     except duckdb.CatalogException as exc:
-        raise click.ClickException(f"{str(exc).splitlines()[0]} (views: {', '.join(view_names(con))}; "
+        raise click.ClickException(f"{one_line(exc)} (views: {', '.join(view_names(con))}; "
                                    f"a missing table may not be materialized yet: {invoked_as('materialize')})") from exc
     except duckdb.Error as exc:
-        raise click.ClickException(str(exc).splitlines()[0]) from exc
-    if fmt == "csv":
-        sys.stdout.write(flatten_nested(result).write_csv())
-    elif fmt == "json":
-        sys.stdout.write(result.write_json() + "\n")
-    else:
-        with pl.Config(tbl_rows=-1, tbl_cols=-1, fmt_str_lengths=80, tbl_width_chars=200):
-            click.echo(result)
+        raise click.ClickException(one_line(exc)) from exc
+
+
+def one_line(exc: duckdb.Error) -> str:
+    """DuckDB's message in one line, with what to do when it is the read-only session's refusal.
+
+    An error raised inside a registered file system comes back as a Python traceback: its last line is the message.
+    """
+    lines = [line for line in str(exc).splitlines() if line.strip()] or [type(exc).__name__]
+    message = lines[-1].removeprefix("PermissionError: ") if lines[0].startswith("Traceback") else lines[0]
+    if "LocalFileSystem has been disabled" in message:
+        message += (f" (the SQL session is read-only: it writes no file, and reads files through {READ_ONLY}:// only, "
+                    "e.g. read_parquet(getvariable('home') || '/figures/NAME.parquet'))")
+    return message
+
+
+def _write_json(frames: Iterator[pl.DataFrame]) -> None:
+    """One JSON array of row objects, written a frame at a time."""
+    sys.stdout.write("[")
+    first = True
+    for frame in frames:
+        rows = frame.write_json()[1:-1]  # the frame's array without its brackets
+        if rows:
+            sys.stdout.write(rows if first else "," + rows)
+            first = False
+    sys.stdout.write("]\n")
+
+
+def _write_preview(frames: Iterator[pl.DataFrame], preview_rows: int) -> None:
+    """The first ``preview_rows`` rows as a table, then the row count (the other rows are counted as they stream by)."""
+    kept: list[pl.DataFrame] = []
+    total = 0
+    for frame in frames:
+        if total < preview_rows or not kept:
+            kept.append(frame.head(max(preview_rows - total, 0)))
+        total += frame.height
+    preview = pl.concat(kept, how="vertical")
+    with pl.Config(tbl_rows=-1, tbl_cols=-1, fmt_str_lengths=80, tbl_width_chars=200, tbl_hide_dataframe_shape=True):
+        click.echo(preview)
+    shown = f"; the first {preview.height:,} shown (--rows, or --format csv for all)" if preview.height < total else ""
+    click.echo(f"{total:,} row{'s' if total != 1 else ''}{shown}")
+
+
+def _shell(con: duckdb.DuckDBPyConnection, preview_rows: int) -> None:
+    """Statements from standard input, each run when complete (a line ending in ';', or the end of the input) and its
+    result printed as ``_write_preview``; an error prints one line and the shell goes on. Exit status 1 when a statement
+    failed and the input was a script (not a terminal)."""
+    interactive = sys.stdin.isatty()
+    if interactive:
+        click.echo(f"read-only SQL over {len(view_names(con))} views (`show tables` lists them); end a statement with ';'; "
+                   "Ctrl-D quits", err=True)
+    failed, buffer = False, ""
+    while (line := _read_line(interactive, "...> " if buffer else "sql> ")) is not None:
+        buffer += line
+        if buffer.rstrip().endswith(";"):
+            done, ok = _run_statements(con, buffer, preview_rows)
+            buffer = "" if done else buffer
+            failed |= not ok
+    if buffer.strip():
+        failed |= not _run_statements(con, buffer, preview_rows, last=True)[1]
+    if failed and not interactive:
+        sys.exit(1)
+
+
+def _read_line(interactive: bool, prompt: str) -> str | None:
+    """The next line of standard input with its line break; None at its end."""
+    if not interactive:
+        return sys.stdin.readline() or None
+    try:
+        return input(prompt) + "\n"
+    except EOFError:
+        return None
+
+
+def _run_statements(con: duckdb.DuckDBPyConnection, text: str, preview_rows: int, *, last: bool = False) -> tuple[bool, bool]:
+    """Run ``text``'s statements, printing each result: (whether ``text`` was complete, whether every statement ran).
+
+    A ';' inside a quoted string ends no statement: unless ``last``, such ``text`` waits for more lines.
+    """
+    try:
+        statements = con.extract_statements(text)
+    except duckdb.ParserException as exc:
+        if not last and "unterminated" in str(exc).lower():
+            return False, True
+        click.echo(f"Error: {one_line(exc)}", err=True)
+        return True, False
+    ok = True
+    for statement in statements:
+        try:
+            _write_preview(stream_sql(con, statement.query), preview_rows)
+        except duckdb.Error as exc:
+            ok = False
+            click.echo(f"Error: {one_line(exc)}", err=True)
+    return True, ok

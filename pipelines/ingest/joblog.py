@@ -249,14 +249,16 @@ def _read(reader: Source, source_file: str, trace: str, timezone: str) -> OwnTra
     if reader.is_blank():
         raise IngestError(source_file, f"empty file: expected a header line ({','.join(COLUMNS)})")
     index = _header(reader.first_line(), source_file)
-    texts, rejected = [], [empty_rejected()]
+    # Block by block: only a block's text is held, never the file's; the typed rows are compact.
+    typed_parts, rejected = [], [empty_rejected()]
     for block in reader.blocks():
         lines = block_lines(block)
         if block.first_line == 1:
             lines = lines.slice(1)
         text, bad = _split_block(lines, index)
-        texts.append(text)
-        rejected.append(bad)
-    typed, bad = _typed(pl.concat(texts, how="vertical_relaxed"), index, timezone)
-    return finish(trace=trace, source=reader, fmt="csv", timezone=timezone, typed=typed, rejected=[*rejected, bad], header_lines=1,
+        block_typed, block_bad = _typed(text, index, timezone)
+        typed_parts.append(block_typed)
+        rejected += [bad, block_bad]
+    typed = pl.concat(typed_parts, how="vertical_relaxed", rechunk=False)
+    return finish(trace=trace, source=reader, fmt="csv", timezone=timezone, typed=typed, rejected=rejected, header_lines=1,
                   steps_skipped=0, energy_source="energy_j" if "energy_j" in index else None)

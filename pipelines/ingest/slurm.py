@@ -48,6 +48,7 @@ import re
 from collections.abc import Sequence
 from pathlib import Path
 
+import numpy as np
 import polars as pl
 
 from pipelines.contracts.limits import (
@@ -63,6 +64,7 @@ from pipelines.contracts.limits import (
 from pipelines.ingest.common import LINE, IngestError
 from pipelines.ingest.owntrace import (
     TEXT,
+    Block,
     Check,
     OwnTraceResult,
     Source,
@@ -277,40 +279,48 @@ def _split_block(lines: pl.DataFrame, layout: Layout) -> tuple[pl.DataFrame, pl.
     return text, pl.concat(rejected), steps, step_rows
 
 
-def _fast_split(reader: Source, layout: Layout, header_lines: int) -> tuple[pl.DataFrame, int, pl.DataFrame | None] | None:
-    """(allocation rows as text fields + ``_line``, steps, the steps' usage as ``_split_block``) for a well-formed file in
-    one polars CSV scan; else None.
+def _fast_block(block: Block, layout: Layout, skip: int) -> tuple[pl.DataFrame, int, pl.DataFrame | None] | None:
+    """(allocation rows as text fields + ``_line``, steps, the steps' ``STEP_COLUMNS`` as ``_split_block``) of a
+    well-formed block, read by polars' CSV reader; else None.
 
-    Well-formed: valid UTF-8, and every data line has exactly the header's number of fields. The
-    scan raises on a line with too many fields or a byte that is not UTF-8; a line with too few
-    cannot be told from one with empty fields, so the delimiters of the whole file are counted (a
-    pass over the bytes that also counts the lines): every line has at most the right number, so a
-    total of exactly lines x separators means every line has exactly that. Anything else (a blank
-    line included) returns None, and the block path finds and quarantines the lines at fault. The
-    scan takes a one-byte delimiter only: a file with another (``--delimiter=☃``) takes the block path.
+    Well-formed: valid UTF-8, and every line has exactly the header's number of fields. The reader
+    raises on a line with too many fields or a byte that is not UTF-8; a line with too few cannot
+    be told from one with empty fields, so the block's delimiters are counted: every line has at
+    most the right number, so a total of exactly lines x separators means every line has exactly
+    that. Anything else (a blank line included) returns None, and ``_split_block`` finds and
+    quarantines the lines at fault. The reader takes a one-byte delimiter only: a file with
+    another (``--delimiter=☃``) takes the block path. ``skip``: the block's first line is the header.
     """
     delimiter = layout.delimiter.encode()
-    if len(delimiter) != 1:
+    data_lines = block.lines - skip
+    if len(delimiter) != 1 or data_lines <= 0:
         return None
-    separators = reader.count(delimiter)
-    data_lines = reader.lines - header_lines
-    if data_lines <= 0 or separators != (data_lines + header_lines) * layout.separators:
+    if int(np.count_nonzero(np.frombuffer(block.data, dtype=np.uint8) == delimiter[0])) != block.lines * layout.separators:
         return None
-    fields = {field: pl.nth(i).alias(field) for field, i in layout.index.items()}
     try:
-        scan = pl.scan_csv(reader.source, separator=layout.delimiter, has_header=bool(header_lines), quote_char=None,
+        rows = pl.read_csv(block.data, separator=layout.delimiter, has_header=False, skip_rows=skip, quote_char=None,
                            infer_schema=False, empty_string_is_null=True, raise_if_empty=False)
-        scan = scan.select(*fields.values()).with_row_index(LINE, offset=1 + header_lines).with_columns(pl.col(LINE).cast(pl.Int64))
-        is_step = pl.col("JobID").str.contains(".", literal=True).fill_null(False)
-        wanted = [scan.filter(~is_step), scan.select(pl.len())]
-        if "TRESUsageInTot" in layout.index:
-            wanted.append(scan.filter(is_step).select(LINE, *STEP_COLUMNS))
-        text, rows, *step_rows = pl.collect_all(wanted)
     except (pl.exceptions.ComputeError, pl.exceptions.NoDataError, pl.exceptions.ShapeError):
         return None
-    if rows.item() != data_lines:
+    if rows.height != data_lines:
         return None
-    return text, data_lines - text.height, step_rows[0] if step_rows else None
+    rows = rows.select(pl.int_range(block.first_line + skip, block.first_line + block.lines, dtype=pl.Int64).alias(LINE),
+                       *(pl.nth(i).alias(field) for field, i in layout.index.items()))
+    is_step = pl.col("JobID").str.contains(".", literal=True).fill_null(False)
+    text = rows.filter(~is_step)
+    step_rows = rows.filter(is_step).select(LINE, *STEP_COLUMNS) if "TRESUsageInTot" in layout.index else None
+    return text, data_lines - text.height, step_rows
+
+
+def _split(block: Block, layout: Layout, header_lines: int) -> tuple[pl.DataFrame, pl.DataFrame, int, pl.DataFrame | None]:
+    """One block -> ``_split_block``'s four parts: by polars' CSV reader when the block is well-formed, else line by line."""
+    skip = 1 if header_lines and block.first_line == 1 else 0
+    fast = _fast_block(block, layout, skip)
+    if fast is not None:
+        text, steps, step_rows = fast
+        return text, empty_rejected(), steps, step_rows
+    lines = block_lines(block)
+    return _split_block(lines.slice(skip) if skip else lines, layout)
 
 
 def _tres_number(value: pl.Expr) -> pl.Expr:
@@ -322,7 +332,9 @@ def _tres_number(value: pl.Expr) -> pl.Expr:
 
 
 def _step_usage(steps: pl.DataFrame | None) -> pl.DataFrame | None:
-    """Steps' TRESUsageInTot -> per job (``_job``): ``_step_energy`` (Slurm's rule: the extern step's, else the sum) and ``_step_util``."""
+    """One block's steps' TRESUsageInTot -> per job (``_job``, in file order) the parts ``_combine_usage`` adds up:
+    whether it has an ``extern`` step and that step's energy, the sum of its steps' energies and whether any has one,
+    and the highest GPU utilisation."""
     if steps is None or steps.height == 0:
         return None
     usage = steps.select(
@@ -332,15 +344,50 @@ def _step_usage(steps: pl.DataFrame | None) -> pl.DataFrame | None:
         pl.col("TRESUsageInTot").str.extract(_GPUUTIL, 1).cast(pl.Float64, strict=False).alias("_util"),
     )
     energy = pl.col("_energy")
-    return usage.group_by("_job").agg(
-        pl.when(pl.col("_extern").any()).then(energy.filter(pl.col("_extern")).first())
-        .otherwise(pl.when(energy.is_not_null().any()).then(energy.sum())).alias("_step_energy"),
+    return usage.group_by("_job", maintain_order=True).agg(
+        pl.col("_extern").any().alias("_has_extern"),
+        energy.filter(pl.col("_extern")).first().alias("_extern_energy"),
+        energy.sum().alias("_sum_energy"),
+        energy.is_not_null().any().alias("_any_energy"),
         pl.col("_util").max().alias("_step_util"),
     )
 
 
-def _energy(text: pl.DataFrame, layout: Layout, steps: pl.DataFrame | None) -> pl.DataFrame:
-    """Add ``_energy`` (J as reported: may be 0; null: none), ``_energy_bad`` (a row's value that does not parse) and ``_util``."""
+def _combine_usage(parts: Sequence[pl.DataFrame]) -> pl.DataFrame | None:
+    """The blocks' ``_step_usage`` -> per job ``_step_energy`` (Slurm's rule: the first ``extern`` step's, else the sum of
+    its steps' when any has one) and ``_step_util`` (the highest); a job's steps may lie in two blocks."""
+    if not parts:
+        return None
+    usage = pl.concat(parts, how="vertical").group_by("_job", maintain_order=True).agg(
+        pl.col("_has_extern").any(),
+        pl.col("_extern_energy").filter(pl.col("_has_extern")).first(),
+        pl.col("_sum_energy").sum(),
+        pl.col("_any_energy").any(),
+        pl.col("_step_util").max(),
+    )
+    return usage.select(
+        "_job",
+        pl.when(pl.col("_has_extern")).then(pl.col("_extern_energy"))
+        .otherwise(pl.when(pl.col("_any_energy")).then(pl.col("_sum_energy"))).alias("_step_energy"),
+        "_step_util",
+    )
+
+
+def _with_step_energy(typed: pl.DataFrame, usage: pl.DataFrame | None) -> pl.DataFrame:
+    """Typed rows (with their own ``_energy`` and ``_util``) -> the contract's energy columns, a row's own energy first,
+    else its steps' (``_combine_usage``); the utilisation the highest of both, over the allocation's GPUs."""
+    if usage is not None:
+        typed = typed.join(usage, left_on="job_id", right_on="_job", how="left", maintain_order="left").with_columns(
+            pl.coalesce("_energy", "_step_energy").alias("_energy"), pl.max_horizontal("_util", "_step_util").alias("_util"),
+        )
+    energy = energy_columns(pl.col("_energy"), pl.col("_util") / pl.col("num_gpus"))
+    return typed.with_columns(energy).select(*typed.columns[: typed.columns.index("_energy")], *(e.meta.output_name() for e in energy),
+                                             "_alloc_energy")
+
+
+def _energy(text: pl.DataFrame, layout: Layout) -> pl.DataFrame:
+    """Add the row's own ``_energy`` (J as reported: may be 0; null: none), ``_raw_bad``/``_tres_bad`` (a row's value that
+    does not parse) and ``_util`` (its steps' come in later: ``_with_step_energy``)."""
     has = layout.index
     raw = pl.col("ConsumedEnergyRaw").str.strip_chars() if "ConsumedEnergyRaw" in has else pl.lit(None, pl.String)
     tres = pl.col("TRESUsageInTot") if "TRESUsageInTot" in has else pl.lit(None, pl.String)
@@ -355,11 +402,6 @@ def _energy(text: pl.DataFrame, layout: Layout, steps: pl.DataFrame | None) -> p
         alloc_value.is_not_null().alias("_alloc_energy"),
         tres.str.extract(_GPUUTIL, 1).cast(pl.Float64, strict=False).alias("_util"),
     )
-    usage = _step_usage(steps)
-    if usage is not None:
-        frame = frame.join(usage, left_on="JobID", right_on="_job", how="left").with_columns(
-            pl.coalesce("_energy", "_step_energy").alias("_energy"), pl.max_horizontal("_util", "_step_util").alias("_util"),
-        ).drop("_step_energy", "_step_util")
     return frame
 
 
@@ -368,14 +410,15 @@ def _energy_field(has: dict[str, int]) -> str:
     return "ConsumedEnergyRaw" if "ConsumedEnergyRaw" in has else "TRESUsageInTot" if "TRESUsageInTot" in has else "AllocTRES"
 
 
-def _energy_source(layout: Layout, typed: pl.DataFrame, steps: pl.DataFrame | None) -> str | None:
-    """Which field of the export carries Slurm's energy accounting (named in the report), or None."""
+def _energy_source(layout: Layout, typed: pl.DataFrame, step_usage: bool) -> str | None:
+    """Which field of the export carries Slurm's energy accounting (named in the report), or None (``step_usage``: some
+    step row had TRESUsageInTot)."""
     if "ConsumedEnergyRaw" in layout.index:
         return "ConsumedEnergyRaw"
     if typed.height and bool(typed["_alloc_energy"].any()):
         return "AllocTRES"
     if "TRESUsageInTot" in layout.index:
-        return "TRESUsageInTot of the steps" if steps is not None and steps.height else "TRESUsageInTot"
+        return "TRESUsageInTot of the steps" if step_usage else "TRESUsageInTot"
     return None
 
 
@@ -424,10 +467,11 @@ def _gpus(frame: pl.DataFrame) -> pl.DataFrame:
     ).drop("_untyped", "_n_typed", "_typed", "_types", "_total", "_bad_typed")
 
 
-def _typed(text: pl.DataFrame, layout: Layout, timezone: str, steps: pl.DataFrame | None = None) -> tuple[pl.DataFrame, pl.DataFrame]:
+def _typed(text: pl.DataFrame, layout: Layout, timezone: str) -> tuple[pl.DataFrame, pl.DataFrame]:
     """Text fields of the allocation rows (an empty field null) -> (typed rows with ``_line``, rejected rows).
 
-    ``steps``: the step rows' ``STEP_COLUMNS`` (their energy and GPU utilisation count for their job).
+    The typed rows end in the row's own ``_energy`` and ``_util`` and ``_alloc_energy``; ``_with_step_energy`` turns them
+    into the contract's energy columns once the steps of the whole file are known.
     """
     has = layout.index
     text = text.with_columns(
@@ -439,7 +483,7 @@ def _typed(text: pl.DataFrame, layout: Layout, timezone: str, steps: pl.DataFram
         pl.col("State").fill_null("").alias("State"),
         pl.col("AllocTRES").fill_null("").alias("AllocTRES"),
     ).with_columns(_elapsed_seconds("Elapsed").alias("elapsed_s"), pl.col("NNodes").cast(pl.Int64, strict=False).alias("num_nodes"))
-    text = utc_times(_energy(_gpus(text), layout, steps), _TIMES, timezone, "elapsed_s")
+    text = utc_times(_energy(_gpus(text), layout), _TIMES, timezone, "elapsed_s")
     checks = [
         Check("JobID", ~pl.col("JobID").str.contains(_JOB_ID), pl.format("JobID: {} is not a Slurm job id (J, J_7, J_[1-4], J+1)", quoted("JobID"))),
         *time_checks(_TIMES, timezone, required="Submit"),
@@ -472,7 +516,7 @@ def _typed(text: pl.DataFrame, layout: Layout, timezone: str, steps: pl.DataFram
     typed = good.select(
         LINE, pl.col("JobID").alias("job_id"), *_TEXT_COLUMNS.values(), "submit_time", "start_time", "end_time", "elapsed_s",
         "state", pl.col("State").alias("state_raw"), "num_nodes", "num_gpus", "gpu_type",
-        *energy_columns(pl.col("_energy"), pl.col("_util") / pl.col("num_gpus")), "_alloc_energy",
+        "_energy", "_util", "_alloc_energy",
     )
     return typed, bad
 
@@ -511,28 +555,20 @@ def _read(reader: Source, source_file: str, trace: str, timezone: str, fields: S
         raise IngestError(source_file, f"empty file: expected a sacct export with a header line (JobID{delimiter}...)")
     head = reader.head_lines()
     layout, header_lines = layout_of(head[0], source_file, fields, delimiter, head)
-    rejected = [empty_rejected()]
-    fast = _fast_split(reader, layout, header_lines)
-    if fast is not None:
-        text, steps, step_rows = fast
-    else:
-        texts, steps, step_parts = [], 0, []
-        for block in reader.blocks():
-            lines = block_lines(block)
-            if header_lines and block.first_line == 1:
-                lines = lines.slice(1)
-            block_text, bad, block_steps, block_step_rows = _split_block(lines, layout)
-            texts.append(block_text)
-            rejected.append(bad)
-            steps += block_steps
-            if block_step_rows is not None:
-                step_parts.append(block_step_rows)
-        text = pl.concat(texts)
-        step_rows = pl.concat(step_parts) if step_parts else None
-    typed, bad = _typed(text, layout, timezone, step_rows)
-    source_of_energy = _energy_source(layout, typed, step_rows)
+    # Block by block (CHUNK_BYTES of whole lines): only a block's text is held, never the file's; the typed rows are compact.
+    typed_parts, rejected, steps, usage_parts = [], [empty_rejected()], 0, []
+    for block in reader.blocks():
+        text, bad, block_steps, step_rows = _split(block, layout, header_lines)
+        block_typed, block_bad = _typed(text, layout, timezone)
+        typed_parts.append(block_typed)
+        rejected += [bad, block_bad]
+        steps += block_steps
+        if (usage := _step_usage(step_rows)) is not None:
+            usage_parts.append(usage)
+    typed = _with_step_energy(pl.concat(typed_parts, how="vertical", rechunk=False), _combine_usage(usage_parts))
+    source_of_energy = _energy_source(layout, typed, bool(usage_parts))
     return finish(trace=trace, source=reader, fmt="sacct", timezone=timezone, typed=typed.drop("_alloc_energy"),
-                  rejected=[*rejected, bad], header_lines=header_lines, steps_skipped=steps, energy_source=source_of_energy)
+                  rejected=rejected, header_lines=header_lines, steps_skipped=steps, energy_source=source_of_energy)
 
 
 def parse_fields(text: str) -> list[str]:

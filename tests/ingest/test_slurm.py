@@ -12,6 +12,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import polars as pl
 import pytest
 
 from pipelines.contracts.base import validate
@@ -260,11 +261,11 @@ def test_a_generated_export_counts_as_built_and_blocks_do_not_matter(tmp_path: P
     small_blocks = Source(path, "cluster.sacct", chunk_bytes=4096)
     assert sum(b.lines for b in small_blocks.blocks()) == truth.lines == small_blocks.lines
 
-    # A well-formed export takes the one-scan path; the block path (taken for the file above) reads it the same.
+    # A well-formed export takes the CSV reader per block; the line-by-line path (taken for the file above) reads it the same.
     clean = tmp_path / "clean.sacct"
     write_export(clean, 2000, seed=12, timezone="Europe/Berlin", parsable=True)
     fast = read_sacct(clean, trace="gen", source_file="clean.sacct", timezone="Europe/Berlin")
-    monkeypatch.setattr(slurm, "_fast_split", lambda *args: None)
+    monkeypatch.setattr(slurm, "_fast_block", lambda *args: None)
     blocks = read_sacct(clean, trace="gen", source_file="clean.sacct", timezone="Europe/Berlin")
     assert fast.table.equals(blocks.table) and fast.counts == blocks.counts and fast.sha256 == blocks.sha256
 
@@ -283,3 +284,31 @@ def test_blocks_cut_at_line_ends_whatever_the_block_size(tmp_path: Path) -> None
                 assert b"".join(b.data for b in blocks) == data and reader.lines == lines
                 assert all(b.data.endswith(b"\n") for b in blocks[:-1])
                 assert [b.first_line for b in blocks] == [1 + sum(b.lines for b in blocks[:i]) for i in range(len(blocks))]
+
+
+@pytest.mark.parametrize(("energy", "malformed"), [("measured", 0), (None, 5), ("zero", 0)])
+def test_small_blocks_read_the_same_as_one_block(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, energy: str | None,
+                                                 malformed: int) -> None:
+    """The reader holds one block's text at a time (issue 25: memory): a job's steps in the next block still give it their
+    energy (Slurm's extern-step rule), duplicates across blocks are still found, and every line is accounted for."""
+    path = tmp_path / "cluster.sacct"
+    truth = write_export(path, 1500, seed=21, energy=energy, malformed=malformed)
+    with path.open("a") as fh:  # a later duplicate of the first allocation, far from it (another block)
+        fh.write(path.read_text().splitlines()[1] + "\n")
+    one = read_sacct(path, trace="gen", source_file="cluster.sacct", timezone="Europe/Berlin")
+    monkeypatch.setattr(slurm, "Source", lambda *a, **k: Source(*a, **{**k, "chunk_bytes": 4096}))
+    many = read_sacct(path, trace="gen", source_file="cluster.sacct", timezone="Europe/Berlin")
+    assert many.table.equals(one.table) and many.quarantine.equals(one.quarantine) and many.counts == one.counts
+    assert one.counts.lines == truth.lines + 1 and one.counts.quarantined == malformed + 1
+    assert "duplicate of line 2" in one.quarantine["reason"][-1]
+    if energy == "measured":  # without ConsumedEnergyRaw the energy comes from the extern steps, some in the next block
+        lines = [line.split("|") for line in path.read_text().splitlines()]
+        drop = lines[0].index("ConsumedEnergyRaw")
+        steps_only = tmp_path / "steps_only.sacct"
+        steps_only.write_text("".join("|".join(f[:drop] + f[drop + 1:]) + "\n" for f in lines))
+        from_steps = read_sacct(steps_only, trace="gen", source_file="cluster.sacct", timezone="Europe/Berlin")
+        assert from_steps.counts.energy_source == "TRESUsageInTot of the steps"
+        measured = pl.col("energy_status") == "measured"  # a job without steps exported 0 (zero); without the field: none
+        assert from_steps.table.filter(measured).select("job_id", "measured_energy_j").equals(
+            many.table.filter(measured).select("job_id", "measured_energy_j"))
+        assert from_steps.counts.measured_energy_allocations == many.counts.measured_energy_allocations > 0
