@@ -158,16 +158,18 @@ def _top_groups(history: pl.DataFrame, top: int, label: str | None) -> list[dict
     """The ``top`` groups saving most energy (J), with their workload and job count (the label prefixes their name)."""
     if history.height == 0 or top == 0:
         return []
-    groups = history["group"].to_numpy().astype(str)
-    policy = history["policy"].to_numpy()
+    # each group as its rank among the sorted names (the order _sums sorts them in), not as a wide numpy string array
+    names = history["group"].unique().sort()
+    codes = history["group"].rank("dense").cast(pl.Int64).to_numpy() - 1
+    is_default, is_zeus = ((history["policy"] == p).to_numpy() for p in ("default", "zeus"))
     energy = history["energy_j"].to_numpy()
-    names, default = _sums(groups[policy == "default"], energy[policy == "default"])
-    zeus_names, zeus = _sums(groups[policy == "zeus"], energy[policy == "zeus"])
-    zeus_of = dict(zip(zeus_names.tolist(), zeus.tolist(), strict=True))
-    meta = history.filter(pl.col("policy") == "default").group_by("group").agg(
-        pl.col("dataset").first(), pl.col("job_id").n_unique().alias("jobs"))
+    default_codes, default = _sums(codes[is_default], energy[is_default])
+    zeus_codes, zeus = _sums(codes[is_zeus], energy[is_zeus])
+    zeus_of = dict(zip(zeus_codes.tolist(), zeus.tolist(), strict=True))
+    meta = history.lazy().filter(pl.col("policy") == "default").select("group", "dataset", "job_id").group_by("group").agg(
+        pl.col("dataset").first(), pl.col("job_id").n_unique().alias("jobs")).collect()
     info = {g: (d, j) for g, d, j in meta.iter_rows()}
-    rows = [(name, d, zeus_of.get(name, 0.0)) for name, d in zip(names.tolist(), default.tolist(), strict=True)]
+    rows = [(names[c], d, zeus_of.get(c, 0.0)) for c, d in zip(default_codes.tolist(), default.tolist(), strict=True)]
     rows.sort(key=lambda r: (-(r[1] - r[2]), r[0]))
     return [{"group": f"{label}: {g}" if label else g, "jobs": int(info[g][1]), "workload": info[g][0], "default_j": d, "zeus_j": z}
             for g, d, z in rows[:top]]
