@@ -103,10 +103,9 @@ def _sums(keys: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]
 def _totals(history: pl.DataFrame) -> dict[str, float]:
     """Energy (J) and time (s) of each policy, summed by numpy in history order."""
     out: dict[str, float] = {}
-    policy = history["policy"].to_numpy()
     energy, time = history["energy_j"].to_numpy(), history["time_s"].to_numpy()
     for p in POLICIES:
-        mask = policy == p
+        mask = (history["policy"] == p).to_numpy()  # a bool mask, not an object array of the policy names
         out[f"{p}_j"] = float(np.sum(energy[mask]))
         out[f"{p}_s"] = float(np.sum(time[mask]))
     return out
@@ -197,6 +196,10 @@ def _measured(combined: pl.DataFrame, measured: pl.DataFrame) -> dict[str, Any] 
     return {"jobs": len(pairs), "modelled_default_j": float(np.sum(model)), "ratio_p25": q25, "ratio_median": q50, "ratio_p75": q75}
 
 
+#: The history columns a draw reads (totals, power, top groups, the measured jobs); the rest is dropped at once.
+_HISTORY_COLUMNS = ("trace", "gpu", "policy", "group", "job_id", "dataset", "num_gpu", "start_time_s", "time_s", "energy_j")
+
+
 def run_draw(draw: int, *, plan: Plan, traces: Traces, base_seed: int) -> dict[str, Any]:
     """One draw (see the module docstring): per row its totals and peaks; the fleet's; the measured comparison; for draw 0
     also the top groups and the jobs per workload."""
@@ -209,7 +212,7 @@ def run_draw(draw: int, *, plan: Plan, traces: Traces, base_seed: int) -> dict[s
         assigned = mapping.assign_by_runtime(row.jobs, row.workloads, shuffle=_shuffle(base_seed, draw, i), subset=True)
         jobs = mapping.finish_own(assigned, plan.trace)
         history = simulate.simulate_trace(jobs, traces, row.gpu, eta=plan.eta, beta=plan.beta, policies=POLICIES, seed=knob,
-                                          engine=plan.engine)
+                                          engine=plan.engine).select(_HISTORY_COLUMNS)
         rows[row.key] = {**_totals(history), **_peaks(history, row.key, plan)}
         if draw == 0:
             rows[row.key]["jobs_by_workload"] = dict(jobs.group_by("dataset").len().sort("dataset").iter_rows())
