@@ -222,7 +222,10 @@ def run_draw(draw: int, *, plan: Plan, traces: Traces, base_seed: int) -> dict[s
         return out
     combined = pl.concat(histories)
     if plan.fleet:
-        whole = {**_totals(combined), **_peaks(combined.drop("_row").with_columns(pl.lit(FLEET).alias("gpu")), FLEET, plan)}
+        # relabelled per history: a column added to the concatenated frame would rechunk (copy) all of it
+        fleet = pl.concat([h.drop("_row").with_columns(pl.lit(FLEET).alias("gpu")) for h in histories])
+        whole = {**_totals(combined), **_peaks(fleet, FLEET, plan)}
+        del fleet
         out["fleet"] = {**whole, **_whole_fleet(rows, plan)}
     out["measured"] = _measured(combined, plan.measured)
     if draw == 0 and plan.keep_power:
