@@ -106,6 +106,26 @@ def idle_draw_w(gpu: str, idle_w: Mapping[str, float] | None = None) -> float:
     return known.idle_w
 
 
+def _keyed_runs(history: pl.DataFrame, bin_s: float) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """(each (trace, gpu, policy) in sorted order with its first and last bin, each run: its key's row there as ``_key``,
+    start_time_s, end_time_s, energy_j, num_gpu) of a non-empty history."""
+    key_ids = history.select(KEYS).unique().sort(KEYS).with_row_index("_key")
+    # each run's key as its row in key_ids (sorted keys): the dense rank of its keys' ranks, in integers (a join on the
+    # key names would copy them for every run)
+    composite = pl.lit(0, pl.Int64)
+    for k in KEYS:
+        composite = composite * (pl.col(k).n_unique() + 1) + pl.col(k).rank("dense").cast(pl.Int64)
+    runs = history.select((composite.rank("dense") - 1).cast(pl.UInt32).alias("_key"), "start_time_s", "end_time_s", "energy_j",
+                          "num_gpu")
+    keys = key_ids.join(runs.group_by("_key").agg(
+        (pl.col("start_time_s").min() / bin_s).floor().cast(pl.Int64).alias("first_bin"),
+        # the bin holding the last instant of the last run (a zero-length run: the bin of its start)
+        pl.max_horizontal((pl.col("end_time_s") / bin_s).ceil() - 1, (pl.col("start_time_s") / bin_s).floor())
+        .max().cast(pl.Int64).alias("last_bin"),
+    ), on="_key").sort("_key")
+    return keys, runs
+
+
 def power_bins(history: pl.DataFrame, bin_s: float = BIN_S, occupancy: Occupancy = "simulated",
                capacity: Mapping[str, Capacity] | None = None, idle_w: Mapping[str, float] | None = None) -> pl.DataFrame:
     """Mean cluster power (W) and mean busy GPUs per ``bin_s`` bin, per (trace, gpu, policy); idle GPUs and their draw.
@@ -136,27 +156,12 @@ def power_bins(history: pl.DataFrame, bin_s: float = BIN_S, occupancy: Occupancy
     _check_history(history)
     if history.height == 0:
         return pl.DataFrame(schema=POWER_SCHEMA)
-    key_ids = history.select(KEYS).unique().sort(KEYS).with_row_index("_key")
-    # each run's key as its row in key_ids (sorted keys): the dense rank of its keys' ranks, in integers (a join on the
-    # key names would copy them for every run)
-    composite = pl.lit(0, pl.Int64)
-    for k in KEYS:
-        composite = composite * (pl.col(k).n_unique() + 1) + pl.col(k).rank("dense").cast(pl.Int64)
-    runs = history.select((composite.rank("dense") - 1).cast(pl.UInt32).alias("_key"), "start_time_s", "end_time_s", "energy_j",
-                          "num_gpu")
-    keys = key_ids.join(runs.group_by("_key").agg(
-        (pl.col("start_time_s").min() / bin_s).floor().cast(pl.Int64).alias("first_bin"),
-        # the bin holding the last instant of the last run (a zero-length run: the bin of its start)
-        pl.max_horizontal((pl.col("end_time_s") / bin_s).ceil() - 1, (pl.col("start_time_s") / bin_s).floor())
-        .max().cast(pl.Int64).alias("last_bin"),
-    ), on="_key").sort("_key")
+    keys, runs = _keyed_runs(history, bin_s)
     first_bin = keys["first_bin"].to_numpy()
     n_bins = keys["last_bin"].to_numpy() - first_bin + 1
     offset = np.concatenate(([0], np.cumsum(n_bins)[:-1]))  # row of each key's first bin in the output
 
-    key = runs["_key"].to_numpy()
-    base = offset[key] - first_bin[key]  # global row of bin k of a run's key: base + k
-    del key
+    base = (offset - first_bin)[runs["_key"].to_numpy()]  # global row of bin k of a run's key: base + k
     start = runs["start_time_s"].to_numpy()
     end = runs["end_time_s"].to_numpy()
     energy = runs["energy_j"].to_numpy()
@@ -166,7 +171,6 @@ def power_bins(history: pl.DataFrame, bin_s: float = BIN_S, occupancy: Occupancy
     point = length <= 0
     power = np.divide(energy, length, out=np.zeros_like(energy), where=~point)
     busy = np.where(point, 0.0, runs["num_gpu"].to_numpy().astype(np.float64))  # a zero-length run occupies no GPU-time
-    del point
     single = k0 == k1
     # Energy (and GPU-seconds) of the first and last partial bins; a run inside one bin puts all in its bin.
     head = np.where(single, length, (k0 + 1) * bin_s - start)
