@@ -11,6 +11,9 @@ the driver ends its group and marks its run failed (``pipelines.orchestration.re
 every start too). After a run that did not succeed no further run starts; the ones running end as
 they would.
 
+Two commands on one Dagster instance do not run side by side: the second says which process holds
+the instance (``pipelines.orchestration.lock``, in one line) and waits for it to finish.
+
 Exit status: 0 when every run succeeded and no ERROR check failed; 1 otherwise (each failed step and
 check named in one line); 130 when interrupted.
 """
@@ -30,14 +33,16 @@ from pathlib import Path
 import click
 import dagster as dg
 
+from pipelines.clusters import tracefiles
 from pipelines.definitions import loaded
 from pipelines.defs.clusters.partitions import register_trace_partitions
 from pipelines.distributed import SCHEDULER_ENV, local_cluster
 from pipelines.home.init import use_dagster_home
 from pipelines.home.paths import find_home
-from pipelines.orchestration import runs
+from pipelines.orchestration import lock, runs
 from pipelines.orchestration.processes import die_with_parent, end_group
 from pipelines.orchestration.recovery import recover, report
+from pipelines.terminal import printable
 
 #: Set in the orchestrator's environment to the driver's pid.
 PARENT_ENV = "PIPELINES_MATERIALIZE_PARENT"
@@ -48,7 +53,7 @@ PARALLEL_RUNS = 2
 
 
 def _echo(message: str) -> None:
-    click.echo(f"[materialize] {message}", err=True)
+    click.echo(f"[materialize] {printable(message)}", err=True)
 
 
 @click.command("materialize")
@@ -62,7 +67,11 @@ def _echo(message: str) -> None:
               help="Runs at once (each starts once the runs it reads from have succeeded).")
 @click.option("--exit-with-parent", is_flag=True, help="Stop (canceling the run) when the parent process exits.")
 def cli(select: str, executor: str, scheduler: str | None, concurrency: int | None, parallel_runs: int, exit_with_parent: bool) -> None:
-    """Materialize every selected asset and partition (what `make figures` runs)."""
+    """Materialize every selected asset and partition (what `make figures` runs).
+
+    One at a time per Dagster home: a second command says which process holds it and waits. Each of your own traces
+    (raw/clusters/) is ingested in a run of its own: one that fails is named, and the others go on.
+    """
     if scheduler and executor != "dask":
         raise click.UsageError("--scheduler goes with --executor dask")
     if not os.environ.get("DAGSTER_HOME"):
@@ -71,12 +80,19 @@ def cli(select: str, executor: str, scheduler: str | None, concurrency: int | No
         sys.exit(_orchestrate(select, executor, scheduler, concurrency or os.cpu_count() or 1, parallel_runs))
     args = ["--select", select, "--executor", executor, *(["--scheduler", scheduler] if scheduler else []),
             *(["--concurrency", str(concurrency)] if concurrency else []), "--parallel-runs", str(parallel_runs)]
-    sys.exit(_drive(args, exit_with_parent))
-
-
-def _drive(args: list[str], exit_with_parent: bool) -> int:
     if exit_with_parent:
         die_with_parent(signal.SIGTERM, expected_parent=os.getppid())
+    folder = Path(os.environ["DAGSTER_HOME"])
+    try:
+        with lock.held(folder, lambda who: _echo(f"waiting: another materialize holds {folder / lock.LOCK_FILE} ({who})")):
+            code = _drive(args)
+    except KeyboardInterrupt:  # Ctrl-C while waiting for the lock: nothing was started
+        _echo("interrupted while waiting for the lock; nothing was run")
+        code = 130
+    sys.exit(code)
+
+
+def _drive(args: list[str]) -> int:
     child = subprocess.Popen([sys.executable, "-m", "pipelines", "materialize", *args],
                              env={**os.environ, PARENT_ENV: str(os.getpid())}, start_new_session=True)
     asked: list[int] = []
@@ -116,8 +132,11 @@ def _orchestrate(select: str, executor: str, scheduler: str | None, concurrency:
                 _echo(f"selection widened to the assets written together with it: {', '.join(sorted(k.to_user_string() for k in added))}")
             instance = stack.enter_context(dg.DagsterInstance.get())
             report(recover(instance))
-            _echo(f"traces: {', '.join(register_trace_partitions(instance)) or 'none present'}")
-            plan = runs.plan_runs(loaded(), keys, instance)
+            traces, gone = register_trace_partitions(instance)
+            _echo(f"traces: {', '.join(traces) or 'none present'}"
+                  + (f"; partitions removed, their files are gone: {', '.join(gone)}" if gone else ""))
+            yours = {t.name for t in tracefiles.user_traces(find_home() / "raw")[0]}
+            plan = runs.plan_runs(loaded(), keys, instance, per_run=yours.__contains__)  # your traces' ingest: a run each
             _echo(f"{len(keys)} assets in {len(plan)} runs, {min(parallel_runs, len(plan))} at most at once, "
                   f"steps on the {executor} executor")
             client = stack.enter_context(runs.webserver(find_home(), Path(os.environ["DAGSTER_HOME"])))

@@ -25,10 +25,12 @@ from sqlalchemy.exc import OperationalError
 
 from pipelines.home.paths import REPO_ROOT, ProjectPaths
 from pipelines.home.storage import write_parquet_atomic
+from pipelines.orchestration import lock
 from pipelines.orchestration import runs as runs_module
 from pipelines.orchestration.processes import group_alive
 from pipelines.orchestration.recovery import recover, run_process
 from pipelines.orchestration.runs import RANGE_END, RANGE_START, Run, SelectionError, execute_plan, plan_runs, problems, resolve_selection
+from tests.support.sacct_export import write_export
 
 WAIT_S = 120
 
@@ -79,7 +81,9 @@ def test_every_planned_run_is_a_subset_of_its_asset_job(definitions: dg.Definiti
     for select in ("*", "group:ingest", "itp_jobs", "quarantine/acme_jobs", "zeus_cluster_summary", "group:figures"):
         keys, _ = resolve_selection(definitions, select)
         runs = plan_runs(definitions, keys, instance)
-        assert sorted(k for r in runs for k in _names(r.keys)) == sorted(_names(keys)), select  # each asset in exactly one run
+        # each asset in exactly one run, or in one isolated run per partition (your own traces' ingest)
+        covered = [k for r in runs if not r.isolated for k in _names(r.keys)] + list({k for r in runs if r.isolated for k in _names(r.keys)})
+        assert sorted(covered) == sorted(_names(keys)), select
         done: set[dg.AssetKey] = set()
         for run in runs:
             assert all(a in done for k in run.keys for a in graph.get_ancestor_asset_keys(k) & keys - run.keys), (select, run.label)
@@ -89,8 +93,12 @@ def test_every_planned_run_is_a_subset_of_its_asset_job(definitions: dg.Definiti
 
 def test_plan_of_everything(definitions: dg.Definitions, instance: dg.DagsterInstance) -> None:
     keys, added = resolve_selection(definitions, "*")
-    runs = plan_runs(definitions, keys, instance)
+    # your own traces' ingest: a run per trace of yours (here "itp" stands for one), isolated, before everything else
+    own, *runs = plan_runs(definitions, keys, instance, per_run={"itp"}.__contains__)
     assert not added
+    assert (own.job, _names(own.keys), own.tags, own.isolated) == (
+        "trace_assets", {"own_cluster_jobs", "own_cluster_traces", "quarantine/own_cluster_jobs"}, {"dagster/partition": "itp"}, True)
+    assert not any(r.isolated for r in runs)
     assert [r.job for r in runs] == ["unpartitioned_assets", "unpartitioned_assets", "trace_assets", "gpu_assets", "trace_gpu_assets",
                                      "unpartitioned_assets"]
     by_asset = {a: r for r in runs for a in _names(r.keys)}
@@ -105,8 +113,9 @@ def test_plan_of_everything(definitions: dg.Definitions, instance: dg.DagsterIns
     assert {graph_group(definitions, k) for k in runs[0].keys} == {"raw", "ingest", "quarantine"}
     # the knob grid waits for the partitions and joins the figures' run, where its step runs beside the others
     assert by_asset["zeus_knob_grid"] is by_asset["figures/clusters_savings_by_trace"] is runs[-1] and runs[-1].parallel
-    # what each run waits for: the figures of the ingested tables (1) run beside the trace runs (2 -> 4, and 3)
-    assert [sorted(r.after) for r in runs] == [[], [0], [0], [0], [0, 2], [0, 2, 3, 4]]
+    # what each run waits for (indices in the plan, your trace's ingest 0): the figures of the ingested tables (2)
+    # run beside the trace runs (3 -> 5, and 4)
+    assert [sorted(r.after) for r in runs] == [[], [0, 1], [0, 1], [1], [0, 1, 3], [0, 1, 3, 4, 5]]
 
 
 def graph_group(definitions: dg.Definitions, key: dg.AssetKey) -> str | None:
@@ -118,6 +127,9 @@ def test_with_no_trace_registered_the_trace_runs_are_left_out(definitions: dg.De
     with dg.instance_for_test() as empty:
         assert [r.job for r in plan_runs(definitions, keys, empty)] == ["unpartitioned_assets", "unpartitioned_assets", "gpu_assets",
                                                                     "unpartitioned_assets"]
+    with dg.instance_for_test() as public:  # public traces only: no run of your traces' ingest
+        public.add_dynamic_partitions("trace", ["itp"])
+        assert not any(r.isolated for r in plan_runs(definitions, keys, public, per_run=set[str]().__contains__))
 
 
 def test_failed_checks_and_steps_are_named() -> None:
@@ -176,7 +188,7 @@ class FakeClient:
 
 def _plan(*after: tuple[int, ...]) -> list[Run]:
     """Runs named r0, r1, ... (their job names, which the fake client uses as run ids), each waiting for ``after[i]``."""
-    return [Run(f"r{i}", frozenset({dg.AssetKey(f"a{i}")}), {}, False, frozenset(a)) for i, a in enumerate(after)]
+    return [Run(f"r{i}", frozenset({dg.AssetKey(f"a{i}")}), {}, False, after=frozenset(a)) for i, a in enumerate(after)]
 
 
 def _execute(client: FakeClient, plan: list[Run], max_runs: int, stopping: object = lambda: False) -> list[tuple[str, str | None]]:
@@ -206,6 +218,13 @@ def test_after_a_failed_run_nothing_more_starts_and_the_running_ones_end(monkeyp
     # r3 was ready but waiting for a free slot when r2 failed: it never starts; r1, running, ends as it would
     assert client.launched == ["r0", "r1", "r2"]
     assert ends == [("r0", "SUCCESS"), ("r2", "FAILURE"), ("r1", "SUCCESS")]
+
+
+def test_an_isolated_run_that_failed_holds_back_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(runs_module, "POLL_S", 0.0)
+    plan = [Run("r0", frozenset({dg.AssetKey("own")}), {}, False, isolated=True), *_plan((), (), (0, 1))[1:]]
+    client = FakeClient({"r0": 1, "r1": 1, "r2": 1}, {"r0": dg.DagsterRunStatus.FAILURE})
+    assert _execute(client, plan, max_runs=2) == [("r0", "FAILURE"), ("r1", "SUCCESS"), ("r2", "SUCCESS")]
 
 
 def test_stopping_terminates_every_running_run_and_starts_no_other(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -443,3 +462,31 @@ def test_a_failed_blocking_check_is_named_in_one_line_and_fails_the_command(mirr
     # a run of the code location, as the UI's runs are: the same location name as `dagster dev -w workspace.yaml` and `dg dev`
     assert run.job_name == "unpartitioned_assets" and run.remote_job_origin is not None
     assert run.remote_job_origin.location_name == "gpu_energy"
+
+
+def test_a_trace_that_cannot_be_read_fails_its_own_run_and_a_second_command_waits_for_the_first(tmp_path: Path) -> None:
+    """Issue 25: your traces' ingest runs a run per trace (a bad one fails alone), and one materialize at a time per instance."""
+    root = tmp_path / "project"
+    clusters = root / "raw" / "clusters"
+    clusters.mkdir(parents=True)
+    write_export(clusters / "lab.sacct", 30, seed=1)
+    write_export(clusters / "bad.sacct", 30, seed=2)
+    (clusters / "bad.toml").write_text(f'sha256 = "{"0" * 64}"\n')  # not the file's: it was replaced by hand
+    home = _home(tmp_path)
+    log = tmp_path / "materialize.log"
+    with _processes() as started:
+        with lock.held(home, lambda who: None):  # as a first materialize holds it
+            driver = _command(root, home, started, log, "--select", "own_cluster_jobs")
+            _wait(lambda: "waiting" in log.read_text(), "the command to wait for the lock")
+            time.sleep(1.0)
+            assert driver.poll() is None  # still waiting, nothing run
+            (waiting,) = [line for line in log.read_text().splitlines() if "waiting" in line]
+            assert waiting.startswith(f"[materialize] waiting: another materialize holds {home / lock.LOCK_FILE} (pid {os.getpid()}, started ")
+        assert driver.wait(timeout=2 * WAIT_S) == 1, log.read_text()[-3000:]  # two runs, each launched by the webserver
+    failed = [line for line in log.read_text().splitlines() if line.startswith("[materialize] FAILED: ")]
+    assert len(failed) == 1 and "step ingest_own_cluster_jobs: ValueError: trace bad: clusters/bad.sacct: not used: its sha256 " in failed[0], failed
+    assert (root / "assets/own_cluster_jobs/lab.parquet").is_file() and (root / "assets/own_cluster_traces/lab.parquet").is_file()
+    assert not (root / "assets/own_cluster_jobs/bad.parquet").exists()
+    with dg.DagsterInstance.from_config(str(home)) as instance:
+        runs = {r.tags.get("dagster/partition"): r.status for r in instance.get_runs()}
+    assert runs == {"bad": dg.DagsterRunStatus.FAILURE, "lab": dg.DagsterRunStatus.SUCCESS}
