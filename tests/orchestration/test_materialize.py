@@ -102,8 +102,10 @@ def test_plan_of_everything(definitions: dg.Definitions, instance: dg.DagsterIns
     assert by_asset["itp_jobs"] is by_asset["quarantine/itp_jobs"] is by_asset["raw_itp_traces"] is runs[0] and not runs[0].parallel
     assert by_asset["hetero_allocations"] is by_asset["figures/energy_savings_vs_default"] is runs[1] and runs[1].parallel
     assert {graph_group(definitions, k) for k in runs[0].keys} == {"raw", "ingest", "quarantine"}
-    # the knob grid waits for the partitions and joins the figures' run, where its step runs beside the others
-    assert by_asset["zeus_knob_grid"] is by_asset["figures/clusters_savings_by_trace"] is runs[-1] and runs[-1].parallel
+    # the knob grid is partitioned by trace: it joins the run of the trace partitions it replays (its replays on Dask)
+    assert by_asset["zeus_knob_grid"] is by_asset["cluster_workload_jobs"] is runs[2]
+    assert _names(runs[2].keys) == {"cluster_workload_jobs", "cluster_capacity", "zeus_knob_grid"}
+    assert by_asset["figures/knob_grid_savings"] is by_asset["figures/clusters_savings_by_trace"] is runs[-1] and runs[-1].parallel
 
 
 def graph_group(definitions: dg.Definitions, key: dg.AssetKey) -> str | None:
