@@ -65,3 +65,25 @@ def test_every_table_asset_publishes_its_contracts_column_schema_with_descriptio
         assert [(c.name, c.type) for c in columns] == [(n, str(t)) for n, t in polars_schema(contract).items()], name
         undescribed = [c.name for c in columns if not c.description]
         assert undescribed == [], name
+
+
+def test_every_asset_has_owners_and_the_own_cluster_tables_a_freshness_window() -> None:
+    from datetime import timedelta
+
+    from pipelines.definitions import defs
+
+    specs = {s.key.to_user_string(): s for s in defs().resolve_all_asset_specs()}
+    assert {s.owners for s in specs.values()} == {("team:gpu-energy",)}
+    fresh = {k: s.freshness_policy for k, s in specs.items() if s.freshness_policy is not None}
+    assert set(fresh) == {"own_cluster_jobs", "own_cluster_traces", "own_cluster_summary"}
+    policy = fresh["own_cluster_summary"]
+    assert (policy.fail_window.to_timedelta(), policy.warn_window.to_timedelta()) == (timedelta(days=30), timedelta(days=7))
+
+
+def test_the_trace_column_of_the_power_tables_names_user_traces_too() -> None:
+    from pipelines.contracts.registry import table_contract
+
+    for table in ("cluster_power", "cluster_power_summary", "cluster_capacity", "cluster_workload_jobs"):
+        contract = table_contract(table)
+        assert contract is not None
+        assert "or a user trace (raw/clusters/<trace>.sacct or .csv)" in (contract.columns()["trace"].description or ""), table

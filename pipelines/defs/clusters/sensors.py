@@ -5,10 +5,13 @@ import dagster as dg
 from pipelines.clusters import tracefiles
 from pipelines.defs.clusters.partitions import TRACE_DIMENSION, trace_partitions
 from pipelines.defs.shared.io_manager import PathsResource
+from pipelines.home.init import LOCATION
 from pipelines.home.paths import default_mirror
 
 #: Seconds between two looks at raw/clusters/.
 SENSOR_INTERVAL_S = 30
+#: The run tag naming the trace a sensor run is for (namespaced, as Dagster's own ``dagster/...`` tags are).
+TRACE_TAG = f"{LOCATION}/trace"
 
 
 def _materialized_at(instance: dg.DagsterInstance, trace: str) -> float | None:
@@ -42,9 +45,12 @@ def cluster_traces_sensor(context: dg.SensorEvaluationContext, paths: PathsResou
         context.log.warning(f"raw/clusters: not used: {problem}")
     requests = [
         dg.RunRequest(run_key=key, partition_key=trace, asset_selection=[dg.AssetKey.from_user_string(a) for a in assets],
-                      tags={"trace": trace})
+                      tags={TRACE_TAG: trace})
         for trace, key, assets in plan.runs
     ]
+    if not requests and not plan.add:
+        return dg.SensorResult(skip_reason=f"no new or changed trace: {len(registered)} registered "
+                               f"({', '.join(sorted(registered)) or 'none'}), each materialized since its files last changed")
     return dg.SensorResult(
         run_requests=requests,
         dynamic_partitions_requests=[trace_partitions.build_add_request(plan.add)] if plan.add else [],
