@@ -87,3 +87,17 @@ def test_the_trace_column_of_the_power_tables_names_user_traces_too() -> None:
         contract = table_contract(table)
         assert contract is not None
         assert "or a user trace (raw/clusters/<trace>.sacct or .csv)" in (contract.columns()["trace"].description or ""), table
+
+
+def test_trace_x_gpu_keys_read_gpu_then_trace_as_the_docs_say() -> None:
+    import dagster as dg
+
+    from pipelines.defs.clusters.partitions import trace_gpu, trace_gpu_partitions
+    from pipelines.home.paths import REPO_ROOT, table_path
+
+    key = dg.MultiPartitionKey({"trace": "itp", "gpu": "v100"})
+    assert str(key) == "v100|itp" and trace_gpu(str(key)) == ("itp", "v100")
+    assert [d.name for d in trace_gpu_partitions.partitions_defs] == ["gpu", "trace"]  # Dagster orders dimensions by name
+    assert table_path(REPO_ROOT / "assets", "zeus_cluster_history", str(key)).name == "v100__itp.parquet"
+    docs = (REPO_ROOT / "docs/clusters.md").read_text()
+    assert "a key reads `gpu|trace`:\n`v100|itp` is the ITP trace replayed on the V100 (its file `v100__itp.parquet`)" in docs
