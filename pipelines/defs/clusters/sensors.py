@@ -27,11 +27,15 @@ SENSOR_TARGET = dg.AssetSelection.assets(
     *{dg.AssetKey.from_user_string(a) for a in (*tracefiles.USER_TRACE_ASSETS, *tracefiles.PUBLIC_RAW.values(),
                                                *(t for tables in tracefiles.PUBLIC_TABLES.values() for t in tables))}
 )
+#: The sensor's runs are runs of this job, named in the Runs list and the timeline (not an anonymous asset job).
+TRACE_INGEST_JOB = dg.define_asset_job("trace_ingest", selection=SENSOR_TARGET,
+                                       description="One trace's files ingested and its cluster_workload_jobs and cluster_capacity "
+                                       "partitions (the runs of cluster_traces_sensor).")
 
 
 @dg.sensor(
     name="cluster_traces_sensor",
-    target=SENSOR_TARGET,
+    target=TRACE_INGEST_JOB,
     minimum_interval_seconds=SENSOR_INTERVAL_S,
     default_status=dg.DefaultSensorStatus.RUNNING,
     description="Watches raw/clusters/ (and the public traces' files): registers each trace present as a `trace` partition and "
