@@ -311,7 +311,7 @@ def test_ctrl_c_cancels_the_run_and_ends_every_process(knob_grid_project: Path, 
     with _processes() as started:
         log = tmp_path / "materialize.log"
         driver, run, orchestrator = _start_knob_grid(knob_grid_project, home, started, log)
-        assert run.job_name == "unpartitioned_assets"
+        assert run.job_name == "trace_assets"  # the knob grid is partitioned by trace
         assert group_alive(orchestrator) and os.getpgid(driver.pid) != orchestrator
         sent = time.monotonic()
         driver.send_signal(signal.SIGINT)
@@ -319,7 +319,7 @@ def test_ctrl_c_cancels_the_run_and_ends_every_process(knob_grid_project: Path, 
         assert time.monotonic() - sent < 45
         out = log.read_text()
         # progress: the plan, Dagster's log lines, the run's end, the verdict
-        for line in ("[materialize] 1 assets in 1 runs", "ERROR - unpartitioned_assets - ", "RUN_CANCELED",
+        for line in ("[materialize] 1 assets in 1 runs", "ERROR - trace_assets - ", "RUN_CANCELED",
                      "[materialize] (1/1) CANCELED in ", "[materialize] interrupted in "):
             assert line in out, (line, out[-3000:])
         assert _status(home, run.run_id) == dg.DagsterRunStatus.CANCELED
