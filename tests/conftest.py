@@ -60,9 +60,11 @@ LONGEST_FIRST = (
     "tests/cli/test_readme_commands.py",
     "tests/defs/test_automation.py",
     "tests/clusters/test_own_clusters.py",
+    "tests/clusters/test_own_trace_files.py",
     "tests/zeus/test_groups.py",
     "tests/zeus/test_cli.py",
     "tests/clusters/test_whatif.py",
+    "tests/clusters/test_own_trace_hardening.py",
     "tests/cli/test_whatif_html_browser.py",
     "tests/clusters/test_power.py",
     "tests/sql/test_sql.py",
@@ -70,6 +72,7 @@ LONGEST_FIRST = (
     "tests/clusters/test_sweep.py",
     "tests/defs/test_definitions.py",
     "tests/clusters/test_layer.py",
+    "tests/ingest/test_own_trace_properties.py",
 )
 
 

@@ -1,13 +1,18 @@
-"""``python -m pipelines clusters``: your own cluster traces in ``raw/clusters/`` (add one, list them).
+"""``python -m pipelines clusters``: your own cluster traces in ``raw/clusters/`` (add, list, remove).
 
-``add NAME FILE`` reads the file first (so a file that cannot be read is refused with the line
-and column), then copies it to ``raw/clusters/NAME.sacct`` or ``NAME.csv`` and records its sha256
-and options in ``NAME.toml`` (``pipelines.clusters.tracefiles``). The Dagster sensor
-``cluster_traces_sensor`` then registers the trace as a partition and materializes it.
+``add NAME FILE`` copies the file once beside ``raw/clusters/NAME.sacct`` or ``NAME.csv``, reads
+that copy (so a file that cannot be read is refused with the line and column) and hashes it, then
+renames it into place and writes ``NAME.toml`` with its sha256 and options
+(``pipelines.clusters.tracefiles.add_trace``); any failure is one line, and leaves a trace of that
+name as it was. The Dagster sensor ``cluster_traces_sensor`` then registers the trace as a
+partition and materializes it. ``remove NAME`` removes its files, its stored partitions and its
+partition.
 """
 
 from __future__ import annotations
 
+import errno
+import os
 import sys
 from pathlib import Path
 from typing import NoReturn
@@ -15,15 +20,22 @@ from typing import NoReturn
 import click
 
 from pipelines.cli import invoked_as
-from pipelines.clusters import capacity, tracefiles
+from pipelines.clusters import tracefiles
 from pipelines.home.paths import default_mirror, default_paths
 from pipelines.ingest.common import IngestError
 from pipelines.ingest.slurm import DEFAULT_DELIMITER, check_delimiter, parse_fields
+from pipelines.terminal import printable
 
 
 def _fail(message: str) -> NoReturn:
-    click.echo(f"Error: {' '.join(message.split())}", err=True)
+    click.echo(f"Error: {printable(' '.join(message.split()))}", err=True)
     sys.exit(2)
+
+
+def os_error(exc: OSError) -> str:
+    """One line for an operating-system error: its message, and what to do about a full disk."""
+    what = (exc.strerror or os.strerror(exc.errno)) if exc.errno else str(exc)
+    return what + ("; free space on the disk of raw/clusters/" if exc.errno == errno.ENOSPC else "")
 
 
 def delimiter_option(ctx: click.Context, param: click.Parameter, value: str) -> str:
@@ -37,7 +49,7 @@ def delimiter_option(ctx: click.Context, param: click.Parameter, value: str) -> 
 
 @click.group("clusters")
 def cli() -> None:
-    """Your own cluster traces (raw/clusters/): add a Slurm export or job-log CSV, list them."""
+    """Your own cluster traces (raw/clusters/): add a Slurm export or job-log CSV, list them, remove one."""
 
 
 @cli.command("add")
@@ -64,14 +76,15 @@ def add(name: str, file: Path, fmt: str | None, timezone: str, fields: str | Non
         tracefiles.check_name(name)
         file_format = tracefiles.format_of(file, fmt)
         field_list = tuple(parse_fields(fields)) if fields else None
-        result = tracefiles.read_trace(file, name, file_format, timezone, field_list, source_file=str(file), digest=False,
-                                       delimiter=delimiter)
-        if cluster_gpus is not None:
-            capacity.resolve(name, capacity.own_slots(result.table), cluster_gpus)
-        added = tracefiles.add_trace(default_paths().raw, name, file, fmt=file_format, timezone=timezone, fields=field_list, replace=replace,
-                                     delimiter=delimiter, cluster_gpus=cluster_gpus)
+        added, result = tracefiles.add_trace(default_paths().raw, name, file, fmt=file_format, timezone=timezone, fields=field_list,
+                                             replace=replace, delimiter=delimiter, cluster_gpus=cluster_gpus)
     except (IngestError, tracefiles.TraceFileError, ValueError) as exc:
         _fail(str(exc))
+    except OSError as exc:  # ENOSPC, EIO, a permission: the old trace is as it was
+        _fail(f"{file}: not added ({os_error(exc)}); trace {name!r} is as it was")
+    except KeyboardInterrupt:
+        click.echo(f"Error: interrupted; {file} not added, trace {name!r} is as it was", err=True)
+        sys.exit(130)
     c = result.counts
     gpus = f"; {cluster_gpus:,} GPUs" if cluster_gpus is not None else ""
     click.echo(f"added trace {name}: {added.path} (sha256 {added.recorded_sha256}; {file_format}, times in {timezone}{gpus})")
@@ -93,4 +106,37 @@ def list_traces() -> None:
         gpus = f", {t.cluster_gpus:,} GPUs" if t.cluster_gpus is not None else ""
         click.echo(f"{t.name}: {t.source_file} ({t.format}, times in {t.timezone}{fields}{delimiter}{gpus})")
     for problem in problems:
-        click.echo(f"not used: {problem}", err=True)
+        click.echo(f"not used: {printable(problem)}", err=True)
+
+
+@cli.command("remove")
+@click.argument("name")
+def remove(name: str) -> None:
+    """Remove trace NAME: its files in raw/clusters/ (data and sidecar), its stored partitions, its report and its partition."""
+    import dagster as dg  # Dagster and the asset graph: only for this command
+
+    from pipelines.definitions import loaded
+    from pipelines.defs.clusters.partitions import TRACE_DIMENSION, forget_trace
+    from pipelines.defs.own_clusters.reports import PREFIX
+    from pipelines.home.init import use_dagster_home
+
+    paths = default_paths()
+    try:
+        removed = tracefiles.remove_trace(paths.raw, name)
+        reports = [p for p in (paths.figures / f"{PREFIX}{name}.html", paths.figures / f"{PREFIX}{name}.json") if p.is_file()]
+        for path in reports:
+            path.unlink()
+    except tracefiles.TraceFileError as exc:
+        _fail(str(exc))
+    except OSError as exc:
+        _fail(f"trace {name!r}: not removed ({os_error(exc)})")
+    use_dagster_home()
+    graph = loaded().resolve_asset_graph()
+    with dg.DagsterInstance.get() as instance:
+        registered = instance.has_dynamic_partition(TRACE_DIMENSION, name)
+        stored = forget_trace(instance, [(k, graph.get(k).partitions_def) for k in graph.materializable_asset_keys], paths, name)
+    if not (removed or reports or stored or registered):
+        _fail(f"trace {name!r}: nothing to remove (no file raw/clusters/{name}.*, no stored partition); `clusters list` names the traces")
+    click.echo(f"removed trace {name}: {len(removed)} file(s) in raw/clusters/ ({', '.join(p.name for p in removed) or 'none left'}), "
+               f"{len(stored)} stored partition file(s), {len(reports)} report file(s)"
+               + (", its partition" if registered else ""))

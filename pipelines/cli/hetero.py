@@ -25,6 +25,7 @@ from pipelines.hetero.allocations import allocation_rows
 from pipelines.hetero.fit import FitError, fit_gpu
 from pipelines.hetero.search import Grid, Progress
 from pipelines.ingest.zeus2 import ProfileFormatError, profile_name, read_profile
+from pipelines.terminal import printable
 from pipelines.vocabulary import ModelKind, TimePrice
 
 _METHODS = ("all", "brute", "heuristic", "baseline", "sync")
@@ -33,7 +34,7 @@ _PROGRESS_MIN_SPLITS = 200_000
 
 
 def _fail(message: str) -> NoReturn:
-    click.echo(f"Error: {message}", err=True)
+    click.echo(f"Error: {printable(message)}", err=True)
     sys.exit(2)
 
 

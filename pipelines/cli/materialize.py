@@ -9,6 +9,9 @@ ends the group at once. ``kill -9`` of the driver: the kernel sends the orchestr
 ``kill -9`` of the orchestrator: the driver ends its group and marks its run failed
 (``pipelines.orchestration.recovery``, run at every start too).
 
+Two commands on one Dagster instance do not run side by side: the second says which process holds
+the instance (``pipelines.orchestration.lock``, in one line) and waits for it to finish.
+
 Exit status: 0 when every run succeeded and no ERROR check failed; 1 otherwise (each failed step and
 check named in one line); 130 when interrupted.
 """
@@ -28,14 +31,16 @@ from pathlib import Path
 import click
 import dagster as dg
 
+from pipelines.clusters import tracefiles
 from pipelines.definitions import loaded
 from pipelines.defs.clusters.partitions import register_trace_partitions
 from pipelines.distributed import SCHEDULER_ENV, local_cluster
 from pipelines.home.init import use_dagster_home
 from pipelines.home.paths import find_home
-from pipelines.orchestration import runs
+from pipelines.orchestration import lock, runs
 from pipelines.orchestration.processes import die_with_parent, end_group
 from pipelines.orchestration.recovery import recover, report
+from pipelines.terminal import printable
 
 #: Set in the orchestrator's environment to the driver's pid.
 PARENT_ENV = "PIPELINES_MATERIALIZE_PARENT"
@@ -44,7 +49,7 @@ CANCEL_GRACE_S = 30.0
 
 
 def _echo(message: str) -> None:
-    click.echo(f"[materialize] {message}", err=True)
+    click.echo(f"[materialize] {printable(message)}", err=True)
 
 
 @click.command("materialize")
@@ -56,7 +61,11 @@ def _echo(message: str) -> None:
 @click.option("--concurrency", type=click.IntRange(min=1), help="Steps at once in a run (default: one per core).")
 @click.option("--exit-with-parent", is_flag=True, help="Stop (canceling the run) when the parent process exits.")
 def cli(select: str, executor: str, scheduler: str | None, concurrency: int | None, exit_with_parent: bool) -> None:
-    """Materialize every selected asset and partition (what `make figures` runs)."""
+    """Materialize every selected asset and partition (what `make figures` runs).
+
+    One at a time per Dagster home: a second command says which process holds it and waits. Each of your own traces
+    (raw/clusters/) is ingested in a run of its own: one that fails is named, and the others go on.
+    """
     if scheduler and executor != "dask":
         raise click.UsageError("--scheduler goes with --executor dask")
     if not os.environ.get("DAGSTER_HOME"):
@@ -65,12 +74,19 @@ def cli(select: str, executor: str, scheduler: str | None, concurrency: int | No
         sys.exit(_orchestrate(select, executor, scheduler, concurrency or os.cpu_count() or 1))
     args = ["--select", select, "--executor", executor, *(["--scheduler", scheduler] if scheduler else []),
             *(["--concurrency", str(concurrency)] if concurrency else [])]
-    sys.exit(_drive(args, exit_with_parent))
-
-
-def _drive(args: list[str], exit_with_parent: bool) -> int:
     if exit_with_parent:
         die_with_parent(signal.SIGTERM, expected_parent=os.getppid())
+    folder = Path(os.environ["DAGSTER_HOME"])
+    try:
+        with lock.held(folder, lambda who: _echo(f"waiting: another materialize holds {folder / lock.LOCK_FILE} ({who})")):
+            code = _drive(args)
+    except KeyboardInterrupt:  # Ctrl-C while waiting for the lock: nothing was started
+        _echo("interrupted while waiting for the lock; nothing was run")
+        code = 130
+    sys.exit(code)
+
+
+def _drive(args: list[str]) -> int:
     child = subprocess.Popen([sys.executable, "-m", "pipelines", "materialize", *args],
                              env={**os.environ, PARENT_ENV: str(os.getpid())}, start_new_session=True)
     asked: list[int] = []
@@ -110,8 +126,11 @@ def _orchestrate(select: str, executor: str, scheduler: str | None, concurrency:
                 _echo(f"selection widened to the assets written together with it: {', '.join(sorted(k.to_user_string() for k in added))}")
             instance = stack.enter_context(dg.DagsterInstance.get())
             report(recover(instance))
-            _echo(f"traces: {', '.join(register_trace_partitions(instance)) or 'none present'}")
-            plan = runs.plan_runs(loaded(), keys, instance)
+            traces, gone = register_trace_partitions(instance)
+            _echo(f"traces: {', '.join(traces) or 'none present'}"
+                  + (f"; partitions removed, their files are gone: {', '.join(gone)}" if gone else ""))
+            yours = {t.name for t in tracefiles.user_traces(find_home() / "raw")[0]}
+            plan = runs.plan_runs(loaded(), keys, instance, per_run=yours.__contains__)  # your traces' ingest: a run each
             _echo(f"{len(keys)} assets in {len(plan)} runs, one at a time, steps on the {executor} executor")
             client = stack.enter_context(runs.webserver(find_home(), Path(os.environ["DAGSTER_HOME"])))
             for i, run in enumerate(plan, start=1):
@@ -122,8 +141,8 @@ def _orchestrate(select: str, executor: str, scheduler: str | None, concurrency:
                 statuses.append(instance.get_run_by_id(run_id).status)  # type: ignore[union-attr]  # the run just launched
                 _echo(f"({i}/{len(plan)}) {statuses[-1].value} in {time.perf_counter() - t0:.1f} s: run {run_id[:8]} {run.label()}")
                 failed, warned = [a + b for a, b in zip((failed, warned), runs.problems(instance, run_id, run.job), strict=True)]
-                if statuses[-1] != dg.DagsterRunStatus.SUCCESS:
-                    break
+                if statuses[-1] != dg.DagsterRunStatus.SUCCESS and not run.isolated:
+                    break  # an isolated run's failure is its partition's own: the runs after it go on
     except runs.SelectionError as exc:
         failed.append(str(exc))
     interrupted = stop.is_set()

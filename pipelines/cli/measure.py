@@ -21,6 +21,7 @@ from pipelines.measure.monitor import probe_gpus
 from pipelines.measure.nvml import NvmlNotSupported, NvmlUnavailable
 from pipelines.measure.rapl import probe_rapl
 from pipelines.measure.workloads import OPTIMIZERS, WORKLOADS
+from pipelines.terminal import printable
 from pipelines.vocabulary import PUBLISHED_GPUS
 
 if TYPE_CHECKING:  # the monitor (and NVML) load only when a subcommand runs
@@ -28,7 +29,7 @@ if TYPE_CHECKING:  # the monitor (and NVML) load only when a subcommand runs
 
 
 def _fail(message: str, code: int = 2) -> NoReturn:
-    click.echo(f"Error: {' '.join(message.split())}", err=True)
+    click.echo(f"Error: {printable(' '.join(message.split()))}", err=True)
     sys.exit(code)
 
 

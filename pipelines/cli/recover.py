@@ -11,7 +11,7 @@ from pipelines.orchestration.recovery import recover, report
 
 @click.command("recover")
 def cli() -> None:
-    """Mark runs whose process is gone as failed and remove stale temp files (make dev runs this first)."""
+    """Mark runs whose process is gone as failed and remove stale temp files under assets/, figures/ and raw/ (make dev runs this first)."""
     use_dagster_home()
     with dg.DagsterInstance.get() as instance:
         report(recover(instance))

@@ -25,6 +25,7 @@ import click
 
 from pipelines.home.paths import default_paths
 from pipelines.ingest.simulator_inputs import read_group_file, read_materialized, read_trace_dir
+from pipelines.terminal import printable
 from pipelines.vocabulary import POLICIES, Job, PolicyName
 from pipelines.zeus.errors import SimulationError
 from pipelines.zeus.groups import GroupTableError, group_job_spec, replay_groups
@@ -96,7 +97,7 @@ _POLICY = click.option("--policy", type=click.Choice(POLICIES), default="zeus", 
 
 
 def _fail(message: str, code: int = 2) -> NoReturn:
-    click.echo(f"Error: {' '.join(message.split())}", err=True)
+    click.echo(f"Error: {printable(' '.join(message.split()))}", err=True)
     sys.exit(code)
 
 

@@ -34,12 +34,13 @@ from pipelines.home.paths import ProjectPaths, find_home
 from pipelines.ingest.common import IngestError
 from pipelines.ingest.owntrace import check_timezone
 from pipelines.ingest.slurm import DEFAULT_DELIMITER, parse_fields
+from pipelines.terminal import printable
 from pipelines.vocabulary import PAPER_ORDER
 from pipelines.zeus.traces import TraceError
 
 
 def _fail(message: str) -> NoReturn:
-    click.echo(f"Error: {' '.join(message.split())}", err=True)
+    click.echo(f"Error: {printable(' '.join(message.split()))}", err=True)
     sys.exit(2)
 
 
@@ -62,7 +63,7 @@ def _non_negative(ctx: click.Context, param: click.Parameter, value: float | Non
 
 
 @click.command("whatif")
-@click.argument("file", type=click.Path(dir_okay=False, path_type=Path))
+@click.argument("file", type=click.Path(path_type=Path))
 @click.option("--format", "fmt", type=click.Choice(["sacct", "csv"]), default=None,
               help="sacct (--parsable2 or --parsable export) or csv (the generic job log)  [default: csv for .csv, else sacct]")
 @click.option("--timezone", default="UTC", show_default=True, help="IANA time zone of the file's times (the cluster's clock).")
@@ -129,8 +130,10 @@ def cli(
     **slurm: Any,
 ) -> None:
     """What would Zeus save on your cluster? Replays a Slurm sacct export or a job-log CSV; writes nothing."""
-    if not file.is_file():
+    if not file.exists():
         _fail(f"{file}: no such file")
+    if file.is_dir():
+        _fail(f"{file}: is a folder; give the export file")
     if html_file is not None:
         _check_html(html_file)
     slurm_cluster = slurm_settings(scheduler, slurm)
@@ -167,7 +170,7 @@ def cli(
 
         provenance = whatif_html.Provenance.now(file.name, result.sha256, _options_used(), _command_line(file))
         whatif_html.write(html_file, report, power, provenance)
-        click.echo(f"[whatif] report -> {html_file}", err=True)
+        click.echo(f"[whatif] report -> {printable(str(html_file))}", err=True)
 
 
 #: Parameters that change no number of the report (where it goes, how it is shown).

@@ -10,6 +10,8 @@ from __future__ import annotations
 import textwrap
 from typing import Any
 
+from pipelines.terminal import printable_data
+
 #: (unit, kWh in one unit), largest first.
 _UNITS: tuple[tuple[str, float], ...] = (("GWh", 1e6), ("MWh", 1e3), ("kWh", 1.0))
 
@@ -217,8 +219,8 @@ def _measured(r: dict[str, Any]) -> list[str]:
 
 
 def render(report: dict[str, Any]) -> str:
-    """The report for a terminal (see the module docstring)."""
-    r = report
+    """The report for a terminal (see the module docstring); every text from the file (group, GPU type, state) is ``printable``."""
+    r = printable_data(report)
     samples = "a single replay" if r["samples"] == 1 else f"{r['samples']} samples, seed {r['seed']}"
     out = [f"What if Zeus had tuned {r['file']} ({r['format']}, times in {r['timezone']}; eta {r['eta']:g}, beta {r['beta']:g}; {samples})",
            "", *_accounting(r)]

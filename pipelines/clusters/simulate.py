@@ -90,6 +90,11 @@ def _group_table(jobs: pl.DataFrame) -> pl.DataFrame:
     )
 
 
+def _job_names(jobs: pl.DataFrame) -> pl.Series:
+    """Each job as a refusal names it: ``job <id> of <cluster>`` (a user trace's job id is unique in its file)."""
+    return jobs.select(pl.format("job {} of {}", "job_id", "cluster")).to_series()
+
+
 def _replay_order(jobs: pl.DataFrame) -> pl.DataFrame:
     """``jobs`` in the replay's order: groups sorted, each group's jobs by start time, ties in table order."""
     return jobs.with_row_index("_row").sort("group", "start_time_s", "_row")
@@ -137,7 +142,7 @@ def _prepared(jobs: pl.DataFrame, traces: Traces, gpu: str) -> tuple[fast.GroupA
     hit = _PREPARED.get(key)
     if hit is not None and hit[0] is jobs and hit[1] is traces:
         return hit[2]
-    groups = conform_groups(_group_table(jobs))
+    groups = conform_groups(_group_table(jobs), f"trace {jobs['trace'][0]}", rows=_job_names(jobs))
     prepared = (fast.group_arrays(groups), workload_tables(groups, traces, gpu), _replay_order(jobs)["num_gpu"].to_numpy())
     if len(_PREPARED) >= _PREPARED_MAX:
         _PREPARED.clear()

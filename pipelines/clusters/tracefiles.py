@@ -14,9 +14,14 @@ holding how to read it:
     source = "/where/it/came/from.sacct"
     added = "2024-11-23T10:00:00Z"
 
-``python -m pipelines clusters add`` copies a file there and writes the sidecar (first, so that a
-reader never sees the file without its options). A file dropped in by hand is read with the
-defaults, or with a sidecar written beside it. ``<name>`` is the trace's name everywhere (the
+``python -m pipelines clusters add`` copies a file there once (to a temp file beside it, which it
+reads and hashes), then renames the copy into place and then the sidecar (``add_trace``); a failed
+add leaves a trace of that name as it was. ``clusters remove`` removes a trace's files
+(``remove_trace``). A file dropped in by hand is read with the defaults, or with a sidecar written
+beside it. A file that cannot be used (a symbolic link leaving the data home, a FIFO or a device,
+a second file of one name, a file whose extension is not its sidecar's format) is named in a
+"not used" line by ``user_traces``; one whose sha256 is not its sidecar's is not ingested
+(``check_recorded_sha256``). ``<name>`` is the trace's name everywhere (the
 Dagster partition, the ``trace`` column): lower-case letters, digits, ``_`` and ``-``, not the
 name of a public trace.
 
@@ -30,6 +35,7 @@ from __future__ import annotations
 import json
 import re
 import shutil
+import stat
 import tomllib
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -37,8 +43,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Literal, cast
 
-from pipelines.clusters.capacity import CapacityError, check_setting
-from pipelines.home.storage import atomic_path, write_text_atomic
+from pipelines.clusters.capacity import CapacityError, check_setting, own_slots, resolve
+from pipelines.home.storage import atomic_path
 from pipelines.ingest import joblog, slurm
 from pipelines.ingest.compressed import COMPRESSED_SUFFIXES, plain_file, uncompressed_name
 from pipelines.ingest.owntrace import OwnTraceResult, check_timezone
@@ -203,29 +209,74 @@ def _sidecar_options(path: Path, name: str,
     return fmt, timezone, tuple(fields) if fields else None, sha if isinstance(sha, str) else None, delimiter, gpus
 
 
+def not_a_file(path: Path, home: Path) -> str | None:
+    """Why the entry ``path`` of ``raw/clusters`` cannot be read as a trace file, or None.
+
+    A symbolic link may point anywhere inside the data home ``home``, not outside it (it could
+    expose ``/etc/passwd`` to the event log); a named pipe, a device, a socket or a folder is not a
+    file to read (a FIFO would block the sensor).
+    """
+    if path.is_symlink():
+        target = path.resolve()
+        if not target.is_relative_to(home.resolve()):
+            return f"a symbolic link leaving the data home (to {target}); copy the file in with `clusters add`"
+    try:
+        mode = path.stat().st_mode
+    except OSError as exc:
+        return f"cannot be read ({exc.strerror})"
+    kinds = {stat.S_ISFIFO: "a named pipe (FIFO)", stat.S_ISCHR: "a character device", stat.S_ISBLK: "a block device",
+             stat.S_ISSOCK: "a socket", stat.S_ISDIR: "a folder"}
+    kind = next((what for test, what in kinds.items() if test(mode)), None)
+    return None if kind is None else f"{kind}, not a regular file"
+
+
 def user_traces(raw: Path) -> tuple[list[TraceFile], list[str]]:
-    """(the user traces in ``raw/clusters``, sorted by name; a line per file that cannot be used, and why)."""
+    """(the user traces in ``raw/clusters``, sorted by name; a line per file that cannot be used, and why).
+
+    Not used: a bad name or sidecar, a symbolic link leaving the data home, anything but a regular
+    file (``not_a_file``), and a second file of one name. Of two files of one name, the one whose
+    extension is the sidecar's ``format`` is read (a stray ``mycl.csv`` beside an added
+    ``mycl.sacct`` never wins); a file whose extension is not its sidecar's format is not used.
+    """
     base = folder(raw)
     if not base.is_dir():
         return [], []
-    found: dict[str, TraceFile] = {}
+    candidates: dict[str, list[TraceFile]] = {}
     problems: list[str] = []
     for path in sorted(base.iterdir()):
         parts = split_file_name(path)
-        if parts is None or not path.is_file() or path.name.startswith("."):
+        if parts is None or path.name.startswith("."):
             continue
         name, ext, _ = parts
+        why = not_a_file(path, raw.parent)
+        if why is not None:
+            problems.append(f"{path.name}: {why}")
+            continue
         try:
             check_name(name)
             fmt, timezone, fields, sha, delimiter, gpus = _sidecar_options(path, name, EXTENSIONS[ext])
         except TraceFileError as exc:
             problems.append(f"{path.name}: {exc}")
             continue
-        if name in found:
-            problems.append(f"{path.name}: trace {name!r} has two files ({found[name].path.name} is used); remove one")
+        candidates.setdefault(name, []).append(TraceFile(name, path, fmt, timezone, fields, sha, delimiter, gpus))
+    found: list[TraceFile] = []
+    for name, files in candidates.items():
+        matching = [t for t in files if format_of(t.path) == t.format]
+        if not matching:
+            problems.extend(f"{t.path.name}: its sidecar {name}{SIDECAR} is for a {t.format} file (format = {t.format!r}), "
+                            f"this is a {format_of(t.path)} file" for t in files)
             continue
-        found[name] = TraceFile(name, path, fmt, timezone, fields, sha, delimiter, gpus)
-    return list(found.values()), problems
+        found.append(matching[0])
+        problems.extend(f"{t.path.name}: trace {name!r} has two files ({matching[0].path.name} is used); remove one"
+                        for t in files if t is not matching[0])
+    return found, problems
+
+
+def check_recorded_sha256(trace: TraceFile, sha256: str) -> None:
+    """``TraceFileError`` when ``sha256`` (of the file as read) is not the one its sidecar recorded (``clusters add``)."""
+    if trace.recorded_sha256 and trace.recorded_sha256 != sha256:
+        raise TraceFileError(f"{trace.source_file}: not used: its sha256 {sha256} is not the one recorded in {trace.sidecar.name} "
+                             f"({trace.recorded_sha256}); add the file again with `clusters add {trace.name} FILE --replace`")
 
 
 def public_traces(raw: Path, mirror: Path | None) -> list[str]:
@@ -244,44 +295,77 @@ def _toml_value(value: object) -> str:
     return json.dumps(value, ensure_ascii=True)
 
 
+def _identity(path: Path) -> tuple[int, int, int, int]:
+    """(device, inode, size, modification time in ns) of ``path``: changes when the file is written or replaced."""
+    st = path.stat()
+    return st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns
+
+
+def trace_files(raw: Path, name: str) -> list[Path]:
+    """The files of trace ``name`` in ``raw/clusters`` (data files of any extension and compression, and the sidecar)."""
+    base = folder(raw)
+    if not base.is_dir():
+        return []
+    data = [p for p in sorted(base.glob(f"{name}.*")) if (split_file_name(p) or ("",))[0] == name]
+    sidecar = base / f"{name}{SIDECAR}"
+    return data + ([sidecar] if sidecar.exists() or sidecar.is_symlink() else [])
+
+
 def add_trace(raw: Path, name: str, file: Path, *, fmt: Format, timezone: str, fields: tuple[str, ...] | None = None,
-              replace: bool = False, delimiter: str = slurm.DEFAULT_DELIMITER, cluster_gpus: int | None = None) -> TraceFile:
-    """Copy ``file`` to ``raw/clusters/<name>.<ext>`` (keeping a compression suffix: ``<name>.sacct.zst``) and record its
-    sha256 and options in ``<name>.toml``.
+              replace: bool = False, delimiter: str = slurm.DEFAULT_DELIMITER,
+              cluster_gpus: int | None = None) -> tuple[TraceFile, OwnTraceResult]:
+    """Copy ``file`` to ``raw/clusters/<name>.<ext>`` (keeping a compression suffix: ``<name>.sacct.zst``), record its
+    sha256 and options in ``<name>.toml``; return the trace and the copy as read.
 
-    ``cluster_gpus`` (the cluster's size, for the idle draw of the power model) is recorded as
-    given; the caller checks it against the trace's peak concurrent GPUs (``clusters add`` does).
-
-    The sidecar is written before the file (both atomically), so a sensor never sees the file
-    without its options. Refuses to overwrite a trace of that name unless ``replace``.
+    The source is read once: copied to a temp file beside the target, and that copy is read
+    (refusing a file that cannot be read, with file, line and column), hashed and checked against
+    ``cluster_gpus`` (at least the trace's peak concurrent GPUs); a source changed during the copy
+    is refused. Then the copy is renamed over the target, and then the sidecar (written to a temp
+    file of its own before). On any failure (a bad file, ENOSPC, an interrupt) the temp files are
+    removed and a trace of that name is left as it was, sidecar included. Refuses to overwrite a
+    trace of that name unless ``replace``.
     """
     check_name(name)
     check_timezone(timezone)
     slurm.check_delimiter(delimiter)
+    if cluster_gpus is not None:
+        check_setting(cluster_gpus, "--cluster-gpus")
     base = folder(raw)
     ext = ".csv" if fmt == "csv" else ".sacct"
     compression = file.suffix.lower() if file.suffix.lower() in COMPRESSED_SUFFIXES else ""
     target = base / f"{name}{ext}{compression}"
-    existing = [p for p in sorted(base.glob(f"{name}.*")) if (split_file_name(p) or ("",))[0] == name] if base.is_dir() else []
+    existing = [p for p in trace_files(raw, name) if p.suffix != SIDECAR]
     if existing and not replace:
         raise TraceFileError(f"trace {name!r} exists ({existing[0]}); pass --replace to replace it")
-    sha = sha256_of(file)
-    if cluster_gpus is not None:
-        check_setting(cluster_gpus, "--cluster-gpus")
-    options = {"format": fmt, "timezone": timezone, **({"fields": list(fields)} if fields else {}),
-               **({"delimiter": delimiter} if delimiter != slurm.DEFAULT_DELIMITER else {}),
-               **({"cluster_gpus": cluster_gpus} if cluster_gpus is not None else {}), "sha256": sha,
-               "source": str(file.resolve()), "added": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")}
-    text = "# How to read this trace (written by `gpu-energy clusters add`; see the docs, \"Your own cluster\").\n"
-    text += "".join(f"{key} = {_toml_value(value)}\n" for key, value in options.items())
-    base.mkdir(parents=True, exist_ok=True)
-    write_text_atomic(text, base / f"{name}{SIDECAR}")
-    with atomic_path(target) as tmp:
-        shutil.copyfile(file, tmp)
+    before = _identity(file)
+    # Entered sidecar first, so that the data's temp file is renamed first when both blocks end without an error.
+    with atomic_path(base / f"{name}{SIDECAR}") as sidecar_tmp, atomic_path(target, suffix=compression) as data_tmp:
+        shutil.copyfile(file, data_tmp)
+        if _identity(file) != before:
+            raise TraceFileError(f"{file}: changed while it was being copied; add it again once it is complete")
+        result = read_trace(data_tmp, name, fmt, timezone, fields, source_file=str(file), delimiter=delimiter)
+        if cluster_gpus is not None:
+            resolve(name, own_slots(result.table), cluster_gpus)
+        sha = result.sha256 or sha256_of(data_tmp)
+        options = {"format": fmt, "timezone": timezone, **({"fields": list(fields)} if fields else {}),
+                   **({"delimiter": delimiter} if delimiter != slurm.DEFAULT_DELIMITER else {}),
+                   **({"cluster_gpus": cluster_gpus} if cluster_gpus is not None else {}), "sha256": sha,
+                   "source": str(file.resolve()), "added": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")}
+        text = "# How to read this trace (written by `gpu-energy clusters add`; see the docs, \"Your own cluster\").\n"
+        sidecar_tmp.write_text(text + "".join(f"{key} = {_toml_value(value)}\n" for key, value in options.items()))
     for stale in existing:
         if stale != target:
-            stale.unlink()
-    return TraceFile(name, target, fmt, timezone, fields, sha, delimiter, cluster_gpus)
+            stale.unlink(missing_ok=True)
+    return TraceFile(name, target, fmt, timezone, fields, sha, delimiter, cluster_gpus), result
+
+
+def remove_trace(raw: Path, name: str) -> list[Path]:
+    """Remove the files of user trace ``name`` (data files, then the sidecar); the paths removed ([] when there was none)."""
+    check_name(name)
+    files = trace_files(raw, name)
+    for path in files:
+        path.unlink(missing_ok=True)
+    return files
 
 
 # ---------------------------------------------------------------------------------------------
@@ -290,15 +374,16 @@ def add_trace(raw: Path, name: str, file: Path, *, fmt: Format, timezone: str, f
 
 @dataclass(frozen=True)
 class TickPlan:
-    """Partitions to add, runs to request (trace, run key, assets to run), and files that cannot be used."""
+    """Partitions to add, runs to request (trace, run key, assets to run), files that cannot be used, and partitions to remove."""
 
     add: list[str]
     runs: list[tuple[str, str, tuple[str, ...]]]
     problems: list[str]
+    remove: list[str]
 
 
-#: What a run for a user trace materializes: the own-trace ingest (every file; cheap) and the trace's partitions (its jobs and
-#: its cluster size, which the sidecar may set).
+#: What a run for a user trace materializes: the trace's partitions of the own-trace ingest (its file only), its jobs and its
+#: cluster size (which the sidecar may set).
 USER_TRACE_ASSETS: tuple[str, ...] = ("own_cluster_jobs", "quarantine/own_cluster_jobs", "own_cluster_traces", "cluster_workload_jobs",
                                       "cluster_capacity")
 #: The raw asset of each public trace's files.
@@ -313,12 +398,13 @@ def _newest_change_s(trace: TraceFile) -> float:
 def plan_tick(raw: Path, mirror: Path | None, registered: set[str], materialized_at: Callable[[str], float | None]) -> TickPlan:
     """What the sensor does now.
 
-    * every present trace (``present_traces``) that is not a partition yet is added;
+    * every present trace (``present_traces``) that is not a partition yet is added, and every
+      partition whose trace is not present (its files deleted, or no longer usable) is removed;
     * a run is requested for a trace whose ``cluster_workload_jobs`` partition was never
       materialized (``materialized_at(trace)`` is None), and for a user trace whose file or
       sidecar changed after that (its modification time is later). A public trace's run
-      ingests its table first (its raw and ingest assets), a user trace's run ingests every
-      own trace. The run key names the trace and the change, so a run is requested once
+      ingests its table first (its raw and ingest assets), a user trace's run ingests its own
+      file (its partition of the own-trace tables). The run key names the trace and the change, so a run is requested once
       per change (a failed run is not retried until the file changes).
     """
     users, problems = user_traces(raw)
@@ -333,4 +419,5 @@ def plan_tick(raw: Path, mirror: Path | None, registered: set[str], materialized
         done = materialized_at(trace.name)
         if done is None or changed > done:
             runs.append((trace.name, f"{trace.name}:{changed:.6f}", USER_TRACE_ASSETS))
-    return TickPlan(add, runs, problems)
+    present = {*public, *(u.name for u in users)}
+    return TickPlan(add, runs, problems, sorted(registered - present))

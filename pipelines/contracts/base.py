@@ -165,8 +165,8 @@ def _reason(contract: Contract, rule: str) -> tuple[str | None, pl.Expr]:
         return column, pl.format(
             f"{column}: must have {word} {getattr(spec, check)} characters (value {{}}, {{}} characters)", value, pl.col(column).str.len_chars()
         )
-    if check == "regex":
-        return column, pl.format(f"{column}: must match {spec.regex} (value {{}})", value)
+    if check == "regex":  # not pl.format: a pattern's braces ({0,47}) would be read as placeholders
+        return column, pl.concat_str(pl.lit(f"{column}: must match {spec.regex} (value "), value, pl.lit(")"))
     if check == "unique":
         return column, pl.format(f"{column}: must be unique (value {{}} repeats)", value)
     if check == f"check__{ONE_OF}":

@@ -9,6 +9,7 @@ import dataframely as dy
 import polars as pl
 
 from pipelines.contracts.base import one_of
+from pipelines.contracts.limits import MAX_GPUS_PER_JOB, MAX_ID_CHARS, MAX_NAME_CHARS, MAX_TIME_S
 from pipelines.vocabulary import POLICIES, REPLAYED_POLICIES, TRACE_NAME_REGEX, ZEUS_DATASETS
 
 
@@ -25,13 +26,14 @@ class ClusterWorkloadJobs(dy.Schema):
     """``cluster_workload_jobs``: every cluster trace's jobs as recurring groups of Zeus workloads (docs: Cluster traces and replay)."""
 
     trace = trace_column(primary_key=True)
-    cluster = dy.String(primary_key=True, description="cluster of the trace (alibaba-pai, cluster01..10, testbed, seren, kalos; "
-                        "a user trace: its name)")
-    group = dy.String(description="recurring group: jobs replayed as recurrences of one job")
-    job_id = dy.String(primary_key=True, description="job id in the trace (alibaba: group#k in start order)")
-    start_time_s = dy.Float64(description="job start (s; acme and user traces: since 1970 UTC, others: since the trace's origin)")
-    end_time_s = dy.Float64(description="job end (s, same origin as start_time_s)")
-    num_gpu = dy.Int64(min=0, description="GPUs of the job (alibaba: 1, not in the file)")
+    cluster = dy.String(primary_key=True, max_length=MAX_NAME_CHARS, description="cluster of the trace (alibaba-pai, cluster01..10, "
+                        "testbed, seren, kalos; a user trace: its name)")
+    group = dy.String(max_length=MAX_ID_CHARS, description="recurring group: jobs replayed as recurrences of one job")
+    job_id = dy.String(primary_key=True, max_length=MAX_ID_CHARS, description="job id in the trace (alibaba: group#k in start order)")
+    start_time_s = dy.Float64(min=0, max=MAX_TIME_S,
+                              description="job start (s; acme and user traces: since 1970 UTC, others: since the trace's origin)")
+    end_time_s = dy.Float64(min=0, max=MAX_TIME_S, description="job end (s, same origin as start_time_s)")
+    num_gpu = dy.Int64(min=0, max=MAX_GPUS_PER_JOB, description="GPUs of the job (alibaba: 1, not in the file)")
     dataset = one_of(ZEUS_DATASETS, description="Zeus workload the job plays")
     runtime_ratio = dy.Float64(min=0, description="job runtime / mean runtime of the trace's jobs of the same workload (ratio)")
 

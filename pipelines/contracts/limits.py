@@ -18,6 +18,11 @@ MAX_GPUS_PER_JOB = 100_000
 MAX_CPUS_PER_JOB = 10_000_000
 #: Length of one job or wait (s): a year. ITP's longest job is 18 days, Acme's summary 50 days.
 MAX_JOB_S = 366 * 86_400
+#: Earliest time a scheduler's record may hold (s since 1970 UTC): 2000-01-01. Slurm's first release was 2002; an earlier
+#: time is a reset clock or a forged row (a 1970 start read in Europe/Berlin would be a negative time).
+EARLIEST_RECORD_S = 946_684_800
+#: How far after the read a scheduler's time may lie (s): a day of clock drift. A later time was never recorded.
+FUTURE_SLACK_S = 86_400
 #: Seconds since a trace's start: 20 years. ITP spans 60 days.
 MAX_TRACE_OFFSET_S = 20 * 366 * 86_400
 #: A time in s that may count from a trace's start or from 1970 (group tables replayed by the simulator
@@ -31,6 +36,10 @@ MAX_CLUSTER_TOTAL = 1e15
 MAX_EPOCH_S = 1e7
 #: Energy of one profiled window (J): a GPU at the power cap for a year.
 MAX_WINDOW_ENERGY_J = MAX_GPU_POWER_W * MAX_JOB_S
+#: Energy a scheduler may measure for one allocation (J): every node at MAX_NODE_POWER_W for a year.
+MAX_ALLOCATION_ENERGY_J = MAX_NODE_POWER_W * MAX_GPUS_PER_JOB * MAX_JOB_S
+#: GPU utilisation of an allocation (%): 100 per busy GPU; Slurm sums a GPU's over the tasks that share it.
+MAX_GPU_UTIL_PCT = 10_000.0
 #: Training batch size (samples). The Zeus trace's largest is 32,768.
 MAX_BATCH_SIZE = 1 << 24
 #: Epoch at which a target was reached, and repetitions of a configuration.
@@ -48,4 +57,7 @@ MAX_RUNTIME_RATIO = 1e6
 #: workload, user), and provenance (``measured:<file name>``).
 MAX_ID_CHARS = 256
 MAX_NAME_CHARS = 128
+#: A user name of an own trace (Unix user names: 32 by default): short enough that user/job name/GPUs, the recurring group
+#: of an own trace's job (pipelines.clusters.mapping.own_group), stays within MAX_ID_CHARS.
+MAX_USER_CHARS = 64
 MAX_SOURCE_CHARS = 512

@@ -9,11 +9,24 @@ The rules that produce these rows are in ``pipelines.ingest.slurm`` and ``pipeli
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 import dataframely as dy
 import polars as pl
 
 from pipelines.contracts.base import one_of
 from pipelines.contracts.clusters import trace_column
+from pipelines.contracts.limits import (
+    EARLIEST_RECORD_S,
+    MAX_ALLOCATION_ENERGY_J,
+    MAX_GPU_UTIL_PCT,
+    MAX_GPUS_PER_JOB,
+    MAX_ID_CHARS,
+    MAX_JOB_S,
+    MAX_NAME_CHARS,
+    MAX_TIME_S,
+    MAX_USER_CHARS,
+)
 
 #: How an allocation counts: replay candidate (GPUs, started and ended), CPU-only, not ended (pending, running,
 #: requeued, suspended), or ended without ever starting (cancelled while pending, a node failure before the start).
@@ -24,8 +37,18 @@ ENERGY_STATUSES: tuple[str, ...] = ("measured", "zero", "not_exported")
 FORMATS: tuple[str, ...] = ("sacct", "csv")
 
 
+#: The span of a scheduler's times: from 2000-01-01 to 2200-01-01 UTC (``limits.py``; the reader also refuses a time more
+#: than a day after the read).
+EARLIEST_TIME = datetime.fromtimestamp(EARLIEST_RECORD_S, UTC)
+LATEST_TIME = datetime.fromtimestamp(MAX_TIME_S, UTC)
+
+
 def _utc(*, nullable: bool, description: str) -> dy.Datetime:
-    return dy.Datetime(time_zone="UTC", time_unit="us", nullable=nullable, description=description)
+    return dy.Datetime(time_zone="UTC", time_unit="us", nullable=nullable, min=EARLIEST_TIME, max=LATEST_TIME, description=description)
+
+
+def _text(limit: int, description: str, *, nullable: bool = True, regex: str | None = None) -> dy.String:
+    return dy.String(nullable=nullable, max_length=limit, regex=regex, description=description)
 
 
 class OwnClusterJobs(dy.Schema):
@@ -34,40 +57,47 @@ class OwnClusterJobs(dy.Schema):
     trace = trace_column(primary_key=True)
     job_id = dy.String(
         primary_key=True,
+        max_length=MAX_ID_CHARS,
         description="job id: Slurm JobID (123, array element 123_7, pending array 123_[0-31], het component 123+1) or the CSV's job_id",
     )
     line = dy.Int64(min=1, description="line of the row in its source file (the header is line 1)")
-    job_id_raw = dy.String(nullable=True, description="Slurm JobIDRaw (an array element's own number); null if not exported")
-    job_name = dy.String(nullable=True, description="job name (sacct JobName, CSV name)")
-    user = dy.String(nullable=True, description="user who ran the job")
-    account = dy.String(nullable=True, description="Slurm account")
-    slurm_partition = dy.String(nullable=True, description="Slurm partition (queue)")
+    job_id_raw = _text(MAX_ID_CHARS, "Slurm JobIDRaw (an array element's own number); null if not exported")
+    job_name = _text(MAX_NAME_CHARS, "job name (sacct JobName, CSV name)")
+    user = _text(MAX_USER_CHARS, "user who ran the job")
+    account = _text(MAX_NAME_CHARS, "Slurm account")
+    slurm_partition = _text(MAX_NAME_CHARS, "Slurm partition (queue)")
     submit_time = _utc(nullable=False, description="submission (UTC)")
     start_time = _utc(nullable=True, description="start (UTC); null: never started (Unknown/None, pending)")
     end_time = _utc(nullable=True, description="end (UTC); null: not ended (Unknown, running)")
-    elapsed_s = dy.Float64(nullable=True, min=0, description="Slurm Elapsed (s); null if not exported")
-    state = dy.String(regex=r"^[A-Z][A-Z_]*$", description="state normalised to its first word, upper case (CANCELLED by 12 -> CANCELLED)")
-    state_raw = dy.String(description="state as written in the file")
-    exit_code = dy.String(nullable=True, description="Slurm ExitCode (code:signal)")
-    num_nodes = dy.Int64(nullable=True, min=0, description="nodes allocated (Slurm NNodes)")
-    num_gpus = dy.Int64(min=0, description="GPUs allocated (AllocTRES gres/gpu, counted once; CSV num_gpus); 0: none")
-    gpu_type = dy.String(nullable=True, description="GPU type from gres/gpu:<type>=N (several types comma-separated); null: untyped")
+    elapsed_s = dy.Float64(nullable=True, min=0, max=MAX_JOB_S, description="Slurm Elapsed (s); null if not exported")
+    state = _text(MAX_NAME_CHARS, "state normalised to its first word, upper case (CANCELLED by 12 -> CANCELLED)", nullable=False,
+                  regex=r"^[A-Z][A-Z_]*$")
+    state_raw = _text(MAX_NAME_CHARS, "state as written in the file", nullable=False)
+    exit_code = _text(MAX_NAME_CHARS, "Slurm ExitCode (code:signal)")
+    num_nodes = dy.Int64(nullable=True, min=0, max=MAX_GPUS_PER_JOB, description="nodes allocated (Slurm NNodes)")
+    num_gpus = dy.Int64(min=0, max=MAX_GPUS_PER_JOB, description="GPUs allocated (AllocTRES gres/gpu, counted once; CSV num_gpus); 0: none")
+    gpu_type = dy.String(nullable=True, max_length=MAX_NAME_CHARS, description="GPU type from gres/gpu:<type>=N (several types comma-separated); null: untyped")
     category = one_of(CATEGORIES, description="not_ended: end unknown; never_started: ended, start unknown; cpu_only: started and "
                       "ended, no GPU; gpu: started and ended, with GPUs")
     measured_energy_j = dy.Float64(
-        nullable=True, min_exclusive=0,
+        nullable=True, min_exclusive=0, max=MAX_ALLOCATION_ENERGY_J,
         description="energy the scheduler measured for the allocation (J; Slurm ConsumedEnergyRaw, energy= of AllocTRES or "
         "TRESUsageInTot, or the CSV's energy_j); null: none, or exported as 0 (not collected: never a measurement)",
     )  # fmt: skip
     energy_status = one_of(ENERGY_STATUSES, description="measured: measured_energy_j > 0; zero: the export says 0 (energy not "
                            "collected); not_exported: no energy field or an empty one")
-    gpu_util_pct = dy.Float64(nullable=True, min=0, description="GPU utilisation Slurm recorded (gres/gpuutil of TRESUsageInTot, "
+    gpu_util_pct = dy.Float64(nullable=True, min=0, max=MAX_GPU_UTIL_PCT, description="GPU utilisation Slurm recorded (gres/gpuutil of TRESUsageInTot, "
                               "highest of the allocation's steps) over its GPUs (%, 100: every GPU busy); null: not exported")
 
     @dy.rule()
     def end_not_before_start(cls) -> pl.Expr:
         """end_time must not be before start_time"""
         return pl.col("end_time") >= pl.col("start_time")
+
+    @dy.rule()
+    def at_most_a_year_long(cls) -> pl.Expr:
+        """end_time - start_time is at most a year (limits.MAX_JOB_S)"""
+        return (pl.col("end_time") - pl.col("start_time")).dt.total_seconds() <= MAX_JOB_S
 
     @dy.rule()
     def category_matches_times_and_gpus(cls) -> pl.Expr:

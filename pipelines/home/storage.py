@@ -12,14 +12,17 @@ import polars as pl
 
 
 @contextlib.contextmanager
-def atomic_path(target: Path) -> Iterator[Path]:
-    """Yield a temp path beside ``target``; on success fsync and rename it over ``target``.
+def atomic_path(target: Path, suffix: str = "") -> Iterator[Path]:
+    """Yield a temp path beside ``target`` (ending in ``suffix``); on success fsync and rename it over ``target``.
+
+    ``suffix``: for a temp file read before it is renamed, the suffix its reader goes by (``.zst``:
+    ``clusters add`` reads its copy of a compressed file decompressed).
 
     The temp file lives in the same folder, so ``os.replace`` is atomic on POSIX. On any
     exception the temp file is removed and ``target`` is left as it was.
     """
     target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = _create_temp(target)
+    tmp = _create_temp(target, suffix)
     try:
         yield tmp
         with open(tmp, "rb") as fh:
@@ -29,14 +32,16 @@ def atomic_path(target: Path) -> Iterator[Path]:
         tmp.unlink(missing_ok=True)
 
 
-def _create_temp(target: Path) -> Path:
-    """A new empty file ``.tmp_<name>.<random>`` beside ``target``, mode 0666 minus the umask.
+def _create_temp(target: Path, suffix: str = "") -> Path:
+    """A new empty file ``.tmp_<name>.<random><suffix>`` beside ``target``, mode 0666 minus the umask.
+
+    Its name never ends as a table's (``*.parquet``), so a reader globbing a folder never sees it.
 
     ``tempfile.mkstemp`` would make it 0600 whatever the umask, and the rename would carry that
     mode to the published file.
     """
     while True:
-        tmp = target.with_name(f".tmp_{target.name}.{secrets.token_hex(6)}")
+        tmp = target.with_name(f".tmp_{target.name}.{secrets.token_hex(6)}{suffix}")
         try:
             os.close(os.open(tmp, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o666))
         except FileExistsError:  # a 48-bit random name taken: try another

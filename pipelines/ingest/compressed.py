@@ -9,7 +9,9 @@ after the other; null bytes between or after streams are padding.
 
 ``decompressed_chunks`` yields the bytes; ``read_compressed`` joins them (small sources: the Zeus
 traces); ``plain_file`` spools a large one (a cluster export) into a temporary file, so that the
-readers that scan a file by path read it as they read an uncompressed one, in bounded memory.
+readers that scan a file by path read it as they read an uncompressed one, in bounded memory. A
+stream (a FIFO, ``whatif <(sacct ...)``) is spooled the same way, read once from its start: its
+compression, if any, is told by its first bytes (no seek), since it has no suffix.
 """
 
 from __future__ import annotations
@@ -37,9 +39,39 @@ _OUT = 1 << 20  # most decompressed bytes asked for at a time (gzip, xz)
 _ZSTD_PIECE = 2048
 
 
+#: The first bytes of each compressed format (what ``file`` reads), for a stream without a suffix.
+MAGIC: dict[bytes, str] = {b"\x1f\x8b": "gzip", b"\xfd7zXZ\x00": "xz", b"\x28\xb5\x2f\xfd": "zstd"}
+
+
 def compression_of(path: Path) -> str | None:
     """The compression of ``path`` by its suffix (``gzip``, ``xz``, ``zstd``), or None for a plain file."""
     return COMPRESSED_SUFFIXES.get(path.suffix.lower())
+
+
+def is_stream(path: Path) -> bool:
+    """``path`` is there but is no regular file (a FIFO, ``/dev/fd/N`` of a process substitution, a character device):
+    it can be read once, from its start, and not sought."""
+    try:
+        return path.exists() and not path.is_file() and not path.is_dir()
+    except OSError:
+        return False
+
+
+class _Peeked:
+    """A binary file whose first bytes were read to tell its format, read again from its start without a seek; every
+    byte read is hashed into ``digest`` (when given)."""
+
+    def __init__(self, fh: Any, head: bytes, digest: Any = None) -> None:
+        self._fh, self._head, self._digest = fh, head, digest
+
+    def read(self, size: int) -> bytes:
+        if self._head:
+            piece, self._head = self._head, b""
+        else:
+            piece = self._fh.read(size)
+        if self._digest is not None:
+            self._digest.update(piece)
+        return bytes(piece)
 
 
 def uncompressed_name(path: Path) -> Path:
@@ -80,16 +112,21 @@ def _factory(kind: str) -> Callable[[], Any]:
     return _Zstd
 
 
-def decompressed_chunks(path: Path, *, limit: int = MAX_DECOMPRESSED_BYTES, name: str | None = None) -> Iterator[bytes]:
-    """The decompressed bytes of ``path`` (by its suffix; a plain file as it is), in chunks, never more than ``limit`` in all.
+def decompressed_chunks(path: Path, *, limit: int = MAX_DECOMPRESSED_BYTES, name: str | None = None,
+                        digest: Any = None) -> Iterator[bytes]:
+    """The decompressed bytes of ``path`` (by its suffix, or a stream's first bytes; a plain file as it is), in chunks,
+    never more than ``limit`` in all (a plain file: no limit). ``digest`` (a hashlib object) takes every byte read as it
+    is on disk.
 
     Raises ``IngestError`` naming the file (``name``, default its name) for a truncated or corrupt
     stream, one that expands past ``limit`` bytes, and an unreadable file.
     """
     display = name or path.name
-    kind = compression_of(path)
     try:
-        with open(path, "rb") as fh:
+        with open(path, "rb") as raw:
+            head = raw.read(8)
+            kind = compression_of(path) or (next((k for m, k in MAGIC.items() if head.startswith(m)), None) if is_stream(path) else None)
+            fh = _Peeked(raw, head, digest)
             if kind is None:
                 while piece := fh.read(_READ):
                     yield piece
@@ -151,23 +188,20 @@ def plain_file(path: Path, *, limit: int = MAX_DECOMPRESSED_BYTES, name: str | N
                digest: bool = True) -> Iterator[tuple[Path, str | None]]:
     """(a path to the uncompressed bytes of ``path``, the sha256 of ``path`` as it is on disk, or None without ``digest``).
 
-    A plain file is yielded as it is (its sha256 is left to the reader: None). A compressed one is
-    streamed, under ``limit``, into a temporary file (removed on exit) while its compressed bytes
-    are hashed, so the sha256 is that of the file as given (what ``clusters add`` records).
+    A plain file is yielded as it is (its sha256 is left to the reader: None). A compressed one, or
+    a stream (``is_stream``), is read once into a temporary file (removed on exit), under ``limit``
+    when compressed, while the bytes read are hashed, so the sha256 is that of the file as given
+    (what ``clusters add`` records).
     """
-    if compression_of(path) is None:
+    if compression_of(path) is None and not is_stream(path):
         yield path, None
         return
     digester = hashlib.sha256() if digest else None
     fd, tmp = tempfile.mkstemp(prefix="gpu-energy-", suffix=uncompressed_name(path).suffix)
     try:
         with os.fdopen(fd, "wb") as out:
-            for chunk in decompressed_chunks(path, limit=limit, name=name):
+            for chunk in decompressed_chunks(path, limit=limit, name=name, digest=digester):
                 out.write(chunk)
-        if digester is not None:
-            with open(path, "rb") as fh:
-                while block := fh.read(_READ):
-                    digester.update(block)
         yield Path(tmp), digester.hexdigest() if digester is not None else None
     finally:
         with contextlib.suppress(FileNotFoundError):

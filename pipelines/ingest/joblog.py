@@ -24,7 +24,10 @@ gpu_util_pct   no        the job's GPU utilisation over its GPUs (%)
 Times without an offset are read in the given time zone (``pipelines.ingest.owntrace`` has the
 DST rule); times with one are exact. Rows are quarantined for: a wrong number of fields, a time
 that does not parse, a GPU count that is not a whole number >= 0, an empty job id or state, end
-before start, an energy or utilisation that is not a number >= 0, and a duplicate job id.
+before start, an energy or utilisation that is not a number >= 0, a duplicate job id, and a value
+beyond the bounds of ``pipelines.ingest.owntrace`` (a GPU count above 100,000, too long to be a
+64-bit integer included, a time before 2000 or in the future, a job longer than a year, a text
+longer than its limit).
 """
 
 from __future__ import annotations
@@ -33,6 +36,15 @@ from pathlib import Path
 
 import polars as pl
 
+from pipelines.contracts.limits import (
+    MAX_ALLOCATION_ENERGY_J,
+    MAX_GPU_UTIL_PCT,
+    MAX_GPUS_PER_JOB,
+    MAX_ID_CHARS,
+    MAX_NAME_CHARS,
+    MAX_NODE_POWER_W,
+    MAX_USER_CHARS,
+)
 from pipelines.ingest.common import LINE, IngestError
 from pipelines.ingest.owntrace import (
     RAW,
@@ -41,15 +53,18 @@ from pipelines.ingest.owntrace import (
     OwnTraceResult,
     Source,
     apply_checks,
+    at_most,
     block_lines,
     check_timezone,
     csv_rows,
     empty_rejected,
     energy_columns,
     finish,
+    length_checks,
     normalised_state,
     quoted,
     rejected_lines,
+    time_bounds,
     unknown_time,
     utc_times,
 )
@@ -64,6 +79,9 @@ REQUIRED: tuple[str, ...] = tuple(c for c, needed in COLUMNS.items() if needed)
 STATE_ALIASES: dict[str, str] = {"SUCCEEDED": "COMPLETED", "SUCCESS": "COMPLETED", "DONE": "COMPLETED", "EXIT": "FAILED"}
 _ISO = r"^(\d{4}-\d{2}-\d{2})[T ](\d{2}:\d{2}:\d{2})(\.\d{1,9})?(Z|[+-]\d{2}:?\d{2})?$"
 _TIMES = ("submit_time", "start_time", "end_time")
+#: The limits of the text fields: column -> (the frame's column, most characters).
+_LENGTHS = {"job_id": ("job_id", MAX_ID_CHARS), "user": ("user", MAX_USER_CHARS), "name": ("job_name", MAX_NAME_CHARS),
+            "gpu_type": ("gpu_type", MAX_NAME_CHARS), "state": ("state", MAX_NAME_CHARS)}
 
 
 def _text(column: str) -> str:
@@ -73,6 +91,8 @@ def _text(column: str) -> str:
 
 def _header(head: str, name: str) -> dict[str, int]:
     fields = csv_rows(pl.Series([head]))[0] if '"' in head else head.split(",")
+    if isinstance(fields, str):
+        raise IngestError(name, f"the header is not CSV ({fields})", line=1)
     index: dict[str, int] = {}
     for i, field in enumerate(fields):
         column = field.strip().lower()
@@ -98,18 +118,21 @@ def _split_block(lines: pl.DataFrame, index: dict[str, int]) -> tuple[pl.DataFra
     plain = plain.with_columns((pl.col(TEXT).str.count_matches(",", literal=True) + 1).alias("_n"))
     parts = plain.filter(pl.col("_n") == n).select(LINE, pl.col(TEXT).str.split_exact(",", n - 1).alias("_f"))
     frames = [parts.select(LINE, *[pl.col("_f").struct.field(f"field_{i}").alias(c) for c, i in wanted.items()])]
-    counts = [plain.select(LINE, TEXT, "_n")]
+    counts = [plain.select(LINE, TEXT, "_n", pl.lit(None, pl.String).alias("_csv_error"))]
     if quoted_lines.height:
         rows = csv_rows(quoted_lines[TEXT])
-        counts.append(quoted_lines.select(LINE, TEXT).with_columns(pl.Series("_n", [len(r) for r in rows], dtype=pl.UInt32)))
-        good = [(line, r) for line, r in zip(quoted_lines[LINE].to_list(), rows, strict=True) if len(r) == n]
+        counts.append(quoted_lines.select(LINE, TEXT).with_columns(
+            pl.Series("_n", [len(r) if isinstance(r, list) else 0 for r in rows], dtype=pl.UInt32),
+            pl.Series("_csv_error", [r if isinstance(r, str) else None for r in rows], dtype=pl.String)))
+        good = [(line, r) for line, r in zip(quoted_lines[LINE].to_list(), rows, strict=True) if isinstance(r, list) and len(r) == n]
         frames.append(pl.DataFrame({LINE: [line for line, _ in good], **{c: [r[i] for _, r in good] for c, i in wanted.items()}},
                                    schema={LINE: pl.Int64, **dict.fromkeys(wanted, pl.String)}))
-    wrong = pl.concat(counts, how="vertical_relaxed").filter(pl.col("_n") != n).rechunk()
+    wrong = pl.concat(counts, how="vertical_relaxed").filter((pl.col("_n") != n) | pl.col("_csv_error").is_not_null()).rechunk()
     rejected = [
         rejected_lines(lines, ~pl.col("_utf8"), None, pl.lit("line is not valid UTF-8")),
         wrong.select(LINE, pl.col(TEXT).alias(RAW), pl.lit(None, pl.String).alias("column"),
                      pl.when(pl.col(TEXT).str.strip_chars() == "").then(pl.lit("empty line"))
+                     .when(pl.col("_csv_error").is_not_null()).then(pl.lit("cannot split the line as CSV: ") + pl.col("_csv_error"))
                      .otherwise(pl.lit("wrong number of fields: ") + pl.col("_n").cast(pl.String) + pl.lit(f" (the header has {n})"))
                      .alias("reason")),
     ]
@@ -171,8 +194,16 @@ def _typed(text: pl.DataFrame, index: dict[str, int], timezone: str) -> tuple[pl
     checks += [
         Check("end_time", pl.col("end_time") < pl.col("start_time"),
               pl.format("end_time: {} is before start_time {}", quoted(_text("end_time")), quoted(_text("start_time")))),
-        Check("num_gpus", pl.col("_gpus").is_null() | (pl.col("_gpus") < 0),
+        Check("num_gpus", ~_huge("num_gpus") & (pl.col("_gpus").is_null() | (pl.col("_gpus") < 0)),
               pl.format("num_gpus: {} is not a whole number >= 0", quoted("num_gpus"))),
+        Check("num_gpus", _huge("num_gpus") | (pl.col("_gpus") > MAX_GPUS_PER_JOB),
+              pl.format(f"num_gpus: {{}} is above {MAX_GPUS_PER_JOB:,} (a job's most GPUs)", quoted("num_gpus"))),
+        *length_checks(_LENGTHS),
+        *time_bounds({c: (_text(c), c) for c in _TIMES}, start="start_time", end="end_time"),
+        at_most("energy_j", _number("_text_energy_j"), MAX_ALLOCATION_ENERGY_J, quoted("_text_energy_j"),
+                f"{MAX_ALLOCATION_ENERGY_J:.3g} J (every node at {MAX_NODE_POWER_W / 1000:g} kW for a year)"),
+        at_most("gpu_util_pct", _number("_text_gpu_util_pct"), MAX_GPU_UTIL_PCT, quoted("_text_gpu_util_pct"),
+                f"{MAX_GPU_UTIL_PCT:,.0f} % per GPU"),
         Check("state", pl.col("_state").is_null(), pl.format("state: {} is not a state word", quoted("state"))),
         *[Check(c, _number(f"_text_{c}").is_null() & pl.col(f"_text_{c}").is_not_null(),
                 pl.format(f"{c}: {{}} is not a number >= 0", quoted(f"_text_{c}"))) for c in ("energy_j", "gpu_util_pct")],
@@ -188,6 +219,11 @@ def _typed(text: pl.DataFrame, index: dict[str, int], timezone: str) -> tuple[pl
     return typed, bad
 
 
+def _huge(column: str) -> pl.Expr:
+    """A whole number of 7 digits or more (leading zeros aside): above MAX_GPUS_PER_JOB, maybe too long for a 64-bit integer."""
+    return pl.col(column).str.strip_chars().str.contains(r"^\+?0*[1-9]\d{6,}$").fill_null(False)
+
+
 def _number(column: str) -> pl.Expr:
     """A finite number >= 0 from text; null otherwise."""
     value = pl.col(column).cast(pl.Float64, strict=False)
@@ -198,13 +234,18 @@ def read_joblog(source: Path | bytes, *, trace: str, source_file: str, timezone:
     """One generic job-log CSV -> its rows, quarantine and line accounting (see the module docstring).
 
     Raises ``IngestError`` for a file that cannot be read at all: empty, a required column
-    missing, or an unknown time zone.
+    missing, an unknown time zone, or a file that changed while it was read.
     """
     try:
         check_timezone(timezone)
     except ValueError as exc:
         raise IngestError(source_file, str(exc)) from None
     reader = Source(source, source_file, digest=digest)
+    with reader.whole_read():
+        return _read(reader, source_file, trace, timezone)
+
+
+def _read(reader: Source, source_file: str, trace: str, timezone: str) -> OwnTraceResult:
     if reader.is_blank():
         raise IngestError(source_file, f"empty file: expected a header line ({','.join(COLUMNS)})")
     index = _header(reader.first_line(), source_file)

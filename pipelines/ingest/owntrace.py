@@ -31,16 +31,24 @@ Rules common to both formats (the docs' page "Your own cluster" lists them all):
   says whether the export had a value (``measured``), a 0 (``zero``: the scheduler collected no
   energy; never a measurement) or none (``not_exported``);
 * a later row with the job id of an earlier one is quarantined (the first is kept);
-* end before start is quarantined.
+* end before start is quarantined;
+* bounds (``pipelines.contracts.limits``, the same as the public tables'): a text field longer than
+  its limit (ids 256 characters, names 128, users 64), a GPU or node count above 100,000 (one
+  too long for a 64-bit integer included: never read as 0 GPUs), a time before 2000-01-01 or more
+  than a day after the read, a job or Elapsed longer than a year, an energy above every node at
+  20 kW for a year, are quarantined naming the column and the bound.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import io
+import os
 import zoneinfo
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Literal
 
@@ -48,6 +56,7 @@ import numpy as np
 import polars as pl
 
 from pipelines.contracts.base import polars_schema, split_valid
+from pipelines.contracts.limits import EARLIEST_RECORD_S, FUTURE_SLACK_S, MAX_JOB_S
 from pipelines.contracts.owncluster import OwnClusterJobs, OwnClusterTraces
 from pipelines.ingest.common import LINE, IngestError, empty_quarantine, quarantine_frame
 
@@ -59,6 +68,8 @@ RAW = "_raw"  # the raw line kept beside a parsed row, for the quarantine
 #: Time values that mean "not known" (sacct prints Unknown, or None for a start that never came).
 UNKNOWN_TIMES: tuple[str, ...] = ("", "Unknown", "None")
 NAIVE_FORMAT = "%Y-%m-%dT%H:%M:%S"
+#: The byte order mark some tools (Excel, PowerShell) write before UTF-8 text: not part of the header's first name.
+BOM = "\ufeff"
 TABLE_SCHEMA = polars_schema(OwnClusterJobs)
 #: The state the replay needs: the run reached its end.
 COMPLETED = "COMPLETED"
@@ -147,6 +158,37 @@ class Source:
         self._digest = hashlib.sha256() if digest else None
         self.lines = 0
         self.size = 0
+        self._stat = self._identity()
+
+    def _identity(self) -> tuple[int, int] | None:
+        """(size, modification time in ns) of the file; None for bytes or a file that is gone."""
+        if isinstance(self.source, bytes):
+            return None
+        try:
+            st = os.stat(self.source)
+        except OSError:
+            return None
+        return st.st_size, st.st_mtime_ns
+
+    def check_unchanged(self) -> None:
+        """``IngestError`` (one line) if the file's size or modification time changed since this reader was made."""
+        now = self._identity()
+        if self._stat is not None and now != self._stat:
+            size = "gone" if now is None else f"{self._stat[0]:,} -> {now[0]:,} bytes"
+            raise IngestError(self.name, f"the file changed while it was read ({size}): read it again once it is complete")
+
+    @contextlib.contextmanager
+    def whole_read(self) -> Iterator[None]:
+        """Around a reader's work: a file that changed meanwhile (cut short, grown, replaced) is one ``IngestError`` line,
+        whatever the read made of it (a scan that hit the new end raises ``OSError``; a shorter file reads as fewer lines)."""
+        try:
+            yield
+        except Exception as exc:
+            self.check_unchanged()
+            if isinstance(exc, OSError):
+                raise IngestError(self.name, f"unreadable file: {exc}") from exc
+            raise
+        self.check_unchanged()
 
     @property
     def sha256(self) -> str | None:
@@ -245,7 +287,7 @@ class Source:
             if b"\n" in head:
                 break
         end = head.find(b"\n")
-        return (head if end < 0 else head[:end]).decode("utf-8", "replace").removesuffix("\r")
+        return (head if end < 0 else head[:end]).decode("utf-8", "replace").removesuffix("\r").removeprefix(BOM)
 
     def head_lines(self, count: int = 20, max_bytes: int = 1 << 16) -> list[str]:
         """Up to ``count`` first lines as text (within the first ``max_bytes``; as ``first_line``), the first always."""
@@ -257,7 +299,8 @@ class Source:
         lines = head.split(b"\n")
         if len(lines) > 1 and len(head) >= max_bytes:
             lines = lines[:-1]  # the last one may be cut
-        return [line.decode("utf-8", "replace").removesuffix("\r") for line in lines[:count]] or [""]
+        text = [line.decode("utf-8", "replace").removesuffix("\r") for line in lines[:count]] or [""]
+        return [text[0].removeprefix(BOM), *text[1:]]
 
     def is_blank(self) -> bool:
         """No byte but whitespace (an empty file included)."""
@@ -304,6 +347,8 @@ def block_lines(block: Block) -> pl.DataFrame:
         if block.data.endswith(b"\n"):
             text = text.head(text.len() - 1)
         text = text.str.strip_suffix("\r")
+    if block.first_line == 1 and block.data.startswith(BOM.encode()):
+        text = text.str.strip_prefix(BOM)  # only the first line can start with it
     if text.len() != block.lines:
         raise IngestError("<block>", f"internal error: {text.len()} lines split from a block of {block.lines}", line=block.first_line)
     return pl.DataFrame({
@@ -443,6 +488,40 @@ def time_checks(columns: dict[str, str], timezone: str, *, required: str) -> lis
     return checks
 
 
+def length_checks(columns: dict[str, tuple[str, int]]) -> list[Check]:
+    """Checks that no text is longer than its limit: file column -> (frame column, most characters)."""
+    return [Check(name, pl.col(column).str.len_chars() > limit,
+                  pl.format(f"{name}: {{}} characters, more than {limit:,}: {{}}", pl.col(column).str.len_chars(), quoted(column)))
+            for name, (column, limit) in columns.items()]
+
+
+def at_most(name: str, value: pl.Expr, limit: float, shown: pl.Expr, what: str) -> Check:
+    """A check that ``value`` is at most ``limit``; the reason shows ``shown`` and says ``what`` the bound is."""
+    return Check(name, value > limit, pl.format(f"{name}: {{}} is above {what}", shown))
+
+
+def time_bounds(times: dict[str, tuple[str, str]], *, start: str, end: str, now: datetime | None = None) -> list[Check]:
+    """Checks of UTC times: none before 2000-01-01 nor more than a day after ``now`` (the read), and end - start at most a year.
+
+    ``times``: file column -> (its text column, its UTC column); ``start`` and ``end`` name the
+    file's start and end columns (the duration is reported on the end's).
+    """
+    earliest = datetime.fromtimestamp(EARLIEST_RECORD_S, UTC)
+    latest = (now or datetime.now(UTC)) + timedelta(seconds=FUTURE_SLACK_S)
+    checks = []
+    for name, (text, utc) in times.items():
+        checks.append(Check(name, pl.col(utc) < earliest,
+                            pl.format(f"{name}: {{}} is before {earliest:%Y-%m-%d} UTC (no scheduler recorded it; a reset clock?)",
+                                      quoted(text))))
+        checks.append(Check(name, pl.col(utc) > latest,
+                            pl.format(f"{name}: {{}} is in the future (after {latest:%Y-%m-%d %H:%M} UTC)", quoted(text))))
+    length = (pl.col(times[end][1]) - pl.col(times[start][1])).dt.total_seconds()
+    checks.append(Check(end, length > MAX_JOB_S,
+                        pl.format(f"{end}: the job lasts {{}} days from {start} {{}}, more than a year (366 days)",
+                                  (length / 86_400).round(0).cast(pl.Int64), quoted(times[start][0]))))
+    return checks
+
+
 # ---------------------------------------------------------------------------------------------
 # the finish: duplicates, contract, counts
 
@@ -529,8 +608,15 @@ def rejected_lines(lines: pl.DataFrame, mask: pl.Expr, column: str | None, reaso
     return lines.filter(mask).select(LINE, pl.col(TEXT).alias(RAW), pl.lit(column, pl.String).alias("column"), reason.alias("reason"))
 
 
-def csv_rows(text: pl.Series) -> list[list[str]]:
-    """Fields of CSV lines with quotes, by the csv module (only lines that contain a quote come here)."""
+def csv_rows(text: pl.Series) -> list[list[str] | str]:
+    """Fields of CSV lines with quotes, by the csv module (only lines that contain a quote come here); for a line the
+    module cannot split (a bare ``\r`` in an unquoted field), its error instead."""
     import csv
 
-    return [next(csv.reader(io.StringIO(line)), []) for line in text.to_list()]
+    def split(line: str) -> list[str] | str:
+        try:
+            return next(csv.reader(io.StringIO(line, newline="")), [])
+        except csv.Error as exc:
+            return str(exc)
+
+    return [split(line) for line in text.to_list()]

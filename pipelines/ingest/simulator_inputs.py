@@ -95,10 +95,12 @@ def read_group_file(path: Path) -> pl.DataFrame:
     return conform_groups(read_table_file(path), str(path), from_text=not path.name.endswith(".parquet"))
 
 
-def conform_groups(frame: pl.DataFrame, name: str = "group table", from_text: bool = False) -> pl.DataFrame:
+def conform_groups(frame: pl.DataFrame, name: str = "group table", from_text: bool = False,
+                   rows: pl.Series | None = None) -> pl.DataFrame:
     """Cast ``frame`` to the group contract's columns (extra columns dropped, order kept) and validate it.
 
-    Raises ``GroupTableError`` naming the line (``from_text``: header = line 1) or row and the
+    Raises ``GroupTableError`` naming the line (``from_text``: header = line 1), the row's name in
+    ``rows`` (a cluster trace's: its job), or the row, and the
     column of the first bad value: a missing column, an empty table, a value that does not parse,
     or any rule of ``ZeusGroups`` (a null or NaN, end before start, a non-positive runtime ratio,
     an unknown dataset, a group with several datasets).
@@ -113,6 +115,8 @@ def conform_groups(frame: pl.DataFrame, name: str = "group table", from_text: bo
         raise GroupTableError(f"{name}: no jobs")
 
     def where(i: int) -> str:
+        if rows is not None:
+            return f"{name}: {rows[i]}"
         return f"{name}:{i + 2}" if from_text else f"{name}: row {i}"
 
     for column, dtype in schema.items():

@@ -50,6 +50,16 @@ from pathlib import Path
 
 import polars as pl
 
+from pipelines.contracts.limits import (
+    MAX_ALLOCATION_ENERGY_J,
+    MAX_GPU_UTIL_PCT,
+    MAX_GPUS_PER_JOB,
+    MAX_ID_CHARS,
+    MAX_JOB_S,
+    MAX_NAME_CHARS,
+    MAX_NODE_POWER_W,
+    MAX_USER_CHARS,
+)
 from pipelines.ingest.common import LINE, IngestError
 from pipelines.ingest.owntrace import (
     TEXT,
@@ -57,14 +67,17 @@ from pipelines.ingest.owntrace import (
     OwnTraceResult,
     Source,
     apply_checks,
+    at_most,
     block_lines,
     check_timezone,
     empty_rejected,
     energy_columns,
     finish,
+    length_checks,
     normalised_state,
     quoted,
     rejected_lines,
+    time_bounds,
     time_checks,
     utc_times,
 )
@@ -87,6 +100,13 @@ _GPU_TYPED = r"(?:^|,)gres/gpu:[^=,]+=[^,]*"
 _TRES_ENERGY = r"(?:^|,)energy=([^,]*)"
 _TRES_NUMBER = r"^(\d+(?:\.\d+)?)([KMGTP]?)$"
 _GPUUTIL = r"(?:^|,)gres/gpuutil=(\d+(?:\.\d+)?)"
+#: A GPU count of 7 digits or more (leading zeros aside): above MAX_GPUS_PER_JOB, and maybe beyond a 64-bit integer, which
+#: a cast would turn into null (and so 0 GPUs).
+_GPU_HUGE = r"(?:^|,)gres/gpu(?::[^=,]+)?=0*[1-9]\d{6,}(?:,|$)"
+#: The limits of the text fields: sacct column -> (the frame's column, most characters).
+_LENGTHS = {"JobID": ("JobID", MAX_ID_CHARS), "JobIDRaw": ("job_id_raw", MAX_ID_CHARS), "JobName": ("job_name", MAX_NAME_CHARS),
+            "User": ("user", MAX_USER_CHARS), "Account": ("account", MAX_NAME_CHARS), "Partition": ("slurm_partition", MAX_NAME_CHARS),
+            "State": ("State", MAX_NAME_CHARS), "ExitCode": ("exit_code", MAX_NAME_CHARS)}
 #: The delimiter sacct writes unless given --delimiter.
 DEFAULT_DELIMITER = "|"
 #: Characters that occur inside sacct's values (times, TRES, ids, states): never taken for a delimiter.
@@ -149,7 +169,7 @@ def constant_character(lines: Sequence[str]) -> tuple[str, int] | None:
         return None
     found = []
     for char in set(lines[0]):
-        if char.isalnum() or char in _VALUE_CHARACTERS:
+        if char.isalnum() or char in _VALUE_CHARACTERS or char in "\r\n":  # a line break cannot be a delimiter
             continue
         count = lines[0].count(char)
         if all(line.count(char) == count for line in lines[1:]):
@@ -169,11 +189,11 @@ def _check_first_lines(head_lines: Sequence[str], name: str, delimiter: str) -> 
     shown = _char_name(delimiter)
     if other is not None:
         char, count = other
-        option = "--delimiter" if char.isprintable() else "--delimiter (as the shell's $'...' form)"
+        option = f"--delimiter {char}" if char.isprintable() else f"--delimiter $'{char.encode('unicode_escape').decode('ascii')}'"
         raise IngestError(
             name,
             f"no {shown} in {head[:60]!r}, but each of the first {len([h for h in head_lines if h.strip()])} lines holds "
-            f"{_char_name(char)} {count} times: an export written with sacct --delimiter; pass {option} {char}",
+            f"{_char_name(char)} {count} times: an export written with sacct --delimiter; pass {option}",
             line=1,
         )
     if delimiter != DEFAULT_DELIMITER:
@@ -343,6 +363,11 @@ def _energy(text: pl.DataFrame, layout: Layout, steps: pl.DataFrame | None) -> p
     return frame
 
 
+def _energy_field(has: dict[str, int]) -> str:
+    """The column an allocation's energy is read from first (named in a quarantine row)."""
+    return "ConsumedEnergyRaw" if "ConsumedEnergyRaw" in has else "TRESUsageInTot" if "TRESUsageInTot" in has else "AllocTRES"
+
+
 def _energy_source(layout: Layout, typed: pl.DataFrame, steps: pl.DataFrame | None) -> str | None:
     """Which field of the export carries Slurm's energy accounting (named in the report), or None."""
     if "ConsumedEnergyRaw" in layout.index:
@@ -395,6 +420,7 @@ def _gpus(frame: pl.DataFrame) -> pl.DataFrame:
         pl.coalesce(untyped.cast(pl.Int64, strict=False), pl.col("_total"), typed.cast(pl.Int64, strict=False), pl.lit(0)).alias("num_gpus"),
         pl.coalesce("_types", "gpu_type").alias("gpu_type"),
         bad.fill_null(False).alias("_gpu_bad"),
+        tres.str.contains(_GPU_HUGE).fill_null(False).alias("_gpu_huge"),
     ).drop("_untyped", "_n_typed", "_typed", "_types", "_total", "_bad_typed")
 
 
@@ -421,6 +447,18 @@ def _typed(text: pl.DataFrame, layout: Layout, timezone: str, steps: pl.DataFram
               pl.format("End: {} is before Start {}", quoted("End"), quoted("Start"))),
         Check("State", pl.col("state").is_null(), pl.format("State: {} is not a Slurm state", quoted("State"))),
         Check("AllocTRES", pl.col("_gpu_bad"), pl.format("AllocTRES: cannot parse the GPU count in {}", quoted("AllocTRES"))),
+        Check("AllocTRES", ~pl.col("_gpu_bad") & (pl.col("_gpu_huge") | (pl.col("num_gpus") > MAX_GPUS_PER_JOB)),
+              pl.format(f"AllocTRES: the GPU count in {{}} is above {MAX_GPUS_PER_JOB:,} (a job's most GPUs)", quoted("AllocTRES"))),
+        Check("AllocTRES", pl.col("gpu_type").str.len_chars() > MAX_NAME_CHARS,
+              pl.format(f"AllocTRES: the GPU type in {{}} is longer than {MAX_NAME_CHARS} characters", quoted("AllocTRES"))),
+        *length_checks(_LENGTHS),
+        *time_bounds({c: (c, out) for c, out in _TIMES.items()}, start="Start", end="End"),
+        at_most("Elapsed", pl.col("elapsed_s"), MAX_JOB_S, quoted("Elapsed"), "a year (366 days)"),
+        at_most("NNodes", pl.col("num_nodes"), MAX_GPUS_PER_JOB, quoted("NNodes"), f"{MAX_GPUS_PER_JOB:,} (a job's most nodes)"),
+        at_most(_energy_field(has), pl.col("_energy"), MAX_ALLOCATION_ENERGY_J, pl.col("_energy").cast(pl.String),
+                f"{MAX_ALLOCATION_ENERGY_J:.3g} J (every node at {MAX_NODE_POWER_W / 1000:g} kW for a year)"),
+        at_most("TRESUsageInTot", pl.when(pl.col("num_gpus") > 0).then(pl.col("_util") / pl.col("num_gpus")), MAX_GPU_UTIL_PCT, pl.col("_util").cast(pl.String),
+                f"{MAX_GPU_UTIL_PCT:,.0f} % per GPU"),
         Check("Elapsed", pl.col("Elapsed").is_not_null() & pl.col("elapsed_s").is_null(),
               pl.format("Elapsed: cannot parse {} ([D-]HH:MM:SS)", quoted("Elapsed"))),
         Check("NNodes", pl.col("NNodes").is_not_null() & pl.col("num_nodes").is_null(),
@@ -456,7 +494,7 @@ def read_sacct(
     character given to sacct's ``--delimiter`` (default ``|``); ``digest=False`` skips the sha256.
     Raises ``IngestError`` (file, line, column) for a file that cannot be read at all: empty,
     without the delimiter (fixed-width, or another delimiter: named), a required column missing, a
-    delimiter that is not one character, or an unknown time zone.
+    delimiter that is not one character, an unknown time zone, or a file that changed while it was read.
     """
     try:
         check_timezone(timezone)
@@ -464,6 +502,11 @@ def read_sacct(
     except ValueError as exc:
         raise IngestError(source_file, str(exc)) from None
     reader = Source(source, source_file, digest=digest)
+    with reader.whole_read():
+        return _read(reader, source_file, trace, timezone, fields, delimiter)
+
+
+def _read(reader: Source, source_file: str, trace: str, timezone: str, fields: Sequence[str] | None, delimiter: str) -> OwnTraceResult:
     if reader.is_blank():
         raise IngestError(source_file, f"empty file: expected a sacct export with a header line (JobID{delimiter}...)")
     head = reader.head_lines()

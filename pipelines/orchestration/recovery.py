@@ -4,11 +4,14 @@ Dagster marks a run failed when its process dies only under a run launcher with 
 run executed in-process (``materialize``) would stay STARTED. A run in progress is *stale* when the
 process of its RUN_START event is dead, or is a newer process under a reused pid (checked on this
 machine: the instance is sqlite under ``$DAGSTER_HOME``). Stale runs are marked FAILURE (CANCELED
-if a cancel was asked for). Temp files are stale when older than every run still in progress.
+if a cancel was asked for). Temp files are stale when older than every run still in progress; under
+``raw/`` (written by ``clusters add`` and ``fetch``, outside runs too), when also untouched for
+``RAW_TEMP_AGE_S``.
 """
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -18,7 +21,11 @@ import dagster as dg
 from pipelines.home.paths import ProjectPaths, default_paths
 from pipelines.home.storage import remove_stale_temp_files
 from pipelines.orchestration.processes import still_running
+from pipelines.terminal import printable
 
+#: A temp file under raw/ (``clusters add``'s copy, a download) is stale once untouched this long (s): a command writing
+#: one keeps it fresh, and the longest pause, validating a multi-GB copy after writing it, is far shorter.
+RAW_TEMP_AGE_S = 3600.0
 IN_PROGRESS = [dg.DagsterRunStatus.STARTING, dg.DagsterRunStatus.STARTED, dg.DagsterRunStatus.CANCELING]
 
 
@@ -37,7 +44,7 @@ def run_process(instance: dg.DagsterInstance, run_id: str) -> int | None:
 
 
 def recover(instance: dg.DagsterInstance, paths: ProjectPaths | None = None) -> Recovery:
-    """Mark stale runs, then remove stale temp files under assets/ and figures/ (see the module docstring)."""
+    """Mark stale runs, then remove stale temp files under assets/, figures/ and raw/ (see the module docstring)."""
     marked, live = [], []
     for record in instance.get_run_records(filters=dg.RunsFilter(statuses=IN_PROGRESS)):
         run, started = record.dagster_run, record.start_time or record.create_timestamp.timestamp()
@@ -50,11 +57,16 @@ def recover(instance: dg.DagsterInstance, paths: ProjectPaths | None = None) -> 
         instance.report_run_canceled(run, message) if canceling else instance.report_run_failed(run, message)
         marked.append((run.run_id, "CANCELED" if canceling else "FAILURE", reason))
     paths = paths or default_paths()
-    return Recovery(marked, remove_stale_temp_files((paths.assets, paths.figures), min(live) if live else None))
+    oldest_live = min(live) if live else None
+    removed = remove_stale_temp_files((paths.assets, paths.figures), oldest_live)
+    # raw/ is written outside runs too (`clusters add`, `fetch`): its temp files are stale once untouched for a while as well.
+    raw_before = time.time() - RAW_TEMP_AGE_S
+    removed += remove_stale_temp_files((paths.raw,), raw_before if oldest_live is None else min(oldest_live, raw_before))
+    return Recovery(marked, removed)
 
 
 def report(recovery: Recovery) -> None:
     for run_id, status, reason in recovery.runs:
-        click.echo(f"[recover] run {run_id[:8]} marked {status}: {reason}", err=True)
+        click.echo(f"[recover] run {run_id[:8]} marked {status}: {printable(reason)}", err=True)
     if recovery.removed:
         click.echo(f"[recover] removed {len(recovery.removed)} stale temp file(s), e.g. {recovery.removed[0]}", err=True)

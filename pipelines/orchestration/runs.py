@@ -33,9 +33,11 @@ import dagster as dg
 from dagster_graphql import DagsterGraphQLClient
 
 from pipelines.defs.jobs import job_name
+from pipelines.defs.shared.io_manager import PARTITIONS_STAND_ALONE
 from pipelines.home.init import LOCATION, WORKSPACE_YAML
 
 RANGE_START, RANGE_END = "dagster/asset_partition_range_start", "dagster/asset_partition_range_end"
+PARTITION = "dagster/partition"
 #: Groups whose steps are light (fetch a file, read and validate a table): never worth a process of their own.
 LIGHT_GROUPS = frozenset({"raw", "ingest", "quarantine"})
 #: What asks the orchestrator to stop: the driver's forwarded Ctrl-C, or the kernel when the driver dies.
@@ -56,16 +58,23 @@ class SelectionError(ValueError):
 
 
 class Run(NamedTuple):
-    """One run: its asset job, the assets it materializes, its partition-range tags; ``parallel``: steps in processes."""
+    """One run: its asset job, the assets it materializes, its partition tags; ``parallel``: steps in processes.
+
+    ``isolated``: a run of one partition of assets whose partitions stand alone (``PARTITIONS_STAND_ALONE``: your own
+    traces' ingest), whose failure fails that partition only; the runs after it go on.
+    """
 
     job: str
     keys: frozenset[dg.AssetKey]
     tags: dict[str, str]
     parallel: bool
+    isolated: bool = False
 
     def label(self) -> str:
         names = sorted(k.to_user_string() for k in self.keys)
         shown = ", ".join(names) if len(names) <= 3 else f"{len(names)} assets ({', '.join(names[:2])}, ...)"
+        if PARTITION in self.tags:
+            return f"{self.job}: {shown} [{self.tags[PARTITION]}]"
         return f"{self.job}: {shown}" + (f" [{self.tags[RANGE_START]}...{self.tags[RANGE_END]}]" if self.tags else "")
 
 
@@ -85,8 +94,14 @@ def resolve_selection(defs: dg.Definitions, select: str) -> tuple[set[dg.AssetKe
     return widened, widened - chosen
 
 
-def plan_runs(defs: dg.Definitions, keys: set[dg.AssetKey], instance: dg.DagsterInstance) -> list[Run]:
-    """The runs that materialize ``keys``, in launch order. A partitioned asset with no partition yet is left out."""
+def plan_runs(defs: dg.Definitions, keys: set[dg.AssetKey], instance: dg.DagsterInstance,
+              per_run: Callable[[str], bool] = lambda partition: True) -> list[Run]:
+    """The runs that materialize ``keys``, in launch order. A partitioned asset with no partition yet is left out.
+
+    Assets whose partitions stand alone (definition metadata ``PARTITIONS_STAND_ALONE``: your own
+    traces' ingest) get a run per partition for which ``per_run(partition)`` holds (the others are
+    not run: for your traces only), before the other assets of their partitions definition.
+    """
     graph = defs.resolve_asset_graph()
     order, runs = [k for k in graph.toposorted_asset_keys if k in keys], []
     remaining = set(order)
@@ -99,6 +114,11 @@ def plan_runs(defs: dg.Definitions, keys: set[dg.AssetKey], instance: dg.Dagster
         partitions = partitions_def.get_partition_keys(dynamic_partitions_store=instance) if partitions_def else []
         if partitions_def and not partitions:
             continue
+        one_each = {k for k in batch if graph.get(k).metadata.get(PARTITIONS_STAND_ALONE)}
+        if one_each:
+            job = job_name(partitions_def)
+            runs += [Run(job, frozenset(one_each), {PARTITION: p}, False, True) for p in partitions if per_run(p)]
+            batch -= one_each
         tags = {RANGE_START: partitions[0], RANGE_END: partitions[-1]} if partitions else {}
         # Light steps (and their light descendants) first, in one process: a process per step costs more than they do.
         light = {k for k in batch if {k, *graph.get_ancestor_asset_keys(k) & batch} <= {a for a in batch if graph.get(a).group_name in LIGHT_GROUPS}}

@@ -15,13 +15,13 @@ create or replace view hetero_gpu_profiles as select * from read_parquet(getvari
 -- AcmeTrace's measured distributions (CDF points: cluster, metric, point, x, cdf_pct)
 create or replace view fleet_power_cdf as select * from read_parquet(getvariable('assets') || '/fleet_power_cdf.parquet');
 -- your own cluster traces (raw/clusters/): every allocation, and one row per file with its line accounting
-create or replace view own_cluster_jobs as select * from read_parquet(getvariable('assets') || '/own_cluster_jobs.parquet');
-create or replace view own_cluster_traces as select * from read_parquet(getvariable('assets') || '/own_cluster_traces.parquet');
+create or replace view own_cluster_jobs as select * from read_parquet(getvariable('assets') || '/own_cluster_jobs/*.parquet', union_by_name = true);
+create or replace view own_cluster_traces as select * from read_parquet(getvariable('assets') || '/own_cluster_traces/*.parquet', union_by_name = true);
 -- what whatif reports for each of them: a row per exported GPU type and the cluster's, medians with 90 % intervals
 create or replace view own_cluster_summary as select * from read_parquet(getvariable('assets') || '/own_cluster_summary.parquet');
 
--- every quarantined row of every table: table, source_file, line, column, reason, raw
-create or replace view quarantine as select * from read_parquet(getvariable('assets') || '/quarantine/*.parquet', union_by_name = true);
+-- every quarantined row of every table: table, source_file, line, column, reason, raw (a partitioned table's: one file per partition)
+create or replace view quarantine as select * from read_parquet(getvariable('assets') || '/quarantine/**/*.parquet', union_by_name = true);
 
 -- cluster layer (partitioned assets: one Parquet file per partition)
 create or replace view cluster_workload_jobs as select * from read_parquet(getvariable('assets') || '/cluster_workload_jobs/*.parquet', union_by_name = true);

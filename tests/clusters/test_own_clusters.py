@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import shutil
 import subprocess
@@ -9,6 +10,7 @@ import sys
 import tomllib
 import warnings
 from pathlib import Path
+from unittest import mock
 
 import dagster as dg
 import polars as pl
@@ -42,8 +44,12 @@ def tick(instance: dg.DagsterInstance, home: Path):
                                  definitions=DEFINITIONS) as context:
         result = cluster_traces_sensor.evaluate_tick(context)
     for request in result.dynamic_partitions_requests or []:  # what the daemon does with them
-        assert isinstance(request, dg.AddDynamicPartitionsRequest)
-        instance.add_dynamic_partitions(request.partitions_def_name, list(request.partition_keys))
+        if isinstance(request, dg.AddDynamicPartitionsRequest):
+            instance.add_dynamic_partitions(request.partitions_def_name, list(request.partition_keys))
+        else:
+            assert isinstance(request, dg.DeleteDynamicPartitionsRequest)
+            for key in request.partition_keys:
+                instance.delete_dynamic_partition(request.partitions_def_name, key)
     return result
 
 
@@ -59,7 +65,8 @@ def test_the_sensor_registers_a_dropped_file_and_requests_its_run_once_per_chang
     (clusters / "notes.txt").write_text("not a trace")
     with dg.instance_for_test() as instance:
         first = tick(instance, home)
-        assert [list(r.partition_keys) for r in first.dynamic_partitions_requests] == [["lab"]]
+        assert [(type(r).__name__, list(r.partition_keys)) for r in first.dynamic_partitions_requests] == [
+            ("AddDynamicPartitionsRequest", ["lab"])]
         assert [(r.partition_key, assets_of(r)) for r in first.run_requests] == [("lab", USER_RUN)]
         assert [r.tags["gpu_energy/trace"] for r in first.run_requests] == ["lab"]  # namespaced as the code location
         assert "trace" not in first.run_requests[0].tags
@@ -146,9 +153,9 @@ def test_a_user_trace_flows_through_the_assets_and_into_the_figures(home: Path, 
                               selection=["zeus_cluster_history", "zeus_cluster_summary", "cluster_power", "cluster_power_summary"])
         assert rest.success
         assert not tick(instance, home).run_requests
-    traces = pl.read_parquet(home / "assets" / "own_cluster_traces.parquet").row(0, named=True)
+    traces = pl.read_parquet(home / "assets" / "own_cluster_traces" / "lab.parquet").row(0, named=True)
     assert (traces["trace"], traces["timezone"], traces["lines"], traces["quarantined"]) == ("lab", "Asia/Tokyo", truth.lines, 2)
-    assert pl.read_parquet(home / "assets" / "quarantine" / "own_cluster_jobs.parquet").height == 2
+    assert pl.read_parquet(home / "assets" / "quarantine" / "own_cluster_jobs" / "lab.parquet").height == 2
     jobs = pl.read_parquet(home / "assets" / "cluster_workload_jobs" / "lab.parquet")
     assert jobs.height == truth.completed_gpu_allocations and set(jobs["trace"]) == {"lab"}
     summary = pl.read_parquet(home / "assets" / "zeus_cluster_summary" / "v100__lab.parquet")
@@ -156,7 +163,8 @@ def test_a_user_trace_flows_through_the_assets_and_into_the_figures(home: Path, 
     power = pl.read_parquet(home / "assets" / "cluster_power_summary" / "v100__lab.parquet")
     assert set(power["policy"]) == {"zeus", "default", "grid-search"}
 
-    frames = {t: pl.read_parquet(home / "assets" / f"{t}.parquet") for t in catalog.JOB_TABLES}
+    frames = {t: pl.read_parquet(home / "assets" / (f"{t}/lab.parquet" if t == "own_cluster_jobs" else f"{t}.parquet"))
+              for t in catalog.JOB_TABLES}
     durations = {a.key: a for a in catalog.TRACES.assets}["traces_job_duration_cdf"]
     report = catalog.render(durations, frames, tmp_path)
     assert "traces_job_duration_cdf" in report.written
@@ -182,3 +190,80 @@ def test_both_sensors_run_without_a_click_and_the_replay_follows_eagerly() -> No
     checks = {(s.name, s.blocking) for a in DEFINITIONS.assets if isinstance(a, dg.AssetsDefinition) for s in a.check_specs
               if s.asset_key == dg.AssetKey("own_cluster_jobs")}
     assert checks == {("every_line_accounted_for", True), ("quarantine_share", False)}
+
+
+def test_the_sensor_removes_the_partitions_of_traces_gone_or_rejected_and_says_so(home: Path, tmp_path: Path) -> None:
+    clusters = home / "raw" / "clusters"
+    clusters.mkdir()
+    write_export(clusters / "lab.sacct", 20, seed=2)
+    write_export(clusters / "old.sacct", 20, seed=3)
+    secret = tmp_path / "secret.txt"
+    secret.write_text("root:x:0:0:root:/root:/bin/bash\n")
+    log = mock.Mock(spec=logging.Logger)  # what the sensor says on its tick's log (in the UI's tick history)
+    with dg.instance_for_test() as instance, mock.patch.object(dg.SensorEvaluationContext, "log", new_callable=mock.PropertyMock,
+                                                                return_value=log):
+        instance.add_dynamic_partitions("trace", ["passwd"])  # registered by an older version that followed the link
+        (clusters / "passwd.sacct").symlink_to(secret)
+        first = tick(instance, home)
+        assert [(type(r).__name__, list(r.partition_keys)) for r in first.dynamic_partitions_requests] == [
+            ("AddDynamicPartitionsRequest", ["lab", "old"]), ("DeleteDynamicPartitionsRequest", ["passwd"])]
+        assert instance.get_dynamic_partitions("trace") == ["lab", "old"]
+        (clusters / "old.sacct").unlink()
+        second = tick(instance, home)
+        assert [(type(r).__name__, list(r.partition_keys)) for r in second.dynamic_partitions_requests] == [
+            ("DeleteDynamicPartitionsRequest", ["old"])]
+        assert instance.get_dynamic_partitions("trace") == ["lab"]
+        assert not tick(instance, home).dynamic_partitions_requests  # nothing piles up, nothing is asked again
+    messages = [c.args[0] for c in log.warning.call_args_list]
+    assert f"raw/clusters: not used: passwd.sacct: a symbolic link leaving the data home (to {secret}); copy the file in with " \
+           "`clusters add`" in messages
+    assert "trace old: its files are gone or not usable; its partition is removed (`clusters remove old` removes its stored tables)" in messages
+    assert not any("root:x" in m for m in messages) and not log.info.called
+
+
+def test_one_trace_that_cannot_be_read_fails_only_itself(home: Path, ingested) -> None:
+    """A file replaced by hand (its sha256 is not its sidecar's) fails its own run; another trace ingests and is summarized."""
+    src, _ = ingested
+    (home / "assets").mkdir()
+    for table in ("zeus_train_runs", "zeus_power_profiles"):
+        shutil.copy(src.table(table), home / "assets" / f"{table}.parquet")
+    clusters = home / "raw" / "clusters"
+    clusters.mkdir()
+    truth = write_export(clusters / "lab.sacct", 60, seed=4, span_days=2)
+    write_export(clusters / "bad.sacct", 60, seed=5)
+    (clusters / "bad.toml").write_text(f'sha256 = "{"0" * 64}"\n')
+    everything = [*DEFINITIONS.assets, *DEFINITIONS.asset_checks]
+    resources = {"io_manager": ParquetIOManager(root=str(home)), "paths": PathsResource(root=str(home))}
+    own = ["own_cluster_jobs", "quarantine/own_cluster_jobs", "own_cluster_traces"]
+    with dg.instance_for_test() as instance:
+        instance.add_dynamic_partitions("trace", ["bad", "itp", "lab"])  # itp: a public trace, none of your files
+        bad = dg.materialize(everything, resources=resources, instance=instance, partition_key="bad", selection=own, raise_on_error=False)
+        assert not bad.success
+        (failure,) = [e for e in bad.all_events if e.event_type == dg.DagsterEventType.STEP_FAILURE]
+        message = failure.step_failure_data.error.cause.message  # the step's own error, under Dagster's wrapper
+        assert message.startswith("ValueError: trace bad: clusters/bad.sacct: not used: its sha256 ")
+        assert dg.materialize(everything, resources=resources, instance=instance, partition_key="lab", selection=own).success
+        assert not (home / "assets" / "own_cluster_jobs" / "bad.parquet").exists()
+        # What reads every partition reads those present: lab's (itp's and bad's were never materialized).
+        summary = dg.materialize(everything, resources=resources, instance=instance, selection=["own_cluster_summary"])
+        assert summary.success
+    rows = pl.read_parquet(home / "assets" / "own_cluster_summary.parquet")
+    assert set(rows["trace"]) == {"lab"}
+    assert pl.read_parquet(home / "assets" / "own_cluster_traces" / "lab.parquet")["lines"].to_list() == [truth.lines]
+
+
+def test_what_reads_every_own_trace_follows_without_waiting_for_partitions_never_materialized(home: Path) -> None:
+    """own_cluster_summary, own_cluster_report and the trace figures read every own-trace partition: a public trace's
+    partition (never materialized) must not hold them back, or a new trace of yours would never reach them."""
+    followers = dg.AssetSelection.assets("own_cluster_summary", "own_cluster_report", "figures/traces_job_duration_cdf")
+    with dg.instance_for_test() as instance:
+        instance.add_dynamic_partitions("trace", ["itp", "lab"])
+        for key in ("zeus_train_runs", "zeus_power_profiles", "itp_jobs", "elasticflow_jobs", "acme_jobs", "alibaba_groups"):
+            instance.report_runless_asset_event(dg.AssetMaterialization(key))
+        first = dg.evaluate_automation_conditions(defs=DEFINITIONS, instance=instance, asset_selection=followers)
+        for key in ("own_cluster_jobs", "own_cluster_traces"):
+            instance.report_runless_asset_event(dg.AssetMaterialization(key, partition="lab"))
+        after = dg.evaluate_automation_conditions(defs=DEFINITIONS, instance=instance, asset_selection=followers, cursor=first.cursor)
+    assert {k: after.get_num_requested(dg.AssetKey.from_user_string(k)) for k in
+            ("own_cluster_summary", "own_cluster_report", "figures/traces_job_duration_cdf")} == {
+                "own_cluster_summary": 1, "own_cluster_report": 1, "figures/traces_job_duration_cdf": 1}

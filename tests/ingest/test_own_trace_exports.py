@@ -163,7 +163,7 @@ def test_clusters_add_keeps_compression_and_delimiter_and_the_pipeline_reads_it_
     source = tmp_path / "export.sacct.zst"
     source.write_bytes(_compress("zst", text(LINES, "☃")))
     raw = tmp_path / "raw"
-    added = tracefiles.add_trace(raw, "lab", source, fmt="sacct", timezone="UTC", delimiter="☃")
+    added, _ = tracefiles.add_trace(raw, "lab", source, fmt="sacct", timezone="UTC", delimiter="☃")
     assert added.path.name == "lab.sacct.zst" and (raw / "clusters" / "lab.toml").is_file()
     (found,), problems = tracefiles.user_traces(raw)
     assert problems == [] and (found.name, found.delimiter, found.recorded_sha256) == ("lab", "☃", added.recorded_sha256)

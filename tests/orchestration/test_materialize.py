@@ -25,9 +25,11 @@ from sqlalchemy.exc import OperationalError
 
 from pipelines.home.paths import REPO_ROOT, ProjectPaths
 from pipelines.home.storage import write_parquet_atomic
+from pipelines.orchestration import lock
 from pipelines.orchestration.processes import group_alive
 from pipelines.orchestration.recovery import recover, run_process
 from pipelines.orchestration.runs import RANGE_END, RANGE_START, SelectionError, plan_runs, problems, resolve_selection
+from tests.support.sacct_export import write_export
 
 WAIT_S = 120
 
@@ -78,7 +80,9 @@ def test_every_planned_run_is_a_subset_of_its_asset_job(definitions: dg.Definiti
     for select in ("*", "group:ingest", "itp_jobs", "quarantine/acme_jobs", "zeus_cluster_summary", "group:figures"):
         keys, _ = resolve_selection(definitions, select)
         runs = plan_runs(definitions, keys, instance)
-        assert sorted(k for r in runs for k in _names(r.keys)) == sorted(_names(keys)), select  # each asset in exactly one run
+        # each asset in exactly one run, or in one isolated run per partition (your own traces' ingest)
+        covered = [k for r in runs if not r.isolated for k in _names(r.keys)] + list({k for r in runs if r.isolated for k in _names(r.keys)})
+        assert sorted(covered) == sorted(_names(keys)), select
         done: set[dg.AssetKey] = set()
         for run in runs:
             assert all(a in done for k in run.keys for a in graph.get_ancestor_asset_keys(k) & keys - run.keys), (select, run.label)
@@ -88,8 +92,12 @@ def test_every_planned_run_is_a_subset_of_its_asset_job(definitions: dg.Definiti
 
 def test_plan_of_everything(definitions: dg.Definitions, instance: dg.DagsterInstance) -> None:
     keys, added = resolve_selection(definitions, "*")
-    runs = plan_runs(definitions, keys, instance)
+    # your own traces' ingest: a run per trace of yours (here "itp" stands for one), isolated, before everything else
+    own, *runs = plan_runs(definitions, keys, instance, per_run={"itp"}.__contains__)
     assert not added
+    assert (own.job, _names(own.keys), own.tags, own.isolated) == (
+        "trace_assets", {"own_cluster_jobs", "own_cluster_traces", "quarantine/own_cluster_jobs"}, {"dagster/partition": "itp"}, True)
+    assert not any(r.isolated for r in runs)
     assert [r.job for r in runs] == ["unpartitioned_assets", "unpartitioned_assets", "trace_assets", "gpu_assets", "trace_gpu_assets",
                                      "unpartitioned_assets"]
     by_asset = {a: r for r in runs for a in _names(r.keys)}
@@ -117,6 +125,9 @@ def test_with_no_trace_registered_the_trace_runs_are_left_out(definitions: dg.De
     with dg.instance_for_test() as empty:
         assert [r.job for r in plan_runs(definitions, keys, empty)] == ["unpartitioned_assets", "unpartitioned_assets", "gpu_assets",
                                                                     "unpartitioned_assets"]
+    with dg.instance_for_test() as public:  # public traces only: no run of your traces' ingest
+        public.add_dynamic_partitions("trace", ["itp"])
+        assert not any(r.isolated for r in plan_runs(definitions, keys, public, per_run=set[str]().__contains__))
 
 
 def test_failed_checks_and_steps_are_named() -> None:
@@ -374,3 +385,31 @@ def test_a_failed_blocking_check_is_named_in_one_line_and_fails_the_command(mirr
     # a run of the code location, as the UI's runs are: the same location name as `dagster dev -w workspace.yaml` and `dg dev`
     assert run.job_name == "unpartitioned_assets" and run.remote_job_origin is not None
     assert run.remote_job_origin.location_name == "gpu_energy"
+
+
+def test_a_trace_that_cannot_be_read_fails_its_own_run_and_a_second_command_waits_for_the_first(tmp_path: Path) -> None:
+    """Issue 25: your traces' ingest runs a run per trace (a bad one fails alone), and one materialize at a time per instance."""
+    root = tmp_path / "project"
+    clusters = root / "raw" / "clusters"
+    clusters.mkdir(parents=True)
+    write_export(clusters / "lab.sacct", 30, seed=1)
+    write_export(clusters / "bad.sacct", 30, seed=2)
+    (clusters / "bad.toml").write_text(f'sha256 = "{"0" * 64}"\n')  # not the file's: it was replaced by hand
+    home = _home(tmp_path)
+    log = tmp_path / "materialize.log"
+    with _processes() as started:
+        with lock.held(home, lambda who: None):  # as a first materialize holds it
+            driver = _command(root, home, started, log, "--select", "own_cluster_jobs")
+            _wait(lambda: "waiting" in log.read_text(), "the command to wait for the lock")
+            time.sleep(1.0)
+            assert driver.poll() is None  # still waiting, nothing run
+            (waiting,) = [line for line in log.read_text().splitlines() if "waiting" in line]
+            assert waiting.startswith(f"[materialize] waiting: another materialize holds {home / lock.LOCK_FILE} (pid {os.getpid()}, started ")
+        assert driver.wait(timeout=WAIT_S) == 1, log.read_text()[-3000:]
+    failed = [line for line in log.read_text().splitlines() if line.startswith("[materialize] FAILED: ")]
+    assert len(failed) == 1 and "step ingest_own_cluster_jobs: ValueError: trace bad: clusters/bad.sacct: not used: its sha256 " in failed[0], failed
+    assert (root / "assets/own_cluster_jobs/lab.parquet").is_file() and (root / "assets/own_cluster_traces/lab.parquet").is_file()
+    assert not (root / "assets/own_cluster_jobs/bad.parquet").exists()
+    with dg.DagsterInstance.from_config(str(home)) as instance:
+        runs = {r.tags.get("dagster/partition"): r.status for r in instance.get_runs()}
+    assert runs == {"bad": dg.DagsterRunStatus.FAILURE, "lab": dg.DagsterRunStatus.SUCCESS}

@@ -21,7 +21,7 @@ def test_every_table_has_a_view_over_its_files() -> None:
         graph = defs().resolve_asset_graph()
     views = dict(VIEW.findall(VIEWS_FILE.read_text()))
     root = Path("/assets")
-    expected = {"quarantine": "/quarantine/*.parquet"}  # one view over every table's quarantine
+    expected = {"quarantine": "/quarantine/**/*.parquet"}  # one view over every table's quarantine, partitioned ones included
     for key in graph.materializable_asset_keys:
         name = key.to_user_string()
         if table_contract(name) is None or name.startswith("quarantine/"):

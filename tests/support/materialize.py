@@ -137,10 +137,14 @@ class Homes:
 
             run_instance.add_dynamic_partitions(TRACE_DIMENSION, list(traces))
         results = []
+        graph = definitions.resolve_asset_graph()
         for step in steps:
+            selection = step.selection()
+            if step.partition is None:  # a group's partitioned assets (own_cluster_jobs in group:ingest) need a partition: left out
+                selection = dg.AssetSelection.assets(*(k for k in selection.resolve(graph) if graph.get(k).partitions_def is None))
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                results.append(dg.materialize(everything, selection=step.selection(), partition_key=step.partition,
+                results.append(dg.materialize(everything, selection=selection, partition_key=step.partition,
                                               instance=run_instance, resources=resources(root), raise_on_error=True))
         home = Home(paths, tuple(results))
         if instance is None:

@@ -24,9 +24,9 @@ BETA = 2.0
 
 #: Downstream of cluster_workload_jobs: materialized when an upstream partition updates or a partition is new.
 FOLLOW = dg.AutomationCondition.eager()
-#: cluster_workload_jobs follows the ingested tables, except own_cluster_jobs: every trace partition reads
-#: every table, and a user's new trace (which updates own_cluster_jobs) is run, for its own partition
-#: only, by cluster_traces_sensor; following it here would replay every other trace again.
+#: cluster_workload_jobs follows the ingested tables, except own_cluster_jobs (partitioned by trace as it is: a partition
+#: reads its own trace's): a user's new trace is run, ingest and cluster_workload_jobs, by cluster_traces_sensor, and the
+#: own-trace partitions of public traces are never materialized (following them would wait for them forever).
 FOLLOW_TABLES = dg.AutomationCondition.eager().ignore(dg.AssetSelection.assets("own_cluster_jobs"))
 
 

@@ -4,13 +4,14 @@ No asset here, so a command (``python -m pipelines materialize``) can register t
 loading the asset definitions.
 """
 
+from collections.abc import Iterable
 from pathlib import Path
 
 import dagster as dg
 import polars as pl
 
 from pipelines.clusters import tracefiles
-from pipelines.home.paths import default_mirror, default_paths
+from pipelines.home.paths import ProjectPaths, default_mirror, default_paths, table_path
 from pipelines.vocabulary import PUBLISHED_GPUS
 
 gpu_partitions = dg.StaticPartitionsDefinition(list(PUBLISHED_GPUS))
@@ -40,15 +41,51 @@ def by_partition(frame: pl.DataFrame, keys: list[str]) -> dict[str, pl.DataFrame
     return out
 
 
-def register_trace_partitions(instance: dg.DagsterInstance, root: Path | None = None) -> list[str]:
-    """Add a ``trace`` partition for every trace present in the data home (``root``); return every registered trace.
+def register_trace_partitions(instance: dg.DagsterInstance, root: Path | None = None) -> tuple[list[str], list[str]]:
+    """Make the ``trace`` partitions the traces present in the data home (``root``): (every registered trace, those removed).
 
     What ``python -m pipelines materialize`` calls before planning (the sensor does the same on
-    each tick). Partitions are never removed here.
+    each tick): a trace present gets a partition, and a partition whose trace's files are gone
+    (deleted, or no longer usable: ``tracefiles.user_traces``) is removed.
     """
     raw = (default_paths().root if root is None else root) / "raw"
     present = tracefiles.present_traces(raw, default_mirror(raw.parent))
     missing = [t for t in present if not instance.has_dynamic_partition(TRACE_DIMENSION, t)]
     if missing:
         instance.add_dynamic_partitions(TRACE_DIMENSION, missing)
-    return list(instance.get_dynamic_partitions(TRACE_DIMENSION))
+    gone = [t for t in instance.get_dynamic_partitions(TRACE_DIMENSION) if t not in present]
+    for trace in gone:
+        instance.delete_dynamic_partition(TRACE_DIMENSION, trace)
+    return list(instance.get_dynamic_partitions(TRACE_DIMENSION)), gone
+
+
+def trace_partition_keys(partitions_def: dg.PartitionsDefinition | None, trace: str) -> list[str]:
+    """The keys of ``partitions_def`` that belong to ``trace``: [trace] for the trace dimension, one per other key for
+    a multi-dimensional one that has it (``v100|lab``, ...); [] for any other."""
+    if partitions_def == trace_partitions:
+        return [trace]
+    if not isinstance(partitions_def, dg.MultiPartitionsDefinition) or TRACE_DIMENSION not in partitions_def.partition_dimension_names:
+        return []
+    keys: list[dict[str, str]] = [{TRACE_DIMENSION: trace}]
+    for dimension in partitions_def.partitions_defs:
+        if dimension.name != TRACE_DIMENSION:
+            keys = [{**k, dimension.name: other} for k in keys for other in dimension.partitions_def.get_partition_keys()]
+    return [str(dg.MultiPartitionKey(k)) for k in keys]
+
+
+def forget_trace(instance: dg.DagsterInstance, assets: Iterable[tuple[dg.AssetKey, dg.PartitionsDefinition | None]],
+                 paths: ProjectPaths, trace: str) -> list[Path]:
+    """Remove the stored partitions of ``trace`` (every table partitioned by trace) and its ``trace`` partition; the files removed.
+
+    ``assets``: each materializable asset key with its partitions definition (the code location's).
+    """
+    removed = []
+    for key, partitions_def in assets:
+        for partition in trace_partition_keys(partitions_def, trace):
+            path = table_path(paths.assets, key.to_user_string(), partition)
+            if path.is_file():
+                path.unlink()
+                removed.append(path)
+    if instance.has_dynamic_partition(TRACE_DIMENSION, trace):
+        instance.delete_dynamic_partition(TRACE_DIMENSION, trace)
+    return removed

@@ -1,4 +1,4 @@
-"""The sensor that makes every trace present a ``trace`` partition and materializes a new or changed one."""
+"""The sensor that makes every trace present a ``trace`` partition (and removes those of traces gone) and materializes a new or changed one."""
 
 import dagster as dg
 
@@ -7,6 +7,7 @@ from pipelines.defs.clusters.partitions import TRACE_DIMENSION, trace_partitions
 from pipelines.defs.shared.io_manager import PathsResource
 from pipelines.home.init import LOCATION
 from pipelines.home.paths import default_mirror
+from pipelines.terminal import printable
 
 #: Seconds between two looks at raw/clusters/.
 SENSOR_INTERVAL_S = 30
@@ -38,15 +39,19 @@ TRACE_INGEST_JOB = dg.define_asset_job("trace_ingest", selection=SENSOR_TARGET,
     target=TRACE_INGEST_JOB,
     minimum_interval_seconds=SENSOR_INTERVAL_S,
     default_status=dg.DefaultSensorStatus.RUNNING,
-    description="Watches raw/clusters/ (and the public traces' files): registers each trace present as a `trace` partition and "
-    "materializes a new or changed one; history, summaries, power and figures follow by their automation conditions.",
+    description="Watches raw/clusters/ (and the public traces' files): registers each trace present as a `trace` partition, "
+    "removes the partitions of traces gone, and materializes a new or changed one; history, summaries, power and figures follow "
+    "by their automation conditions.",
 )
 def cluster_traces_sensor(context: dg.SensorEvaluationContext, paths: PathsResource) -> dg.SensorResult:
     root = paths.paths()
     registered = set(context.instance.get_dynamic_partitions(TRACE_DIMENSION))
     plan = tracefiles.plan_tick(root.raw, default_mirror(root.root), registered, lambda t: _materialized_at(context.instance, t))
     for problem in plan.problems:
-        context.log.warning(f"raw/clusters: not used: {problem}")
+        context.log.warning(f"raw/clusters: not used: {printable(problem)}")
+    for trace in plan.remove:
+        context.log.warning(f"trace {trace}: its files are gone or not usable; its partition is removed "
+                            f"(`clusters remove {trace}` removes its stored tables)")
     requests = [
         dg.RunRequest(run_key=key, partition_key=trace, asset_selection=[dg.AssetKey.from_user_string(a) for a in assets],
                       tags={TRACE_TAG: trace})
@@ -57,5 +62,6 @@ def cluster_traces_sensor(context: dg.SensorEvaluationContext, paths: PathsResou
                                f"({', '.join(sorted(registered)) or 'none'}), each materialized since its files last changed")
     return dg.SensorResult(
         run_requests=requests,
-        dynamic_partitions_requests=[trace_partitions.build_add_request(plan.add)] if plan.add else [],
+        dynamic_partitions_requests=[*([trace_partitions.build_add_request(plan.add)] if plan.add else []),
+                                     *([trace_partitions.build_delete_request(plan.remove)] if plan.remove else [])],
     )

@@ -23,6 +23,7 @@ from typing import Any
 import dagster as dg
 import polars as pl
 
+from pipelines.defs.own_clusters.assets import FOLLOW_OWN  # eager; the own-trace tables read as present
 from pipelines.defs.shared.io_manager import PathsResource
 from pipelines.defs.shared.metadata import PREVIEW_ROWS, markdown_preview
 from pipelines.figures import catalog
@@ -79,7 +80,7 @@ def figure_family(family: catalog.FigureFamily) -> dg.AssetsDefinition:
     """One subsettable multi-asset drawing the figures of ``family``."""
     specs = [
         dg.AssetSpec(asset_key(a), deps=list(a.inputs), group_name=GROUP, description=a.description, kinds={"matplotlib"},
-                     automation_condition=dg.AutomationCondition.eager())
+                     automation_condition=FOLLOW_OWN)
         for a in family.assets
     ]
 

@@ -1,5 +1,5 @@
-"""A user's own cluster traces: their ingest from ``raw/clusters/`` (the sensor that makes each one a
-partition is ``pipelines.defs.clusters.sensors``).
+"""A user's own cluster traces: their ingest from ``raw/clusters/``, one ``trace`` partition per trace (the sensor
+that makes each one a partition is ``pipelines.defs.clusters.sensors``), and the summaries over all of them.
 
 Thin wrappers: the readers are ``pipelines.ingest.slurm`` / ``joblog``, the files
 ``pipelines.clusters.tracefiles``.
@@ -7,7 +7,7 @@ Thin wrappers: the readers are ``pipelines.ingest.slurm`` / ``joblog``, the file
 
 import logging
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, cast
 
 import dagster as dg
 import polars as pl
@@ -17,12 +17,15 @@ from pipelines.clusters.profiles import Profiles, profiles_of
 from pipelines.clusters.whatif import DEFAULT_SAMPLES
 from pipelines.contracts.base import empty
 from pipelines.contracts.owncluster import OwnClusterJobs, OwnClusterSummary, OwnClusterTraces
+from pipelines.defs.clusters.partitions import ONE_RUN, trace_partitions
 from pipelines.defs.shared.dask import DaskResource
-from pipelines.defs.shared.io_manager import PathsResource
+from pipelines.defs.shared.io_manager import PARTITIONS_STAND_ALONE, PathsResource
 from pipelines.defs.shared.metadata import contract_metadata
-from pipelines.ingest.common import empty_quarantine
+from pipelines.ingest.common import IngestError, empty_quarantine
 from pipelines.ingest.owntrace import OwnTraceResult
 from pipelines.ingest.zeus import ZEUS_SOURCE
+from pipelines.terminal import printable
+from pipelines.vocabulary import CLUSTER_TRACES
 from pipelines.zeus.traces import from_frames
 
 TABLE = "own_cluster_jobs"
@@ -30,17 +33,31 @@ TABLE = "own_cluster_jobs"
 WARN_QUARANTINE_SHARE = 0.01
 
 
+#: The own-trace tables: one partition per trace of yours, each standing alone (a public trace's partition has no rows, and
+#: may be absent, as may that of a trace that could not be read; `materialize` ingests each trace in a run of its own).
+OWN_TABLE = {PARTITIONS_STAND_ALONE: True}
+#: Eager, except that a partition of the own-trace tables never materialized (a public trace's, or a trace of yours that
+#: could not be read) does not hold back what reads them all: it reads the partitions present.
+FOLLOW_OWN = dg.AutomationCondition.eager().replace(
+    "any_deps_missing",
+    dg.AutomationCondition.any_deps_missing().ignore(dg.AssetSelection.assets(TABLE, "own_cluster_traces", ["quarantine", TABLE])),
+)
+
+
 @dg.multi_asset(
     name="ingest_own_cluster_jobs",
+    partitions_def=trace_partitions,
+    backfill_policy=ONE_RUN,  # one backfill policy per job (Dagster warns otherwise); `materialize` runs a trace each (OWN_TABLE)
     outs={
-        TABLE: dg.AssetOut(key=dg.AssetKey(TABLE), group_name="ingest", kinds={"polars", "parquet"}, metadata=contract_metadata(TABLE),
+        TABLE: dg.AssetOut(key=dg.AssetKey(TABLE), group_name="ingest", kinds={"polars", "parquet"},
+                           metadata={**contract_metadata(TABLE), **OWN_TABLE},
                            description="Every allocation of your own cluster traces (raw/clusters/<name>.sacct or .csv), times in UTC; "
-                           "pending, running and CPU-only ones included (category)."),
+                           "pending, running and CPU-only ones included (category). One partition per trace."),
         "quarantine": dg.AssetOut(key=dg.AssetKey(["quarantine", TABLE]), group_name="quarantine", kinds={"polars", "parquet"},
-                                  metadata=contract_metadata(f"quarantine/{TABLE}"),
+                                  metadata={**contract_metadata(f"quarantine/{TABLE}"), **OWN_TABLE},
                                   description="Rows of your trace files that failed parsing or validation: file, line, column, reason."),
         "own_cluster_traces": dg.AssetOut(key=dg.AssetKey("own_cluster_traces"), group_name="ingest", kinds={"polars", "parquet"},
-                                          metadata=contract_metadata("own_cluster_traces"),
+                                          metadata={**contract_metadata("own_cluster_traces"), **OWN_TABLE},
                                           description="One row per trace file: format, time zone, sha256 and where every line went."),
     },
     check_specs=[
@@ -51,24 +68,36 @@ WARN_QUARANTINE_SHARE = 0.01
     ],
 )
 def ingest_own_cluster_jobs(context: dg.AssetExecutionContext, paths: PathsResource) -> Iterator[dg.Output | dg.AssetCheckResult]:
+    """Each trace partition of the run reads its own file only: one that cannot be read fails its run, not another trace's."""
     traces, problems = tracefiles.user_traces(paths.paths().raw)
+    by_name = {t.name: t for t in traces}
     for problem in problems:
-        context.log.warning(f"raw/clusters: not used: {problem}")
+        context.log.warning(f"raw/clusters: not used: {printable(problem)}")
+    tables: dict[str, pl.DataFrame] = {}
+    quarantines: dict[str, pl.DataFrame] = {}
+    summaries: dict[str, pl.DataFrame] = {}
     results: list[OwnTraceResult] = []
-    for trace in traces:
-        result = trace.read()
-        if trace.recorded_sha256 and trace.recorded_sha256 != result.sha256:
-            context.log.warning(f"{trace.source_file}: sha256 {result.sha256} differs from the one recorded by `clusters add` "
-                                f"({trace.recorded_sha256}): the file was replaced by hand")
+    for key in context.partition_keys:
+        trace = by_name.get(key)
+        if trace is None:
+            if key not in CLUSTER_TRACES:
+                raise ValueError(f"trace {key}: no usable file in raw/clusters/ (see the 'not used' lines); "
+                                 f"`clusters remove {key}` drops the trace")
+            context.log.info(f"trace {key}: a public trace, no file of yours: no rows")
+            tables[key], quarantines[key], summaries[key] = empty(OwnClusterJobs), empty_quarantine(), empty(OwnClusterTraces)
+            continue
+        try:
+            result = trace.read()
+            tracefiles.check_recorded_sha256(trace, cast(str, result.sha256))  # read with its digest
+        except (IngestError, tracefiles.TraceFileError, OSError) as exc:
+            raise ValueError(f"trace {key}: {printable(' '.join(str(exc).split()))}") from exc  # one line: `materialize` prints its first
         context.log.info(f"{trace.source_file}: {result.counts}")
+        tables[key], quarantines[key], summaries[key] = result.table, result.quarantine, result.summary_row()
         results.append(result)
-    summary = pl.concat([r.summary_row() for r in results]) if results else empty(OwnClusterTraces)
-    table = pl.concat([r.table for r in results]) if results else empty(OwnClusterJobs)
-    quarantine = pl.concat([r.quarantine for r in results]) if results else empty_quarantine()
-    yield dg.Output(table, output_name=TABLE, metadata={"traces": dg.MetadataValue.json([t.name for t in traces]),
-                                                       "not_used": dg.MetadataValue.json(problems)})
-    yield dg.Output(quarantine, output_name="quarantine")
-    yield dg.Output(summary, output_name="own_cluster_traces")
+    yield dg.Output(tables, output_name=TABLE, metadata={"traces": dg.MetadataValue.json([r.trace for r in results]),
+                                                        "not_used": dg.MetadataValue.json(problems)})
+    yield dg.Output(quarantines, output_name="quarantine")
+    yield dg.Output(summaries, output_name="own_cluster_traces")
     counts = {r.trace: vars(r.counts) for r in results}
     yield dg.AssetCheckResult(asset_key=TABLE, check_name="every_line_accounted_for", passed=all(r.counts.accounted for r in results),
                               metadata={"counts": dg.MetadataValue.json(counts)})
@@ -102,7 +131,7 @@ SUMMARY_SEED = 0
 
 @dg.asset(
     group_name="clusters",
-    automation_condition=dg.AutomationCondition.eager(),
+    automation_condition=FOLLOW_OWN,
     kinds={"polars", "parquet", "dask"},
     metadata=contract_metadata("own_cluster_summary"),
     # In the step's process by default (the samples of a trace are quick); configure the run's resource

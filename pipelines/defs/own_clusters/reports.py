@@ -17,7 +17,7 @@ import dagster as dg
 import polars as pl
 
 from pipelines.clusters import whatif
-from pipelines.defs.own_clusters.assets import SUMMARY_SAMPLES, SUMMARY_SEED, own_cluster_summary, replayable, stored_profiles
+from pipelines.defs.own_clusters.assets import FOLLOW_OWN, SUMMARY_SAMPLES, SUMMARY_SEED, own_cluster_summary, replayable, stored_profiles
 from pipelines.defs.shared.dask import DaskResource
 from pipelines.defs.shared.io_manager import PathsResource
 from pipelines.home.storage import write_text_atomic
@@ -49,7 +49,7 @@ def _stale(folder: Path, traces: set[str]) -> list[Path]:
 
 @dg.asset(
     group_name="clusters",
-    automation_condition=dg.AutomationCondition.eager(),
+    automation_condition=FOLLOW_OWN,
     kinds={"html", "matplotlib", "dask"},  # a page of figures, not a table
     # own_cluster_summary's own resource (Dagster wants one definition per key): in the step's process unless the run
     # configures samples_dask.

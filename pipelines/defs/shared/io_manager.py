@@ -22,11 +22,17 @@ from pathlib import Path
 import dagster as dg
 import polars as pl
 
-from pipelines.contracts.base import ContractError, validate
+from pipelines.contracts.base import ContractError, empty, validate
 from pipelines.contracts.registry import table_contract
 from pipelines.defs.shared.metadata import table_metadata
 from pipelines.home.paths import ProjectPaths, default_paths, table_path
 from pipelines.home.storage import write_parquet_atomic
+
+#: Definition metadata of a partitioned table each of whose partitions stands alone (your own traces): a load reads the
+#: partitions present, no rows for the absent ones (a public trace's partition, a trace whose file could not be read), and
+#: ``python -m pipelines materialize`` runs each partition in a run of its own (``pipelines.orchestration.runs.plan_runs``),
+#: so that one partition's failure is its own.
+PARTITIONS_STAND_ALONE = "partitions_stand_alone"
 
 
 class PathsResource(dg.ConfigurableResource):
@@ -44,7 +50,8 @@ class ParquetIOManager(dg.ConfigurableIOManager):
     A run over several partitions (a single-run backfill, ``BackfillPolicy.single_run()``) returns
     a ``{partition key: DataFrame}`` mapping with exactly the run's partition keys; each is written
     to its own file. A one-partition run may return the frame itself. Every frame is validated
-    before any file is written.
+    before any file is written. Loading partitions that are not stored is an error, except for a
+    table declaring ``PARTITIONS_STAND_ALONE`` in its definition metadata: absent partitions read as no rows.
     """
 
     root: str = ""
@@ -88,6 +95,11 @@ class ParquetIOManager(dg.ConfigurableIOManager):
         if context.has_asset_partitions:
             paths = [self.path(key, pk) for pk in context.asset_partition_keys]
             missing = [str(p) for p in paths if not p.exists()]
+            upstream = context.upstream_output
+            if upstream is not None and (upstream.definition_metadata or {}).get(PARTITIONS_STAND_ALONE):
+                present = [pl.read_parquet(p) for p in paths if p.exists()]
+                contract = table_contract(key.to_user_string())
+                return pl.concat(present, how="vertical_relaxed") if present else empty(contract) if contract else pl.DataFrame()
             if missing:
                 raise FileNotFoundError(f"{key.to_user_string()}: partitions not materialized: {missing[:5]}")
             return pl.concat([pl.read_parquet(p) for p in paths], how="vertical_relaxed")

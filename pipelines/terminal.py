@@ -1,0 +1,36 @@
+"""Text from the user's files (job names, users, GPU types, file names) made safe to print on a terminal.
+
+A job name may hold terminal escape sequences (``ESC[2J`` clears the screen, ``ESC]8;;...``
+writes a link, OSC 52 may set the clipboard) or bidirectional overrides that show text in another
+order than it is stored. ``printable`` writes each such character as its Python escape
+(``\\x1b``, ``\\u202e``), so what reaches the terminal is what the file holds, character by
+character. JSON output needs none of this (``json.dumps`` escapes control characters itself).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+#: C0 and C1 control characters, DEL, and the bidirectional embeddings, overrides and isolates.
+_UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+
+
+def _escape(match: re.Match[str]) -> str:
+    return match.group().encode("unicode_escape").decode("ascii")
+
+
+def printable(text: str) -> str:
+    """``text`` with every control character and bidirectional override written as its escape (``\\x1b``, ``\\n``, ``\\u202e``)."""
+    return _UNSAFE.sub(_escape, text)
+
+
+def printable_data(value: Any) -> Any:
+    """``value`` (a report: dicts, lists, strings, numbers) with ``printable`` applied to every string, keys included."""
+    if isinstance(value, str):
+        return printable(value)
+    if isinstance(value, dict):
+        return {printable_data(k): printable_data(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return type(value)(printable_data(v) for v in value)
+    return value
