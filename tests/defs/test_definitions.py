@@ -14,7 +14,7 @@ from pipelines.definitions import defs
 from pipelines.home.paths import REPO_ROOT
 
 #: Groups whose assets are tables (Parquet through the IO manager); raw and figures write files.
-TABLE_GROUPS = {"ingest", "clusters", "hetero"}
+TABLE_GROUPS = {"ingest", "clusters", "zeus"}
 HEAVY_MODULES = ("torch", "pynvml", "zeus", "matplotlib", "seaborn", "scipy", "numba")
 
 
@@ -37,7 +37,7 @@ def test_code_location_imports_no_heavy_module() -> None:
 def test_every_asset_is_grouped_and_described() -> None:
     graph = _graph()
     groups = {graph.get(k).group_name for k in graph.materializable_asset_keys}
-    assert groups == {"raw", "ingest", "quarantine", "clusters", "hetero", "figures"}
+    assert groups == {"raw", "ingest", "quarantine", "clusters", "zeus", "figures"}  # no group of one asset
     undescribed = [k.to_user_string() for k in graph.materializable_asset_keys if not graph.get(k).description]
     assert undescribed == []
 
@@ -101,3 +101,13 @@ def test_trace_x_gpu_keys_read_gpu_then_trace_as_the_docs_say() -> None:
     assert table_path(REPO_ROOT / "assets", "zeus_cluster_history", str(key)).name == "v100__itp.parquet"
     docs = (REPO_ROOT / "docs/clusters.md").read_text()
     assert "a key reads `gpu|trace`:\n`v100|itp` is the ITP trace replayed on the V100 (its file `v100__itp.parquet`)" in docs
+
+
+def test_no_group_holds_a_single_asset() -> None:
+    from collections import Counter
+
+    graph = _graph()
+    sizes = Counter(graph.get(k).group_name for k in graph.materializable_asset_keys)
+    assert min(sizes.values()) > 1, sizes
+    assert {k.to_user_string() for k in graph.materializable_asset_keys if graph.get(k).group_name == "zeus"} == {
+        "hetero_allocations", "zeus_single_job_sweep"}

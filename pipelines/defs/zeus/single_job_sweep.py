@@ -16,7 +16,7 @@ SWEEP_SEEDS = (1, 2, 3, 4, 5)
 
 
 @dg.asset(
-    group_name="clusters",
+    group_name="zeus",
     partitions_def=gpu_partitions,
     backfill_policy=ONE_RUN,
     automation_condition=dg.AutomationCondition.eager(),
