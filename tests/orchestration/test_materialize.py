@@ -111,8 +111,10 @@ def test_plan_of_everything(definitions: dg.Definitions, instance: dg.DagsterIns
     assert by_asset["itp_jobs"] is by_asset["quarantine/itp_jobs"] is by_asset["raw_itp_traces"] is runs[0] and not runs[0].parallel
     assert by_asset["hetero_allocations"] is by_asset["figures/energy_savings_vs_default"] is runs[1] and runs[1].parallel
     assert {graph_group(definitions, k) for k in runs[0].keys} == {"raw", "ingest", "quarantine"}
-    # the knob grid waits for the partitions and joins the figures' run, where its step runs beside the others
-    assert by_asset["zeus_knob_grid"] is by_asset["figures/clusters_savings_by_trace"] is runs[-1] and runs[-1].parallel
+    # the knob grid is partitioned by trace: it joins the run of the trace partitions it replays (its replays on Dask)
+    assert by_asset["zeus_knob_grid"] is by_asset["cluster_workload_jobs"] is runs[2]
+    assert _names(runs[2].keys) == {"cluster_workload_jobs", "cluster_capacity", "zeus_knob_grid"}
+    assert by_asset["figures/knob_grid_savings"] is by_asset["figures/clusters_savings_by_trace"] is runs[-1] and runs[-1].parallel
     # what each run waits for (indices in the plan, your trace's ingest 0): the figures of the ingested tables (2)
     # run beside the trace runs (3 -> 5, and 4)
     assert [sorted(r.after) for r in runs] == [[], [0, 1], [0, 1], [1], [0, 1, 3], [0, 1, 3, 4, 5]]
@@ -399,7 +401,7 @@ def test_ctrl_c_cancels_the_run_and_ends_every_process(knob_grid_project: Path, 
     with _processes() as started:
         log = tmp_path / "materialize.log"
         driver, run, orchestrator = _start_knob_grid(knob_grid_project, home, started, log)
-        assert run.job_name == "unpartitioned_assets"
+        assert run.job_name == "trace_assets"  # the knob grid is partitioned by trace
         assert group_alive(orchestrator) and os.getpgid(driver.pid) != orchestrator
         sent = time.monotonic()
         driver.send_signal(signal.SIGINT)
@@ -407,7 +409,7 @@ def test_ctrl_c_cancels_the_run_and_ends_every_process(knob_grid_project: Path, 
         assert time.monotonic() - sent < 45
         out = log.read_text()
         # progress: the plan, Dagster's log lines, the run's end, the verdict
-        for line in ("[materialize] 1 assets in 1 runs", "ERROR - unpartitioned_assets - ", "RUN_CANCELED",
+        for line in ("[materialize] 1 assets in 1 runs", "ERROR - trace_assets - ", "RUN_CANCELED",
                      "[materialize] (1/1) CANCELED in ", "[materialize] interrupted in "):
             assert line in out, (line, out[-3000:])
         assert _status(home, run.run_id) == dg.DagsterRunStatus.CANCELED
