@@ -16,7 +16,10 @@ DEV_PORT ?= 3000
 ## uv (installed into the venv from the package index) installs in seconds what pip takes minutes for;
 ## pip is the fallback where uv cannot reach the index, and installs the torch extra (pip's configuration
 ## can pin torch to a CPU build, as it does here; uv does not read it).
-UV := $(VENV)/bin/uv pip install -q --python $(PY)
+## --compile-bytecode: uv writes no .pyc by itself (pip does), and where PYTHONDONTWRITEBYTECODE is set no
+## process writes one either; every Dagster run and step process then compiled dagster, polars,
+## matplotlib... from source again (about 3 s of CPU each; docs/benchmarks.md, make figures).
+UV := $(VENV)/bin/uv pip install -q --compile-bytecode --python $(PY)
 PIP := $(VENV)/bin/pip install -q
 
 ## setup: the package and what it needs to run (make figures, dev, sql); the other targets add their extras.

@@ -23,10 +23,10 @@ SUBCOMMANDS: dict[str, str] = {
     "materialize": "Materialize every selected asset and partition (what `make figures` runs).",
     "simulate": "Trace-driven Zeus simulation (identical results to the published simulator).",
     "whatif": "What would Zeus save on your cluster? Replays a Slurm sacct export or a job-log CSV; writes nothing.",
-    "clusters": "Your own cluster traces (raw/clusters/): add a Slurm export or job-log CSV, list them.",
+    "clusters": "Your own cluster traces (raw/clusters/): add a Slurm export or job-log CSV, list them, remove one.",
     "hetero": "Split a global batch over heterogeneous GPUs and pick their power limits (Zeus²).",
     "measure": "Measure time and energy of training on this machine (NVML on GPUs, RAPL on CPUs).",
-    "recover": "Mark runs whose process is gone as failed and remove stale temp files (make dev runs this first).",
+    "recover": "Mark runs whose process is gone as failed and remove stale temp files under assets/, figures/ and raw/ (make dev runs this first).",
     "sweep": "Replay every trace on every GPU for every (eta, beta, seed) under Zeus and the baselines.",
 }
 

@@ -1,13 +1,15 @@
 """``python -m pipelines materialize``: every selected asset and partition, as Dagster runs in ``$DAGSTER_HOME``.
 
-Runs of the code location's asset jobs, launched one after the other by the *orchestrator* through
-Dagster's GraphQL client (``pipelines.orchestration.runs``); no daemon needed, and the UI shows them
-as its own. The command (the *driver*) starts the orchestrator in a new session, so every process
-of a run is in its group, not the terminal's. Ctrl-C or SIGTERM to the driver reaches the
-orchestrator as ``STOP_SIGNAL``: it terminates the run, which ends CANCELED; asked again, the driver
-ends the group at once. ``kill -9`` of the driver: the kernel sends the orchestrator ``STOP_SIGNAL``.
-``kill -9`` of the orchestrator: the driver ends its group and marks its run failed
-(``pipelines.orchestration.recovery``, run at every start too).
+Runs of the code location's asset jobs, launched by the *orchestrator* through Dagster's GraphQL
+client (``pipelines.orchestration.runs``), each once the runs it reads from have succeeded and at
+most ``--parallel-runs`` at once; no daemon needed, and the UI shows them as its own. The command
+(the *driver*) starts the orchestrator in a new session, so every process of a run is in its group,
+not the terminal's. Ctrl-C or SIGTERM to the driver reaches the orchestrator as ``STOP_SIGNAL``: it
+terminates the runs, which end CANCELED; asked again, the driver ends the group at once. ``kill -9``
+of the driver: the kernel sends the orchestrator ``STOP_SIGNAL``. ``kill -9`` of the orchestrator:
+the driver ends its group and marks its run failed (``pipelines.orchestration.recovery``, run at
+every start too). After a run that did not succeed no further run starts; the ones running end as
+they would.
 
 Two commands on one Dagster instance do not run side by side: the second says which process holds
 the instance (``pipelines.orchestration.lock``, in one line) and waits for it to finish.
@@ -46,6 +48,8 @@ from pipelines.terminal import printable
 PARENT_ENV = "PIPELINES_MATERIALIZE_PARENT"
 #: Seconds the orchestrator gives a terminated run to end before it leaves (its processes end with it).
 CANCEL_GRACE_S = 30.0
+#: Runs at once by default: a partitioned run replays in one process (one core) while a run of figures uses the others.
+PARALLEL_RUNS = 2
 
 
 def _echo(message: str) -> None:
@@ -59,8 +63,10 @@ def _echo(message: str) -> None:
               help="Who runs the steps of each run: Dagster's multiprocess executor here, or dagster-dask's dask_executor.")
 @click.option("--scheduler", help="With --executor dask: the scheduler address (default: $DASK_SCHEDULER_ADDRESS, else a LocalCluster).")
 @click.option("--concurrency", type=click.IntRange(min=1), help="Steps at once in a run (default: one per core).")
+@click.option("--parallel-runs", type=click.IntRange(min=1), default=PARALLEL_RUNS, show_default=True,
+              help="Runs at once (each starts once the runs it reads from have succeeded).")
 @click.option("--exit-with-parent", is_flag=True, help="Stop (canceling the run) when the parent process exits.")
-def cli(select: str, executor: str, scheduler: str | None, concurrency: int | None, exit_with_parent: bool) -> None:
+def cli(select: str, executor: str, scheduler: str | None, concurrency: int | None, parallel_runs: int, exit_with_parent: bool) -> None:
     """Materialize every selected asset and partition (what `make figures` runs).
 
     One at a time per Dagster home: a second command says which process holds it and waits. Each of your own traces
@@ -71,9 +77,9 @@ def cli(select: str, executor: str, scheduler: str | None, concurrency: int | No
     if not os.environ.get("DAGSTER_HOME"):
         _echo("Dagster instance: {} ({})".format(*use_dagster_home()))
     if os.environ.get(PARENT_ENV) == str(os.getppid()):
-        sys.exit(_orchestrate(select, executor, scheduler, concurrency or os.cpu_count() or 1))
+        sys.exit(_orchestrate(select, executor, scheduler, concurrency or os.cpu_count() or 1, parallel_runs))
     args = ["--select", select, "--executor", executor, *(["--scheduler", scheduler] if scheduler else []),
-            *(["--concurrency", str(concurrency)] if concurrency else [])]
+            *(["--concurrency", str(concurrency)] if concurrency else []), "--parallel-runs", str(parallel_runs)]
     if exit_with_parent:
         die_with_parent(signal.SIGTERM, expected_parent=os.getppid())
     folder = Path(os.environ["DAGSTER_HOME"])
@@ -110,7 +116,7 @@ def _drive(args: list[str]) -> int:
     return (130 if asked else 128 - code) if code < 0 else code
 
 
-def _orchestrate(select: str, executor: str, scheduler: str | None, concurrency: int) -> int:
+def _orchestrate(select: str, executor: str, scheduler: str | None, concurrency: int, parallel_runs: int) -> int:
     stop = threading.Event()
     signal.signal(runs.STOP_SIGNAL, lambda signum, frame: stop.set())
     die_with_parent(runs.STOP_SIGNAL, expected_parent=int(os.environ.pop(PARENT_ENV)))
@@ -131,18 +137,17 @@ def _orchestrate(select: str, executor: str, scheduler: str | None, concurrency:
                   + (f"; partitions removed, their files are gone: {', '.join(gone)}" if gone else ""))
             yours = {t.name for t in tracefiles.user_traces(find_home() / "raw")[0]}
             plan = runs.plan_runs(loaded(), keys, instance, per_run=yours.__contains__)  # your traces' ingest: a run each
-            _echo(f"{len(keys)} assets in {len(plan)} runs, one at a time, steps on the {executor} executor")
+            _echo(f"{len(keys)} assets in {len(plan)} runs, {min(parallel_runs, len(plan))} at most at once, "
+                  f"steps on the {executor} executor")
             client = stack.enter_context(runs.webserver(find_home(), Path(os.environ["DAGSTER_HOME"])))
-            for i, run in enumerate(plan, start=1):
-                if stop.is_set():
-                    break
-                t0 = time.perf_counter()
-                run_id = runs.execute(client, run, concurrency, stop.is_set, CANCEL_GRACE_S)
-                statuses.append(instance.get_run_by_id(run_id).status)  # type: ignore[union-attr]  # the run just launched
-                _echo(f"({i}/{len(plan)}) {statuses[-1].value} in {time.perf_counter() - t0:.1f} s: run {run_id[:8]} {run.label()}")
-                failed, warned = [a + b for a, b in zip((failed, warned), runs.problems(instance, run_id, run.job), strict=True)]
-                if statuses[-1] != dg.DagsterRunStatus.SUCCESS and not run.isolated:
-                    break  # an isolated run's failure is its partition's own: the runs after it go on
+
+            def ended(i: int, run_id: str, status: dg.DagsterRunStatus | None, seconds: float) -> None:
+                nonlocal failed, warned
+                statuses.append(instance.get_run_by_id(run_id).status)  # type: ignore[union-attr]  # a run launched
+                _echo(f"({i + 1}/{len(plan)}) {statuses[-1].value} in {seconds:.1f} s: run {run_id[:8]} {plan[i].label()}")
+                failed, warned = [a + b for a, b in zip((failed, warned), runs.problems(instance, run_id, plan[i].job), strict=True)]
+
+            runs.execute_plan(client, plan, concurrency, parallel_runs, stop.is_set, CANCEL_GRACE_S, ended)
     except runs.SelectionError as exc:
         failed.append(str(exc))
     interrupted = stop.is_set()

@@ -17,7 +17,7 @@ from pipelines.contracts.clusters import trace_column
 class ClusterPower(dy.Schema):
     """Cluster power drawn by every run of a replay history, averaged over fixed time bins."""
 
-    trace = dy.String(primary_key=True, description="cluster trace (itp, elasticflow, acme, alibaba)")
+    trace = trace_column(primary_key=True)
     gpu = dy.String(primary_key=True, description="GPU every job of the replay runs on")
     policy = dy.String(primary_key=True, description="replay policy: zeus, default or grid-search")
     bin_start_s = dy.Float64(primary_key=True, description="bin start (s on the trace's timeline), a multiple of the bin length")
@@ -57,7 +57,7 @@ class ClusterCapacity(dy.Schema):
 class ClusterPowerSummary(dy.Schema):
     """Peak, p99 and mean cluster power per policy, time near Default's peak, and GPU headroom."""
 
-    trace = dy.String(primary_key=True, description="cluster trace (itp, elasticflow, acme, alibaba)")
+    trace = trace_column(primary_key=True)
     gpu = dy.String(primary_key=True, description="GPU every job of the replay runs on")
     policy = dy.String(primary_key=True, description="replay policy: zeus, default or grid-search")
     bin_s = dy.Float64(min_exclusive=0, description="bin length (s) the power was averaged over")

@@ -7,7 +7,9 @@ all wait to share one run), over every partition at once (the partitioned assets
 ``BackfillPolicy.single_run()``: Dagster's partition-range tags).
 
 The runs are submitted through Dagster's GraphQL client to a webserver of our own over the data
-home's workspace, one after the other: each is a run of its job in the code location, recorded in
+home's workspace, each as soon as the runs holding its selected ancestors have succeeded, at most
+``max_runs`` at once (``execute_plan``): the figures that need only the ingested tables are drawn
+while the partitioned runs replay the traces, which use one core each. Each is a run of its job in the code location, recorded in
 the home's instance like a UI run (the Runs page and the timeline show it, it can be re-executed).
 That webserver's instance stores in ``$DAGSTER_HOME`` but launches each run at once (Dagster's
 ``DefaultRunCoordinator``): no daemon is needed, and none of the home's sensors runs meanwhile.
@@ -62,6 +64,8 @@ class Run(NamedTuple):
 
     ``isolated``: a run of one partition of assets whose partitions stand alone (``PARTITIONS_STAND_ALONE``: your own
     traces' ingest), whose failure fails that partition only; the runs after it go on.
+    ``after``: the indices (in the plan) of the earlier runs holding an ancestor of one of its assets, or one of its
+    assets (another partition): it starts once they ended, successfully unless isolated.
     """
 
     job: str
@@ -69,6 +73,7 @@ class Run(NamedTuple):
     tags: dict[str, str]
     parallel: bool
     isolated: bool = False
+    after: frozenset[int] = frozenset()
 
     def label(self) -> str:
         names = sorted(k.to_user_string() for k in self.keys)
@@ -126,7 +131,9 @@ def plan_runs(defs: dg.Definitions, keys: set[dg.AssetKey], instance: dg.Dagster
             heavy = {id(graph.get(k).assets_def) for k in part if graph.get(k).group_name not in LIGHT_GROUPS}
             # A partitioned run's steps loop over its partitions after reading their input once: in-process is best.
             runs.append(Run(job_name(partitions_def), frozenset(part), tags, partitions_def is None and len(heavy) > 1))
-    return [run for run in runs if run.keys]
+    runs = [run for run in runs if run.keys]
+    ancestors = [set().union(*(graph.get_ancestor_asset_keys(k) for k in run.keys)) for run in runs]
+    return [run._replace(after=frozenset(i for i in range(j) if runs[i].keys & (ancestors[j] | run.keys))) for j, run in enumerate(runs)]
 
 
 @contextlib.contextmanager
@@ -159,26 +166,58 @@ def webserver(home: Path, dagster_home: Path) -> Iterator[DagsterGraphQLClient]:
                 server.wait(timeout=20)
 
 
-def execute(client: DagsterGraphQLClient, run: Run, concurrency: int, stopping: Callable[[], bool], grace_s: float) -> str:
-    """Launch ``run`` and wait for it to end; when ``stopping()`` turns true, terminate it (it ends CANCELED). Its run id.
-
-    Its steps run in processes of their own, ``concurrency`` at once, where ``run.parallel``; under
-    ``PIPELINES_EXECUTOR=dask`` the code location's executor is dagster-dask's, configured by itself.
-    """
+def launch(client: DagsterGraphQLClient, run: Run, concurrency: int) -> str:
+    """Submit ``run``; its run id. Its steps run in processes of their own, ``concurrency`` at once, where ``run.parallel``;
+    under ``PIPELINES_EXECUTOR=dask`` the code location's executor is dagster-dask's, configured by itself."""
     config: dict[str, Any] = {"loggers": {"console": {"config": {"log_level": "INFO"}}}}  # asset logs, step outcomes
     if os.environ.get("PIPELINES_EXECUTOR") != "dask":
         config["execution"] = {"config": {"multiprocess": {"max_concurrent": concurrency}} if run.parallel else {"in_process": {}}}
-    run_id = client.submit_job_execution(run.job, repository_location_name=LOCATION, repository_name="__repository__",
-                                         run_config=config, tags=run.tags, asset_selection=sorted(run.keys))
-    deadline = None
-    while client.get_run_status(run_id) not in (dg.DagsterRunStatus.SUCCESS, dg.DagsterRunStatus.FAILURE, dg.DagsterRunStatus.CANCELED):
-        if deadline is None and stopping():
-            client.terminate_run(run_id)
-            deadline = time.monotonic() + grace_s
+    return client.submit_job_execution(run.job, repository_location_name=LOCATION, repository_name="__repository__",
+                                       run_config=config, tags=run.tags, asset_selection=sorted(run.keys))
+
+
+ENDED = (dg.DagsterRunStatus.SUCCESS, dg.DagsterRunStatus.FAILURE, dg.DagsterRunStatus.CANCELED)
+
+
+def execute_plan(client: DagsterGraphQLClient, plan: list[Run], concurrency: int, max_runs: int, stopping: Callable[[], bool],
+                 grace_s: float, ended: Callable[[int, str, dg.DagsterRunStatus | None, float], None]) -> None:
+    """Launch the runs of ``plan``, each once every run of its ``after`` succeeded, at most ``max_runs`` at once; wait for them.
+
+    ``ended(index, run id, status, seconds)`` is called as each run ends (``status`` None: still
+    running when the grace after a stop ran out; its processes end with ours and recovery marks it).
+    After a run that did not succeed (but an isolated one that failed) no further run starts; the
+    ones running go on to their end.
+    When ``stopping()`` turns true, nothing more starts and every running run is terminated (it
+    ends CANCELED), waited for ``grace_s`` at most.
+    """
+    succeeded: set[int] = set()
+    pending = list(range(len(plan)))
+    running: dict[str, tuple[int, float]] = {}  # run id -> (index in the plan, start time)
+    halted, deadline = False, None
+    while True:
+        if stopping() and deadline is None:
+            for run_id in running:
+                client.terminate_run(run_id)
+            deadline, pending = time.monotonic() + grace_s, []
+        if not halted and deadline is None:
+            for i in [i for i in pending if plan[i].after <= succeeded][:max(0, max_runs - len(running))]:
+                pending.remove(i)
+                running[launch(client, plan[i], concurrency)] = (i, time.monotonic())
+        for run_id, (i, started) in list(running.items()):
+            status = client.get_run_status(run_id)
+            if status in ENDED:
+                del running[run_id]
+                ok = status == dg.DagsterRunStatus.SUCCESS or (plan[i].isolated and status == dg.DagsterRunStatus.FAILURE)
+                succeeded |= {i} if ok else set()  # an isolated run's failure is its partition's own: the runs after it go on
+                halted = halted or not ok
+                ended(i, run_id, status, time.monotonic() - started)
         if deadline is not None and time.monotonic() > deadline:
-            break  # its processes are ended with ours; recovery marks it
+            for run_id, (i, started) in running.items():
+                ended(i, run_id, None, time.monotonic() - started)
+            return
+        if not running and (halted or deadline is not None or not any(plan[i].after <= succeeded for i in pending)):
+            return
         time.sleep(POLL_S)
-    return run_id
 
 
 def problems(instance: dg.DagsterInstance, run_id: str, job: str) -> tuple[list[str], list[str]]:

@@ -28,7 +28,7 @@ create or replace view cluster_workload_jobs as select * from read_parquet(getva
 create or replace view zeus_cluster_history as select * from read_parquet(getvariable('assets') || '/zeus_cluster_history/*.parquet', union_by_name = true);
 create or replace view zeus_cluster_summary as select * from read_parquet(getvariable('assets') || '/zeus_cluster_summary/*.parquet', union_by_name = true);
 create or replace view zeus_single_job_sweep as select * from read_parquet(getvariable('assets') || '/zeus_single_job_sweep/*.parquet', union_by_name = true);
-create or replace view zeus_knob_grid as select * from read_parquet(getvariable('assets') || '/zeus_knob_grid.parquet');
+create or replace view zeus_knob_grid as select * from read_parquet(getvariable('assets') || '/zeus_knob_grid/*.parquet', union_by_name = true);
 create or replace view cluster_power as select * from read_parquet(getvariable('assets') || '/cluster_power/*.parquet', union_by_name = true);
 create or replace view cluster_power_summary as select * from read_parquet(getvariable('assets') || '/cluster_power_summary/*.parquet', union_by_name = true);
 create or replace view cluster_capacity as select * from read_parquet(getvariable('assets') || '/cluster_capacity/*.parquet', union_by_name = true);

@@ -195,3 +195,34 @@ def test_cluster_figures_from_the_layer(layer, tmp_path: Path) -> None:
     assert joined["points"].max() <= clusters.TIMELINE_POINTS + 1
     with pytest.raises(clusters.NoData):
         clusters.savings_by_trace(summary.clear())
+
+
+def test_a_run_over_every_trace_records_each_partitions_own_rows(layer, materialized: Homes, tmp_path: Path) -> None:
+    """One run over the 4 trace partitions (as `materialize` and a backfill run it), on an instance stored on disk:
+    each partition's materialization holds its own row count, file and preview, not the run's total."""
+    import dagster as dg
+
+    from tests.support.materialize import resources
+
+    root, _, _ = layer
+    home = tmp_path / "home"
+    shutil.copytree(root / "assets", home / "assets", ignore=shutil.ignore_patterns("cluster_*", "zeus_cluster_*"))
+    definitions = materialized.definitions()
+    tags = {"dagster/asset_partition_range_start": TRACES[0], "dagster/asset_partition_range_end": TRACES[-1]}
+    with dg.instance_for_test() as instance:
+        instance.add_dynamic_partitions("trace", list(TRACES))
+        result = dg.materialize([*(definitions.assets or []), *(definitions.asset_checks or [])], instance=instance, tags=tags,
+                                selection=dg.AssetSelection.assets("cluster_workload_jobs"), resources=resources(home))
+        assert result.success
+        events = {trace: instance.fetch_materializations(dg.AssetRecordsFilter(asset_key=dg.AssetKey("cluster_workload_jobs"),
+                                                                               asset_partitions=[trace]), limit=1).records
+                  for trace in TRACES}
+    rows = {}
+    for trace in TRACES:
+        (record,) = events[trace]
+        meta = record.asset_materialization.metadata
+        path = home / f"assets/cluster_workload_jobs/{trace}.parquet"
+        rows[trace] = pl.read_parquet(path).height
+        assert meta["dagster/row_count"].value == rows[trace] and meta["path"].value == str(path)
+        assert meta["preview"].value.count(f"| {trace} |") == min(rows[trace], 10)
+    assert len(set(rows.values())) > 1 and all(rows.values())  # distinct counts, so a run total would have shown

@@ -68,6 +68,9 @@ def test_the_sensor_registers_a_dropped_file_and_requests_its_run_once_per_chang
         assert [(type(r).__name__, list(r.partition_keys)) for r in first.dynamic_partitions_requests] == [
             ("AddDynamicPartitionsRequest", ["lab"])]
         assert [(r.partition_key, assets_of(r)) for r in first.run_requests] == [("lab", USER_RUN)]
+        assert [r.tags["gpu_energy/trace"] for r in first.run_requests] == ["lab"]  # namespaced as the code location
+        assert "trace" not in first.run_requests[0].tags
+        assert cluster_traces_sensor.job_name == "trace_ingest"  # a named job in the Runs list and the timeline
         assert instance.get_dynamic_partitions("trace") == ["lab"]  # no empty partitions for absent public traces
         # Nothing materialized yet: the same request (same run key, so the daemon starts it once), no new partition.
         second = tick(instance, home)
@@ -75,7 +78,9 @@ def test_the_sensor_registers_a_dropped_file_and_requests_its_run_once_per_chang
         assert [r.run_key for r in second.run_requests] == [r.run_key for r in first.run_requests]
         # Once cluster_workload_jobs[lab] is materialized the sensor is quiet, until the file changes.
         instance.report_runless_asset_event(dg.AssetMaterialization("cluster_workload_jobs", partition="lab"))
-        assert not tick(instance, home).run_requests
+        quiet = tick(instance, home)
+        assert not quiet.run_requests
+        assert quiet.skip_message == "no new or changed trace: 1 registered (lab), each materialized since its files last changed"
         later = (clusters / "lab.sacct").stat().st_mtime + 60
         os.utime(clusters / "lab.sacct", (later, later))
         changed = tick(instance, home).run_requests

@@ -51,7 +51,7 @@ def test_an_ingested_table_updated_in_the_ui_refreshes_cluster_workload_jobs(set
 def test_every_derived_asset_follows_its_inputs(setting) -> None:
     definitions, _, _, _ = setting
     graph = definitions.resolve_asset_graph()
-    derived = dg.AssetSelection.groups("clusters", "hetero", "figures").resolve(graph)
+    derived = dg.AssetSelection.groups("clusters", "zeus", "figures").resolve(graph)
     assert all(graph.get(k).automation_condition is not None for k in derived)
     ingested = dg.AssetSelection.groups("ingest").resolve(graph) - {dg.AssetKey("own_cluster_jobs"), dg.AssetKey("own_cluster_traces")}
     assert all(graph.get(k).automation_condition is not None for k in ingested)  # a re-fetch in the UI re-ingests

@@ -14,7 +14,7 @@ from pipelines.definitions import defs
 from pipelines.home.paths import REPO_ROOT
 
 #: Groups whose assets are tables (Parquet through the IO manager); raw and figures write files.
-TABLE_GROUPS = {"ingest", "clusters", "hetero"}
+TABLE_GROUPS = {"ingest", "clusters", "zeus"}
 HEAVY_MODULES = ("torch", "pynvml", "zeus", "matplotlib", "seaborn", "scipy", "numba")
 
 
@@ -37,7 +37,7 @@ def test_code_location_imports_no_heavy_module() -> None:
 def test_every_asset_is_grouped_and_described() -> None:
     graph = _graph()
     groups = {graph.get(k).group_name for k in graph.materializable_asset_keys}
-    assert groups == {"raw", "ingest", "quarantine", "clusters", "hetero", "figures"}
+    assert groups == {"raw", "ingest", "quarantine", "clusters", "zeus", "figures"}  # no group of one asset
     undescribed = [k.to_user_string() for k in graph.materializable_asset_keys if not graph.get(k).description]
     assert undescribed == []
 
@@ -65,3 +65,49 @@ def test_every_table_asset_publishes_its_contracts_column_schema_with_descriptio
         assert [(c.name, c.type) for c in columns] == [(n, str(t)) for n, t in polars_schema(contract).items()], name
         undescribed = [c.name for c in columns if not c.description]
         assert undescribed == [], name
+
+
+def test_every_asset_has_owners_and_the_own_cluster_tables_a_freshness_window() -> None:
+    from datetime import timedelta
+
+    from pipelines.definitions import defs
+
+    specs = {s.key.to_user_string(): s for s in defs().resolve_all_asset_specs()}
+    assert {s.owners for s in specs.values()} == {("team:gpu-energy",)}
+    fresh = {k: s.freshness_policy for k, s in specs.items() if s.freshness_policy is not None}
+    assert set(fresh) == {"own_cluster_jobs", "own_cluster_traces", "own_cluster_summary"}
+    policy = fresh["own_cluster_summary"]
+    assert (policy.fail_window.to_timedelta(), policy.warn_window.to_timedelta()) == (timedelta(days=30), timedelta(days=7))
+
+
+def test_the_trace_column_of_the_power_tables_names_user_traces_too() -> None:
+    from pipelines.contracts.registry import table_contract
+
+    for table in ("cluster_power", "cluster_power_summary", "cluster_capacity", "cluster_workload_jobs"):
+        contract = table_contract(table)
+        assert contract is not None
+        assert "or a user trace (raw/clusters/<trace>.sacct or .csv)" in (contract.columns()["trace"].description or ""), table
+
+
+def test_trace_x_gpu_keys_read_gpu_then_trace_as_the_docs_say() -> None:
+    import dagster as dg
+
+    from pipelines.defs.clusters.partitions import trace_gpu, trace_gpu_partitions
+    from pipelines.home.paths import REPO_ROOT, table_path
+
+    key = dg.MultiPartitionKey({"trace": "itp", "gpu": "v100"})
+    assert str(key) == "v100|itp" and trace_gpu(str(key)) == ("itp", "v100")
+    assert [d.name for d in trace_gpu_partitions.partitions_defs] == ["gpu", "trace"]  # Dagster orders dimensions by name
+    assert table_path(REPO_ROOT / "assets", "zeus_cluster_history", str(key)).name == "v100__itp.parquet"
+    docs = (REPO_ROOT / "docs/clusters.md").read_text()
+    assert "a key reads `gpu|trace`:\n`v100|itp` is the ITP trace replayed on the V100 (its file `v100__itp.parquet`)" in docs
+
+
+def test_no_group_holds_a_single_asset() -> None:
+    from collections import Counter
+
+    graph = _graph()
+    sizes = Counter(graph.get(k).group_name for k in graph.materializable_asset_keys)
+    assert min(sizes.values()) > 1, sizes
+    assert {k.to_user_string() for k in graph.materializable_asset_keys if graph.get(k).group_name == "zeus"} == {
+        "hetero_allocations", "zeus_single_job_sweep"}

@@ -12,7 +12,7 @@ import pytest
 
 from pipelines.contracts import registry
 from pipelines.contracts.base import ContractError
-from pipelines.defs.shared.io_manager import ParquetIOManager
+from pipelines.defs.shared.io_manager import ParquetIOManager, partition_tables
 from pipelines.home.storage import write_parquet_atomic
 
 parts = dg.StaticPartitionsDefinition(["v100", "a40"])
@@ -108,7 +108,9 @@ with warnings.catch_warnings():  # backfill_policy is a beta parameter of @asset
 
     @dg.asset(partitions_def=parts, backfill_policy=dg.BackfillPolicy.single_run())
     def per_gpu_at_once(context: dg.AssetExecutionContext) -> dict[str, pl.DataFrame]:
-        return {key: pl.DataFrame({"gpu": [key], "energy_j": [float(len(key))]}) for key in context.partition_keys}
+        # len(key) rows each: 3 for a40, 4 for v100 (7 in the run)
+        return partition_tables(context, {key: pl.DataFrame({"gpu": [key] * len(key), "energy_j": [float(len(key))] * len(key)})
+                                          for key in context.partition_keys})
 
     @dg.asset(partitions_def=parts, backfill_policy=dg.BackfillPolicy.single_run())
     def missing_a_partition(context: dg.AssetExecutionContext) -> dict[str, pl.DataFrame]:
@@ -124,12 +126,16 @@ def test_a_run_over_several_partitions_writes_one_file_each(tmp_path: Path) -> N
     tags = {"dagster/asset_partition_range_start": "v100", "dagster/asset_partition_range_end": "a40"}
     result = dg.materialize([per_gpu_at_once], tags=tags, resources={"io_manager": io})
     assert result.success
-    events = result.get_asset_materialization_events()
-    assert sorted(e.partition for e in events) == ["a40", "v100"]
-    assert events[0].materialization.metadata["rows_by_partition"].value == {"a40": 1, "v100": 1}
+    meta = {e.partition: e.materialization.metadata for e in result.get_asset_materialization_events()}
+    assert sorted(meta) == ["a40", "v100"]
     folder = tmp_path / "assets/per_gpu_at_once"
-    assert pl.read_parquet(folder / "a40.parquet").to_dicts() == [{"gpu": "a40", "energy_j": 3.0}]
-    assert pl.read_parquet(folder / "v100.parquet").to_dicts() == [{"gpu": "v100", "energy_j": 4.0}]
+    for part, rows in (("a40", 3), ("v100", 4)):  # each partition its own count, path and preview, not the run's 7 rows
+        assert meta[part]["dagster/row_count"].value == rows
+        assert meta[part]["path"].value == str(folder / f"{part}.parquet")
+        assert meta[part]["preview"].value.count(f"| {part} |") == rows
+        assert meta[part]["rows_by_partition"].value == {"a40": 3, "v100": 4}
+    assert pl.read_parquet(folder / "a40.parquet").to_dicts() == [{"gpu": "a40", "energy_j": 3.0}] * 3
+    assert pl.read_parquet(folder / "v100.parquet").to_dicts() == [{"gpu": "v100", "energy_j": 4.0}] * 4
 
 
 def test_a_mapping_must_hold_exactly_the_runs_partitions(tmp_path: Path) -> None:

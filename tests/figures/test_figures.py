@@ -337,11 +337,18 @@ def test_dagster_assets_write_figures_and_report_skips(materialized: Homes) -> N
     assert "acme_queueing_delay_cdf" in meta["figures/acme_queueing_delay_cdf"]["skipped"].value  # ... so that figure is skipped
     drawn = meta["figures/acme_final_states"]
     assert drawn["figure_count"].value == 1
-    # The asset's page shows the image (a PNG data URI the UI renders) and the first rows of the plotted data.
-    page = drawn["acme_final_states"].value
-    assert page.startswith("![acme_final_states](data:image/png;base64,iVBORw0KGgo")  # base64 of the PNG signature
+    # The asset's page shows the figure first (the image as a PNG data URI the UI renders), then the first rows of the plotted data;
+    # the files by their short names, under the folder.
+    assert list(drawn)[0] == "figure"
+    page = drawn["figure"].value
+    assert page.startswith("**acme_final_states**\n\n![acme_final_states](data:image/png;base64,iVBORw0KGgo")  # the PNG signature
     plotted = pl.read_parquet(paths.figures / "acme_final_states.parquet")
-    assert f"({plotted.height} rows of plotted data" in page and "| " + " | ".join(plotted.columns) + " |" in page
+    assert f"**acme_final_states**: {plotted.height} rows of plotted data in `acme_final_states.parquet`" in page
+    assert "| " + " | ".join(plotted.columns) + " |" in page
+    assert drawn["files"].value == {"acme_final_states": ["acme_final_states.png", "acme_final_states.pdf", "acme_final_states.parquet"]}
+    assert drawn["folder"].value == str(paths.figures)
+    skipped = meta["figures/acme_queueing_delay_cdf"]["figure"].value
+    assert skipped.startswith("Nothing drawn: acme_queueing_delay_cdf: ") and len(skipped) < 1000  # shown inline by the UI
     states = assert_figure(paths.figures, "acme_final_states", ["cluster", "source", "basis", "state", "share"])
     assert states.filter(pl.col("source") == trace_data.PUBLISHED).height == 4 * 6  # PAI publishes no state shares
 

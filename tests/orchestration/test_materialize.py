@@ -26,9 +26,10 @@ from sqlalchemy.exc import OperationalError
 from pipelines.home.paths import REPO_ROOT, ProjectPaths
 from pipelines.home.storage import write_parquet_atomic
 from pipelines.orchestration import lock
+from pipelines.orchestration import runs as runs_module
 from pipelines.orchestration.processes import group_alive
 from pipelines.orchestration.recovery import recover, run_process
-from pipelines.orchestration.runs import RANGE_END, RANGE_START, SelectionError, plan_runs, problems, resolve_selection
+from pipelines.orchestration.runs import RANGE_END, RANGE_START, Run, SelectionError, execute_plan, plan_runs, problems, resolve_selection
 from tests.support.sacct_export import write_export
 
 WAIT_S = 120
@@ -110,8 +111,13 @@ def test_plan_of_everything(definitions: dg.Definitions, instance: dg.DagsterIns
     assert by_asset["itp_jobs"] is by_asset["quarantine/itp_jobs"] is by_asset["raw_itp_traces"] is runs[0] and not runs[0].parallel
     assert by_asset["hetero_allocations"] is by_asset["figures/energy_savings_vs_default"] is runs[1] and runs[1].parallel
     assert {graph_group(definitions, k) for k in runs[0].keys} == {"raw", "ingest", "quarantine"}
-    # the knob grid waits for the partitions and joins the figures' run, where its step runs beside the others
-    assert by_asset["zeus_knob_grid"] is by_asset["figures/clusters_savings_by_trace"] is runs[-1] and runs[-1].parallel
+    # the knob grid is partitioned by trace: it joins the run of the trace partitions it replays (its replays on Dask)
+    assert by_asset["zeus_knob_grid"] is by_asset["cluster_workload_jobs"] is runs[2]
+    assert _names(runs[2].keys) == {"cluster_workload_jobs", "cluster_capacity", "zeus_knob_grid"}
+    assert by_asset["figures/knob_grid_savings"] is by_asset["figures/clusters_savings_by_trace"] is runs[-1] and runs[-1].parallel
+    # what each run waits for (indices in the plan, your trace's ingest 0): the figures of the ingested tables (2)
+    # run beside the trace runs (3 -> 5, and 4)
+    assert [sorted(r.after) for r in runs] == [[], [0, 1], [0, 1], [1], [0, 1, 3], [0, 1, 3, 4, 5]]
 
 
 def graph_group(definitions: dg.Definitions, key: dg.AssetKey) -> str | None:
@@ -154,6 +160,81 @@ def test_failed_checks_and_steps_are_named() -> None:
     assert f"{where}: step pinned: ValueError: raw/zeus/x.csv: sha256 mismatch (pinned 11aa, file 22bb)" in failed, failed
     assert warned == [f"{where}: WARN check few_rows on table failed"]
     assert run is not None and run.status == dg.DagsterRunStatus.FAILURE  # the blocking check stopped downstream
+
+
+class FakeClient:
+    """Dagster's GraphQL client as ``execute_plan`` uses it: each run ends ``polls[job]`` status reads after its launch."""
+
+    def __init__(self, polls: dict[str, int], outcome: dict[str, dg.DagsterRunStatus]) -> None:
+        self.polls, self.outcome = polls, outcome
+        self.left: dict[str, int] = {}
+        self.launched: list[str] = []
+        self.terminated: list[str] = []
+        self.most_at_once = 0
+
+    def submit_job_execution(self, job: str, **kwargs: object) -> str:
+        self.launched.append(job)
+        self.left[job] = self.polls[job]
+        self.most_at_once = max(self.most_at_once, sum(n > 0 for n in self.left.values()))
+        return job
+
+    def get_run_status(self, run_id: str) -> dg.DagsterRunStatus:
+        if run_id in self.terminated:
+            return dg.DagsterRunStatus.CANCELED
+        self.left[run_id] -= 1
+        return self.outcome.get(run_id, dg.DagsterRunStatus.SUCCESS) if self.left[run_id] <= 0 else dg.DagsterRunStatus.STARTED
+
+    def terminate_run(self, run_id: str) -> None:
+        self.terminated.append(run_id)
+
+
+def _plan(*after: tuple[int, ...]) -> list[Run]:
+    """Runs named r0, r1, ... (their job names, which the fake client uses as run ids), each waiting for ``after[i]``."""
+    return [Run(f"r{i}", frozenset({dg.AssetKey(f"a{i}")}), {}, False, after=frozenset(a)) for i, a in enumerate(after)]
+
+
+def _execute(client: FakeClient, plan: list[Run], max_runs: int, stopping: object = lambda: False) -> list[tuple[str, str | None]]:
+    ends: list[tuple[str, str | None]] = []
+    execute_plan(client, plan, 2, max_runs, stopping, 0.0,  # type: ignore[arg-type]  # the fake stands for Dagster's client
+                 lambda i, run_id, status, seconds: ends.append((run_id, status.value if status else None)))
+    return ends
+
+
+def test_runs_start_once_what_they_read_succeeded_at_most_max_runs_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(runs_module, "POLL_S", 0.0)
+    plan = _plan((), (0,), (0,), (0,), (0, 2), (0, 2, 3, 4))  # the shape of the plan of everything
+    client = FakeClient({"r0": 1, "r1": 6, "r2": 1, "r3": 2, "r4": 2, "r5": 1}, {})
+    ends = _execute(client, plan, max_runs=2)
+    # r1 (long) runs beside r2, then r3, then r4; r5 waits for r2, r3 and r4
+    assert client.launched == ["r0", "r1", "r2", "r3", "r4", "r5"] and client.most_at_once == 2
+    assert [run_id for run_id, _ in ends] == ["r0", "r2", "r3", "r4", "r1", "r5"]
+    assert {status for _, status in ends} == {"SUCCESS"}
+    one = FakeClient(client.polls, {})
+    assert [run_id for run_id, _ in _execute(one, plan, max_runs=1)] == ["r0", "r1", "r2", "r3", "r4", "r5"] and one.most_at_once == 1
+
+
+def test_after_a_failed_run_nothing_more_starts_and_the_running_ones_end(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(runs_module, "POLL_S", 0.0)
+    client = FakeClient({"r0": 1, "r1": 4, "r2": 1, "r3": 1}, {"r2": dg.DagsterRunStatus.FAILURE})
+    ends = _execute(client, _plan((), (0,), (0,), (0,)), max_runs=2)
+    # r3 was ready but waiting for a free slot when r2 failed: it never starts; r1, running, ends as it would
+    assert client.launched == ["r0", "r1", "r2"]
+    assert ends == [("r0", "SUCCESS"), ("r2", "FAILURE"), ("r1", "SUCCESS")]
+
+
+def test_an_isolated_run_that_failed_holds_back_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(runs_module, "POLL_S", 0.0)
+    plan = [Run("r0", frozenset({dg.AssetKey("own")}), {}, False, isolated=True), *_plan((), (), (0, 1))[1:]]
+    client = FakeClient({"r0": 1, "r1": 1, "r2": 1}, {"r0": dg.DagsterRunStatus.FAILURE})
+    assert _execute(client, plan, max_runs=2) == [("r0", "FAILURE"), ("r1", "SUCCESS"), ("r2", "SUCCESS")]
+
+
+def test_stopping_terminates_every_running_run_and_starts_no_other(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(runs_module, "POLL_S", 0.0)
+    client = FakeClient({"r0": 1, "r1": 50, "r2": 50, "r3": 1}, {})
+    ends = _execute(client, _plan((), (0,), (0,), (1,)), max_runs=2, stopping=lambda: client.left.get("r1", 50) < 45)
+    assert client.launched == ["r0", "r1", "r2"] and sorted(client.terminated) == ["r1", "r2"]
+    assert ends == [("r0", "SUCCESS"), ("r1", "CANCELED"), ("r2", "CANCELED")]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -320,7 +401,7 @@ def test_ctrl_c_cancels_the_run_and_ends_every_process(knob_grid_project: Path, 
     with _processes() as started:
         log = tmp_path / "materialize.log"
         driver, run, orchestrator = _start_knob_grid(knob_grid_project, home, started, log)
-        assert run.job_name == "unpartitioned_assets"
+        assert run.job_name == "trace_assets"  # the knob grid is partitioned by trace
         assert group_alive(orchestrator) and os.getpgid(driver.pid) != orchestrator
         sent = time.monotonic()
         driver.send_signal(signal.SIGINT)
@@ -328,7 +409,7 @@ def test_ctrl_c_cancels_the_run_and_ends_every_process(knob_grid_project: Path, 
         assert time.monotonic() - sent < 45
         out = log.read_text()
         # progress: the plan, Dagster's log lines, the run's end, the verdict
-        for line in ("[materialize] 1 assets in 1 runs", "ERROR - unpartitioned_assets - ", "RUN_CANCELED",
+        for line in ("[materialize] 1 assets in 1 runs", "ERROR - trace_assets - ", "RUN_CANCELED",
                      "[materialize] (1/1) CANCELED in ", "[materialize] interrupted in "):
             assert line in out, (line, out[-3000:])
         assert _status(home, run.run_id) == dg.DagsterRunStatus.CANCELED

@@ -15,6 +15,7 @@ import polars as pl
 from pipelines.clusters import mapping, simulate
 from pipelines.clusters.workloads import REFERENCE_GPU, workloads_by_default_tta
 from pipelines.defs.clusters.partitions import ONE_RUN, by_partition, trace_gpu, trace_gpu_partitions, trace_partitions
+from pipelines.defs.shared.io_manager import partition_tables
 from pipelines.defs.shared.metadata import contract_metadata
 from pipelines.zeus.traces import from_frames
 
@@ -60,7 +61,7 @@ def cluster_workload_jobs(
         if jobs.height == 0:
             context.log.warning(f"trace {trace}: no job to replay")
     yield dg.Output(
-        out,
+        partition_tables(context, out),
         metadata={"workload_order": dg.MetadataValue.json(order),
                   "jobs_and_groups": dg.MetadataValue.json({t: [j.height, j["group"].n_unique()] for t, j in out.items()})},
     )
@@ -94,7 +95,7 @@ def zeus_cluster_history(
         if jobs.height == 0:
             context.log.warning(f"trace {trace} has no job to replay: empty history")
         out[key] = simulate.simulate_trace(jobs, traces, gpu, eta=ETA, beta=BETA, log=context.log.info)
-    return out
+    return partition_tables(context, out)
 
 
 @dg.asset(
@@ -112,7 +113,7 @@ def zeus_cluster_summary(
     context: dg.AssetExecutionContext, zeus_cluster_history: pl.DataFrame
 ) -> Iterator[dg.Output[dict[str, pl.DataFrame]] | dg.AssetCheckResult]:
     out = {key: simulate.summarize(rows) for key, rows in by_partition(zeus_cluster_history, context.partition_keys).items()}
-    yield dg.Output(out)
+    yield dg.Output(partition_tables(context, out))
     summary = pl.concat(list(out.values()), how="vertical_relaxed")
     mismatches = simulate.summary_mismatches(summary, zeus_cluster_history)
     yield dg.AssetCheckResult(check_name="matches_history", passed=not mismatches, metadata={"mismatches": dg.MetadataValue.json(mismatches)})

@@ -5,11 +5,14 @@ import dagster as dg
 from pipelines.clusters import tracefiles
 from pipelines.defs.clusters.partitions import TRACE_DIMENSION, trace_partitions
 from pipelines.defs.shared.io_manager import PathsResource
+from pipelines.home.init import LOCATION
 from pipelines.home.paths import default_mirror
 from pipelines.terminal import printable
 
 #: Seconds between two looks at raw/clusters/.
 SENSOR_INTERVAL_S = 30
+#: The run tag naming the trace a sensor run is for (namespaced, as Dagster's own ``dagster/...`` tags are).
+TRACE_TAG = f"{LOCATION}/trace"
 
 
 def _materialized_at(instance: dg.DagsterInstance, trace: str) -> float | None:
@@ -25,11 +28,15 @@ SENSOR_TARGET = dg.AssetSelection.assets(
     *{dg.AssetKey.from_user_string(a) for a in (*tracefiles.USER_TRACE_ASSETS, *tracefiles.PUBLIC_RAW.values(),
                                                *(t for tables in tracefiles.PUBLIC_TABLES.values() for t in tables))}
 )
+#: The sensor's runs are runs of this job, named in the Runs list and the timeline (not an anonymous asset job).
+TRACE_INGEST_JOB = dg.define_asset_job("trace_ingest", selection=SENSOR_TARGET,
+                                       description="One trace's files ingested and its cluster_workload_jobs and cluster_capacity "
+                                       "partitions (the runs of cluster_traces_sensor).")
 
 
 @dg.sensor(
     name="cluster_traces_sensor",
-    target=SENSOR_TARGET,
+    target=TRACE_INGEST_JOB,
     minimum_interval_seconds=SENSOR_INTERVAL_S,
     default_status=dg.DefaultSensorStatus.RUNNING,
     description="Watches raw/clusters/ (and the public traces' files): registers each trace present as a `trace` partition, "
@@ -47,9 +54,12 @@ def cluster_traces_sensor(context: dg.SensorEvaluationContext, paths: PathsResou
                             f"(`clusters remove {trace}` removes its stored tables)")
     requests = [
         dg.RunRequest(run_key=key, partition_key=trace, asset_selection=[dg.AssetKey.from_user_string(a) for a in assets],
-                      tags={"trace": trace})
+                      tags={TRACE_TAG: trace})
         for trace, key, assets in plan.runs
     ]
+    if not requests and not plan.add:
+        return dg.SensorResult(skip_reason=f"no new or changed trace: {len(registered)} registered "
+                               f"({', '.join(sorted(registered)) or 'none'}), each materialized since its files last changed")
     return dg.SensorResult(
         run_requests=requests,
         dynamic_partitions_requests=[*([trace_partitions.build_add_request(plan.add)] if plan.add else []),

@@ -5,9 +5,11 @@ Each ``FigureFamily`` is one multi-asset (one Dagster step, one process), with o
 one figure per GPU or workload, ``figures/energy_eta_vs_tta``, writes ``energy_eta_vs_tta_<gpu>``).
 It can be subset, so selecting one figure asset draws only that one. Inputs come through the
 default IO manager as polars frames. Each figure is ``figures/<name>.png`` (for eyes), ``.pdf``
-(for papers) and ``.parquet`` (the numbers plotted); the asset's page in the UI shows the image
-and the first rows of the plotted data. A figure with nothing to draw (an optional trace absent
-here) is listed under ``skipped`` with the reason, and writes no file.
+(for papers) and ``.parquet`` (the numbers plotted). The asset's page in the UI (its latest
+materialization's metadata) has one ``figure`` entry first: one click on it shows every panel the
+asset drew (one per GPU or workload) together, then the first rows of each panel's plotted data;
+``files`` names the files (short names, under the ``folder`` path). A figure with nothing to draw
+(an optional trace absent here) is listed under ``skipped`` with the reason, and writes no file.
 Every figure follows its inputs by ``AutomationCondition.eager()``: a new or changed trace (your
 own ones included) redraws them once every input partition is there (the ``make dev`` daemon).
 """
@@ -47,19 +49,30 @@ def _inline_png(path: Path) -> str:
     return f"![{path.stem}](data:image/png;base64,{base64.b64encode(buffer.getvalue()).decode('ascii')})"
 
 
-def _result(asset: catalog.FigureAsset, report: catalog.Report) -> dg.MaterializeResult:
-    metadata: dict[str, Any] = {
-        "figures": dg.MetadataValue.json(report.written),
+def figure_page(report: catalog.Report) -> str:
+    """Markdown of every panel drawn (images first, all together), then each panel's plotted data (first rows)."""
+    if not report.written:
+        return "Nothing drawn: " + "; ".join(f"{name}: {reason}" for name, reason in report.skipped.items())
+    images = [f"**{name}**\n\n{_inline_png(Path(str(files['png'])))}" for name, files in report.written.items()]
+    previews = [
+        f"**{name}**: {files['rows']} rows of plotted data in `{Path(str(files['data'])).name}`; first {PREVIEW_ROWS}:\n\n"
+        + markdown_preview(pl.read_parquet(str(files["data"]), n_rows=PREVIEW_ROWS))
+        for name, files in report.written.items()
+    ]
+    skipped = [f"Not drawn: {name}: {reason}" for name, reason in report.skipped.items()]
+    return "\n\n".join([*images, *skipped, "### Plotted data", *previews])
+
+
+def _result(asset: catalog.FigureAsset, report: catalog.Report, folder: Path) -> dg.MaterializeResult:
+    metadata: dict[str, Any] = {  # in this order on the asset's page: the figure first
+        "figure": dg.MetadataValue.md(figure_page(report)),
         "figure_count": len(report.written),
+        "folder": dg.MetadataValue.path(str(folder)),
+        "files": dg.MetadataValue.json({name: [Path(str(files[kind])).name for kind in ("png", "pdf", "data")]
+                                        for name, files in report.written.items()}),
         "skipped": dg.MetadataValue.json(report.skipped),
         "notes": dg.MetadataValue.json(report.notes),
     }
-    for name, files in report.written.items():
-        png, data = Path(str(files["png"])), Path(str(files["data"]))
-        metadata[name] = dg.MetadataValue.md(
-            f"{_inline_png(png)}\n\n`{png}` ({files['rows']} rows of plotted data in `{data.name}`; first {PREVIEW_ROWS}):\n\n"
-            + markdown_preview(pl.read_parquet(data, n_rows=PREVIEW_ROWS))
-        )
     return dg.MaterializeResult(asset_key=asset_key(asset), metadata=metadata)
 
 
@@ -91,7 +104,7 @@ def figure_family(family: catalog.FigureFamily) -> dg.AssetsDefinition:
                 context.log.warning(f"{name}: skipped, {reason}")
             for note in report.notes:
                 context.log.warning(f"{asset.key}: {note}")
-            yield _result(asset, report)
+            yield _result(asset, report, folder)
 
     return _draw
 

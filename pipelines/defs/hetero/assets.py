@@ -23,7 +23,7 @@ _PROFILES = {"hetero_gpu_profiles": dg.AssetIn(key="hetero_gpu_profiles")}
 
 
 @dg.asset(
-    group_name="hetero",
+    group_name="zeus",
     ins=_PROFILES,
     kinds={"polars", "parquet"},
     automation_condition=dg.AutomationCondition.eager(),

@@ -1,4 +1,8 @@
-"""The knob-grid sweep as an asset: every cluster trace present, on the Dask resource."""
+"""The knob-grid sweep as an asset, partitioned by trace like the other replays, on the Dask resource.
+
+A new trace (a user's ``clusters add``) costs only its own replays: its partition follows its
+``cluster_workload_jobs`` partition, and the other traces' grids stay as they are.
+"""
 
 import time
 from enum import StrEnum
@@ -9,7 +13,9 @@ import polars as pl
 from pipelines.clusters.sweep import GRIDS, present_traces, replays, sweep
 from pipelines.contracts.base import empty
 from pipelines.contracts.sweep import ZeusKnobGrid
+from pipelines.defs.clusters.partitions import ONE_RUN, trace_partitions
 from pipelines.defs.shared.dask import DaskResource
+from pipelines.defs.shared.io_manager import partition_tables
 from pipelines.defs.shared.metadata import contract_metadata
 from pipelines.zeus.traces import from_frames
 
@@ -28,6 +34,8 @@ class KnobGridConfig(dg.Config):
 
 @dg.asset(
     group_name="clusters",
+    partitions_def=trace_partitions,
+    backfill_policy=ONE_RUN,
     kinds={"polars", "parquet", "dask"},
     automation_condition=dg.AutomationCondition.eager(),
     metadata=contract_metadata("zeus_knob_grid"),
@@ -36,7 +44,7 @@ class KnobGridConfig(dg.Config):
     resource_defs={"dask": DaskResource()},
     # The longest step of its run: the multiprocess executor starts it first.
     op_tags={"dagster/priority": "10"},
-    description="Knob grid at cluster scale: every trace with jobs replayed on every GPU for each (eta, beta, seed) under Zeus, "
+    description="Knob grid at cluster scale, per trace: the trace (if it has jobs) replayed on every GPU for each (eta, beta, seed) under Zeus, "
     "Default (the paper grid adds Grid Search); cluster-wide energy (J) and time (s) and the saving vs Default (%). Runs on the dask resource.",
 )
 def zeus_knob_grid(
@@ -46,12 +54,14 @@ def zeus_knob_grid(
     cluster_workload_jobs: pl.DataFrame,
     zeus_train_runs: pl.DataFrame,
     zeus_power_profiles: pl.DataFrame,
-) -> dg.Output[pl.DataFrame]:
+) -> dg.Output[dict[str, pl.DataFrame]]:
     grid = GRIDS[config.grid.value]
-    traces = present_traces(cluster_workload_jobs)
+    traces = present_traces(cluster_workload_jobs)  # of this run's partitions only
+    for trace in sorted(set(context.partition_keys) - set(traces)):
+        context.log.warning(f"trace {trace} has no job: empty grid")
     if not traces:
-        context.log.warning("no cluster trace has jobs: empty grid")
-        return dg.Output(empty(ZeusKnobGrid), metadata={"grid": config.grid.value, "replays": 0})
+        out = {trace: empty(ZeusKnobGrid) for trace in context.partition_keys}
+        return dg.Output(partition_tables(context, out), metadata={"grid": config.grid.value, "replays": 0})
     n = len(replays(grid, traces))
     started = time.perf_counter()
     with dask.runner() as runner:
@@ -59,8 +69,9 @@ def zeus_knob_grid(
         table = sweep(cluster_workload_jobs, from_frames(zeus_train_runs, zeus_power_profiles), grid, runner)
         where = runner.description
     seconds = time.perf_counter() - started
+    out = {trace: table.filter(pl.col("trace") == trace) for trace in context.partition_keys}
     return dg.Output(
-        table,
+        partition_tables(context, out),
         metadata={
             "grid": config.grid.value,
             "traces": dg.MetadataValue.json(list(traces)),

@@ -19,7 +19,7 @@ from pipelines.contracts.base import empty
 from pipelines.contracts.owncluster import OwnClusterJobs, OwnClusterSummary, OwnClusterTraces
 from pipelines.defs.clusters.partitions import ONE_RUN, trace_partitions
 from pipelines.defs.shared.dask import DaskResource
-from pipelines.defs.shared.io_manager import PARTITIONS_STAND_ALONE, PathsResource
+from pipelines.defs.shared.io_manager import PARTITIONS_STAND_ALONE, PathsResource, partition_tables
 from pipelines.defs.shared.metadata import contract_metadata
 from pipelines.ingest.common import IngestError, empty_quarantine
 from pipelines.ingest.owntrace import OwnTraceResult
@@ -94,10 +94,10 @@ def ingest_own_cluster_jobs(context: dg.AssetExecutionContext, paths: PathsResou
         context.log.info(f"{trace.source_file}: {result.counts}")
         tables[key], quarantines[key], summaries[key] = result.table, result.quarantine, result.summary_row()
         results.append(result)
-    yield dg.Output(tables, output_name=TABLE, metadata={"traces": dg.MetadataValue.json([r.trace for r in results]),
-                                                        "not_used": dg.MetadataValue.json(problems)})
-    yield dg.Output(quarantines, output_name="quarantine")
-    yield dg.Output(summaries, output_name="own_cluster_traces")
+    yield dg.Output(partition_tables(context, tables, dg.AssetKey(TABLE)), output_name=TABLE,
+                    metadata={"traces": dg.MetadataValue.json([r.trace for r in results]), "not_used": dg.MetadataValue.json(problems)})
+    yield dg.Output(partition_tables(context, quarantines, dg.AssetKey(["quarantine", TABLE])), output_name="quarantine")
+    yield dg.Output(partition_tables(context, summaries, dg.AssetKey("own_cluster_traces")), output_name="own_cluster_traces")
     counts = {r.trace: vars(r.counts) for r in results}
     yield dg.AssetCheckResult(asset_key=TABLE, check_name="every_line_accounted_for", passed=all(r.counts.accounted for r in results),
                               metadata={"counts": dg.MetadataValue.json(counts)})

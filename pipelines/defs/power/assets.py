@@ -11,7 +11,7 @@ import polars as pl
 from pipelines.clusters import capacity, fleet, power, tracefiles
 from pipelines.defs.clusters.assets import BETA, ETA
 from pipelines.defs.clusters.partitions import ONE_RUN, by_partition, trace_gpu_partitions, trace_partitions
-from pipelines.defs.shared.io_manager import PathsResource
+from pipelines.defs.shared.io_manager import PathsResource, partition_tables
 from pipelines.defs.shared.metadata import contract_metadata, markdown_preview
 from pipelines.units import KW_PER_W
 from pipelines.vocabulary import GPU_BY_NAME
@@ -49,7 +49,7 @@ def cluster_capacity(
                                       found.peak_concurrent_gpus, found.window_start_s, found.window_end_s)
         out[trace] = pl.DataFrame([vars(found)]).select("trace", "cluster_gpus", "source", "peak_concurrent_gpus", "window_start_s",
                                                         "window_end_s")
-    yield dg.Output(out, metadata={"cluster_gpus": dg.MetadataValue.json({t: f.row(0, named=True) for t, f in out.items()})})
+    yield dg.Output(partition_tables(context, out), metadata={"cluster_gpus": dg.MetadataValue.json({t: f.row(0, named=True) for t, f in out.items()})})
     yield dg.AssetCheckResult(check_name="setting_covers_peak", passed=not refused, metadata={"refused": dg.MetadataValue.json(refused)})
 
 
@@ -84,7 +84,7 @@ def cluster_power(
     bins = power.power_bins(zeus_cluster_history, config.bin_s, config.occupancy, capacity=sizes)
     per_key = bins.group_by("trace", "gpu", "policy").agg(pl.len().alias("bins"), (pl.col("mean_power_w").max() * KW_PER_W).alias("peak_kw"))
     yield dg.Output(
-        by_partition(bins, context.partition_keys),
+        partition_tables(context, by_partition(bins, context.partition_keys)),
         metadata={"bin_s": config.bin_s, "occupancy": config.occupancy,
                   "bins_and_peak_kw": dg.MetadataValue.json(per_key.sort("trace", "gpu", "policy").to_dicts())},
     )
@@ -111,7 +111,7 @@ def cluster_power_summary(
     summary = power.power_summary(cluster_power, _sizes(cluster_capacity))
     headline = summary.select("trace", "gpu", "policy", "peak_kw", "p99_kw", "headroom_gpus", "energy_saved_pct",
                               "fleet_energy_saved_pct").to_dicts()
-    return dg.Output(by_partition(summary, context.partition_keys), metadata={"peak_p99_headroom": dg.MetadataValue.json(headline)})
+    return dg.Output(partition_tables(context, by_partition(summary, context.partition_keys)), metadata={"peak_p99_headroom": dg.MetadataValue.json(headline)})
 
 
 @dg.asset(

@@ -108,7 +108,10 @@ def ingest_asset(
 
     ``sources`` (names in ``pipelines.sources.SOURCES``) are verified, and restored if need be,
     before ``read`` runs. ``read`` returns None when its optional sources are missing: the table is
-    then written empty, with a warning and a WARN check naming the missing files and where to put them.
+    then written empty. An absent optional source is the default install's state, not a fault: the
+    asset's description names the files, each materialization's ``optional_sources`` metadata says
+    which are absent and where to put them, and the check ``optional_sources_usable`` warns only when
+    an optional source is present but the table still has no row.
     """
     table = spec.table
     check_specs = [
@@ -127,11 +130,15 @@ def ingest_asset(
         *[dg.AssetCheckSpec(c.name, asset=table, blocking=c.blocking, description=c.description) for c in checks],
     ]
     if optional_sources:
+        names = ", ".join(optional_sources)
+        description += (f" Optional sources, not in the mirror: {names} (under raw/); while they are absent the table is empty "
+                        "by design, and the materialization's optional_sources metadata says where to put them.")
         check_specs.append(
             dg.AssetCheckSpec(
-                "optional_sources_present",
+                "optional_sources_usable",
                 asset=table,
-                description=f"{table} has rows: its optional sources ({', '.join(optional_sources)}) were supplied (a warning otherwise).",
+                description=f"Warns when an optional source ({names}) is present but {table} has no row; an absent source passes "
+                "(the table is empty until it is supplied).",
             )
         )
 
@@ -165,7 +172,7 @@ def ingest_asset(
         result = read(project)
         missing = _missing_optional(project, optional_sources)
         for source in missing:
-            context.log.warning(f"{table}: optional source {source.name} missing; put it at {source.raw_path(project)} ({source.url})")
+            context.log.info(f"{table}: optional source {source.name} absent; put it at {source.raw_path(project)} ({source.url})")
         if result is None:
             result = IngestResult(empty_table(spec), empty_quarantine())
         share = result.quarantined_share
@@ -179,7 +186,8 @@ def ingest_asset(
                 "quarantined_share": float(share),
                 "source_files": dg.MetadataValue.json(result.files),
                 "source_records": result.lines_in,
-                "missing_optional_sources": dg.MetadataValue.json([s.name for s in missing]),
+                **({"optional_sources": dg.MetadataValue.md(_optional_sources_table(project, optional_sources, missing))}
+                   if optional_sources else {}),
                 "replaced_or_restored_before_reading": dg.MetadataValue.json(restored),
                 **extra,
             },
@@ -220,21 +228,32 @@ def ingest_asset(
     return _ingest
 
 
+def _optional_sources_table(project: ProjectPaths, optional: Sequence[str], missing: Sequence[Source]) -> str:
+    """Markdown: each optional source, present or absent, and where an absent one goes."""
+    absent = {s.name: s for s in missing}
+    rows = [f"| {name} | absent: put it at `{absent[name].raw_path(project)}` ({absent[name].url}) |" if name in absent
+            else f"| {name} | present |" for name in optional]
+    return "| optional source | state |\n|---|---|\n" + "\n".join(rows)
+
+
 def _optional_sources_check(
     table: str, project: ProjectPaths, optional: Sequence[str], missing: Sequence[Source], result: IngestResult
 ) -> dg.AssetCheckResult:
-    """WARN when an optional table is empty, naming each file to drop in and where."""
+    """Passes while the table has rows or every optional source is absent (the default install); WARN when one is present
+    but the table is empty (every row quarantined, or a file holding none)."""
+    present = [name for name in optional if name not in {s.name for s in missing}]
     if result.table.height:
         text = f"{table}: {result.table.height} rows from {', '.join(result.files)}"
-    elif missing:
-        text = f"{table} is empty: " + " / ".join(missing_message(s, project) for s in missing)
+    elif not present:
+        text = f"{table} is empty by design: " + " / ".join(missing_message(s, project) for s in missing)
     else:
-        text = f"{table} is empty although {', '.join(optional)} are present: see quarantine/{table}"
+        text = f"{table} is empty although {', '.join(present)} {'is' if len(present) == 1 else 'are'} present: see quarantine/{table}"
     return dg.AssetCheckResult(
         asset_key=table,
-        check_name="optional_sources_present",
-        passed=result.table.height > 0,
+        check_name="optional_sources_usable",
+        passed=result.table.height > 0 or not present,
         severity=dg.AssetCheckSeverity.WARN,
         description=text,
-        metadata={"missing": dg.MetadataValue.json({s.name: str(s.raw_path(project)) for s in missing})},
+        metadata={"absent": dg.MetadataValue.json({s.name: str(s.raw_path(project)) for s in missing}),
+                  "present": dg.MetadataValue.json(present)},
     )

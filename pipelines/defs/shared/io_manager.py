@@ -4,6 +4,10 @@ Parquet is the source of truth: ``assets/<key>.parquet`` for a table, ``assets/<
 for a partitioned one; every write is atomic (temp file + rename). We write our own IO manager because
 dagster-polars 0.27 does not load with polars 2.
 
+A run over several partitions returns ``{partition key: frame}``; its asset passes the mapping through
+``partition_tables`` so that each partition's materialization carries its own row count, path and
+preview (the IO manager, which writes the files, can only add metadata common to every partition).
+
 Every table follows its contract (``pipelines.contracts.registry.table_contract``): the IO manager
 validates each output against it before writing (and writes nothing when it fails), and
 ``contract_metadata`` gives an asset definition its column schema (types, descriptions with
@@ -12,6 +16,7 @@ units, nullability), so the UI shows it before anything is materialized.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 
 import dagster as dg
@@ -54,7 +59,8 @@ class ParquetIOManager(dg.ConfigurableIOManager):
     def _base(self) -> Path:
         return (ProjectPaths(Path(self.root).resolve()) if self.root else default_paths()).assets
 
-    def _path(self, key: dg.AssetKey, partition_key: str | None) -> Path:
+    def path(self, key: dg.AssetKey, partition_key: str | None) -> Path:
+        """Where the table ``key`` (its partition ``partition_key``, if any) is stored."""
         return table_path(self._base(), "/".join(key.path), partition_key)
 
     def handle_output(self, context: dg.OutputContext, obj: pl.DataFrame | dict[str, pl.DataFrame] | None) -> None:
@@ -71,26 +77,23 @@ class ParquetIOManager(dg.ConfigurableIOManager):
                                 f"got {sorted(obj)}")
             for part, frame in sorted(obj.items()):
                 validate(frame, contract, name=f"{key} (partition {part})")  # all before anything is written
-            paths = [write_parquet_atomic(frame, self._path(context.asset_key, part)) for part, frame in sorted(obj.items())]
-            combined = pl.concat(list(obj.values()), how="vertical_relaxed") if obj else pl.DataFrame()
-            context.add_output_metadata({
-                **table_metadata(combined, None, contract),
-                "rows_by_partition": dg.MetadataValue.json({k: v.height for k, v in sorted(obj.items())}),
-                "files": len(paths),
-            })
+            for part, frame in sorted(obj.items()):
+                write_parquet_atomic(frame, self.path(context.asset_key, part))
+            # Common to the run's partitions; each one's row count, path and preview come from partition_tables.
+            context.add_output_metadata({"rows_by_partition": dg.MetadataValue.json({k: v.height for k, v in sorted(obj.items())})})
             return
         if not isinstance(obj, pl.DataFrame):
             raise TypeError(f"{key}: expected a polars DataFrame, got {type(obj)!r}")
         partition = context.partition_key if context.has_asset_partitions else None
         where = f"{key} (partition {partition})" if partition is not None else key
         validate(obj, contract, name=where)  # raises before anything is written
-        path = write_parquet_atomic(obj, self._path(context.asset_key, partition))
+        path = write_parquet_atomic(obj, self.path(context.asset_key, partition))
         context.add_output_metadata(table_metadata(obj, path, contract))
 
     def load_input(self, context: dg.InputContext) -> pl.DataFrame:
         key = context.asset_key
         if context.has_asset_partitions:
-            paths = [self._path(key, pk) for pk in context.asset_partition_keys]
+            paths = [self.path(key, pk) for pk in context.asset_partition_keys]
             missing = [str(p) for p in paths if not p.exists()]
             upstream = context.upstream_output
             if upstream is not None and (upstream.definition_metadata or {}).get(PARTITIONS_STAND_ALONE):
@@ -100,7 +103,26 @@ class ParquetIOManager(dg.ConfigurableIOManager):
             if missing:
                 raise FileNotFoundError(f"{key.to_user_string()}: partitions not materialized: {missing[:5]}")
             return pl.concat([pl.read_parquet(p) for p in paths], how="vertical_relaxed")
-        path = self._path(key, None)
+        path = self.path(key, None)
         if not path.exists():
             raise FileNotFoundError(f"{key.to_user_string()}: {path} does not exist; materialize it first")
         return pl.read_parquet(path)
+
+
+def partition_tables(
+    context: dg.AssetExecutionContext, frames: Mapping[str, pl.DataFrame], asset_key: dg.AssetKey | None = None
+) -> dict[str, pl.DataFrame]:
+    """``frames`` ({partition key: frame}, what a multi-partition run returns), each partition's own metadata attached.
+
+    Each partition's materialization gets its frame's row count, its file's path and its preview
+    (``table_metadata``), so that ``dagster/row_count`` is the partition's, not the run's total.
+    The path is the one the asset's IO manager (a ``ParquetIOManager``) writes the partition to.
+    """
+    key = asset_key or context.asset_key
+    manager = context.resources.io_manager
+    if not isinstance(manager, ParquetIOManager):
+        raise TypeError(f"{key.to_user_string()}: partition_tables needs the ParquetIOManager, got {type(manager).__name__}")
+    contract = table_contract(key.to_user_string())
+    for part, frame in sorted(frames.items()):
+        context.add_asset_metadata(table_metadata(frame, manager.path(key, part), contract), asset_key=key, partition_key=part)
+    return dict(frames)

@@ -5,6 +5,7 @@ import polars as pl
 
 from pipelines.clusters import simulate
 from pipelines.defs.clusters.partitions import ONE_RUN, gpu_partitions
+from pipelines.defs.shared.io_manager import partition_tables
 from pipelines.defs.shared.metadata import contract_metadata
 from pipelines.vocabulary import ZEUS_DATASETS
 from pipelines.zeus.traces import from_frames
@@ -15,7 +16,7 @@ SWEEP_SEEDS = (1, 2, 3, 4, 5)
 
 
 @dg.asset(
-    group_name="clusters",
+    group_name="zeus",
     partitions_def=gpu_partitions,
     backfill_policy=ONE_RUN,
     automation_condition=dg.AutomationCondition.eager(),
@@ -34,4 +35,4 @@ def zeus_single_job_sweep(
         errors += skipped
     for error in errors:
         context.log.warning(f"not simulated (the published simulator raises here): {error}")
-    return dg.Output(out, metadata={"skipped_combinations": len(errors), "skipped": dg.MetadataValue.json(errors[:50])})
+    return dg.Output(partition_tables(context, out), metadata={"skipped_combinations": len(errors), "skipped": dg.MetadataValue.json(errors[:50])})
