@@ -106,6 +106,26 @@ def idle_draw_w(gpu: str, idle_w: Mapping[str, float] | None = None) -> float:
     return known.idle_w
 
 
+def _keyed_runs(history: pl.DataFrame, bin_s: float) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """(each (trace, gpu, policy) in sorted order with its first and last bin, each run: its key's row there as ``_key``,
+    start_time_s, end_time_s, energy_j, num_gpu) of a non-empty history."""
+    key_ids = history.select(KEYS).unique().sort(KEYS).with_row_index("_key")
+    # each run's key as its row in key_ids (sorted keys): the dense rank of its keys' ranks, in integers (a join on the
+    # key names would copy them for every run)
+    composite = pl.lit(0, pl.Int64)
+    for k in KEYS:
+        composite = composite * (pl.col(k).n_unique() + 1) + pl.col(k).rank("dense").cast(pl.Int64)
+    runs = history.select((composite.rank("dense") - 1).cast(pl.UInt32).alias("_key"), "start_time_s", "end_time_s", "energy_j",
+                          "num_gpu")
+    keys = key_ids.join(runs.group_by("_key").agg(
+        (pl.col("start_time_s").min() / bin_s).floor().cast(pl.Int64).alias("first_bin"),
+        # the bin holding the last instant of the last run (a zero-length run: the bin of its start)
+        pl.max_horizontal((pl.col("end_time_s") / bin_s).ceil() - 1, (pl.col("start_time_s") / bin_s).floor())
+        .max().cast(pl.Int64).alias("last_bin"),
+    ), on="_key").sort("_key")
+    return keys, runs
+
+
 def power_bins(history: pl.DataFrame, bin_s: float = BIN_S, occupancy: Occupancy = "simulated",
                capacity: Mapping[str, Capacity] | None = None, idle_w: Mapping[str, float] | None = None) -> pl.DataFrame:
     """Mean cluster power (W) and mean busy GPUs per ``bin_s`` bin, per (trace, gpu, policy); idle GPUs and their draw.
@@ -136,49 +156,44 @@ def power_bins(history: pl.DataFrame, bin_s: float = BIN_S, occupancy: Occupancy
     _check_history(history)
     if history.height == 0:
         return pl.DataFrame(schema=POWER_SCHEMA)
-    key_ids = history.select(KEYS).unique().sort(KEYS).with_row_index("_key")
-    runs = history.select(*KEYS, "start_time_s", "end_time_s", "energy_j", "num_gpu").join(key_ids, on=list(KEYS))
-    keys = runs.group_by("_key").agg(
-        *(pl.col(k).first() for k in KEYS),
-        (pl.col("start_time_s").min() / bin_s).floor().cast(pl.Int64).alias("first_bin"),
-        # the bin holding the last instant of the last run (a zero-length run: the bin of its start)
-        pl.max_horizontal((pl.col("end_time_s") / bin_s).ceil() - 1, (pl.col("start_time_s") / bin_s).floor())
-        .max().cast(pl.Int64).alias("last_bin"),
-    ).sort("_key")
+    keys, runs = _keyed_runs(history, bin_s)
     first_bin = keys["first_bin"].to_numpy()
     n_bins = keys["last_bin"].to_numpy() - first_bin + 1
     offset = np.concatenate(([0], np.cumsum(n_bins)[:-1]))  # row of each key's first bin in the output
 
-    key = runs["_key"].to_numpy()
+    base = (offset - first_bin)[runs["_key"].to_numpy()]  # global row of bin k of a run's key: base + k
     start = runs["start_time_s"].to_numpy()
     end = runs["end_time_s"].to_numpy()
     energy = runs["energy_j"].to_numpy()
-    gpus = runs["num_gpu"].to_numpy().astype(np.float64)
     length = end - start
-    base = offset[key] - first_bin[key]  # global row of bin k of a run's key: base + k
     k0 = np.floor(start / bin_s).astype(np.int64)
     k1 = np.maximum(np.ceil(end / bin_s).astype(np.int64) - 1, k0)
     point = length <= 0
     power = np.divide(energy, length, out=np.zeros_like(energy), where=~point)
-    busy = np.where(point, 0.0, gpus)  # a zero-length run occupies no GPU-time
+    busy = np.where(point, 0.0, runs["num_gpu"].to_numpy().astype(np.float64))  # a zero-length run occupies no GPU-time
     single = k0 == k1
     # Energy (and GPU-seconds) of the first and last partial bins; a run inside one bin puts all in its bin.
     head = np.where(single, length, (k0 + 1) * bin_s - start)
     tail = np.where(single, 0.0, end - k1 * bin_s)
+    del start, end, length, runs  # runs: every per-run frame column is in the arrays now
     n_total = int(n_bins.sum())
-    bin_energy: np.ndarray = np.bincount(base + k0, weights=np.where(single, energy, power * head), minlength=n_total) \
-        + np.bincount(base + k1, weights=power * tail, minlength=n_total)
-    bin_gpu_s: np.ndarray = np.bincount(base + k0, weights=busy * head, minlength=n_total) \
-        + np.bincount(base + k1, weights=busy * tail, minlength=n_total)
-    # Full bins k0+1 .. k1-1 at constant power: difference array, summed once.
     full = k1 > k0 + 1
-    rate = np.bincount(base[full] + k0[full] + 1, weights=power[full], minlength=n_total + 1)
-    rate -= np.bincount(base[full] + k1[full], weights=power[full], minlength=n_total + 1)
-    count = np.bincount(base[full] + k0[full] + 1, weights=busy[full], minlength=n_total + 1)
-    count -= np.bincount(base[full] + k1[full], weights=busy[full], minlength=n_total + 1)
+    first, last = base + k0, base + k1  # the global rows of each run's first and last bins
+    del base, k0, k1
+    bin_energy: np.ndarray = np.bincount(first, weights=np.where(single, energy, power * head), minlength=n_total) \
+        + np.bincount(last, weights=power * tail, minlength=n_total)
+    bin_gpu_s: np.ndarray = np.bincount(first, weights=busy * head, minlength=n_total) \
+        + np.bincount(last, weights=busy * tail, minlength=n_total)
+    del single, head, tail
+    # Full bins k0+1 .. k1-1 at constant power: difference array, summed once.
+    opens, closes, power, busy = first[full] + 1, last[full], power[full], busy[full]
+    del first, last
+    rate = np.bincount(opens, weights=power, minlength=n_total + 1)
+    rate -= np.bincount(closes, weights=power, minlength=n_total + 1)
+    count = np.bincount(opens, weights=busy, minlength=n_total + 1)
+    count -= np.bincount(closes, weights=busy, minlength=n_total + 1)
     # Where no full-bin run is open the exact sum is 0: an integer count of open runs zeroes the rounding residue.
-    open_runs = np.cumsum(np.bincount(base[full] + k0[full] + 1, minlength=n_total + 1)
-                          - np.bincount(base[full] + k1[full], minlength=n_total + 1))[:n_total]
+    open_runs = np.cumsum(np.bincount(opens, minlength=n_total + 1) - np.bincount(closes, minlength=n_total + 1))[:n_total]
     bin_energy += np.where(open_runs > 0, np.cumsum(rate)[:n_total], 0.0) * bin_s
     bin_gpu_s += np.where(open_runs > 0, np.cumsum(count)[:n_total], 0.0) * bin_s
 

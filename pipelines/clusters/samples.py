@@ -103,10 +103,9 @@ def _sums(keys: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]
 def _totals(history: pl.DataFrame) -> dict[str, float]:
     """Energy (J) and time (s) of each policy, summed by numpy in history order."""
     out: dict[str, float] = {}
-    policy = history["policy"].to_numpy()
     energy, time = history["energy_j"].to_numpy(), history["time_s"].to_numpy()
     for p in POLICIES:
-        mask = policy == p
+        mask = (history["policy"] == p).to_numpy()  # a bool mask, not an object array of the policy names
         out[f"{p}_j"] = float(np.sum(energy[mask]))
         out[f"{p}_s"] = float(np.sum(time[mask]))
     return out
@@ -158,16 +157,18 @@ def _top_groups(history: pl.DataFrame, top: int, label: str | None) -> list[dict
     """The ``top`` groups saving most energy (J), with their workload and job count (the label prefixes their name)."""
     if history.height == 0 or top == 0:
         return []
-    groups = history["group"].to_numpy().astype(str)
-    policy = history["policy"].to_numpy()
+    # each group as its rank among the sorted names (the order _sums sorts them in), not as a wide numpy string array
+    names = history["group"].unique().sort()
+    codes = history["group"].rank("dense").cast(pl.Int64).to_numpy() - 1
+    is_default, is_zeus = ((history["policy"] == p).to_numpy() for p in ("default", "zeus"))
     energy = history["energy_j"].to_numpy()
-    names, default = _sums(groups[policy == "default"], energy[policy == "default"])
-    zeus_names, zeus = _sums(groups[policy == "zeus"], energy[policy == "zeus"])
-    zeus_of = dict(zip(zeus_names.tolist(), zeus.tolist(), strict=True))
-    meta = history.filter(pl.col("policy") == "default").group_by("group").agg(
-        pl.col("dataset").first(), pl.col("job_id").n_unique().alias("jobs"))
+    default_codes, default = _sums(codes[is_default], energy[is_default])
+    zeus_codes, zeus = _sums(codes[is_zeus], energy[is_zeus])
+    zeus_of = dict(zip(zeus_codes.tolist(), zeus.tolist(), strict=True))
+    meta = history.lazy().filter(pl.col("policy") == "default").select("group", "dataset", "job_id").group_by("group").agg(
+        pl.col("dataset").first(), pl.col("job_id").n_unique().alias("jobs")).collect()
     info = {g: (d, j) for g, d, j in meta.iter_rows()}
-    rows = [(name, d, zeus_of.get(name, 0.0)) for name, d in zip(names.tolist(), default.tolist(), strict=True)]
+    rows = [(names[c], d, zeus_of.get(c, 0.0)) for c, d in zip(default_codes.tolist(), default.tolist(), strict=True)]
     rows.sort(key=lambda r: (-(r[1] - r[2]), r[0]))
     return [{"group": f"{label}: {g}" if label else g, "jobs": int(info[g][1]), "workload": info[g][0], "default_j": d, "zeus_j": z}
             for g, d, z in rows[:top]]
@@ -195,6 +196,10 @@ def _measured(combined: pl.DataFrame, measured: pl.DataFrame) -> dict[str, Any] 
     return {"jobs": len(pairs), "modelled_default_j": float(np.sum(model)), "ratio_p25": q25, "ratio_median": q50, "ratio_p75": q75}
 
 
+#: The history columns a draw reads (totals, power, top groups, the measured jobs); the rest is dropped at once.
+_HISTORY_COLUMNS = ("trace", "gpu", "policy", "group", "job_id", "dataset", "num_gpu", "start_time_s", "time_s", "energy_j")
+
+
 def run_draw(draw: int, *, plan: Plan, traces: Traces, base_seed: int) -> dict[str, Any]:
     """One draw (see the module docstring): per row its totals and peaks; the fleet's; the measured comparison; for draw 0
     also the top groups and the jobs per workload."""
@@ -207,7 +212,7 @@ def run_draw(draw: int, *, plan: Plan, traces: Traces, base_seed: int) -> dict[s
         assigned = mapping.assign_by_runtime(row.jobs, row.workloads, shuffle=_shuffle(base_seed, draw, i), subset=True)
         jobs = mapping.finish_own(assigned, plan.trace)
         history = simulate.simulate_trace(jobs, traces, row.gpu, eta=plan.eta, beta=plan.beta, policies=POLICIES, seed=knob,
-                                          engine=plan.engine)
+                                          engine=plan.engine).select(_HISTORY_COLUMNS)
         rows[row.key] = {**_totals(history), **_peaks(history, row.key, plan)}
         if draw == 0:
             rows[row.key]["jobs_by_workload"] = dict(jobs.group_by("dataset").len().sort("dataset").iter_rows())
@@ -217,7 +222,10 @@ def run_draw(draw: int, *, plan: Plan, traces: Traces, base_seed: int) -> dict[s
         return out
     combined = pl.concat(histories)
     if plan.fleet:
-        whole = {**_totals(combined), **_peaks(combined.drop("_row").with_columns(pl.lit(FLEET).alias("gpu")), FLEET, plan)}
+        # relabelled per history: a column added to the concatenated frame would rechunk (copy) all of it
+        fleet = pl.concat([h.drop("_row").with_columns(pl.lit(FLEET).alias("gpu")) for h in histories])
+        whole = {**_totals(combined), **_peaks(fleet, FLEET, plan)}
+        del fleet
         out["fleet"] = {**whole, **_whole_fleet(rows, plan)}
     out["measured"] = _measured(combined, plan.measured)
     if draw == 0 and plan.keep_power:

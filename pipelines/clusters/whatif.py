@@ -160,18 +160,35 @@ def gpu_mode(table: pl.DataFrame, options: Options) -> GpuMode:
     return AS_EXPORTED if typed else EVERY_GPU
 
 
+#: The ``own_cluster_jobs`` columns the report reads (``for_report`` drops the rest of a read table before the replay).
+REPORT_COLUMNS = ("trace", "job_id", "user", "job_name", "slurm_partition", "start_time", "end_time", "state", "num_gpus", "gpu_type",
+                  "category", "measured_energy_j", "energy_status", "gpu_util_pct")
+
+
+def for_report(result: OwnTraceResult) -> OwnTraceResult:
+    """``result`` with only the table columns the report reads: the caller drops its own reference to the full table so
+    that a multi-GB export's other columns are freed before the replay (issue 25: peak memory)."""
+    return replace(result, table=result.table.select(c for c in REPORT_COLUMNS if c in result.table.columns))
+
+
 def plan(result: OwnTraceResult, profiles: Profiles, options: Options) -> tuple[Plan, list[dict[str, Any]], GpuMode]:
     """(what every draw replays, one record per row: key, GPU, jobs, GPU-hours, own profile or fallback, workloads; the mode).
 
     Raises ``TraceError`` for a GPU (or fallback) without a profile.
     """
+    slim = for_report(result)
+    return _plan(slim, mapping.own_keyed(slim.table, slim.trace), profiles, options)
+
+
+def _plan(result: OwnTraceResult, keyed: pl.DataFrame, profiles: Profiles,
+          options: Options) -> tuple[Plan, list[dict[str, Any]], GpuMode]:
+    """``plan`` of ``result``, whose replay candidates are ``keyed`` (``mapping.own_keyed``)."""
     known = profiles.names()
     for gpu in (*(options.gpus or ()), options.fallback_gpu):
         if gpu != AS_EXPORTED and gpu not in known:
             raise TraceError(f"unknown GPU {gpu!r}: the profiles are {', '.join(known)} (measure one with `measure profile`, "
                              "then pass it with --profiles or put it in raw/measured/)")
     mode = gpu_mode(result.table, options)
-    keyed = mapping.own_keyed(result.table, result.trace)
     rows: list[Row] = []
     records: list[dict[str, Any]] = []
     if mode == AS_EXPORTED:
@@ -314,7 +331,7 @@ def _by_state(frame: pl.DataFrame) -> dict[str, int]:
 
 def _counts(result: OwnTraceResult, replayed: int, groups: int, named: int) -> dict[str, Any]:
     c = result.counts
-    table = result.table
+    table = result.table.select("category", "state", "start_time", "end_time", "gpu_type")
     gpu = table.filter(pl.col("category") == "gpu")
     zero_length = gpu.filter((pl.col("state") == "COMPLETED") & (pl.col("end_time") <= pl.col("start_time"))).height
     not_replayed = _by_state(gpu.filter(pl.col("state") != "COMPLETED"))
@@ -347,7 +364,7 @@ def _counts(result: OwnTraceResult, replayed: int, groups: int, named: int) -> d
 def _energy_accounting(result: OwnTraceResult) -> dict[str, Any]:
     """What the export says about measured energy, over all allocations and over the jobs replayed."""
     c = result.counts
-    replayed = mapping.own_replay_candidates(result.table)
+    replayed = mapping.own_replay_candidates(result.table.select("category", "state", "start_time", "end_time", "energy_status"))
     status = dict(replayed.group_by("energy_status").len().iter_rows())
     out = {"source": c.energy_source, "zero_allocations": c.zero_energy_allocations, "measured_allocations": c.measured_energy_allocations,
            "replayed_jobs_measured": status.get("measured", 0), "replayed_jobs_zero": status.get("zero", 0)}
@@ -374,7 +391,8 @@ def _measured_report(draws: Sequence[dict[str, Any]], plan_: Plan, result: OwnTr
     for name in ("ratio_median", "ratio_p25", "ratio_p75"):
         out[name] = spread([p[name] for p in parts])[0]
     ids = plan_.measured["job_id"]
-    util = mapping.own_replay_candidates(result.table).filter(pl.col("job_id").is_in(ids.implode()))["gpu_util_pct"].drop_nulls()
+    candidates = mapping.own_replay_candidates(result.table.select("category", "state", "start_time", "end_time", "job_id", "gpu_util_pct"))
+    util = candidates.filter(pl.col("job_id").is_in(ids.implode()))["gpu_util_pct"].drop_nulls()
     out["gpu_util_median_pct"] = float(util.median()) if util.len() else None  # type: ignore[arg-type]
     out["caption"] = ENERGY_PLUGINS
     return out
@@ -403,18 +421,21 @@ def _whatif(result: OwnTraceResult, profiles: Profiles, options: Options, runner
             keep_power: bool) -> tuple[dict[str, Any], pl.DataFrame | None]:
     if options.samples < 1:
         raise ValueError(f"--samples must be >= 1, got {options.samples}")
-    the_plan, records, mode = plan(result, profiles, options)
+    result = for_report(result)
+    keyed = mapping.own_keyed(result.table, result.trace)
+    the_plan, records, mode = _plan(result, keyed, profiles, options)
     if keep_power:
         the_plan = replace(the_plan, keep_power=True)
-    keyed = mapping.own_keyed(result.table, result.trace)
     named = keyed.filter(pl.col("user").is_not_null() & pl.col("job_name").is_not_null()).height
+    replayed, groups, gpu_hours = keyed.height, keyed["group"].n_unique() if keyed.height else 0, _gpu_hours(keyed)
+    del keyed  # the draws hold their own slim rows (the plan's)
     runner = runner or SerialRunner()
     draws = run_draws(the_plan, profiles.traces, options.samples, options.seed, runner, progress=options.progress)
     report: dict[str, Any] = {
         "file": result.source_file, "format": result.format, "timezone": result.timezone, "trace": result.trace,
         "eta": options.eta, "beta": options.beta, "samples": options.samples, "seed": options.seed,
         "interval": f"{samples_interval()} over the samples", "runner": runner.description,
-        **_counts(result, keyed.height, keyed["group"].n_unique() if keyed.height else 0, named),
+        **_counts(result, replayed, groups, named),
         "gpu_mode": mode, "fallback_gpu": options.fallback_gpu,
     }
     whole = the_plan.cluster or next(iter(the_plan.capacities.values()), None)
@@ -434,7 +455,7 @@ def _whatif(result: OwnTraceResult, profiles: Profiles, options: Options, runner
         report["gpu_types"] = {r["key"]: r["jobs"] for r in records}
         report["replayed_on"] = {r["key"]: r["gpu"] for r in records}
         report["fallback_jobs"] = sum(r["jobs"] for r in records if not r["own_profile"])
-        report["total"] = ({"jobs": keyed.height, "gpu_hours": _gpu_hours(keyed), **row_report([d["fleet"] for d in draws], options)}
+        report["total"] = ({"jobs": replayed, "gpu_hours": gpu_hours, **row_report([d["fleet"] for d in draws], options)}
                            if "fleet" in draws[0] else None)
     report["measured_workloads"] = {r["gpu"]: r["workloads"] for r in records if len(r["workloads"]) < len(ZEUS_DATASETS)}
     report["profile_notes"] = list(profiles.notes)

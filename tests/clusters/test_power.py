@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 import pytest
+from polars.testing import assert_frame_equal
 
 from pipelines.clusters import power
 from pipelines.clusters.capacity import Capacity as capacity_type
@@ -71,6 +72,25 @@ def test_bins_start_at_the_first_run_and_keys_are_apart() -> None:
     assert rows == [("t", "g", 900.0, pytest.approx(50 / 300)), ("t", "h", 0.0, pytest.approx(50 / 300)),
                     ("t", "h", 300.0, pytest.approx(50 / 300)), ("u", "g", 0.0, pytest.approx(0.1))]
     assert power.energy_mismatches(bins, history) == []
+
+
+def test_interleaved_keys_get_exactly_their_own_bins() -> None:
+    # Runs of 2 traces x 2 GPUs x 2 policies, interleaved (the keys are numbered by their names' ranks, not joined on
+    # them): each key's bins equal those of its runs binned alone (up to the rounding residue that the full-bin running
+    # sum carries over from the keys before it), and the keys come out sorted.
+    rng = np.random.default_rng(7)
+    parts = []
+    for i in range(400):
+        trace, gpu, policy = ("t", "u")[i % 2], ("h", "g")[(i // 2) % 2], ("zeus", "default")[(i // 4) % 2]
+        start = float(rng.uniform(0, 5000))
+        parts.append(_history([(policy, start, start + float(rng.uniform(0, 2000)), float(rng.uniform(0, 1e5)), 1 + i % 3)],
+                              trace=trace, gpu=gpu))
+    history = pl.concat(parts)
+    bins = power.power_bins(history, bin_s=300.0)
+    assert bins.select(power.KEYS).unique(maintain_order=True).rows() == sorted(set(history.select(power.KEYS).rows()))
+    for (trace, gpu, policy), alone in history.group_by(power.KEYS, maintain_order=True):
+        mine = bins.filter((pl.col("trace") == trace) & (pl.col("gpu") == gpu) & (pl.col("policy") == policy))
+        assert_frame_equal(mine, power.power_bins(alone, bin_s=300.0), check_exact=False, rtol=1e-12, atol=1e-9)
 
 
 def test_bin_length_is_configurable_and_the_invariant_check_can_fail() -> None:
