@@ -15,7 +15,10 @@ registered file system too, and its ``allowed_directories`` lets writes into tho
 
 from __future__ import annotations
 
+import io
+import os
 import sys
+import threading
 from collections.abc import Iterator
 from importlib.resources import files
 from importlib.resources.abc import Traversable
@@ -80,7 +83,54 @@ class ReadOnlyFiles(AbstractFileSystem):
     def _open(self, path: str, mode: str = "rb", **kwargs: Any) -> Any:
         if mode != "rb":
             raise PermissionError(f"{path}: the SQL session is read-only (no file is written)")
-        return self._local._open(self._strip_protocol(path), mode, **kwargs)
+        return PositionalReader(self._strip_protocol(path))
+
+
+class PositionalReader(io.RawIOBase):
+    """A file open for reading whose position is each thread's own.
+
+    DuckDB reads a registered (Python) file system's file as ``seek`` then ``read``, two calls, and
+    its reader threads can share one open file: with one shared position, a thread now and then read
+    another's bytes (a Parquet footer read as "TProtocolException: Invalid data"). Each read here is
+    an ``os.pread`` at the calling thread's own position.
+    """
+
+    def __init__(self, path: str) -> None:
+        super().__init__()
+        self._fd = os.open(path, os.O_RDONLY)
+        self._size = os.fstat(self._fd).st_size
+        self._position = threading.local()
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def tell(self) -> int:
+        return getattr(self._position, "at", 0)
+
+    def seek(self, offset: int, whence: int = os.SEEK_SET) -> int:
+        base = {os.SEEK_SET: 0, os.SEEK_CUR: self.tell(), os.SEEK_END: self._size}[whence]
+        self._position.at = base + offset
+        return self._position.at
+
+    def read(self, size: int | None = -1) -> bytes:
+        at = self.tell()
+        count = self._size - at if size is None or size < 0 else size
+        data = os.pread(self._fd, max(count, 0), at)
+        self._position.at = at + len(data)
+        return data
+
+    def readinto(self, buffer: Any) -> int:
+        data = self.read(len(buffer))
+        buffer[: len(data)] = data
+        return len(data)
+
+    def close(self) -> None:
+        if not self.closed:
+            os.close(self._fd)
+        super().close()
 
 
 def read_only_path(path: Path) -> str:
