@@ -61,7 +61,7 @@ def measured(argv: list[str], cwd: Path, env: dict[str, str]) -> tuple[float, fl
         err.seek(0)
         if os.waitstatus_to_exitcode(status) != 0:
             raise SystemExit(f"{' '.join(argv[2:4])} in {cwd} failed: {err.read()[-2000:]}")
-        return wall, usage.ru_maxrss / 1024**2, out.read()  # ru_maxrss in KiB on Linux
+        return wall, usage.ru_maxrss * 1024 / 1e9, out.read()  # ru_maxrss in KiB on Linux; GB = 1e9 bytes
 
 
 def run_both(code: Path, export: Path, home: Path, samples: int) -> dict[str, Any]:
