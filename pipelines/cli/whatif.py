@@ -151,9 +151,9 @@ def cli(
     named = PAPER_ORDER if gpus is None or gpus == (report_of.AS_EXPORTED,) else gpus
     published = [g for g in (*named, options.fallback_gpu) if g in PAPER_ORDER]
     try:
-        # only the columns the report reads stay alive through the replay (the full table is freed here)
-        result = report_of.for_report(tracefiles.read_trace(file, report_of.trace_name_for(file), file_format, timezone, field_list,
-                                                            source_file=str(file), digest=html_file is not None, delimiter=delimiter))
+        # only the columns the report reads are kept (the full table never exists)
+        result = tracefiles.read_trace(file, report_of.trace_name_for(file), file_format, timezone, field_list, source_file=str(file),
+                                       digest=html_file is not None, delimiter=delimiter, columns=report_of.REPORT_COLUMNS)
         traces, origin = report_of.load_zeus_traces(trace_dir, home, published)
         profiles = with_measured(traces, profile_files, ProjectPaths(home).raw / "measured")
         with connect(scheduler or "none", slurm=slurm_cluster, note=note) as runner:

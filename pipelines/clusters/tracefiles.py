@@ -37,7 +37,7 @@ import re
 import shutil
 import stat
 import tomllib
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -142,8 +142,10 @@ class TraceFile:
 
 
 def read_trace(path: Path | bytes, name: str, fmt: Format, timezone: str, fields: tuple[str, ...] | list[str] | None = None, *,
-               source_file: str, digest: bool = True, delimiter: str = slurm.DEFAULT_DELIMITER) -> OwnTraceResult:
-    """Read a sacct export or a job-log CSV (``pipelines.ingest.slurm`` / ``pipelines.ingest.joblog``).
+               source_file: str, digest: bool = True, delimiter: str = slurm.DEFAULT_DELIMITER,
+               columns: Sequence[str] | None = None) -> OwnTraceResult:
+    """Read a sacct export or a job-log CSV (``pipelines.ingest.slurm`` / ``pipelines.ingest.joblog``); ``columns``: the
+    table's columns (default: all of ``own_cluster_jobs``'s).
 
     A compressed file (``.gz``, ``.xz``, ``.zst``) is streamed into a temporary file under the
     decompressed-size cap (``pipelines.ingest.compressed.plain_file``) and read from there; its
@@ -154,20 +156,20 @@ def read_trace(path: Path | bytes, name: str, fmt: Format, timezone: str, fields
     if fmt != "sacct" and delimiter != slurm.DEFAULT_DELIMITER:
         raise TraceFileError("a delimiter is for a sacct export written with --delimiter; a job-log CSV is comma-separated")
     if isinstance(path, bytes):
-        return _read_plain(path, name, fmt, timezone, fields, source_file, digest, delimiter)
+        return _read_plain(path, name, fmt, timezone, fields, source_file, digest, delimiter, columns)
     with plain_file(path, name=source_file, digest=digest) as (plain, sha):
-        result = _read_plain(plain, name, fmt, timezone, fields, source_file, digest and sha is None, delimiter)
+        result = _read_plain(plain, name, fmt, timezone, fields, source_file, digest and sha is None, delimiter, columns)
     if sha is not None:
         result.sha256 = sha
     return result
 
 
 def _read_plain(path: Path | bytes, name: str, fmt: Format, timezone: str, fields: tuple[str, ...] | list[str] | None,
-                source_file: str, digest: bool, delimiter: str) -> OwnTraceResult:
+                source_file: str, digest: bool, delimiter: str, columns: Sequence[str] | None) -> OwnTraceResult:
     if fmt == "sacct":
         return slurm.read_sacct(path, trace=name, source_file=source_file, timezone=timezone, fields=fields, digest=digest,
-                                delimiter=delimiter)
-    return joblog.read_joblog(path, trace=name, source_file=source_file, timezone=timezone, digest=digest)
+                                delimiter=delimiter, columns=columns)
+    return joblog.read_joblog(path, trace=name, source_file=source_file, timezone=timezone, digest=digest, columns=columns)
 
 
 def folder(raw: Path) -> Path:

@@ -32,6 +32,7 @@ longer than its limit).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 import polars as pl
@@ -233,8 +234,11 @@ def _number(column: str) -> pl.Expr:
     return pl.when(value.is_finite() & (value >= 0)).then(value)
 
 
-def read_joblog(source: Path | bytes, *, trace: str, source_file: str, timezone: str = "UTC", digest: bool = True) -> OwnTraceResult:
+def read_joblog(source: Path | bytes, *, trace: str, source_file: str, timezone: str = "UTC", digest: bool = True,
+                columns: Sequence[str] | None = None) -> OwnTraceResult:
     """One generic job-log CSV -> its rows, quarantine and line accounting (see the module docstring).
+
+    ``columns``: the table's columns (default: all of ``own_cluster_jobs``'s; fewer hold less memory).
 
     Raises ``IngestError`` for a file that cannot be read at all: empty, a required column
     missing, an unknown time zone, or a file that changed while it was read.
@@ -245,15 +249,16 @@ def read_joblog(source: Path | bytes, *, trace: str, source_file: str, timezone:
         raise IngestError(source_file, str(exc)) from None
     reader = Source(source, source_file, digest=digest)
     with reader.whole_read():
-        return _read(reader, source_file, trace, timezone)
+        return _read(reader, source_file, trace, timezone, columns)
 
 
-def _read(reader: Source, source_file: str, trace: str, timezone: str) -> OwnTraceResult:
+def _read(reader: Source, source_file: str, trace: str, timezone: str, columns: Sequence[str] | None) -> OwnTraceResult:
     if reader.is_blank():
         raise IngestError(source_file, f"empty file: expected a header line ({','.join(COLUMNS)})")
     index = _header(reader.first_line(), source_file)
     # Block by block: only a block's text is held, never the file's; the typed rows are compact.
-    typed_parts, rejected = [], [empty_rejected()]
+    typed_parts: list[pl.DataFrame] = []
+    rejected = [empty_rejected()]
     for block in reader.blocks():
         lines = block_lines(block)
         if block.first_line == 1:
@@ -262,6 +267,5 @@ def _read(reader: Source, source_file: str, trace: str, timezone: str) -> OwnTra
         block_typed, block_bad = _typed(text, index, timezone)
         typed_parts.append(block_typed)
         rejected += [bad, block_bad]
-    typed = pl.concat(typed_parts, how="vertical_relaxed", rechunk=False)
-    return finish(trace=trace, source=reader, fmt="csv", timezone=timezone, typed=typed, rejected=rejected, header_lines=1,
-                  steps_skipped=0, energy_source="energy_j" if "energy_j" in index else None)
+    return finish(trace=trace, source=reader, fmt="csv", timezone=timezone, typed=typed_parts, rejected=rejected, header_lines=1,
+                  steps_skipped=0, energy_source="energy_j" if "energy_j" in index else None, columns=columns)

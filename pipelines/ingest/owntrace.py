@@ -46,7 +46,7 @@ import hashlib
 import io
 import os
 import zoneinfo
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -547,21 +547,44 @@ def quarantine_rows(bad: pl.DataFrame, source_file: str) -> pl.DataFrame:
     return quarantine_frame(TABLE, source_file, bad[LINE], None, bad["reason"], bad[RAW]).with_columns(column=bad["column"])
 
 
-def _duplicates(typed: pl.DataFrame, column: str) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """(rows but later duplicates of a job id, the later duplicates as rejected rows naming the first's line)."""
+def _duplicates(ids: pl.DataFrame, column: str) -> tuple[pl.Series | None, pl.DataFrame]:
+    """(which rows of ``ids`` (``_line``, job_id: every typed row, in file order) to keep: all but later duplicates of a
+    job id, None when all are kept; the later duplicates as rejected rows naming the first's line)."""
     key = pl.col("job_id")
-    if typed.select(key.hash().n_unique()).item() == typed.height:  # distinct hashes prove distinct ids (the common case)
-        return typed, empty_rejected()
-    later = typed.select(key.is_first_distinct().not_()).to_series()
+    if ids.select(key.hash().n_unique()).item() == ids.height:  # distinct hashes prove distinct ids (the common case)
+        return None, empty_rejected()
+    later = ids.select(key.is_first_distinct().not_()).to_series()
     if not later.any():
-        return typed, empty_rejected()
-    repeated = typed.filter(later).select("job_id").unique()
-    first = typed.join(repeated, on="job_id", how="semi").group_by("job_id").agg(pl.col(LINE).min().alias("_first"))
-    rejected = typed.filter(later).join(first, on="job_id").select(
+        return None, empty_rejected()
+    repeated = ids.filter(later).select("job_id").unique()
+    first = ids.join(repeated, on="job_id", how="semi").group_by("job_id").agg(pl.col(LINE).min().alias("_first"))
+    rejected = ids.filter(later).join(first, on="job_id").select(
         LINE, pl.lit(None, pl.String).alias(RAW), pl.lit(column).alias("column"),
         pl.format(f"{column}: duplicate of line {{}} (the first is kept)", "_first").alias("reason"),
     )
-    return typed.filter(~later), rejected
+    return ~later, rejected
+
+
+def _batches(parts: list[pl.DataFrame], keep: pl.Series | None, rows: int) -> Iterator[pl.DataFrame]:
+    """The rows of ``parts`` (in order; where ``keep`` holds, if given) in batches of ``rows`` rows (the last shorter), each
+    one chunk. ``parts`` is emptied as its frames are taken, so that none outlives its rows' batch."""
+    parts.reverse()  # popped from the end: the first part first
+    pending: list[pl.DataFrame] = []
+    held = offset = 0
+    while parts:
+        part = parts.pop()
+        if keep is not None:
+            part, offset = part.filter(keep.slice(offset, part.height)), offset + part.height
+        pending.append(part)
+        held += part.height
+        while held >= rows:
+            batch = pl.concat(pending, how="vertical_relaxed", rechunk=False)
+            yield batch.slice(0, rows).rechunk()
+            rest = batch.slice(rows).rechunk()
+            pending, held = [rest], rest.height
+            del batch
+    if held:
+        yield pl.concat(pending, how="vertical_relaxed").rechunk()
 
 
 def finish(
@@ -570,52 +593,77 @@ def finish(
     source: Source,
     fmt: str,
     timezone: str,
-    typed: pl.DataFrame,
+    typed: list[pl.DataFrame],
     rejected: Sequence[pl.DataFrame],
     header_lines: int,
     steps_skipped: int,
     energy_source: str | None = None,
+    prepare: Callable[[pl.DataFrame], pl.DataFrame] | None = None,
+    columns: Sequence[str] | None = None,
 ) -> OwnTraceResult:
-    """Typed allocation rows (the contract's columns but trace/category/line, plus ``_line``) -> the result.
+    """Typed allocation rows, in parts in file order (the contract's columns but trace/category/line, plus ``_line``; after
+    ``prepare``, applied to batches of rows, if given) -> the result.
 
     ``source`` has been read to the end (its line count and sha256 are known). Moves later
     duplicates of a job id and rows failing the contract to the quarantine, adds ``trace``,
     ``line`` and ``category``, reads back the raw text of rows rejected after their line was
-    split, sorts both tables by line, and counts. Raises ``IngestError`` if the lines do not add
-    up (a parser bug, never the file's fault).
+    split, sorts both tables by line, and counts. ``columns``: the table's columns (default: all
+    the contract's); the counts are of every row whichever are kept. ``typed`` is emptied as its
+    rows are checked, so the parts and the table never exist whole side by side (issue 25: peak
+    memory). Raises ``IngestError`` if the lines do not add up (a parser bug, never the file's fault).
     """
-    typed, duplicates = _duplicates(typed, "JobID" if fmt == "sacct" else "job_id")
-    # The contract's rules are checked a slice of rows at a time (the keys are distinct by now), so that their
+    keep_rows, duplicates = _duplicates(pl.concat([p.select(LINE, "job_id") for p in typed], how="vertical_relaxed")
+                                        if typed else pl.DataFrame(schema={LINE: pl.Int64(), "job_id": pl.String()}),
+                                        "JobID" if fmt == "sacct" else "job_id")
+    kept = list(TABLE_SCHEMA if columns is None else columns)
+    # The contract's rules are checked a batch of rows at a time (the keys are distinct by now), so that their
     # intermediate columns never exist for the whole table at once.
-    goods, faileds = [], []
-    for part in typed.iter_slices(VALIDATE_ROWS):
-        rows = part.with_columns(pl.lit(trace).alias("trace"), category().alias("category"), pl.col(LINE).alias("line"))
+    goods, faileds, tallies = [], [], []
+    for part in _batches(typed, keep_rows, VALIDATE_ROWS):
+        rows = (prepare(part) if prepare is not None else part).with_columns(
+            pl.lit(trace).alias("trace"), category().alias("category"), pl.col(LINE).alias("line"))
+        del part
         good, failed = split_valid(rows.select(*TABLE_SCHEMA, LINE).cast(TABLE_SCHEMA), OwnClusterJobs)
-        goods.append(good)
+        del rows
+        tallies.append(_tally(good))
+        goods.append(good.select(*kept, LINE))
         faileds.append(failed.select(LINE, pl.lit(None, pl.String).alias(RAW), "column", "reason"))
-    good = pl.concat(goods, how="vertical", rechunk=False) if goods else pl.DataFrame(schema={**TABLE_SCHEMA, LINE: pl.Int64()})
+    good = (pl.concat(goods, how="vertical", rechunk=False) if goods
+            else pl.DataFrame(schema={**{c: TABLE_SCHEMA[c] for c in kept}, LINE: pl.Int64()}))
     bad = pl.concat([*(r.select(LINE, RAW, "column", "reason") for r in rejected), duplicates, *faileds], how="vertical").sort(LINE)
     missing = bad.filter(pl.col(RAW).is_null())[LINE]
     if missing.len():
         text = source.lines_at(set(missing.to_list()))
         bad = bad.with_columns(pl.col(RAW).fill_null(pl.col(LINE).replace_strict(text, default=None, return_dtype=pl.String)))
-    table = (good if good[LINE].is_sorted() else good.sort(LINE)).select(*TABLE_SCHEMA)  # read in file order: sorted already
+    table = (good if good[LINE].is_sorted() else good.sort(LINE)).select(*kept)  # read in file order: sorted already
     quarantine = quarantine_rows(bad, source.name)
-    counts = _counts(table, source.lines, header_lines, steps_skipped, quarantine.height, energy_source)
+    counts = _counts(np.sum(tallies, axis=0) if tallies else np.zeros(len(_TALLIES), dtype=np.int64), table.height, source.lines,
+                     header_lines, steps_skipped, quarantine.height, energy_source)
     if not counts.accounted:
         raise IngestError(source.name, f"internal error: lines do not add up ({counts})")
     return OwnTraceResult(trace, source.name, fmt, timezone, source.sha256, table, quarantine, counts)
 
 
-def _counts(table: pl.DataFrame, lines: int, header_lines: int, steps: int, quarantined: int, energy_source: str | None) -> TraceCounts:
+#: What ``_tally`` counts of a batch of table rows, in order.
+_TALLIES = ("cpu_only", "not_ended", "never_started", "gpu", "completed", "zero", "measured")
+
+
+def _tally(table: pl.DataFrame) -> np.ndarray:
+    """Rows of ``table`` (the contract's columns) in each of ``_TALLIES``: the categories, the replayable COMPLETED GPU
+    allocations, and the energy statuses zero and measured."""
     replayable = (pl.col("category") == "gpu") & (pl.col("state") == COMPLETED) & (pl.col("end_time") > pl.col("start_time"))
     row = table.select(
-        *((pl.col("category") == c).sum().alias(c) for c in ("cpu_only", "not_ended", "never_started", "gpu")),
+        *((pl.col("category") == c).sum().alias(c) for c in _TALLIES[:4]),
         replayable.sum().alias("completed"),
-        *((pl.col("energy_status") == s).sum().alias(s) for s in ("zero", "measured")),
+        *((pl.col("energy_status") == s).sum().alias(s) for s in _TALLIES[5:]),
     ).row(0)
-    cpu_only, not_ended, never_started, gpu, completed, zero, measured = (int(v or 0) for v in row)
-    return TraceCounts(lines, header_lines, table.height, steps, quarantined, cpu_only, not_ended, never_started, gpu, completed,
+    return np.array([int(v or 0) for v in row], dtype=np.int64)
+
+
+def _counts(tally: np.ndarray, allocations: int, lines: int, header_lines: int, steps: int, quarantined: int,
+            energy_source: str | None) -> TraceCounts:
+    cpu_only, not_ended, never_started, gpu, completed, zero, measured = (int(v) for v in tally)
+    return TraceCounts(lines, header_lines, allocations, steps, quarantined, cpu_only, not_ended, never_started, gpu, completed,
                        energy_source, zero, measured)
 
 

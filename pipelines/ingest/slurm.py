@@ -413,12 +413,12 @@ def _energy_field(has: dict[str, int]) -> str:
     return "ConsumedEnergyRaw" if "ConsumedEnergyRaw" in has else "TRESUsageInTot" if "TRESUsageInTot" in has else "AllocTRES"
 
 
-def _energy_source(layout: Layout, typed: pl.DataFrame, step_usage: bool) -> str | None:
-    """Which field of the export carries Slurm's energy accounting (named in the report), or None (``step_usage``: some
-    step row had TRESUsageInTot)."""
+def _energy_source(layout: Layout, alloc_energy: bool, step_usage: bool) -> str | None:
+    """Which field of the export carries Slurm's energy accounting (named in the report), or None (``alloc_energy``: some
+    allocation row had ``energy=`` in its AllocTRES; ``step_usage``: some step row had TRESUsageInTot)."""
     if "ConsumedEnergyRaw" in layout.index:
         return "ConsumedEnergyRaw"
-    if typed.height and bool(typed["_alloc_energy"].any()):
+    if alloc_energy:
         return "AllocTRES"
     if "TRESUsageInTot" in layout.index:
         return "TRESUsageInTot of the steps" if step_usage else "TRESUsageInTot"
@@ -533,12 +533,14 @@ def read_sacct(
     fields: Sequence[str] | None = None,
     digest: bool = True,
     delimiter: str = DEFAULT_DELIMITER,
+    columns: Sequence[str] | None = None,
 ) -> OwnTraceResult:
     """One sacct export -> its allocation rows, quarantine and line accounting (see the module docstring).
 
     ``source_file`` names the file in messages and quarantine rows. ``timezone`` is the cluster's
     (IANA name); ``fields`` the ``--format`` list of a ``--noheader`` export; ``delimiter`` the
-    character given to sacct's ``--delimiter`` (default ``|``); ``digest=False`` skips the sha256.
+    character given to sacct's ``--delimiter`` (default ``|``); ``digest=False`` skips the sha256;
+    ``columns``: the table's columns (default: all of ``own_cluster_jobs``'s; fewer hold less memory).
     Raises ``IngestError`` (file, line, column) for a file that cannot be read at all: empty,
     without the delimiter (fixed-width, or another delimiter: named), a required column missing, a
     delimiter that is not one character, an unknown time zone, or a file that changed while it was read.
@@ -550,16 +552,18 @@ def read_sacct(
         raise IngestError(source_file, str(exc)) from None
     reader = Source(source, source_file, digest=digest)
     with reader.whole_read():
-        return _read(reader, source_file, trace, timezone, fields, delimiter)
+        return _read(reader, source_file, trace, timezone, fields, delimiter, columns)
 
 
-def _read(reader: Source, source_file: str, trace: str, timezone: str, fields: Sequence[str] | None, delimiter: str) -> OwnTraceResult:
+def _read(reader: Source, source_file: str, trace: str, timezone: str, fields: Sequence[str] | None, delimiter: str,
+          columns: Sequence[str] | None) -> OwnTraceResult:
     if reader.is_blank():
         raise IngestError(source_file, f"empty file: expected a sacct export with a header line (JobID{delimiter}...)")
     head = reader.head_lines()
     layout, header_lines = layout_of(head[0], source_file, fields, delimiter, head)
     # Block by block (CHUNK_BYTES of whole lines): only a block's text is held, never the file's; the typed rows are compact.
-    typed_parts, rejected, steps, usage_parts = [], [empty_rejected()], 0, []
+    typed_parts: list[pl.DataFrame] = []
+    rejected, steps, usage_parts = [empty_rejected()], 0, []
     for block in reader.blocks():
         text, bad, block_steps, step_rows = _split(block, layout, header_lines)
         block_typed, block_bad = _typed(text, layout, timezone)
@@ -568,10 +572,12 @@ def _read(reader: Source, source_file: str, trace: str, timezone: str, fields: S
         steps += block_steps
         if (usage := _step_usage(step_rows)) is not None:
             usage_parts.append(usage)
-    typed = _with_step_energy(pl.concat(typed_parts, how="vertical", rechunk=False), _combine_usage(usage_parts))
-    source_of_energy = _energy_source(layout, typed, bool(usage_parts))
-    return finish(trace=trace, source=reader, fmt="sacct", timezone=timezone, typed=typed.drop("_alloc_energy"),
-                  rejected=rejected, header_lines=header_lines, steps_skipped=steps, energy_source=source_of_energy)
+    usage = _combine_usage(usage_parts)
+    alloc_energy = any(bool(part["_alloc_energy"].any()) for part in typed_parts)
+    # finish empties typed_parts as it checks their rows: they are not held beside the table
+    return finish(trace=trace, source=reader, fmt="sacct", timezone=timezone, typed=typed_parts, rejected=rejected,
+                  header_lines=header_lines, steps_skipped=steps, energy_source=_energy_source(layout, alloc_energy, bool(usage_parts)),
+                  prepare=lambda rows: _with_step_energy(rows, usage), columns=columns)
 
 
 def parse_fields(text: str) -> list[str]:
