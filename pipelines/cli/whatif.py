@@ -154,11 +154,14 @@ def cli(
         # only the columns the report reads are kept (the full table never exists)
         result = tracefiles.read_trace(file, report_of.trace_name_for(file), file_format, timezone, field_list, source_file=str(file),
                                        digest=html_file is not None, delimiter=delimiter, columns=report_of.REPORT_COLUMNS)
+        sha256 = result.sha256
         traces, origin = report_of.load_zeus_traces(trace_dir, home, published)
         profiles = with_measured(traces, profile_files, ProjectPaths(home).raw / "measured")
+        prepared = report_of.prepare(result, profiles, options)
+        del result  # the draws need only the plan: the table is freed before them
         with connect(scheduler or "none", slurm=slurm_cluster, note=note) as runner:
-            report, power = report_of.whatif_with_power(result, profiles, options, runner) if html_file is not None else (
-                report_of.whatif(result, profiles, options, runner), None)
+            report, power = report_of.replay_with_power(prepared, profiles, runner) if html_file is not None else (
+                report_of.replay(prepared, profiles, runner), None)
     except (IngestError, TraceError, tracefiles.TraceFileError, ValueError) as exc:
         _fail(str(exc))
     report["zeus_traces"] = origin
@@ -169,7 +172,7 @@ def cli(
     if html_file is not None and power is not None:
         from pipelines.figures import whatif_html  # matplotlib: only for the page
 
-        provenance = whatif_html.Provenance.now(file.name, result.sha256, _options_used(), _command_line(file))
+        provenance = whatif_html.Provenance.now(file.name, sha256, _options_used(), _command_line(file))
         whatif_html.write(html_file, report, power, provenance)
         click.echo(f"[whatif] report -> {printable(str(html_file))}", err=True)
 

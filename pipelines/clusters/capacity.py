@@ -107,7 +107,7 @@ def peak_concurrent_gpus(jobs: pl.DataFrame) -> int:
     A job holds its GPUs over ``[start_time_s, end_time_s)``: one ending at t frees them before one
     starting at t takes them. A zero-length job holds none.
     """
-    held = jobs.filter(pl.col("end_time_s") > pl.col("start_time_s"))
+    held = jobs.select("start_time_s", "end_time_s", "num_gpu").filter(pl.col("end_time_s") > pl.col("start_time_s"))
     if held.height == 0:
         return 0
     times = np.concatenate((held["start_time_s"].to_numpy(), held["end_time_s"].to_numpy()))

@@ -149,9 +149,14 @@ def map_acme(jobs: pl.DataFrame, workload_order: Sequence[str]) -> pl.DataFrame:
     return _finish(assign_by_runtime(keyed, workload_order), "acme")
 
 
+def replayable() -> pl.Expr:
+    """Whether an ``own_cluster_jobs`` row is one the replay uses: a GPU allocation that COMPLETED, with end > start."""
+    return (pl.col("category") == "gpu") & (pl.col("state") == "COMPLETED") & (pl.col("end_time") > pl.col("start_time"))
+
+
 def own_replay_candidates(jobs: pl.DataFrame) -> pl.DataFrame:
-    """The rows of ``own_cluster_jobs`` the replay uses: GPU allocations that COMPLETED, with end > start."""
-    return jobs.filter((pl.col("category") == "gpu") & (pl.col("state") == "COMPLETED") & (pl.col("end_time") > pl.col("start_time")))
+    """The rows of ``own_cluster_jobs`` the replay uses (``replayable``)."""
+    return jobs.filter(replayable())
 
 
 def own_group(jobs: pl.DataFrame) -> pl.Expr:
@@ -167,7 +172,7 @@ def own_group(jobs: pl.DataFrame) -> pl.Expr:
 
 def own_keyed(jobs: pl.DataFrame, trace: str) -> pl.DataFrame:
     """One user trace's replay candidates with their group, cluster, times (s since 1970 UTC) and num_gpu; no workload yet."""
-    completed = own_replay_candidates(jobs.filter(pl.col("trace") == trace))
+    completed = jobs.filter((pl.col("trace") == trace) & replayable())  # one filter: one copy of the rows kept
     return completed.with_columns(
         own_group(completed).alias("group"),
         pl.lit(trace).alias("cluster"),

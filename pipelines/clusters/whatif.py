@@ -156,7 +156,8 @@ def gpu_mode(table: pl.DataFrame, options: Options) -> GpuMode:
         return AS_EXPORTED
     if options.gpus:
         return EVERY_GPU
-    typed = mapping.own_replay_candidates(table).filter(pl.col("gpu_type").is_not_null()).height
+    typed = mapping.own_replay_candidates(table.select("category", "state", "start_time", "end_time", "gpu_type")).filter(
+        pl.col("gpu_type").is_not_null()).height
     return AS_EXPORTED if typed else EVERY_GPU
 
 
@@ -192,13 +193,14 @@ def _plan(result: OwnTraceResult, keyed: pl.DataFrame, profiles: Profiles,
     rows: list[Row] = []
     records: list[dict[str, Any]] = []
     if mode == AS_EXPORTED:
-        keyed = keyed.with_columns(pl.col("gpu_type").fill_null(UNTYPED).alias("_type"))
-        counts = keyed.group_by("_type").len().sort("len", "_type", descending=[True, False])
+        typed = keyed.select(*_ROW_COLUMNS, pl.col("gpu_type").fill_null(UNTYPED).alias("_type"))
+        counts = typed.group_by("_type").len().sort("len", "_type", descending=[True, False])
         for gpu_type, _ in counts.iter_rows():
             gpu = profiles.for_type(None if gpu_type == UNTYPED else gpu_type) or options.fallback_gpu
-            rows.append(Row(gpu_type, gpu, keyed.filter(pl.col("_type") == gpu_type).drop("_type"), profiles.workloads[gpu]))
+            rows.append(Row(gpu_type, gpu, typed.filter(pl.col("_type") == gpu_type).drop("_type"), profiles.workloads[gpu]))
+        del typed
     else:
-        rows = [Row(gpu, gpu, keyed, profiles.workloads[gpu]) for gpu in (options.gpus or (options.fallback_gpu,))]
+        rows = [Row(gpu, gpu, keyed.select(_ROW_COLUMNS), profiles.workloads[gpu]) for gpu in (options.gpus or (options.fallback_gpu,))]
     for row in rows:
         own = mode == EVERY_GPU or profiles.for_type(None if row.key == UNTYPED else row.key) is not None
         records.append({"key": row.key, "gpu": row.gpu, "own_profile": own, "jobs": row.jobs.height, "gpu_hours": _gpu_hours(row.jobs),
@@ -245,6 +247,9 @@ def _sizes(trace: str, rows: Sequence[Row], keyed: pl.DataFrame, mode: GpuMode,
 
 #: The columns of ``mapping.own_keyed`` rows a draw reads.
 _REPLAY_COLUMNS = ("trace", "cluster", "group", "job_id", "start_time_s", "end_time_s", "num_gpu")
+#: The columns of a row's jobs the plan reads (``_plan``: GPU-hours, the measured jobs, the cluster sizes, the draws'):
+#: a row copies only these of the keyed jobs.
+_ROW_COLUMNS = (*_REPLAY_COLUMNS, "start_time", "end_time", "num_gpus", "measured_energy_j")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -378,22 +383,30 @@ def _energy_accounting(result: OwnTraceResult) -> dict[str, Any]:
     return out
 
 
-def _measured_report(draws: Sequence[dict[str, Any]], plan_: Plan, result: OwnTraceResult, mode: GpuMode) -> dict[str, Any] | None:
+def _measured_util(plan_: Plan, result: OwnTraceResult) -> float | None:
+    """The median GPU utilisation (%) of the measured jobs the replay compares (``plan_.measured``); None without any."""
+    if plan_.measured.height == 0:
+        return None
+    ids = plan_.measured["job_id"]
+    candidates = mapping.own_replay_candidates(result.table.select("category", "state", "start_time", "end_time", "job_id", "gpu_util_pct"))
+    util = candidates.filter(pl.col("job_id").is_in(ids.implode()))["gpu_util_pct"].drop_nulls()
+    return float(util.median()) if util.len() else None  # type: ignore[arg-type]
+
+
+def _measured_report(draws: Sequence[dict[str, Any]], prepared: Prepared) -> dict[str, Any] | None:
+    plan_, mode = prepared.plan, prepared.mode
     parts = [d["measured"] for d in draws]
     if plan_.measured.height == 0 or any(p is None for p in parts):
         return None
     measured_kwh = float(plan_.measured["measured_energy_j"].sort().sum()) / J_PER_KWH
-    out: dict[str, Any] = {"source": result.counts.energy_source, "jobs": parts[0]["jobs"],
+    out: dict[str, Any] = {"source": prepared.energy_accounting["source"], "jobs": parts[0]["jobs"],
                            "replayed_jobs": int(sum(r.jobs.height for r in (plan_.rows if mode == AS_EXPORTED else plan_.rows[:1]))),
                            "measured_kwh": measured_kwh, "measured_mwh": measured_kwh / KWH_PER_MWH,
                            "modelled_on": "each job's own GPU row" if mode == AS_EXPORTED else plan_.rows[0].gpu}
     _with_interval(out, "modelled_default_kwh", [p["modelled_default_j"] / J_PER_KWH for p in parts])
     for name in ("ratio_median", "ratio_p25", "ratio_p75"):
         out[name] = spread([p[name] for p in parts])[0]
-    ids = plan_.measured["job_id"]
-    candidates = mapping.own_replay_candidates(result.table.select("category", "state", "start_time", "end_time", "job_id", "gpu_util_pct"))
-    util = candidates.filter(pl.col("job_id").is_in(ids.implode()))["gpu_util_pct"].drop_nulls()
-    out["gpu_util_median_pct"] = float(util.median()) if util.len() else None  # type: ignore[arg-type]
+    out["gpu_util_median_pct"] = prepared.gpu_util_median_pct
     out["caption"] = ENERGY_PLUGINS
     return out
 
@@ -402,10 +415,43 @@ def _measured_report(draws: Sequence[dict[str, Any]], plan_: Plan, result: OwnTr
 # the report
 
 
+@dataclass(frozen=True)
+class Prepared:
+    """A read trace made ready for the draws (``prepare``): the plan and every part of the report that reads the trace's
+    table, so that a caller can free the table before the replay (issue 25: peak memory)."""
+
+    head: dict[str, Any]  # file, format, timezone, trace
+    plan: Plan
+    records: list[dict[str, Any]]
+    mode: GpuMode
+    options: Options
+    counts: dict[str, Any]  # ``_counts``
+    replayed: int
+    gpu_hours: float
+    energy_accounting: dict[str, Any]
+    gpu_util_median_pct: float | None  # of the measured jobs compared (``_measured_util``)
+
+
+def prepare(result: OwnTraceResult, profiles: Profiles, options: Options) -> Prepared:
+    """What ``replay`` needs of ``result``: the plan and the report's counts, energy accounting and measured jobs' utilisation.
+    Raises ``TraceError`` for a GPU (or fallback) without a profile, ``ValueError`` for fewer than one sample."""
+    if options.samples < 1:
+        raise ValueError(f"--samples must be >= 1, got {options.samples}")
+    result = for_report(result)
+    keyed = mapping.own_keyed(result.table, result.trace)
+    the_plan, records, mode = _plan(result, keyed, profiles, options)
+    named = keyed.filter(pl.col("user").is_not_null() & pl.col("job_name").is_not_null()).height
+    replayed, groups, gpu_hours = keyed.height, keyed["group"].n_unique() if keyed.height else 0, _gpu_hours(keyed)
+    del keyed  # the draws hold their own slim rows (the plan's)
+    return Prepared({"file": result.source_file, "format": result.format, "timezone": result.timezone, "trace": result.trace},
+                    the_plan, records, mode, options, _counts(result, replayed, groups, named), replayed, gpu_hours,
+                    _energy_accounting(result), _measured_util(the_plan, result))
+
+
 def whatif(result: OwnTraceResult, profiles: Profiles, options: Options, runner: Runner | None = None) -> dict[str, Any]:
     """The report of one read trace (see the module docstring); a JSON-ready dict. ``runner``: where the draws run (default
     in this process)."""
-    return _whatif(result, profiles, options, runner, keep_power=False)[0]
+    return replay(prepare(result, profiles, options), profiles, runner)
 
 
 def whatif_with_power(result: OwnTraceResult, profiles: Profiles, options: Options,
@@ -413,29 +459,33 @@ def whatif_with_power(result: OwnTraceResult, profiles: Profiles, options: Optio
     """``whatif``'s report (the same numbers, bit for bit) and the cluster power of its sample 1 (the replay of draw 0):
     ``ClusterPower`` rows of the jobs' power per 5-minute bin, ``gpu`` = ``all`` for the whole cluster as exported, else
     one GPU per row (``pipelines.clusters.samples.draw_power``)."""
-    report, power = _whatif(result, profiles, options, runner, keep_power=True)
+    return replay_with_power(prepare(result, profiles, options), profiles, runner)
+
+
+def replay(prepared: Prepared, profiles: Profiles, runner: Runner | None = None) -> dict[str, Any]:
+    """``whatif``'s report of a prepared trace (``prepare``; its table may be gone)."""
+    return _replay(prepared, profiles, runner, keep_power=False)[0]
+
+
+def replay_with_power(prepared: Prepared, profiles: Profiles, runner: Runner | None = None) -> tuple[dict[str, Any], pl.DataFrame]:
+    """``whatif_with_power`` of a prepared trace (``prepare``; its table may be gone)."""
+    report, power = _replay(prepared, profiles, runner, keep_power=True)
     return report, power if power is not None else pl.DataFrame(schema=POWER_SCHEMA)
 
 
-def _whatif(result: OwnTraceResult, profiles: Profiles, options: Options, runner: Runner | None,
+def _replay(prepared: Prepared, profiles: Profiles, runner: Runner | None,
             keep_power: bool) -> tuple[dict[str, Any], pl.DataFrame | None]:
-    if options.samples < 1:
-        raise ValueError(f"--samples must be >= 1, got {options.samples}")
-    result = for_report(result)
-    keyed = mapping.own_keyed(result.table, result.trace)
-    the_plan, records, mode = _plan(result, keyed, profiles, options)
+    the_plan, records, mode, options = prepared.plan, prepared.records, prepared.mode, prepared.options
     if keep_power:
         the_plan = replace(the_plan, keep_power=True)
-    named = keyed.filter(pl.col("user").is_not_null() & pl.col("job_name").is_not_null()).height
-    replayed, groups, gpu_hours = keyed.height, keyed["group"].n_unique() if keyed.height else 0, _gpu_hours(keyed)
-    del keyed  # the draws hold their own slim rows (the plan's)
+    replayed, gpu_hours = prepared.replayed, prepared.gpu_hours
     runner = runner or SerialRunner()
     draws = run_draws(the_plan, profiles.traces, options.samples, options.seed, runner, progress=options.progress)
     report: dict[str, Any] = {
-        "file": result.source_file, "format": result.format, "timezone": result.timezone, "trace": result.trace,
+        **prepared.head,
         "eta": options.eta, "beta": options.beta, "samples": options.samples, "seed": options.seed,
         "interval": f"{samples_interval()} over the samples", "runner": runner.description,
-        **_counts(result, replayed, groups, named),
+        **prepared.counts,
         "gpu_mode": mode, "fallback_gpu": options.fallback_gpu,
     }
     whole = the_plan.cluster or next(iter(the_plan.capacities.values()), None)
@@ -459,8 +509,8 @@ def _whatif(result: OwnTraceResult, profiles: Profiles, options: Options, runner
                            if "fleet" in draws[0] else None)
     report["measured_workloads"] = {r["gpu"]: r["workloads"] for r in records if len(r["workloads"]) < len(ZEUS_DATASETS)}
     report["profile_notes"] = list(profiles.notes)
-    report["energy_accounting"] = _energy_accounting(result)
-    report["measured"] = _measured_report(draws, the_plan, result, mode)
+    report["energy_accounting"] = prepared.energy_accounting
+    report["measured"] = _measured_report(draws, prepared)
     report["top_groups_gpu"] = "as exported" if mode == AS_EXPORTED else the_plan.rows[0].gpu
     report["top_groups"] = [
         {"group": t["group"], "jobs": t["jobs"], "workload": t["workload"], "default_mwh": t["default_j"] / J_PER_KWH / KWH_PER_MWH,
