@@ -313,11 +313,16 @@ def trace_files(raw: Path, name: str) -> list[Path]:
     return data + ([sidecar] if sidecar.exists() or sidecar.is_symlink() else [])
 
 
+#: The ``own_cluster_jobs`` columns of ``capacity.own_slots`` (what ``add_trace`` reads of the table).
+SLOT_COLUMNS = ("category", "state", "start_time", "end_time", "num_gpus")
+
+
 def add_trace(raw: Path, name: str, file: Path, *, fmt: Format, timezone: str, fields: tuple[str, ...] | None = None,
               replace: bool = False, delimiter: str = slurm.DEFAULT_DELIMITER,
               cluster_gpus: int | None = None) -> tuple[TraceFile, OwnTraceResult]:
     """Copy ``file`` to ``raw/clusters/<name>.<ext>`` (keeping a compression suffix: ``<name>.sacct.zst``), record its
-    sha256 and options in ``<name>.toml``; return the trace and the copy as read.
+    sha256 and options in ``<name>.toml``; return the trace and the copy as read (its table holds only the columns of
+    its replay slots, ``SLOT_COLUMNS``: the full table of a multi-GB export is never held).
 
     The source is read once: copied to a temp file beside the target, and that copy is read
     (refusing a file that cannot be read, with file, line and column), hashed and checked against
@@ -345,7 +350,7 @@ def add_trace(raw: Path, name: str, file: Path, *, fmt: Format, timezone: str, f
         shutil.copyfile(file, data_tmp)
         if _identity(file) != before:
             raise TraceFileError(f"{file}: changed while it was being copied; add it again once it is complete")
-        result = read_trace(data_tmp, name, fmt, timezone, fields, source_file=str(file), delimiter=delimiter)
+        result = read_trace(data_tmp, name, fmt, timezone, fields, source_file=str(file), delimiter=delimiter, columns=SLOT_COLUMNS)
         if cluster_gpus is not None:
             resolve(name, own_slots(result.table), cluster_gpus)
         sha = result.sha256 or sha256_of(data_tmp)
