@@ -39,7 +39,10 @@ column whatever the idle columns hold.
 
 Algorithm: a histogram with partial-bin weights in numpy, O(runs + bins): each run adds its
 first and last partial-bin energies with ``bincount`` and its constant power to the full bins in
-between through a difference array (+p at the first full bin, -p after the last) summed once.
+between through a difference array (+p at the first full bin, -p after the last) summed once. The
+keys are binned one at a time (their runs' arrays only), the difference arrays' running sums
+carried from key to key, so that every bin gets the same floating-point additions, in the same
+order, as one pass over all the runs.
 """
 
 from __future__ import annotations
@@ -126,6 +129,51 @@ def _keyed_runs(history: pl.DataFrame, bin_s: float) -> tuple[pl.DataFrame, pl.D
     return keys, runs
 
 
+def _key_bins(runs: pl.DataFrame, first_bin: int, n_bins: int, bin_s: float,
+              carry: tuple[float, float, int]) -> tuple[np.ndarray, np.ndarray, tuple[float, float, int]]:
+    """One key's runs (start_time_s, end_time_s, energy_j, num_gpu; bins ``first_bin`` .. ``first_bin + n_bins - 1``) ->
+    (energy J, GPU-seconds) per bin, and ``carry`` (the running sums of the rate, count and open-run difference arrays,
+    summed over the keys before) carried past this key's bins (see the module docstring: the algorithm)."""
+    start = runs["start_time_s"].to_numpy()
+    end = runs["end_time_s"].to_numpy()
+    energy = runs["energy_j"].to_numpy()
+    length = end - start
+    k0 = np.floor(start / bin_s).astype(np.int64)
+    k1 = np.maximum(np.ceil(end / bin_s).astype(np.int64) - 1, k0)
+    point = length <= 0
+    power = np.divide(energy, length, out=np.zeros_like(energy), where=~point)
+    busy = np.where(point, 0.0, runs["num_gpu"].to_numpy().astype(np.float64))  # a zero-length run occupies no GPU-time
+    single = k0 == k1
+    # Energy (and GPU-seconds) of the first and last partial bins; a run inside one bin puts all in its bin.
+    head = np.where(single, length, (k0 + 1) * bin_s - start)
+    tail = np.where(single, 0.0, end - k1 * bin_s)
+    del start, end, length
+    full = k1 > k0 + 1
+    first, last = k0 - first_bin, k1 - first_bin  # each run's first and last bins, as rows of this key's bins
+    del k0, k1
+    bin_energy: np.ndarray = np.bincount(first, weights=np.where(single, energy, power * head), minlength=n_bins) \
+        + np.bincount(last, weights=power * tail, minlength=n_bins)
+    bin_gpu_s: np.ndarray = np.bincount(first, weights=busy * head, minlength=n_bins) \
+        + np.bincount(last, weights=busy * tail, minlength=n_bins)
+    del single, head, tail
+    # Full bins k0+1 .. k1-1 at constant power: difference array, summed once (from the carried sums).
+    opens, closes, power, busy = first[full] + 1, last[full], power[full], busy[full]
+    del first, last
+    rate = np.bincount(opens, weights=power, minlength=n_bins)[:n_bins]
+    rate -= np.bincount(closes, weights=power, minlength=n_bins)[:n_bins]
+    count = np.bincount(opens, weights=busy, minlength=n_bins)[:n_bins]
+    count -= np.bincount(closes, weights=busy, minlength=n_bins)[:n_bins]
+    # Where no full-bin run is open the exact sum is 0: an integer count of open runs zeroes the rounding residue.
+    rate_sum, count_sum, open_sum = carry
+    open_runs = np.cumsum(np.concatenate(([open_sum], np.bincount(opens, minlength=n_bins)[:n_bins]
+                                          - np.bincount(closes, minlength=n_bins)[:n_bins])))[1:]
+    rate_cum = np.cumsum(np.concatenate(([rate_sum], rate)))[1:]
+    count_cum = np.cumsum(np.concatenate(([count_sum], count)))[1:]
+    bin_energy += np.where(open_runs > 0, rate_cum, 0.0) * bin_s
+    bin_gpu_s += np.where(open_runs > 0, count_cum, 0.0) * bin_s
+    return bin_energy, bin_gpu_s, (float(rate_cum[-1]), float(count_cum[-1]), int(open_runs[-1]))
+
+
 def power_bins(history: pl.DataFrame, bin_s: float = BIN_S, occupancy: Occupancy = "simulated",
                capacity: Mapping[str, Capacity] | None = None, idle_w: Mapping[str, float] | None = None) -> pl.DataFrame:
     """Mean cluster power (W) and mean busy GPUs per ``bin_s`` bin, per (trace, gpu, policy); idle GPUs and their draw.
@@ -160,42 +208,14 @@ def power_bins(history: pl.DataFrame, bin_s: float = BIN_S, occupancy: Occupancy
     first_bin = keys["first_bin"].to_numpy()
     n_bins = keys["last_bin"].to_numpy() - first_bin + 1
     offset = np.concatenate(([0], np.cumsum(n_bins)[:-1]))  # row of each key's first bin in the output
-
-    base = (offset - first_bin)[runs["_key"].to_numpy()]  # global row of bin k of a run's key: base + k
-    start = runs["start_time_s"].to_numpy()
-    end = runs["end_time_s"].to_numpy()
-    energy = runs["energy_j"].to_numpy()
-    length = end - start
-    k0 = np.floor(start / bin_s).astype(np.int64)
-    k1 = np.maximum(np.ceil(end / bin_s).astype(np.int64) - 1, k0)
-    point = length <= 0
-    power = np.divide(energy, length, out=np.zeros_like(energy), where=~point)
-    busy = np.where(point, 0.0, runs["num_gpu"].to_numpy().astype(np.float64))  # a zero-length run occupies no GPU-time
-    single = k0 == k1
-    # Energy (and GPU-seconds) of the first and last partial bins; a run inside one bin puts all in its bin.
-    head = np.where(single, length, (k0 + 1) * bin_s - start)
-    tail = np.where(single, 0.0, end - k1 * bin_s)
-    del start, end, length, runs  # runs: every per-run frame column is in the arrays now
     n_total = int(n_bins.sum())
-    full = k1 > k0 + 1
-    first, last = base + k0, base + k1  # the global rows of each run's first and last bins
-    del base, k0, k1
-    bin_energy: np.ndarray = np.bincount(first, weights=np.where(single, energy, power * head), minlength=n_total) \
-        + np.bincount(last, weights=power * tail, minlength=n_total)
-    bin_gpu_s: np.ndarray = np.bincount(first, weights=busy * head, minlength=n_total) \
-        + np.bincount(last, weights=busy * tail, minlength=n_total)
-    del single, head, tail
-    # Full bins k0+1 .. k1-1 at constant power: difference array, summed once.
-    opens, closes, power, busy = first[full] + 1, last[full], power[full], busy[full]
-    del first, last
-    rate = np.bincount(opens, weights=power, minlength=n_total + 1)
-    rate -= np.bincount(closes, weights=power, minlength=n_total + 1)
-    count = np.bincount(opens, weights=busy, minlength=n_total + 1)
-    count -= np.bincount(closes, weights=busy, minlength=n_total + 1)
-    # Where no full-bin run is open the exact sum is 0: an integer count of open runs zeroes the rounding residue.
-    open_runs = np.cumsum(np.bincount(opens, minlength=n_total + 1) - np.bincount(closes, minlength=n_total + 1))[:n_total]
-    bin_energy += np.where(open_runs > 0, np.cumsum(rate)[:n_total], 0.0) * bin_s
-    bin_gpu_s += np.where(open_runs > 0, np.cumsum(count)[:n_total], 0.0) * bin_s
+    bin_energy, bin_gpu_s = np.zeros(n_total), np.zeros(n_total)
+    carry = (0.0, 0.0, 0)  # the running sums of the rate, count and open-run difference arrays before the key's first bin
+    for key in range(len(n_bins)):
+        at, size = int(offset[key]), int(n_bins[key])
+        energy, gpu_s, carry = _key_bins(runs.filter(pl.col("_key") == key), int(first_bin[key]), size, bin_s, carry)
+        bin_energy[at : at + size], bin_gpu_s[at : at + size] = energy, gpu_s
+    del runs
 
     row_key = np.repeat(np.arange(len(n_bins)), n_bins)
     k = np.arange(n_total) - offset[row_key] + first_bin[row_key]
