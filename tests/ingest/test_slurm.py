@@ -17,7 +17,7 @@ import pytest
 
 from pipelines.contracts.base import validate
 from pipelines.contracts.owncluster import OwnClusterJobs, OwnClusterTraces
-from pipelines.ingest import slurm
+from pipelines.ingest import owntrace, slurm
 from pipelines.ingest.common import IngestError
 from pipelines.ingest.owntrace import OwnTraceResult, Source
 from pipelines.ingest.slurm import parse_fields, read_sacct
@@ -312,3 +312,26 @@ def test_small_blocks_read_the_same_as_one_block(tmp_path: Path, monkeypatch: py
         assert from_steps.table.filter(measured).select("job_id", "measured_energy_j").equals(
             many.table.filter(measured).select("job_id", "measured_energy_j"))
         assert from_steps.counts.measured_energy_allocations == many.counts.measured_energy_allocations > 0
+
+
+@pytest.mark.parametrize("energy", ["measured", None])
+def test_small_check_batches_and_fewer_columns_read_the_same(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, energy: str | None) -> None:
+    """``finish`` checks the contract ``VALIDATE_ROWS`` rows at a time and frees each block's typed rows as it goes (issue 25:
+    memory): batches of 7 rows across blocks, with malformed rows and a duplicate in between, give the same table, quarantine
+    and counts as one batch; a read keeping fewer columns has those columns of the same rows, and the same counts."""
+    path = tmp_path / "cluster.sacct"
+    write_export(path, 400, seed=23, energy=energy, malformed=4)
+    with path.open("a") as fh:  # a later duplicate of the first allocation, in another block
+        fh.write(path.read_text().splitlines()[1] + "\n")
+    whole = read_sacct(path, trace="gen", source_file="cluster.sacct", timezone="Europe/Berlin")
+    assert whole.counts.quarantined == 5 and "duplicate of line 2" in whole.quarantine["reason"][-1]
+    monkeypatch.setattr(owntrace, "VALIDATE_ROWS", 7)
+    monkeypatch.setattr(owntrace, "CHUNK_ROWS", 28)
+    monkeypatch.setattr(slurm, "Source", lambda *a, **k: Source(*a, **{**k, "chunk_bytes": 4096}))
+    batched = read_sacct(path, trace="gen", source_file="cluster.sacct", timezone="Europe/Berlin")
+    assert batched.table.equals(whole.table) and batched.quarantine.equals(whole.quarantine) and batched.counts == whole.counts
+    assert batched.table.n_chunks() > 1 and max(len(c) for c in batched.table["job_id"].get_chunks()) <= 28
+    columns = ("job_id", "state", "num_gpus", "measured_energy_j")
+    narrow = read_sacct(path, trace="gen", source_file="cluster.sacct", timezone="Europe/Berlin", columns=columns)
+    assert narrow.table.columns == list(columns) and narrow.table.equals(whole.table.select(columns))
+    assert narrow.quarantine.equals(whole.quarantine) and narrow.counts == whole.counts
