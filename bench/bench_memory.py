@@ -114,7 +114,10 @@ def main() -> None:
             (t_old, m_old), (t_new, m_new) = old[what], new[what]
             print(f"  {label:<20} old {t_old:6.1f} s, {m_old:.2f} GB peak RSS; new {t_new:6.1f} s, {m_new:.2f} GB; "
                   f"ratio new/old: time {t_new / t_old:.2f}x, memory {m_new / m_old:.2f}x")
-        print("  the two whatif reports agree (counts, totals, every GPU row); the counts equal the generator's truth")
+        same = old["report"] == new["report"]
+        print("  the two whatif reports agree (counts, totals, every GPU row); the counts equal the generator's truth; "
+              + ("the whole reports are equal" if same else
+                 f"they differ in {sorted(k for k in new['report'] if old['report'].get(k) != new['report'][k])}"))
 
 
 if __name__ == "__main__":
