@@ -262,6 +262,5 @@ def _read(reader: Source, source_file: str, trace: str, timezone: str) -> OwnTra
         block_typed, block_bad = _typed(text, index, timezone)
         typed_parts.append(block_typed)
         rejected += [bad, block_bad]
-    typed = pl.concat(typed_parts, how="vertical_relaxed", rechunk=False)
-    return finish(trace=trace, source=reader, fmt="csv", timezone=timezone, typed=typed, rejected=rejected, header_lines=1,
+    return finish(trace=trace, source=reader, fmt="csv", timezone=timezone, parts=typed_parts, rejected=rejected, header_lines=1,
                   steps_skipped=0, energy_source="energy_j" if "energy_j" in index else None)

@@ -547,21 +547,22 @@ def quarantine_rows(bad: pl.DataFrame, source_file: str) -> pl.DataFrame:
     return quarantine_frame(TABLE, source_file, bad[LINE], None, bad["reason"], bad[RAW]).with_columns(column=bad["column"])
 
 
-def _duplicates(typed: pl.DataFrame, column: str) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """(rows but later duplicates of a job id, the later duplicates as rejected rows naming the first's line)."""
+def _later_duplicates(keys: pl.DataFrame, column: str) -> tuple[pl.Series | None, pl.DataFrame]:
+    """(a mask of the rows repeating an earlier row's job id, None when none does; those rows as rejected rows naming the
+    first's line). ``keys``: ``job_id`` and ``_line`` of every typed row, in file order."""
     key = pl.col("job_id")
-    if typed.select(key.hash().n_unique()).item() == typed.height:  # distinct hashes prove distinct ids (the common case)
-        return typed, empty_rejected()
-    later = typed.select(key.is_first_distinct().not_()).to_series()
+    if keys.select(key.hash().n_unique()).item() == keys.height:  # distinct hashes prove distinct ids (the common case)
+        return None, empty_rejected()
+    later = keys.select(key.is_first_distinct().not_()).to_series()
     if not later.any():
-        return typed, empty_rejected()
-    repeated = typed.filter(later).select("job_id").unique()
-    first = typed.join(repeated, on="job_id", how="semi").group_by("job_id").agg(pl.col(LINE).min().alias("_first"))
-    rejected = typed.filter(later).join(first, on="job_id").select(
+        return None, empty_rejected()
+    repeated = keys.filter(later).select("job_id").unique()
+    first = keys.join(repeated, on="job_id", how="semi").group_by("job_id").agg(pl.col(LINE).min().alias("_first"))
+    rejected = keys.filter(later).join(first, on="job_id").select(
         LINE, pl.lit(None, pl.String).alias(RAW), pl.lit(column).alias("column"),
         pl.format(f"{column}: duplicate of line {{}} (the first is kept)", "_first").alias("reason"),
     )
-    return typed.filter(~later), rejected
+    return later, rejected
 
 
 def finish(
@@ -570,29 +571,38 @@ def finish(
     source: Source,
     fmt: str,
     timezone: str,
-    typed: pl.DataFrame,
+    parts: list[pl.DataFrame],
     rejected: Sequence[pl.DataFrame],
     header_lines: int,
     steps_skipped: int,
     energy_source: str | None = None,
 ) -> OwnTraceResult:
-    """Typed allocation rows (the contract's columns but trace/category/line, plus ``_line``) -> the result.
+    """Typed allocation rows (the contract's columns but trace/category/line, plus ``_line``), block by block -> the result.
 
-    ``source`` has been read to the end (its line count and sha256 are known). Moves later
+    ``parts`` (the blocks' typed rows, in file order) is emptied as they are checked: each block is
+    freed once its rows are, so the typed rows and the table never both exist whole (the caller keeps
+    no other reference). ``source`` has been read to the end (its line count and sha256 are known). Moves later
     duplicates of a job id and rows failing the contract to the quarantine, adds ``trace``,
     ``line`` and ``category``, reads back the raw text of rows rejected after their line was
     split, sorts both tables by line, and counts. Raises ``IngestError`` if the lines do not add
     up (a parser bug, never the file's fault).
     """
-    typed, duplicates = _duplicates(typed, "JobID" if fmt == "sacct" else "job_id")
-    # The contract's rules are checked a slice of rows at a time (the keys are distinct by now), so that their
-    # intermediate columns never exist for the whole table at once.
-    goods, faileds = [], []
-    for part in typed.iter_slices(VALIDATE_ROWS):
-        rows = part.with_columns(pl.lit(trace).alias("trace"), category().alias("category"), pl.col(LINE).alias("line"))
-        good, failed = split_valid(rows.select(*TABLE_SCHEMA, LINE).cast(TABLE_SCHEMA), OwnClusterJobs)
-        goods.append(good)
-        faileds.append(failed.select(LINE, pl.lit(None, pl.String).alias(RAW), "column", "reason"))
+    keys = pl.concat([part.select("job_id", LINE) for part in parts], how="vertical_relaxed") if parts else None
+    later, duplicates = _later_duplicates(keys, "JobID" if fmt == "sacct" else "job_id") if keys is not None else (None, empty_rejected())
+    del keys
+    # The contract's rules are checked a slice of rows at a time (the keys are distinct once the later duplicates are
+    # out), so that their intermediate columns never exist for the whole table at once.
+    goods, faileds, row = [], [], 0
+    while parts:
+        block = parts.pop(0)
+        if later is not None:
+            row, block = row + block.height, block.filter(~later.slice(row, block.height))
+        for part in block.iter_slices(VALIDATE_ROWS):
+            rows = part.with_columns(pl.lit(trace).alias("trace"), category().alias("category"), pl.col(LINE).alias("line"))
+            good, failed = split_valid(rows.select(*TABLE_SCHEMA, LINE).cast(TABLE_SCHEMA), OwnClusterJobs)
+            goods.append(good)
+            faileds.append(failed.select(LINE, pl.lit(None, pl.String).alias(RAW), "column", "reason"))
+        del block
     good = pl.concat(goods, how="vertical", rechunk=False) if goods else pl.DataFrame(schema={**TABLE_SCHEMA, LINE: pl.Int64()})
     bad = pl.concat([*(r.select(LINE, RAW, "column", "reason") for r in rejected), duplicates, *faileds], how="vertical").sort(LINE)
     missing = bad.filter(pl.col(RAW).is_null())[LINE]

@@ -413,12 +413,12 @@ def _energy_field(has: dict[str, int]) -> str:
     return "ConsumedEnergyRaw" if "ConsumedEnergyRaw" in has else "TRESUsageInTot" if "TRESUsageInTot" in has else "AllocTRES"
 
 
-def _energy_source(layout: Layout, typed: pl.DataFrame, step_usage: bool) -> str | None:
-    """Which field of the export carries Slurm's energy accounting (named in the report), or None (``step_usage``: some
-    step row had TRESUsageInTot)."""
+def _energy_source(layout: Layout, typed: Sequence[pl.DataFrame], step_usage: bool) -> str | None:
+    """Which field of the export carries Slurm's energy accounting (named in the report), or None (``typed``: the blocks'
+    rows; ``step_usage``: some step row had TRESUsageInTot)."""
     if "ConsumedEnergyRaw" in layout.index:
         return "ConsumedEnergyRaw"
-    if typed.height and bool(typed["_alloc_energy"].any()):
+    if any(part.height and bool(part["_alloc_energy"].any()) for part in typed):
         return "AllocTRES"
     if "TRESUsageInTot" in layout.index:
         return "TRESUsageInTot of the steps" if step_usage else "TRESUsageInTot"
@@ -568,9 +568,12 @@ def _read(reader: Source, source_file: str, trace: str, timezone: str, fields: S
         steps += block_steps
         if (usage := _step_usage(step_rows)) is not None:
             usage_parts.append(usage)
-    typed = _with_step_energy(pl.concat(typed_parts, how="vertical", rechunk=False), _combine_usage(usage_parts))
-    source_of_energy = _energy_source(layout, typed, bool(usage_parts))
-    return finish(trace=trace, source=reader, fmt="sacct", timezone=timezone, typed=typed.drop("_alloc_energy"),
+    usage = _combine_usage(usage_parts)
+    # Block by block again: the energy columns of one concatenated table would copy every column of it at once.
+    typed_parts = [_with_step_energy(part, usage) for part in typed_parts]
+    source_of_energy = _energy_source(layout, typed_parts, bool(usage_parts))
+    typed_parts = [part.drop("_alloc_energy") for part in typed_parts]  # the one list of the blocks: finish empties it
+    return finish(trace=trace, source=reader, fmt="sacct", timezone=timezone, parts=typed_parts,
                   rejected=rejected, header_lines=header_lines, steps_skipped=steps, energy_source=source_of_energy)
 
 
