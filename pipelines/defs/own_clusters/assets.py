@@ -16,8 +16,8 @@ from pipelines.clusters import tracefiles, whatif
 from pipelines.clusters.profiles import Profiles, profiles_of
 from pipelines.clusters.whatif import DEFAULT_SAMPLES
 from pipelines.contracts.base import empty
-from pipelines.contracts.registry import quarantine_key
 from pipelines.contracts.owncluster import OwnClusterJobs, OwnClusterSummary, OwnClusterTraces
+from pipelines.contracts.registry import quarantine_key
 from pipelines.defs.clusters.partitions import ONE_RUN, trace_partitions
 from pipelines.defs.shared.dask import DaskResource
 from pipelines.defs.shared.io_manager import PARTITIONS_STAND_ALONE, PathsResource, partition_tables
