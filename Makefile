@@ -16,16 +16,19 @@ DEV_PORT ?= 3000
 ## uv (installed into the venv from the package index) installs in seconds what pip takes minutes for;
 ## pip is the fallback where uv cannot reach the index, and installs the torch extra (pip's configuration
 ## can pin torch to a CPU build, as it does here; uv does not read it).
-## --compile-bytecode: uv writes no .pyc by itself (pip does), and where PYTHONDONTWRITEBYTECODE is set no
-## process writes one either; every Dagster run and step process then compiled dagster, polars,
-## matplotlib... from source again (about 3 s of CPU each; docs/benchmarks.md, make figures).
-UV := $(VENV)/bin/uv pip install -q --compile-bytecode --python $(PY)
+## Bytecode: each module is compiled on its first import (Python writes its .pyc), not every module at install: uv's
+## --compile-bytecode compiled all of site-packages (pandas, numba, bokeh... that make figures never imports), 10 s of the
+## 2-minute budget. Where PYTHONDONTWRITEBYTECODE is set (some CI images, this machine) no .pyc would ever be written, and
+## every Dagster run and step process would compile dagster, polars, matplotlib... again (about 2 s of CPU each): make's
+## commands unset it, so the venv's cache is written once (docs/benchmarks.md, make figures).
+unexport PYTHONDONTWRITEBYTECODE
+UV := $(VENV)/bin/uv pip install -q --python $(PY)
 PIP := $(VENV)/bin/pip install -q
 
 ## setup: the package and what it needs to run (make figures, dev, sql); the other targets add their extras.
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
-	$(VENV)/bin/pip install -q --upgrade pip uv
+	$(VENV)/bin/pip install -q uv
 	$(UV) -e . || $(PIP) -e .
 	touch $(STAMP)
 

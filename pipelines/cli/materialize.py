@@ -127,6 +127,7 @@ def _orchestrate(select: str, executor: str, scheduler: str | None, concurrency:
                 address = scheduler or os.environ.get(SCHEDULER_ENV) or stack.enter_context(local_cluster()).scheduler_address
                 os.environ["PIPELINES_EXECUTOR"], os.environ[SCHEDULER_ENV] = "dask", address
                 _echo(f"Dask scheduler {address}")
+            connect = stack.enter_context(runs.webserver(find_home(), Path(os.environ["DAGSTER_HOME"])))  # loads while we plan
             keys, added = runs.resolve_selection(loaded(), select)
             if added:
                 _echo(f"selection widened to the assets written together with it: {', '.join(sorted(k.to_user_string() for k in added))}")
@@ -140,7 +141,7 @@ def _orchestrate(select: str, executor: str, scheduler: str | None, concurrency:
             plan = runs.plan_runs(loaded(), keys, instance, per_run=yours.__contains__)  # your traces' ingest: a run each
             _echo(f"{len(keys)} assets in {len(plan)} runs, {min(parallel_runs, len(plan))} at most at once, "
                   f"steps on the {executor} executor")
-            client = stack.enter_context(runs.webserver(find_home(), Path(os.environ["DAGSTER_HOME"])))
+            client = connect()
 
             def ended(i: int, run_id: str, status: dg.DagsterRunStatus | None, seconds: float) -> None:
                 nonlocal failed, warned

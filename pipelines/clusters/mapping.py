@@ -1,7 +1,7 @@
 """Map every cluster trace onto the six Zeus workloads, as one table: ``cluster_workload_jobs``.
 
 Columns: those of ``pipelines.contracts.clusters.ClusterWorkloadJobs`` (trace, cluster, group,
-job_id, start_time_s, end_time_s, num_gpu, dataset, runtime_ratio).
+job_id, start_time_s, end_time_s, num_gpu, dataset, runtime_ratio, and line: a user trace's file line).
 
 The Zeus artifact published this mapping for Alibaba only. For the other traces we derive it
 deterministically (no randomness, ties broken by name):
@@ -65,6 +65,8 @@ def _finish(jobs: pl.DataFrame, trace: str) -> pl.DataFrame:
         )
     runtime = pl.col("end_time_s") - pl.col("start_time_s")
     ratios = jobs.with_columns(pl.lit(trace).alias("trace"), (runtime / runtime.mean().over("dataset")).alias("runtime_ratio"))
+    if "line" not in ratios.columns:  # a public trace: its readers keep no file line
+        ratios = ratios.with_columns(pl.lit(None, pl.Int64).alias("line"))
     return base.conform(ratios, ClusterWorkloadJobs).sort("group", "start_time_s", "job_id", maintain_order=True)
 
 

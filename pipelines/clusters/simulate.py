@@ -91,8 +91,11 @@ def _group_table(jobs: pl.DataFrame) -> pl.DataFrame:
 
 
 def _job_names(jobs: pl.DataFrame) -> pl.Series:
-    """Each job as a refusal names it: ``job <id> of <cluster>`` (a user trace's job id is unique in its file)."""
-    return jobs.select(pl.format("job {} of {}", "job_id", "cluster")).to_series()
+    """Each job as a refusal names it: ``line <n>, job <id> of <cluster>`` (a user trace's file line), else ``job <id> of <cluster>``."""
+    job = pl.format("job {} of {}", "job_id", "cluster")
+    if "line" not in jobs.columns:
+        return jobs.select(job).to_series()
+    return jobs.select(pl.when(pl.col("line").is_not_null()).then(pl.format("line {}, {}", "line", job)).otherwise(job)).to_series()
 
 
 def _replay_order(jobs: pl.DataFrame) -> pl.DataFrame:

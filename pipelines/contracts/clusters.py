@@ -36,6 +36,8 @@ class ClusterWorkloadJobs(dy.Schema):
     num_gpu = dy.Int64(min=0, max=MAX_GPUS_PER_JOB, description="GPUs of the job (alibaba: 1, not in the file)")
     dataset = one_of(ZEUS_DATASETS, description="Zeus workload the job plays")
     runtime_ratio = dy.Float64(min=0, description="job runtime / mean runtime of the trace's jobs of the same workload (ratio)")
+    line = dy.Int64(nullable=True, min=1, description="line of the job in its user trace's file (own_cluster_jobs.line; the "
+                    "header is line 1); null for the public traces")
 
     @dy.rule()
     def end_not_before_start(cls) -> pl.Expr:

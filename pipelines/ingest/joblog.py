@@ -55,6 +55,7 @@ from pipelines.ingest.owntrace import (
     apply_checks,
     at_most,
     block_lines,
+    check_header_text,
     check_timezone,
     csv_rows,
     empty_rejected,
@@ -90,6 +91,7 @@ def _text(column: str) -> str:
 
 
 def _header(head: str, name: str) -> dict[str, int]:
+    check_header_text(head, name, "a job-log CSV")
     fields = csv_rows(pl.Series([head]))[0] if '"' in head else head.split(",")
     if isinstance(fields, str):
         raise IngestError(name, f"the header is not CSV ({fields})", line=1)
@@ -102,7 +104,8 @@ def _header(head: str, name: str) -> dict[str, int]:
             index[column] = i
     missing = [c for c in REQUIRED if c not in index]
     if missing:
-        raise IngestError(name, f"missing column (the header has {fields}); the generic CSV needs {', '.join(REQUIRED)}", line=1,
+        shown = f"{fields[:12]} and {len(fields) - 12} more" if len(fields) > 12 else str(fields)
+        raise IngestError(name, f"missing column (the header has {shown[:300]}); the generic CSV needs {', '.join(REQUIRED)}", line=1,
                           column=missing[0])
     index["_fields"] = len(fields)
     return index

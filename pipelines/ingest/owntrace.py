@@ -134,6 +134,18 @@ def check_timezone(timezone: str) -> str:
     return timezone
 
 
+def check_header_text(head: str, name: str, expected: str) -> None:
+    """Refuse a first line that is not UTF-8 text (a binary file, or one compressed another way): ``IngestError`` at line 1.
+
+    ``head`` was decoded with replacement characters; a header (sacct's, a job log's) is ASCII, so one
+    is never real. ``expected`` names what the file should be (``a sacct export``).
+    """
+    at = head.find("\ufffd")
+    if at >= 0:
+        raise IngestError(name, f"not UTF-8 text (an undecodable byte at character {at + 1}): not {expected}; a compressed "
+                          "export must end in .gz, .xz or .zst", line=1)
+
+
 # ---------------------------------------------------------------------------------------------
 # bytes -> lines
 

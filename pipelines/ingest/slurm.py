@@ -71,6 +71,7 @@ from pipelines.ingest.owntrace import (
     apply_checks,
     at_most,
     block_lines,
+    check_header_text,
     check_timezone,
     empty_rejected,
     energy_columns,
@@ -217,6 +218,8 @@ def layout_of(head: str, name: str, fields: Sequence[str] | None, delimiter: str
     """
     if not head.strip():
         raise IngestError(name, f"the first line is empty: expected the sacct header (JobID{delimiter}...)", line=1)
+    if fields is None:
+        check_header_text(head, name, "a sacct export")
     _check_first_lines(list(head_lines or [head]), name, delimiter)
     if fields is None:
         trailing = head.endswith(delimiter)

@@ -137,8 +137,12 @@ def plan_runs(defs: dg.Definitions, keys: set[dg.AssetKey], instance: dg.Dagster
 
 
 @contextlib.contextmanager
-def webserver(home: Path, dagster_home: Path) -> Iterator[DagsterGraphQLClient]:
-    """A Dagster webserver on a free loopback port over ``home``'s workspace and the instance in ``dagster_home``."""
+def webserver(home: Path, dagster_home: Path) -> Iterator[Callable[[], DagsterGraphQLClient]]:
+    """A Dagster webserver on a free loopback port over ``home``'s workspace and the instance in ``dagster_home``.
+
+    Started at once; what it yields waits until the server serves (its code location loaded), then gives its client,
+    so that the caller can plan its runs meanwhile.
+    """
     with tempfile.TemporaryDirectory(prefix="gpu-energy-materialize-") as folder:
         (Path(folder) / "dagster.yaml").write_text(INSTANCE_YAML.format(home=dagster_home))
         workspace = home / "workspace.yaml"
@@ -151,15 +155,18 @@ def webserver(home: Path, dagster_home: Path) -> Iterator[DagsterGraphQLClient]:
         server = subprocess.Popen([sys.executable, "-m", "dagster_webserver", "-w", str(workspace), "-h", "127.0.0.1", "-p", str(port),
                                    "--log-level", "warning", "--dagster-log-level", "warning", "--code-server-log-level", "warning"],
                                   env={**os.environ, "DAGSTER_HOME": folder}, cwd=home, stdin=subprocess.DEVNULL)
-        try:
+
+        def connect() -> DagsterGraphQLClient:
             while True:  # it serves once the code location has loaded
                 if server.poll() is not None:
                     raise RuntimeError(f"the Dagster webserver over {workspace} exited with code {server.returncode}")
                 with contextlib.suppress(OSError):
                     urllib.request.urlopen(f"http://127.0.0.1:{port}/server_info", timeout=1).close()
-                    break
+                    return DagsterGraphQLClient("127.0.0.1", port_number=port)
                 time.sleep(POLL_S)
-            yield DagsterGraphQLClient("127.0.0.1", port_number=port)
+
+        try:
+            yield connect
         finally:
             server.terminate()
             with contextlib.suppress(subprocess.TimeoutExpired):

@@ -14,16 +14,17 @@ needing Slurm (``--scheduler slurm``), is parsed only.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shlex
 import subprocess
-import sys
 from pathlib import Path
 
 import click
 import polars as pl
 import pytest
+from click.testing import CliRunner, Result
 
 from pipelines.cli import cli
 from pipelines.home.paths import REPO_ROOT, ProjectPaths
@@ -105,11 +106,12 @@ def home(materialized: Homes) -> ProjectPaths:
     return built.paths
 
 
-def run(home: ProjectPaths, argv: list[str], stdin: str | None = None) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "GPU_ENERGY_HOME": str(home.root)}
-    return subprocess.run(
-        [sys.executable, "-m", "pipelines", *argv], input=stdin, capture_output=True, text=True, env=env, cwd=home.root, check=False
-    )
+def run(home: ProjectPaths, argv: list[str]) -> Result:
+    """``python -m pipelines ARGV`` in the data home, in this process: the same command objects as the console's, without
+    a Python start-up each (the commands that must run as their own process have tests of their own)."""
+    with contextlib.chdir(home.root):
+        return CliRunner().invoke(cli, argv, prog_name="python -m pipelines", env={"GPU_ENERGY_HOME": str(home.root)},
+                                  catch_exceptions=False)
 
 
 def test_the_docs_have_commands_of_every_kind() -> None:
@@ -135,7 +137,7 @@ def test_documented_command_parses_and_the_cheap_ones_run(home: ProjectPaths, pa
     slurm = "slurm" in [args[i + 1] for i, a in enumerate(args[:-1]) if a == "--scheduler"]  # no Slurm here: parsed only
     if path in RUN and set(gpus) <= set(PUBLISHED_GPUS) and not slurm:
         done = run(home, argv)
-        assert done.returncode == 0, f"{page}: {' '.join(argv)}: {done.stderr}"
+        assert done.exit_code == 0, f"{page}: {' '.join(argv)}: {done.stderr}"
         assert done.stdout.strip(), f"{page}: {' '.join(argv)} printed nothing"
 
 
@@ -153,7 +155,7 @@ def _help_paths(command: click.Command, path: tuple[str, ...] = ()) -> list[tupl
 @pytest.mark.parametrize("path", _help_paths(cli), ids=lambda p: " ".join(p) or "(top)")
 def test_every_help_page(home: ProjectPaths, path: tuple[str, ...]) -> None:
     done = run(home, [*path, "--help"])
-    assert done.returncode == 0, done.stderr
+    assert done.exit_code == 0, done.stderr
     assert done.stdout.startswith(f"Usage: python -m pipelines {' '.join(path)}".rstrip())
 
 
@@ -162,7 +164,7 @@ def test_every_sql_example_in_every_format(home: ProjectPaths, example: Path) ->
     rows = {}
     for fmt in FORMATS:
         done = run(home, ["sql", "--format", fmt, "--file", str(example)])
-        assert done.returncode == 0, f"{example.name} --format {fmt}: {done.stderr}"
+        assert done.exit_code == 0, f"{example.name} --format {fmt}: {done.stderr}"
         rows[fmt] = done.stdout
     csv = pl.read_csv(rows["csv"].encode()) if rows["csv"].strip() else pl.DataFrame()
     data = pl.read_json(rows["json"].encode()) if rows["json"].strip() != "[]" else pl.DataFrame()

@@ -150,3 +150,16 @@ def test_one_partition_breaking_the_contract_writes_no_partition(tmp_path: Path)
     with pytest.raises(ContractError, match=r"^one_bad_partition \(partition a40\): energy_j: must be >= 0"):
         dg.materialize([one_bad_partition], tags=tags, resources={"io_manager": ParquetIOManager(root=str(tmp_path))})
     assert not (tmp_path / "assets/one_bad_partition").exists()
+
+
+def test_a_partition_stored_before_a_nullable_column_was_added_reads_it_as_null(tmp_path: Path) -> None:
+    io = ParquetIOManager(root=str(tmp_path))
+    for key in ("v100", "a40"):
+        assert dg.materialize([per_gpu], partition_key=key, resources={"io_manager": io}).success
+    old = tmp_path / "assets/per_gpu/a40.parquet"  # as an older version wrote it: no `note` column
+    write_parquet_atomic(pl.read_parquet(tmp_path / "assets/per_gpu/v100.parquet").with_columns(pl.lit("new").alias("note")),
+                         tmp_path / "assets/per_gpu/v100.parquet")
+    assert "note" not in pl.read_parquet(old).columns
+    dg.materialize([per_gpu.to_source_asset(), total], resources={"io_manager": io})
+    assert pl.read_parquet(tmp_path / "assets/total.parquet").to_dicts() == [{"gpu": "a40", "energy_j": 4.0},
+                                                                            {"gpu": "v100", "energy_j": 4.0}]

@@ -131,6 +131,19 @@ def test_a_file_with_another_delimiter_is_refused_naming_it() -> None:
         read(text(LINES), delimiter="||")
 
 
+#: A PNG's first bytes and random bytes: files that are not text, which no delimiter can split.
+NOT_TEXT = [b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00", bytes(range(128, 256)) * 3 + b"|x\n"]
+
+
+@pytest.mark.parametrize("data", NOT_TEXT)
+def test_a_file_that_is_not_text_is_refused_as_such_not_given_a_delimiter(data: bytes) -> None:
+    with pytest.raises(IngestError, match=r"^t\.sacct:1: not UTF-8 text \(an undecodable byte at character 1\): not a sacct export; "
+                                          r"a compressed export must end in \.gz, \.xz or \.zst$"):
+        read(data)
+    with pytest.raises(IngestError, match=r"^t\.csv:1: not UTF-8 text \(an undecodable byte at character 1\): not a job-log CSV"):
+        read_joblog(data, trace="t", source_file="t.csv")
+
+
 def _compress(kind: str, data: bytes) -> bytes:
     return {"gz": lambda d: gzip.compress(d, mtime=0), "xz": lzma.compress, "zst": zstandard.ZstdCompressor().compress}[kind](data)
 

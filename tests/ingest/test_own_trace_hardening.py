@@ -229,14 +229,27 @@ def test_a_file_cut_short_while_it_is_read_is_one_line(tmp_path: Path, monkeypat
         read_joblog(csv, trace="t", source_file="clusters/t.csv")
 
 
-def test_a_group_the_replay_refuses_names_its_trace_and_job_not_row_0(mirror: Path) -> None:
+def test_a_group_the_replay_refuses_names_its_trace_file_line_and_job_not_row_0(mirror: Path) -> None:
     traces = read_trace_dir(mirror / "zeus", gpus=("v100",))
     jobs = pl.DataFrame({"trace": ["lab", "lab"], "cluster": ["lab", "lab"], "group": ["g", "g"], "job_id": ["7", "8"],
                          "start_time_s": [1.0, -5.0], "end_time_s": [2.0, 3.0], "num_gpu": [1, 1], "dataset": ["squad", "squad"],
-                         "runtime_ratio": [1.0, 1.0]})
+                         "runtime_ratio": [1.0, 1.0], "line": [11, 12]})
     with pytest.raises(GroupTableError) as caught:
         simulate.trace_totals(jobs, traces, "v100", "zeus", engine="fast")
+    assert str(caught.value) == "trace lab: line 12, job 8 of lab: column 'start_time': must be >= 0 (value -5.0)"
+    # a public trace's rows have no file line: the job alone
+    with pytest.raises(GroupTableError) as caught:
+        simulate.trace_totals(jobs.with_columns(pl.lit(None, pl.Int64).alias("line")), traces, "v100", "zeus", engine="fast")
     assert str(caught.value) == "trace lab: job 8 of lab: column 'start_time': must be >= 0 (value -5.0)"
+
+
+def test_a_user_traces_jobs_keep_their_file_line_into_cluster_workload_jobs() -> None:
+    text = "\n".join([JOBLOG_HEADER, *(joblog_row(str(i)) for i in range(1, 6))]) + "\n"
+    jobs = read_joblog(text.encode(), trace="lab", source_file="clusters/lab.csv").table
+    mapped = mapping.map_own(jobs, ZEUS_DATASETS, "lab")
+    assert mapped.height == 5
+    assert mapped.sort("line")["line"].to_list() == [2, 3, 4, 5, 6]  # the header is line 1
+    assert dict(zip(mapped["job_id"], mapped["line"], strict=True)) == dict(zip(jobs["job_id"], jobs["line"], strict=True))
 
 
 def test_control_characters_are_escaped_for_a_terminal() -> None:

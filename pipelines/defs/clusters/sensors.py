@@ -9,8 +9,8 @@ from pipelines.home.init import LOCATION
 from pipelines.home.paths import default_mirror
 from pipelines.terminal import printable
 
-#: Seconds between two looks at raw/clusters/.
-SENSOR_INTERVAL_S = 30
+#: Seconds between two looks at raw/clusters/ (the sidecars only: a file is hashed when its trace is ingested).
+SENSOR_INTERVAL_S = 10
 #: The run tag naming the trace a sensor run is for (namespaced, as Dagster's own ``dagster/...`` tags are).
 TRACE_TAG = f"{LOCATION}/trace"
 

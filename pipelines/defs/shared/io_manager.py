@@ -52,6 +52,7 @@ class ParquetIOManager(dg.ConfigurableIOManager):
     to its own file. A one-partition run may return the frame itself. Every frame is validated
     before any file is written. Loading partitions that are not stored is an error, except for a
     table declaring ``PARTITIONS_STAND_ALONE`` in its definition metadata: absent partitions read as no rows.
+    Partitions are concatenated by column name: one stored before a nullable column was added reads it as null.
     """
 
     root: str = ""
@@ -99,10 +100,10 @@ class ParquetIOManager(dg.ConfigurableIOManager):
             if upstream is not None and (upstream.definition_metadata or {}).get(PARTITIONS_STAND_ALONE):
                 present = [pl.read_parquet(p) for p in paths if p.exists()]
                 contract = table_contract(key.to_user_string())
-                return pl.concat(present, how="vertical_relaxed") if present else empty(contract) if contract else pl.DataFrame()
+                return pl.concat(present, how="diagonal_relaxed") if present else empty(contract) if contract else pl.DataFrame()
             if missing:
                 raise FileNotFoundError(f"{key.to_user_string()}: partitions not materialized: {missing[:5]}")
-            return pl.concat([pl.read_parquet(p) for p in paths], how="vertical_relaxed")
+            return pl.concat([pl.read_parquet(p) for p in paths], how="diagonal_relaxed")
         path = self.path(key, None)
         if not path.exists():
             raise FileNotFoundError(f"{key.to_user_string()}: {path} does not exist; materialize it first")
