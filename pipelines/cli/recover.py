@@ -13,8 +13,11 @@ from pipelines.orchestration.recovery import recover, report
 
 @click.command("recover")
 def cli() -> None:
-    """Mark runs whose process is gone as failed and remove stale temp files under assets/, figures/ and raw/; remove the files
-    of asset keys the code location no longer defines (renamed or removed) and wipe those keys (make dev runs this first)."""
+    """Mark runs whose process is gone as failed, remove stale temp files, and the files and records of asset keys no longer defined (make dev runs this first).
+
+    Temp files under assets/, figures/ and raw/; the files under assets/ and figures/ that no asset of the code location
+    writes (a key renamed or removed), and those keys' records in the Dagster instance, each named in one line.
+    """
     use_dagster_home()
     with dg.DagsterInstance.get() as instance:
         report(recover(instance))
