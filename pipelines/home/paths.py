@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -81,35 +80,6 @@ def table_files(assets: Path, name: str) -> list[Path]:
     if single.is_file():
         return [single]
     return sorted((assets / name).glob("*.parquet"))
-
-
-#: The folder of the data home an asset key's first element names: ``figures/<name>`` is a figure's; every other key is a
-#: table's, under assets/ (``quarantine/<table>_bad_rows`` in assets/quarantine/). docs/architecture.md, "Asset keys".
-FIGURES_PREFIX = "figures/"
-#: What an asset writes under figures/: a figure's image, PDF and plotted data; a report's page and numbers.
-FIGURE_SUFFIXES = (".png", ".pdf", ".parquet", ".html", ".json")
-
-
-def undefined_files(paths: ProjectPaths, keys: Iterable[str]) -> list[Path]:
-    """The files under ``paths``' assets/ and figures/ that none of the asset keys ``keys`` (``a/b`` form) writes, sorted.
-
-    A table key ``k`` writes ``assets/<k>.parquet``, or ``assets/<k>/<partition>.parquet``; a key ``figures/<name>`` writes
-    ``figures/<name>.<suffix>`` and, one per panel, ``figures/<name>_<panel>.<suffix>`` (``FIGURE_SUFFIXES``). Only such
-    files are looked at: anything else there (a README, a temp file) is no asset's and is left alone.
-    """
-    keys = set(keys)
-    figures = tuple(k.removeprefix(FIGURES_PREFIX) for k in keys if k.startswith(FIGURES_PREFIX))
-    found = []
-    for path in paths.assets.rglob("*.parquet") if paths.assets.is_dir() else ():
-        key = path.relative_to(paths.assets).with_suffix("")
-        if path.is_file() and key.as_posix() not in keys and key.parent.as_posix() not in keys:
-            found.append(path)
-    for path in paths.figures.iterdir() if paths.figures.is_dir() else ():
-        if path.suffix in FIGURE_SUFFIXES and path.is_file() and not any(
-            path.stem == name or path.stem.startswith(f"{name}_") for name in figures
-        ):
-            found.append(path)
-    return sorted(found)
 
 
 def is_home(folder: Path) -> bool:
