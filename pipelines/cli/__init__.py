@@ -26,7 +26,8 @@ SUBCOMMANDS: dict[str, str] = {
     "clusters": "Your own cluster traces (raw/clusters/): add a Slurm export or job-log CSV, list them, remove one.",
     "hetero": "Split a global batch over heterogeneous GPUs and pick their power limits (Zeus²).",
     "measure": "Measure time and energy of training on this machine (NVML on GPUs, RAPL on CPUs).",
-    "recover": "Mark runs whose process is gone as failed and remove stale temp files under assets/, figures/ and raw/ (make dev runs this first).",
+    "recover": ("Mark runs whose process is gone as failed, remove stale temp files, and the files and records of renamed "
+                "asset keys (make dev runs this first)."),
     "sweep": "Replay every trace on every GPU for every (eta, beta, seed) under Zeus and the baselines.",
 }
 

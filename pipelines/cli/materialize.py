@@ -39,7 +39,7 @@ from pipelines.defs.clusters.partitions import register_trace_partitions
 from pipelines.distributed import SCHEDULER_ENV, local_cluster
 from pipelines.home.init import use_dagster_home
 from pipelines.home.paths import find_home
-from pipelines.orchestration import lock, runs
+from pipelines.orchestration import lock, renamed, runs
 from pipelines.orchestration.processes import die_with_parent, end_group
 from pipelines.orchestration.recovery import recover, report
 from pipelines.terminal import printable
@@ -133,6 +133,7 @@ def _orchestrate(select: str, executor: str, scheduler: str | None, concurrency:
                 _echo(f"selection widened to the assets written together with it: {', '.join(sorted(k.to_user_string() for k in added))}")
             instance = stack.enter_context(dg.DagsterInstance.get())
             report(recover(instance))
+            renamed.report(renamed.forget_renamed(instance))
             traces, gone = register_trace_partitions(instance)
             _echo(f"traces: {', '.join(traces) or 'none present'}"
                   + (f"; partitions removed, their files are gone: {', '.join(gone)}" if gone else ""))

@@ -1,4 +1,4 @@
-"""``python -m pipelines recover``: mark runs whose process is gone as failed, remove stale temp files."""
+"""``python -m pipelines recover``: mark runs whose process is gone as failed, remove stale temp files and renamed keys' files."""
 
 from __future__ import annotations
 
@@ -6,12 +6,18 @@ import click
 import dagster as dg
 
 from pipelines.home.init import use_dagster_home
+from pipelines.orchestration import renamed
 from pipelines.orchestration.recovery import recover, report
 
 
 @click.command("recover")
 def cli() -> None:
-    """Mark runs whose process is gone as failed and remove stale temp files under assets/, figures/ and raw/ (make dev runs this first)."""
+    """Mark runs whose process is gone as failed, remove stale temp files, and the files and records of renamed asset keys (make dev runs this first).
+
+    Temp files under assets/, figures/ and raw/; the files that asset keys since renamed wrote, and those keys' records in
+    the Dagster instance, each named in one line.
+    """
     use_dagster_home()
     with dg.DagsterInstance.get() as instance:
         report(recover(instance))
+        renamed.report(renamed.forget_renamed(instance))

@@ -44,6 +44,7 @@ from pathlib import Path
 from typing import Literal, cast
 
 from pipelines.clusters.capacity import CapacityError, check_setting, own_slots, resolve
+from pipelines.contracts.registry import quarantine_key
 from pipelines.home.storage import atomic_path
 from pipelines.ingest import joblog, slurm
 from pipelines.ingest.compressed import COMPRESSED_SUFFIXES, plain_file, uncompressed_name
@@ -64,10 +65,8 @@ PUBLIC_FILES: dict[str, tuple[str, ...]] = {
 }
 #: The raw assets whose run ingests each public trace's table (for a trace whose files were dropped in).
 PUBLIC_TABLES: dict[str, tuple[str, ...]] = {
-    "alibaba": ("alibaba_groups", "quarantine/alibaba_groups"),
-    "itp": ("itp_jobs", "quarantine/itp_jobs"),
-    "elasticflow": ("elasticflow_jobs", "quarantine/elasticflow_jobs"),
-    "acme": ("acme_jobs", "quarantine/acme_jobs"),
+    trace: (table, quarantine_key(table))
+    for trace, table in {"alibaba": "alibaba_groups", "itp": "itp_jobs", "elasticflow": "elasticflow_jobs", "acme": "acme_jobs"}.items()
 }
 
 
@@ -391,7 +390,7 @@ class TickPlan:
 
 #: What a run for a user trace materializes: the trace's partitions of the own-trace ingest (its file only), its jobs and its
 #: cluster size (which the sidecar may set).
-USER_TRACE_ASSETS: tuple[str, ...] = ("own_cluster_jobs", "quarantine/own_cluster_jobs", "own_cluster_traces", "cluster_workload_jobs",
+USER_TRACE_ASSETS: tuple[str, ...] = ("own_cluster_jobs", quarantine_key("own_cluster_jobs"), "own_cluster_traces", "cluster_workload_jobs",
                                       "cluster_capacity")
 #: The raw asset of each public trace's files.
 PUBLIC_RAW: dict[str, str] = {"alibaba": "raw_zeus_traces", "itp": "raw_itp_traces", "elasticflow": "raw_itp_traces", "acme": "raw_acme_traces"}

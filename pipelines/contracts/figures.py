@@ -115,7 +115,7 @@ SavingsByTrace = subset(
 
 
 class EnergyTimeline(dy.Schema):
-    """``clusters_energy_timeline``: cumulative energy of each (trace, GPU, policy) over the trace's timeline, sampled."""
+    """``clusters_timeline_energy``: cumulative energy of each (trace, GPU, policy) over the trace's timeline, sampled."""
 
     trace = dy.String(description="source trace")
     gpu = dy.String(description="GPU simulated")
@@ -189,7 +189,7 @@ class StateShares(dy.Schema):
 
 
 class SummaryStatistics(dy.Schema):
-    """``acme_cluster_summary`` (figure): per cluster, the published statistics beside ours, in long form."""
+    """``acme_cluster_stats``: per cluster, the published statistics beside ours, in long form."""
 
     cluster = dy.String(description="cluster")
     source = one_of(("published", "our ingest"), description="AcmeTrace's cluster_summary, or computed from acme_jobs")

@@ -2,7 +2,7 @@
 
 ``own_cluster_jobs`` holds every valid allocation row of every file in ``raw/clusters/`` (pending,
 running and CPU-only ones included, told apart by ``category``); ``own_cluster_traces`` holds one
-row per file with its line accounting. Rejected rows go to ``quarantine/own_cluster_jobs``
+row per file with its line accounting. Rejected rows go to ``quarantine/own_cluster_jobs_bad_rows``
 (``pipelines.contracts.sources.Quarantine``). Times are UTC (read in the file's time zone).
 The rules that produce these rows are in ``pipelines.ingest.slurm`` and ``pipelines.ingest.joblog``.
 """
@@ -130,7 +130,7 @@ class OwnClusterTraces(dy.Schema):
     header_lines = dy.Int64(min=0, max=1, description="1, or 0 for a sacct --noheader export read with the field list given")
     allocations = _count("valid allocation rows: every row of own_cluster_jobs of this trace (cpu_only and not_ended included)")
     steps_skipped = _count("Slurm step rows (J.batch, J.extern, J.0, ...): skipped, never jobs")
-    quarantined = _count("rows sent to quarantine/own_cluster_jobs")
+    quarantined = _count("rows sent to quarantine/own_cluster_jobs_bad_rows")
     cpu_only = _count("ended allocations without GPUs (skipped)")
     not_ended = _count("allocations with an unknown end: pending, running, requeued, suspended (skipped)")
     never_started = _count("allocations that ended without starting: cancelled while pending, a node failure before the start (skipped)")

@@ -105,7 +105,7 @@ class ClusterPowerSummary(dy.Schema):
 
 
 class PowerTimeline(dy.Schema):
-    """Figure data of ``clusters_power_timeline``: cluster power per bin of one GPU's replays, Default and Zeus."""
+    """Figure data of ``clusters_timeline_power``: cluster power per bin of one GPU's replays, Default and Zeus."""
 
     trace = dy.String(description="cluster trace")
     gpu = dy.String(description="GPU every job of the replay runs on")

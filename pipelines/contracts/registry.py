@@ -1,7 +1,7 @@
 """Which contract each stored table and each figure's data follows.
 
-``TABLES`` maps an asset key (``zeus_train_runs``) to its contract; every ``quarantine/<table>``
-follows ``Quarantine``. ``FIGURE_DATA`` maps a figure's file stem, or its prefix for figures
+``TABLES`` maps an asset key (``zeus_train_runs``) to its contract; every table's quarantine,
+``quarantine/<table>_bad_rows`` (``quarantine_key``), follows ``Quarantine``. ``FIGURE_DATA`` maps a figure's file stem, or its prefix for figures
 drawn once per GPU or workload (``energy_eta_vs_tta_``), to the contract of its
 ``figures/<name>.parquet``.
 """
@@ -36,6 +36,14 @@ TABLES: dict[str, Contract] = {
     "own_cluster_summary": owncluster.OwnClusterSummary,
 }
 QUARANTINE_PREFIX = "quarantine/"
+#: A quarantine's leaf is its table's name and this: unique beside the table, and kept when the UI cuts a label short
+#: (it keeps the end from an underscore on: ``zeus_tra…_bad_rows``).
+QUARANTINE_SUFFIX = "_bad_rows"
+
+
+def quarantine_key(table: str) -> str:
+    """The asset key (``a/b`` form) of the rows ``table``'s ingest rejected: ``quarantine/<table>_bad_rows``."""
+    return f"{QUARANTINE_PREFIX}{table}{QUARANTINE_SUFFIX}"
 
 #: Figure name (or prefix ending in ``_``) -> contract of its data file.
 FIGURE_DATA: dict[str, Contract] = {
@@ -46,8 +54,8 @@ FIGURE_DATA: dict[str, Contract] = {
     "energy_convergence_": figures.ConvergenceRecurrences,
     "measured_profiles": sources.ZeusPowerProfiles,
     "clusters_savings_by_trace": figures.SavingsByTrace,
-    "clusters_energy_timeline": figures.EnergyTimeline,
-    "clusters_power_timeline": power.PowerTimeline,
+    "clusters_timeline_energy": figures.EnergyTimeline,
+    "clusters_timeline_power": power.PowerTimeline,
     "clusters_power_load_duration": power.LoadDuration,
     "clusters_fleet_power_cdf": fleet.FleetPowerCdfFigure,
     "knob_grid_savings": sweep.KnobSavings,
@@ -56,7 +64,7 @@ FIGURE_DATA: dict[str, Contract] = {
     "traces_submissions": figures.Submissions,
     "acme_final_states": figures.StateShares,
     "acme_queueing_delay_cdf": figures.QueueingDelayCdf,
-    "acme_cluster_summary": figures.SummaryStatistics,
+    "acme_cluster_stats": figures.SummaryStatistics,
     "hetero_cost_split": figures.SplitCurves,
     "hetero_methods": figures.MethodBars,
 }

@@ -1,7 +1,7 @@
 """Contracts of the ingested tables (one per upstream trace) and of their quarantine.
 
 Ranges, allowed values, nullability and row rules are those the ingest enforces: a row that
-breaks one goes to ``quarantine/<table>`` with the reason (``pipelines.ingest.common``). Primary
+breaks one goes to ``quarantine/<table>_bad_rows`` with the reason (``pipelines.ingest.common``). Primary
 keys are checked per source file by the ingest (later duplicates quarantined, the first kept).
 Every float is finite (``inf`` and overflowing text such as ``1e400`` are rejected); NaN counts as
 a missing value (allowed only where the column is nullable). Every number has a physically sane
@@ -212,7 +212,7 @@ class HeteroGpuProfiles(dy.Schema):
 
 
 class Quarantine(dy.Schema):
-    """``quarantine/<table>``: source rows that failed parsing or validation, one row per rejected line."""
+    """``quarantine/<table>_bad_rows``: source rows that failed parsing or validation, one row per rejected line."""
 
     table = dy.String(description="table the row was meant for")
     source_file = dy.String(description="source file, relative to raw/")

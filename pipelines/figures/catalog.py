@@ -194,13 +194,13 @@ def _cluster_savings(frames: Frames) -> Plan:
 def _cluster_timeline(frames: Frames) -> Plan:
     from pipelines.figures import clusters
 
-    return Plan([("clusters_energy_timeline", lambda: clusters.energy_timeline(frames["zeus_cluster_history"]))])
+    return Plan([("clusters_timeline_energy", lambda: clusters.energy_timeline(frames["zeus_cluster_history"]))])
 
 
 CLUSTERS = FigureFamily("cluster_figures", (
     FigureAsset("clusters_savings_by_trace", "Energy and time Zeus saves vs Default (%), per trace, workload and GPU.",
                 ("zeus_cluster_summary",), _cluster_savings),
-    FigureAsset("clusters_energy_timeline", "Cumulative energy (MWh) over each trace's timeline, Zeus vs Grid Search vs Default, per GPU.",
+    FigureAsset("clusters_timeline_energy", "Cumulative energy (MWh) over each trace's timeline, Zeus vs Grid Search vs Default, per GPU.",
                 ("zeus_cluster_history",), _cluster_timeline),
 ))
 
@@ -208,7 +208,7 @@ CLUSTERS = FigureFamily("cluster_figures", (
 def _cluster_power_timeline(frames: Frames) -> Plan:
     from pipelines.figures import cluster_power
 
-    return Plan([("clusters_power_timeline", lambda: cluster_power.power_timeline(frames["cluster_power"]))])
+    return Plan([("clusters_timeline_power", lambda: cluster_power.power_timeline(frames["cluster_power"]))])
 
 
 def _cluster_power_load_duration(frames: Frames) -> Plan:
@@ -219,7 +219,7 @@ def _cluster_power_load_duration(frames: Frames) -> Plan:
 
 #: Asset keys equal the figure file names.
 CLUSTER_POWER = FigureFamily("cluster_power_figures", (
-    FigureAsset("clusters_power_timeline",
+    FigureAsset("clusters_timeline_power",
                 "Cluster power (kW, 5-min bins) over each trace's time on the V100, Default vs Zeus, peaks marked.",
                 ("cluster_power",), _cluster_power_timeline),
     FigureAsset("clusters_power_load_duration",
@@ -296,7 +296,7 @@ def _acme_summary(frames: Frames) -> Plan:
 
     computed, note = _acme_computed(frames)
     stats = trace_data.summary_statistics(frames["acme_cluster_summary"], computed)
-    return Plan([("acme_cluster_summary", lambda: traces.acme_cluster_summary(stats, note))], [note] if note else [])
+    return Plan([("acme_cluster_stats", lambda: traces.acme_cluster_stats(stats, note))], [note] if note else [])
 
 
 def _acme_queueing(frames: Frames) -> Plan:
@@ -317,7 +317,7 @@ TRACES = FigureFamily("trace_figures", (
                 ("acme_jobs", "acme_cluster_summary"), _acme_final_states),
     FigureAsset("acme_queueing_delay_cdf", "AcmeTrace queueing-delay CDF of GPU jobs per cluster (needs the job CSVs).",
                 ("acme_jobs",), _acme_queueing),
-    FigureAsset("acme_cluster_summary", "AcmeTrace's published cluster_summary beside the same statistics computed from acme_jobs.",
+    FigureAsset("acme_cluster_stats", "AcmeTrace's published cluster_summary beside the same statistics computed from acme_jobs.",
                 ("acme_jobs", "acme_cluster_summary"), _acme_summary),
 ))
 

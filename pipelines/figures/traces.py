@@ -230,7 +230,7 @@ def acme_queueing_delay_cdf(jobs: pl.DataFrame) -> tuple[Figure, pl.DataFrame]:
     return fig, cdf
 
 
-def acme_cluster_summary(stats: pl.DataFrame, note: str | None = None) -> tuple[Figure, pl.DataFrame]:
+def acme_cluster_stats(stats: pl.DataFrame, note: str | None = None) -> tuple[Figure, pl.DataFrame]:
     """The published cluster_summary statistics per cluster (dots), and ours from ``acme_jobs`` (crosses).
 
     ``stats`` is ``trace_data.summary_statistics``; one panel per statistic, log axes (symlog for

@@ -65,7 +65,7 @@ class ProjectPaths:
 
 
 def table_path(assets: Path, key: str, partition: str | None = None) -> Path:
-    """Where table ``key`` (``quarantine/itp_jobs`` for a two-part asset key) is stored, or one partition of it.
+    """Where table ``key`` (``quarantine/itp_jobs_bad_rows`` for a two-part asset key) is stored, or one partition of it.
 
     A multi-dimensional partition key ``a|b`` is the file ``a__b.parquet``.
     """

@@ -267,5 +267,5 @@ def _read(reader: Source, source_file: str, trace: str, timezone: str, columns: 
         block_typed, block_bad = _typed(text, index, timezone)
         typed_parts.append(block_typed)
         rejected += [bad, block_bad]
-    return finish(trace=trace, source=reader, fmt="csv", timezone=timezone, typed=typed_parts, rejected=rejected, header_lines=1,
+    return finish(trace=trace, source=reader, fmt="csv", timezone=timezone, parts=typed_parts, rejected=rejected, header_lines=1,
                   steps_skipped=0, energy_source="energy_j" if "energy_j" in index else None, columns=columns)

@@ -551,34 +551,34 @@ def quarantine_rows(bad: pl.DataFrame, source_file: str) -> pl.DataFrame:
     return quarantine_frame(TABLE, source_file, bad[LINE], None, bad["reason"], bad[RAW]).with_columns(column=bad["column"])
 
 
-def _duplicates(ids: pl.DataFrame, column: str) -> tuple[pl.Series | None, pl.DataFrame]:
-    """(which rows of ``ids`` (``_line``, job_id: every typed row, in file order) to keep: all but later duplicates of a
-    job id, None when all are kept; the later duplicates as rejected rows naming the first's line)."""
+def _later_duplicates(keys: pl.DataFrame, column: str) -> tuple[pl.Series | None, pl.DataFrame]:
+    """(a mask of the rows repeating an earlier row's job id, None when none does; those rows as rejected rows naming the
+    first's line). ``keys``: ``job_id`` and ``_line`` of every typed row, in file order."""
     key = pl.col("job_id")
-    if ids.select(key.hash().n_unique()).item() == ids.height:  # distinct hashes prove distinct ids (the common case)
+    if keys.select(key.hash().n_unique()).item() == keys.height:  # distinct hashes prove distinct ids (the common case)
         return None, empty_rejected()
-    later = ids.select(key.is_first_distinct().not_()).to_series()
+    later = keys.select(key.is_first_distinct().not_()).to_series()
     if not later.any():
         return None, empty_rejected()
-    repeated = ids.filter(later).select("job_id").unique()
-    first = ids.join(repeated, on="job_id", how="semi").group_by("job_id").agg(pl.col(LINE).min().alias("_first"))
-    rejected = ids.filter(later).join(first, on="job_id").select(
+    repeated = keys.filter(later).select("job_id").unique()
+    first = keys.join(repeated, on="job_id", how="semi").group_by("job_id").agg(pl.col(LINE).min().alias("_first"))
+    rejected = keys.filter(later).join(first, on="job_id").select(
         LINE, pl.lit(None, pl.String).alias(RAW), pl.lit(column).alias("column"),
         pl.format(f"{column}: duplicate of line {{}} (the first is kept)", "_first").alias("reason"),
     )
-    return ~later, rejected
+    return later, rejected
 
 
-def _batches(parts: list[pl.DataFrame], keep: pl.Series | None, rows: int) -> Iterator[pl.DataFrame]:
-    """The rows of ``parts`` (in order; where ``keep`` holds, if given) in batches of ``rows`` rows (the last shorter), each
-    one chunk. ``parts`` is emptied as its frames are taken, so that none outlives its rows' batch."""
+def _batches(parts: list[pl.DataFrame], later: pl.Series | None, rows: int) -> Iterator[pl.DataFrame]:
+    """The rows of ``parts`` (in order; but where ``later`` holds, if given) in batches of ``rows`` rows (the last shorter),
+    each one chunk. ``parts`` is emptied as its frames are taken, so that none outlives its rows' batch."""
     parts.reverse()  # popped from the end: the first part first
     pending: list[pl.DataFrame] = []
     held = offset = 0
     while parts:
         part = parts.pop()
-        if keep is not None:
-            part, offset = part.filter(keep.slice(offset, part.height)), offset + part.height
+        if later is not None:
+            part, offset = part.filter(~later.slice(offset, part.height)), offset + part.height
         pending.append(part)
         held += part.height
         while held >= rows:
@@ -597,7 +597,7 @@ def finish(
     source: Source,
     fmt: str,
     timezone: str,
-    typed: list[pl.DataFrame],
+    parts: list[pl.DataFrame],
     rejected: Sequence[pl.DataFrame],
     header_lines: int,
     steps_skipped: int,
@@ -605,25 +605,26 @@ def finish(
     prepare: Callable[[pl.DataFrame], pl.DataFrame] | None = None,
     columns: Sequence[str] | None = None,
 ) -> OwnTraceResult:
-    """Typed allocation rows, in parts in file order (the contract's columns but trace/category/line, plus ``_line``; after
-    ``prepare``, applied to batches of rows, if given) -> the result.
+    """Typed allocation rows (the contract's columns but trace/category/line, plus ``_line``; after ``prepare``, applied to
+    batches of rows, if given), block by block -> the result.
 
-    ``source`` has been read to the end (its line count and sha256 are known). Moves later
-    duplicates of a job id and rows failing the contract to the quarantine, adds ``trace``,
-    ``line`` and ``category``, reads back the raw text of rows rejected after their line was
-    split, sorts both tables by line, and counts. ``columns``: the table's columns (default: all
-    the contract's); the counts are of every row whichever are kept. ``typed`` is emptied as its
-    rows are checked, so the parts and the table never exist whole side by side (issue 25: peak
-    memory). Raises ``IngestError`` if the lines do not add up (a parser bug, never the file's fault).
+    ``parts`` (the blocks' typed rows, in file order) is emptied as they are checked: each block is
+    freed once its rows are, so the typed rows and the table never both exist whole (the caller keeps
+    no other reference). ``source`` has been read to the end (its line count and sha256 are known).
+    Moves later duplicates of a job id and rows failing the contract to the quarantine, adds
+    ``trace``, ``line`` and ``category``, reads back the raw text of rows rejected after their line
+    was split, sorts both tables by line, and counts. ``columns``: the table's columns (default: all
+    the contract's); the counts are of every row whichever are kept. Raises ``IngestError`` if the
+    lines do not add up (a parser bug, never the file's fault).
     """
-    keep_rows, duplicates = _duplicates(pl.concat([p.select(LINE, "job_id") for p in typed], how="vertical_relaxed")
-                                        if typed else pl.DataFrame(schema={LINE: pl.Int64(), "job_id": pl.String()}),
-                                        "JobID" if fmt == "sacct" else "job_id")
+    keys = pl.concat([part.select("job_id", LINE) for part in parts], how="vertical_relaxed") if parts else None
+    later, duplicates = _later_duplicates(keys, "JobID" if fmt == "sacct" else "job_id") if keys is not None else (None, empty_rejected())
+    del keys
     kept = list(TABLE_SCHEMA if columns is None else columns)
     # The contract's rules are checked a batch of rows at a time (the keys are distinct by now), so that their
     # intermediate columns never exist for the whole table at once.
     goods, faileds, tallies, pending = [], [], [], []
-    for part in _batches(typed, keep_rows, VALIDATE_ROWS):
+    for part in _batches(parts, later, VALIDATE_ROWS):
         rows = (prepare(part) if prepare is not None else part).with_columns(
             pl.lit(trace).alias("trace"), category().alias("category"), pl.col(LINE).alias("line"))
         del part

@@ -575,7 +575,7 @@ def _read(reader: Source, source_file: str, trace: str, timezone: str, fields: S
     usage = _combine_usage(usage_parts)
     alloc_energy = any(bool(part["_alloc_energy"].any()) for part in typed_parts)
     # finish empties typed_parts as it checks their rows: they are not held beside the table
-    return finish(trace=trace, source=reader, fmt="sacct", timezone=timezone, typed=typed_parts, rejected=rejected,
+    return finish(trace=trace, source=reader, fmt="sacct", timezone=timezone, parts=typed_parts, rejected=rejected,
                   header_lines=header_lines, steps_skipped=steps, energy_source=_energy_source(layout, alloc_energy, bool(usage_parts)),
                   prepare=lambda rows: _with_step_energy(rows, usage), columns=columns)
 

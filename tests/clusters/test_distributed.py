@@ -120,7 +120,7 @@ def test_dask_executor_materializes_a_selection(cluster: Cluster, tmp_path: Path
         (run,) = instance.get_runs()
         assert run.status == dg.DagsterRunStatus.SUCCESS and run.job_name == "unpartitioned_assets" and run.remote_job_origin is not None
         assert {k.to_user_string() for k in run.asset_selection or ()} == {"raw_zeus_traces", "zeus_train_runs",
-                                                                           "quarantine/zeus_train_runs"}
+                                                                           "quarantine/zeus_train_runs_bad_rows"}
         step_pids = {e.dagster_event.pid for e in instance.all_logs(run.run_id, of_type=dg.DagsterEventType.STEP_START)}
     assert step_pids and step_pids <= {w.pid for w in cluster.workers}  # every step ran on a Dask worker
 

@@ -182,7 +182,7 @@ def test_cluster_figures_from_the_layer(layer, tmp_path: Path) -> None:
                             ["trace", "dataset", "gpu", "jobs", "energy_mwh_zeus", "energy_mwh_default",
                              "energy_savings_vs_default_pct", "time_savings_vs_default_pct"], rows=summary.height)
     assert savings["jobs"].sum() == 7 + 10 + 260
-    timeline = assert_figure(tmp_path, "clusters_energy_timeline", ["trace", "gpu", "policy", "day", "cumulative_energy_mwh"])
+    timeline = assert_figure(tmp_path, "clusters_timeline_energy", ["trace", "gpu", "policy", "day", "cumulative_energy_mwh"])
     # three (trace, GPU) partitions x three policies, each line non-decreasing from day 0 and ending on the policy's exact total
     history = frames["zeus_cluster_history"]
     totals = history.group_by("trace", "gpu", "policy").agg((pl.col("energy_j").sum() / 3.6e9).alias("total"))

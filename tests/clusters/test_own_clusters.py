@@ -26,7 +26,7 @@ with warnings.catch_warnings():
     from pipelines.definitions import defs
 
     DEFINITIONS = defs()
-USER_RUN = {"own_cluster_jobs", "quarantine/own_cluster_jobs", "own_cluster_traces", "cluster_workload_jobs", "cluster_capacity"}
+USER_RUN = {"own_cluster_jobs", "quarantine/own_cluster_jobs_bad_rows", "own_cluster_traces", "cluster_workload_jobs", "cluster_capacity"}
 
 
 @pytest.fixture
@@ -95,7 +95,7 @@ def test_public_traces_are_partitions_only_when_their_files_are_present(home: Pa
         result = tick(instance, home)
         assert instance.get_dynamic_partitions("trace") == ["acme"]
         assert [(r.partition_key, assets_of(r)) for r in result.run_requests] == [
-            ("acme", {"raw_acme_traces", "acme_jobs", "quarantine/acme_jobs", "cluster_workload_jobs", "cluster_capacity"})]
+            ("acme", {"raw_acme_traces", "acme_jobs", "quarantine/acme_jobs_bad_rows", "cluster_workload_jobs", "cluster_capacity"})]
         monkeypatch.setenv("TRACES_MIRROR", str(tmp_path / "mirror"))
         (tmp_path / "mirror" / "itp").mkdir(parents=True)
         (tmp_path / "mirror" / "itp" / "raw-traces.tar.gz").write_bytes(b"")
@@ -155,7 +155,7 @@ def test_a_user_trace_flows_through_the_assets_and_into_the_figures(home: Path, 
         assert not tick(instance, home).run_requests
     traces = pl.read_parquet(home / "assets" / "own_cluster_traces" / "lab.parquet").row(0, named=True)
     assert (traces["trace"], traces["timezone"], traces["lines"], traces["quarantined"]) == ("lab", "Asia/Tokyo", truth.lines, 2)
-    assert pl.read_parquet(home / "assets" / "quarantine" / "own_cluster_jobs" / "lab.parquet").height == 2
+    assert pl.read_parquet(home / "assets" / "quarantine" / "own_cluster_jobs_bad_rows" / "lab.parquet").height == 2
     jobs = pl.read_parquet(home / "assets" / "cluster_workload_jobs" / "lab.parquet")
     assert jobs.height == truth.completed_gpu_allocations and set(jobs["trace"]) == {"lab"}
     summary = pl.read_parquet(home / "assets" / "zeus_cluster_summary" / "v100__lab.parquet")
@@ -182,7 +182,7 @@ def test_both_sensors_run_without_a_click_and_the_replay_follows_eagerly() -> No
         "measured_profiles_sensor": dg.DefaultSensorStatus.RUNNING}
     graph = DEFINITIONS.resolve_asset_graph()
     eager = {k.to_user_string() for k in graph.get_all_asset_keys() if graph.get(k).automation_condition is not None}
-    assert {"zeus_cluster_history", "zeus_cluster_summary", "cluster_power", "cluster_power_summary", "figures/clusters_power_timeline",
+    assert {"zeus_cluster_history", "zeus_cluster_summary", "cluster_power", "cluster_power_summary", "figures/clusters_timeline_power",
             "figures/clusters_savings_by_trace", "figures/traces_job_duration_cdf"} <= eager
     assert "own_cluster_jobs" not in eager  # it runs when the sensor (or materialize) says
     # cluster_workload_jobs follows the public tables, not own_cluster_jobs: a new user trace runs for its own partition
@@ -234,7 +234,7 @@ def test_one_trace_that_cannot_be_read_fails_only_itself(home: Path, ingested) -
     (clusters / "bad.toml").write_text(f'sha256 = "{"0" * 64}"\n')
     everything = [*DEFINITIONS.assets, *DEFINITIONS.asset_checks]
     resources = {"io_manager": ParquetIOManager(root=str(home)), "paths": PathsResource(root=str(home))}
-    own = ["own_cluster_jobs", "quarantine/own_cluster_jobs", "own_cluster_traces"]
+    own = ["own_cluster_jobs", "quarantine/own_cluster_jobs_bad_rows", "own_cluster_traces"]
     with dg.instance_for_test() as instance:
         instance.add_dynamic_partitions("trace", ["bad", "itp", "lab"])  # itp: a public trace, none of your files
         bad = dg.materialize(everything, resources=resources, instance=instance, partition_key="bad", selection=own, raise_on_error=False)
@@ -255,7 +255,7 @@ def test_one_trace_that_cannot_be_read_fails_only_itself(home: Path, ingested) -
 def test_what_reads_every_own_trace_follows_without_waiting_for_partitions_never_materialized(home: Path) -> None:
     """own_cluster_summary, own_cluster_report and the trace figures read every own-trace partition: a public trace's
     partition (never materialized) must not hold them back, or a new trace of yours would never reach them."""
-    followers = dg.AssetSelection.assets("own_cluster_summary", "own_cluster_report", "figures/traces_job_duration_cdf")
+    followers = dg.AssetSelection.assets("own_cluster_summary", "figures/own_cluster_report", "figures/traces_job_duration_cdf")
     with dg.instance_for_test() as instance:
         instance.add_dynamic_partitions("trace", ["itp", "lab"])
         for key in ("zeus_train_runs", "zeus_power_profiles", "itp_jobs", "elasticflow_jobs", "acme_jobs", "alibaba_groups"):
@@ -265,5 +265,5 @@ def test_what_reads_every_own_trace_follows_without_waiting_for_partitions_never
             instance.report_runless_asset_event(dg.AssetMaterialization(key, partition="lab"))
         after = dg.evaluate_automation_conditions(defs=DEFINITIONS, instance=instance, asset_selection=followers, cursor=first.cursor)
     assert {k: after.get_num_requested(dg.AssetKey.from_user_string(k)) for k in
-            ("own_cluster_summary", "own_cluster_report", "figures/traces_job_duration_cdf")} == {
-                "own_cluster_summary": 1, "own_cluster_report": 1, "figures/traces_job_duration_cdf": 1}
+            ("own_cluster_summary", "figures/own_cluster_report", "figures/traces_job_duration_cdf")} == {
+                "own_cluster_summary": 1, "figures/own_cluster_report": 1, "figures/traces_job_duration_cdf": 1}

@@ -154,7 +154,7 @@ def test_clusters_remove_removes_files_stored_partitions_report_and_partition(ho
     runner = CliRunner()
     assert runner.invoke(clusters_cli.cli, ["add", "lab", str(export)]).exit_code == 0
     assets = home / "assets"
-    stored = [assets / "own_cluster_jobs/lab.parquet", assets / "quarantine/own_cluster_jobs/lab.parquet",
+    stored = [assets / "own_cluster_jobs/lab.parquet", assets / "quarantine/own_cluster_jobs_bad_rows/lab.parquet",
               assets / "cluster_workload_jobs/lab.parquet", assets / "zeus_cluster_history/v100__lab.parquet"]
     kept = [assets / "cluster_workload_jobs/itp.parquet", assets / "zeus_cluster_history/v100__itp.parquet",
             assets / "zeus_single_job_sweep/v100.parquet"]

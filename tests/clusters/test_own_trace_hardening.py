@@ -108,11 +108,11 @@ def test_hostile_rows_in_the_pipeline_are_quarantined_and_the_replay_runs(tmp_pa
         instance.add_dynamic_partitions(TRACE_DIMENSION, ["clean", "hostile"])
         for trace in ("clean", "hostile"):
             assert dg.materialize(everything, resources=resources, instance=instance, partition_key=trace,
-                                  selection=["own_cluster_jobs", "quarantine/own_cluster_jobs", "own_cluster_traces",
+                                  selection=["own_cluster_jobs", "quarantine/own_cluster_jobs_bad_rows", "own_cluster_traces",
                                              "cluster_workload_jobs"]).success
             assert dg.materialize(everything, resources=resources, instance=instance, partition_key=f"v100|{trace}",
                                   selection=["zeus_cluster_history", "zeus_cluster_summary"]).success
-    quarantine = pl.read_parquet(home / "assets" / "quarantine" / "own_cluster_jobs" / "hostile.parquet")  # one file per trace
+    quarantine = pl.read_parquet(home / "assets" / "quarantine" / "own_cluster_jobs_bad_rows" / "hostile.parquet")  # one file per trace
     assert quarantine.select("source_file", "line", "column").rows() == [
         ("clusters/hostile.sacct", 32 + i, column) for i, column in enumerate(HOSTILE.values())]
     history = {t: pl.read_parquet(home / "assets" / "zeus_cluster_history" / f"v100__{t}.parquet") for t in ("clean", "hostile")}

@@ -253,7 +253,7 @@ def test_real_summary_and_figures(real, tmp_path: Path) -> None:
     for asset in catalog.CLUSTER_POWER.assets:
         report = catalog.render(asset, {"cluster_power": bins}, tmp_path)
         assert not report.skipped and list(report.written) == [asset.key], report
-    timeline = assert_figure(tmp_path, "clusters_power_timeline", ["trace", "gpu", "policy", "day", "power_kw"],
+    timeline = assert_figure(tmp_path, "clusters_timeline_power", ["trace", "gpu", "policy", "day", "power_kw"],
                              rows=bins.filter(pl.col("policy") != "grid-search").height)
     peaks = timeline.group_by("trace", "policy").agg(pl.col("power_kw").max()).join(
         summary.select("trace", "policy", "peak_kw"), on=["trace", "policy"])

@@ -93,9 +93,9 @@ def test_every_figure_of_the_catalog_has_a_data_contract() -> None:
 
     names = [
         "energy_eta_vs_tta_v100", "energy_savings_vs_default", "energy_eta_sensitivity", "energy_power_limit_response_cifar100",
-        "energy_convergence_a40", "measured_profiles", "clusters_savings_by_trace", "clusters_energy_timeline",
+        "energy_convergence_a40", "measured_profiles", "clusters_savings_by_trace", "clusters_timeline_energy",
         "traces_job_duration_cdf", "traces_gpu_count_cdf", "traces_submissions", "acme_final_states", "acme_queueing_delay_cdf",
-        "acme_cluster_summary", "hetero_cost_split", "hetero_methods", "clusters_power_timeline", "clusters_power_load_duration",
+        "acme_cluster_stats", "hetero_cost_split", "hetero_methods", "clusters_timeline_power", "clusters_power_load_duration",
         "knob_grid_savings", "clusters_fleet_power_cdf",
     ]
     assert all(registry.figure_contract(n) for n in names)

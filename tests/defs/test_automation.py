@@ -41,7 +41,7 @@ def test_an_ingested_table_updated_in_the_ui_refreshes_cluster_workload_jobs(set
     quiet = dg.evaluate_automation_conditions(defs=definitions, instance=instance, asset_selection=dg.AssetSelection.assets(CLUSTER_JOBS),
                                               cursor=first.cursor)
     assert quiet.total_requested == 0  # up to date
-    itp = job.get_subset(asset_selection={dg.AssetKey("itp_jobs"), dg.AssetKey(["quarantine", "itp_jobs"])})
+    itp = job.get_subset(asset_selection={dg.AssetKey("itp_jobs"), dg.AssetKey(["quarantine", "itp_jobs_bad_rows"])})
     assert itp.execute_in_process(resources=resources, instance=instance).success  # what "Materialize" in the UI does
     after = dg.evaluate_automation_conditions(defs=definitions, instance=instance, asset_selection=dg.AssetSelection.assets(CLUSTER_JOBS),
                                               cursor=quiet.cursor)
@@ -67,7 +67,7 @@ def test_a_new_measured_profile_is_ingested_by_the_sensor(setting) -> None:
     write_profile(profile_rows(), paths.measured / "lab_a100.csv")  # what `measure profile --out raw/measured/...` writes
     request = measured_profiles_sensor(context)
     assert isinstance(request, dg.RunRequest)
-    assert set(request.asset_selection or ()) == {dg.AssetKey("zeus_power_profiles"), dg.AssetKey(["quarantine", "zeus_power_profiles"])}
+    assert set(request.asset_selection or ()) == {dg.AssetKey("zeus_power_profiles"), dg.AssetKey(["quarantine", "zeus_power_profiles_bad_rows"])}
     run = definitions.resolve_implicit_global_asset_job_def().get_subset(asset_selection=set(request.asset_selection or ()))
     assert run.execute_in_process(resources=resources, instance=instance).success
     again = measured_profiles_sensor(context)

@@ -294,7 +294,7 @@ def test_trace_figures_with_synthetic_acme_and_alibaba(tables: dict[str, pl.Data
     ours = states.filter(pl.col("source") == trace_data.INGEST)
     assert ours.group_by("cluster", "basis").agg(pl.col("share").sum())["share"].to_list() == pytest.approx([1.0] * 4)
     assert_figure(tmp_path, "acme_queueing_delay_cdf", ["trace", "queue_s", "cdf", "n"])
-    stats = assert_figure(tmp_path, "acme_cluster_summary", ["cluster", "source", "statistic", "label", "unit", "value"])
+    stats = assert_figure(tmp_path, "acme_cluster_stats", ["cluster", "source", "statistic", "label", "unit", "value"])
     assert stats.filter(pl.col("source") == trace_data.PUBLISHED).height == 5 * 10
     assert set(stats.filter(pl.col("source") == trace_data.INGEST)["cluster"]) == {"Seren", "Kalos"}
 
@@ -310,9 +310,9 @@ def test_absent_traces_are_skipped_with_a_reason(tables: dict[str, pl.DataFrame]
     report = catalog.render(acme["acme_queueing_delay_cdf"], tables, tmp_path)
     assert not report.written and "trace_seren.csv" in report.skipped["acme_queueing_delay_cdf"]
     assert not stale.exists()
-    report = catalog.render(acme["acme_cluster_summary"], tables, tmp_path)
-    assert "acme_cluster_summary" in report.written and any("acme_jobs is empty" in n for n in report.notes)
-    stats = assert_figure(tmp_path, "acme_cluster_summary", ["cluster", "source", "statistic", "label", "unit", "value"], rows=50)
+    report = catalog.render(acme["acme_cluster_stats"], tables, tmp_path)
+    assert "acme_cluster_stats" in report.written and any("acme_jobs is empty" in n for n in report.notes)
+    stats = assert_figure(tmp_path, "acme_cluster_stats", ["cluster", "source", "statistic", "label", "unit", "value"], rows=50)
     assert set(stats["source"]) == {trace_data.PUBLISHED}
     with pytest.raises(NoData):
         from pipelines.figures import traces

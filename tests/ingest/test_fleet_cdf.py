@@ -147,7 +147,7 @@ def test_a_refused_file_or_a_decreasing_curve_blocks_downstream(case: str, raw: 
     assert {name for name, e in checks.items() if not e.passed} == failing
     assert not result.success and "after_fleet" not in {e.step_key for e in result.get_step_success_events()}
     if case == "hostile":
-        quarantine = pl.read_parquet(root / "assets/quarantine/fleet_power_cdf.parquet")
+        quarantine = pl.read_parquet(root / "assets/quarantine/fleet_power_cdf_bad_rows.parquet")
         assert "names the global posix.system" in quarantine["reason"][0] and not marker.exists()
         assert "kalos/gpu_power_w" in checks["every_curve_present"].description
     else:

@@ -57,11 +57,11 @@ def test_an_optional_source_present_but_unusable_warns(ingested, materialized, t
     (tmp_path / "raw/zeus/alibaba_groups.csv.xz").write_bytes(lzma.compress(b"group,start_time,end_time,dataset,runtime_ratio\n"))
     definitions = materialized.definitions()
     result = dg.materialize([*(definitions.assets or []), *(definitions.asset_checks or [])], resources=resources(tmp_path),
-                            selection=dg.AssetSelection.assets("alibaba_groups", "quarantine/alibaba_groups"), raise_on_error=False)
+                            selection=dg.AssetSelection.assets("alibaba_groups", "quarantine/alibaba_groups_bad_rows"), raise_on_error=False)
     (check,) = [e for e in result.get_asset_check_evaluations() if e.check_name == "optional_sources_usable"]
     assert not check.passed and check.severity.value == "WARN"
-    assert check.description == "alibaba_groups is empty although zeus/alibaba_groups.csv.xz is present: see quarantine/alibaba_groups"
-    assert pl.read_parquet(tmp_path / "assets/quarantine/alibaba_groups.parquet")["reason"].to_list() == ["empty file: header but no data rows"]
+    assert check.description == "alibaba_groups is empty although zeus/alibaba_groups.csv.xz is present: see quarantine/alibaba_groups_bad_rows"
+    assert pl.read_parquet(tmp_path / "assets/quarantine/alibaba_groups_bad_rows.parquet")["reason"].to_list() == ["empty file: header but no data rows"]
 
 
 def test_the_description_of_an_optional_table_names_its_sources() -> None:

@@ -105,7 +105,7 @@ def _two_measured_files(paths: ProjectPaths) -> None:
 def measured_home(materialized: Homes) -> tuple[ProjectPaths, object]:
     """raw_zeus_traces + zeus_train_runs + zeus_power_profiles materialized into a root whose raw/measured holds two files."""
     home = materialized(
-        Step(["raw_zeus_traces", "zeus_train_runs", "quarantine/zeus_train_runs", "zeus_power_profiles", "quarantine/zeus_power_profiles"]),
+        Step(["raw_zeus_traces", "zeus_train_runs", "quarantine/zeus_train_runs_bad_rows", "zeus_power_profiles", "quarantine/zeus_power_profiles_bad_rows"]),
         prepare=_two_measured_files, name="measured_project",
     )
     return home.paths, home.result

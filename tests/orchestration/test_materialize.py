@@ -67,9 +67,9 @@ def test_selection_is_widened_to_what_a_multi_asset_writes(definitions: dg.Defin
     assert "itp_jobs" in _names(keys) and _names(added) == {n for n in _names(keys) if n.startswith("quarantine/")}
     assert len(added) == 10  # one quarantine table per ingested table
     keys, added = resolve_selection(definitions, "itp_jobs")
-    assert _names(keys) == {"itp_jobs", "quarantine/itp_jobs"} and _names(added) == {"quarantine/itp_jobs"}
+    assert _names(keys) == {"itp_jobs", "quarantine/itp_jobs_bad_rows"} and _names(added) == {"quarantine/itp_jobs_bad_rows"}
     keys, _ = resolve_selection(definitions, "+zeus_train_runs")
-    assert _names(keys) == {"raw_zeus_traces", "zeus_train_runs", "quarantine/zeus_train_runs"}
+    assert _names(keys) == {"raw_zeus_traces", "zeus_train_runs", "quarantine/zeus_train_runs_bad_rows"}
     with pytest.raises(SelectionError, match="matches no asset"):
         resolve_selection(definitions, "group:nonexistent")
     with pytest.raises(SelectionError, match="no_such_asset"):
@@ -78,7 +78,7 @@ def test_selection_is_widened_to_what_a_multi_asset_writes(definitions: dg.Defin
 
 def test_every_planned_run_is_a_subset_of_its_asset_job(definitions: dg.Definitions, instance: dg.DagsterInstance) -> None:
     graph = definitions.resolve_asset_graph()
-    for select in ("*", "group:ingest", "itp_jobs", "quarantine/acme_jobs", "zeus_cluster_summary", "group:figures"):
+    for select in ("*", "group:ingest", "itp_jobs", "quarantine/acme_jobs_bad_rows", "zeus_cluster_summary", "group:figures"):
         keys, _ = resolve_selection(definitions, select)
         runs = plan_runs(definitions, keys, instance)
         # each asset in exactly one run, or in one isolated run per partition (your own traces' ingest)
@@ -97,7 +97,7 @@ def test_plan_of_everything(definitions: dg.Definitions, instance: dg.DagsterIns
     own, *runs = plan_runs(definitions, keys, instance, per_run={"itp"}.__contains__)
     assert not added
     assert (own.job, _names(own.keys), own.tags, own.isolated) == (
-        "trace_assets", {"own_cluster_jobs", "own_cluster_traces", "quarantine/own_cluster_jobs"}, {"dagster/partition": "itp"}, True)
+        "trace_assets", {"own_cluster_jobs", "own_cluster_traces", "quarantine/own_cluster_jobs_bad_rows"}, {"dagster/partition": "itp"}, True)
     assert not any(r.isolated for r in runs)
     assert [r.job for r in runs] == ["unpartitioned_assets", "unpartitioned_assets", "trace_assets", "gpu_assets", "trace_gpu_assets",
                                      "unpartitioned_assets"]
@@ -108,7 +108,7 @@ def test_plan_of_everything(definitions: dg.Definitions, instance: dg.DagsterIns
     assert history.tags == {RANGE_START: "a40|elasticflow", RANGE_END: "v100|itp"} and not history.parallel
     assert by_asset["cluster_workload_jobs"].tags == {RANGE_START: "elasticflow", RANGE_END: "itp"}
     # the light steps (fetch, ingest) in one process first, then the heavy ones (figures, Zeus²) side by side
-    assert by_asset["itp_jobs"] is by_asset["quarantine/itp_jobs"] is by_asset["raw_itp_traces"] is runs[0] and not runs[0].parallel
+    assert by_asset["itp_jobs"] is by_asset["quarantine/itp_jobs_bad_rows"] is by_asset["raw_itp_traces"] is runs[0] and not runs[0].parallel
     assert by_asset["hetero_allocations"] is by_asset["figures/energy_savings_vs_default"] is runs[1] and runs[1].parallel
     assert {graph_group(definitions, k) for k in runs[0].keys} == {"raw", "ingest", "quarantine"}
     # the knob grid is partitioned by trace: it joins the run of the trace partitions it replays (its replays on Dask)

@@ -39,7 +39,7 @@ from pipelines.home.paths import ProjectPaths
 class Step:
     """One in-process materialization: the selected assets and the partition it runs for.
 
-    ``select`` holds asset keys as Dagster prints them (``quarantine/itp_jobs``) and groups as
+    ``select`` holds asset keys as Dagster prints them (``quarantine/itp_jobs_bad_rows``) and groups as
     ``group:<name>``; the checks on the selected assets run with them.
     """
 

@@ -2,6 +2,7 @@
 
 import polars as pl
 
+from pipelines.contracts.registry import quarantine_key
 from pipelines.defs.acme.assets import raw_acme_traces
 from pipelines.defs.shared.ingest_assets import CheckOutcome, TableCheck, ingest_asset
 from pipelines.ingest import fleet
@@ -10,7 +11,7 @@ from pipelines.ingest import fleet
 def _every_curve(table: pl.DataFrame) -> CheckOutcome:
     missing = fleet.missing_curves(table)
     text = "every curve the data sources name is present" if not missing else (
-        f"missing curve(s) {', '.join(missing)}: their file is in quarantine/fleet_power_cdf with the reason")
+        f"missing curve(s) {', '.join(missing)}: their file is in {quarantine_key('fleet_power_cdf')} with the reason")
     return CheckOutcome(not missing, text, {"missing": missing})
 
 

@@ -17,6 +17,7 @@ from pipelines.clusters.profiles import Profiles, profiles_of
 from pipelines.clusters.whatif import DEFAULT_SAMPLES
 from pipelines.contracts.base import empty
 from pipelines.contracts.owncluster import OwnClusterJobs, OwnClusterSummary, OwnClusterTraces
+from pipelines.contracts.registry import quarantine_key
 from pipelines.defs.clusters.partitions import ONE_RUN, trace_partitions
 from pipelines.defs.shared.dask import DaskResource
 from pipelines.defs.shared.io_manager import PARTITIONS_STAND_ALONE, PathsResource, partition_tables
@@ -29,6 +30,7 @@ from pipelines.vocabulary import CLUSTER_TRACES
 from pipelines.zeus.traces import from_frames
 
 TABLE = "own_cluster_jobs"
+QUARANTINE = dg.AssetKey.from_user_string(quarantine_key(TABLE))
 #: Above this share of quarantined rows a trace is flagged (a warning: a real export has some bad rows, the run goes on).
 WARN_QUARANTINE_SHARE = 0.01
 
@@ -40,7 +42,7 @@ OWN_TABLE = {PARTITIONS_STAND_ALONE: True}
 #: could not be read) does not hold back what reads them all: it reads the partitions present.
 FOLLOW_OWN = dg.AutomationCondition.eager().replace(
     "any_deps_missing",
-    dg.AutomationCondition.any_deps_missing().ignore(dg.AssetSelection.assets(TABLE, "own_cluster_traces", ["quarantine", TABLE])),
+    dg.AutomationCondition.any_deps_missing().ignore(dg.AssetSelection.assets(TABLE, "own_cluster_traces", QUARANTINE)),
 )
 
 
@@ -53,8 +55,8 @@ FOLLOW_OWN = dg.AutomationCondition.eager().replace(
                            metadata={**contract_metadata(TABLE), **OWN_TABLE},
                            description="Every allocation of your own cluster traces (raw/clusters/<name>.sacct or .csv), times in UTC; "
                            "pending, running and CPU-only ones included (category). One partition per trace."),
-        "quarantine": dg.AssetOut(key=dg.AssetKey(["quarantine", TABLE]), group_name="quarantine", kinds={"polars", "parquet"},
-                                  metadata={**contract_metadata(f"quarantine/{TABLE}"), **OWN_TABLE},
+        "quarantine": dg.AssetOut(key=QUARANTINE, group_name="quarantine", kinds={"polars", "parquet"},
+                                  metadata={**contract_metadata(QUARANTINE.to_user_string()), **OWN_TABLE},
                                   description="Rows of your trace files that failed parsing or validation: file, line, column, reason."),
         "own_cluster_traces": dg.AssetOut(key=dg.AssetKey("own_cluster_traces"), group_name="ingest", kinds={"polars", "parquet"},
                                           metadata={**contract_metadata("own_cluster_traces"), **OWN_TABLE},
@@ -96,7 +98,7 @@ def ingest_own_cluster_jobs(context: dg.AssetExecutionContext, paths: PathsResou
         results.append(result)
     yield dg.Output(partition_tables(context, tables, dg.AssetKey(TABLE)), output_name=TABLE,
                     metadata={"traces": dg.MetadataValue.json([r.trace for r in results]), "not_used": dg.MetadataValue.json(problems)})
-    yield dg.Output(partition_tables(context, quarantines, dg.AssetKey(["quarantine", TABLE])), output_name="quarantine")
+    yield dg.Output(partition_tables(context, quarantines, QUARANTINE), output_name="quarantine")
     yield dg.Output(partition_tables(context, summaries, dg.AssetKey("own_cluster_traces")), output_name="own_cluster_traces")
     counts = {r.trace: vars(r.counts) for r in results}
     yield dg.AssetCheckResult(asset_key=TABLE, check_name="every_line_accounted_for", passed=all(r.counts.accounted for r in results),

@@ -1,11 +1,11 @@
 """The ``whatif --html`` report of each of your traces, as a file under figures/ (thin wrapper).
 
-``own_cluster_report`` replays every trace of ``own_cluster_traces`` as ``own_cluster_summary``
-does (as exported, the V100 as the fallback, its samples and seed: the same numbers, bit for bit)
-and writes ``figures/own_cluster_report_<trace>.html`` (``pipelines.figures.whatif_html``: one
-self-contained page) and ``figures/own_cluster_report_<trace>.json`` (the report's numbers, as
-``whatif --json`` prints them). Reports of traces that are gone are removed. The asset's page in
-the UI names each file (path and file:// link) beside the trace's saving and its plot.
+``figures/own_cluster_report`` (its key names the folder of its files, as a figure's does) replays every trace
+of ``own_cluster_traces`` as ``own_cluster_summary`` does (as exported, the V100 as the fallback, its samples
+and seed: the same numbers, bit for bit) and writes ``figures/own_cluster_report_<trace>.html``
+(``pipelines.figures.whatif_html``: one self-contained page) and ``figures/own_cluster_report_<trace>.json``
+(the report's numbers, as ``whatif --json`` prints them). Reports of traces that are gone are removed. The
+asset's page in the UI names each file (path and file:// link) beside the trace's saving and its plot.
 """
 
 import base64
@@ -48,6 +48,7 @@ def _stale(folder: Path, traces: set[str]) -> list[Path]:
 
 
 @dg.asset(
+    key_prefix="figures",
     group_name="clusters",
     automation_condition=FOLLOW_OWN,
     kinds={"html", "matplotlib", "dask"},  # a page of figures, not a table

@@ -15,6 +15,7 @@ from typing import Any
 import dagster as dg
 import polars as pl
 
+from pipelines.contracts.registry import quarantine_key
 from pipelines.defs.shared.io_manager import PathsResource
 from pipelines.defs.shared.metadata import column_schema, contract_metadata
 from pipelines.home.paths import ProjectPaths, default_mirror
@@ -99,7 +100,7 @@ def ingest_asset(
     extra_metadata: Callable[[ProjectPaths], dict[str, str]] | None = None,
     max_quarantine_share: float = MAX_QUARANTINE_SHARE,
 ) -> dg.AssetsDefinition:
-    """A multi-asset writing ``<table>`` and ``quarantine/<table>``, with blocking checks of the quarantined
+    """A multi-asset writing ``<table>`` and its quarantine ``quarantine/<table>_bad_rows``, with blocking checks of the quarantined
     share and of the record accounting (table + quarantine = records counted in the files).
 
     ``extra_metadata`` adds to the table's materialization what it returns for the data home (read
@@ -154,10 +155,10 @@ def ingest_asset(
                 automation_condition=FOLLOW,
             ),
             "quarantine": dg.AssetOut(
-                key=dg.AssetKey(["quarantine", table]),
+                key=dg.AssetKey.from_user_string(quarantine_key(table)),
                 group_name="quarantine",
                 description=f"Rows of {table}'s sources that failed parsing or validation: file, line, column, reason, raw line.",
-                metadata=contract_metadata(f"quarantine/{table}"),
+                metadata=contract_metadata(quarantine_key(table)),
                 kinds={"polars", "parquet"},
                 automation_condition=FOLLOW,
             ),
@@ -247,7 +248,7 @@ def _optional_sources_check(
     elif not present:
         text = f"{table} is empty by design: " + " / ".join(missing_message(s, project) for s in missing)
     else:
-        text = f"{table} is empty although {', '.join(present)} {'is' if len(present) == 1 else 'are'} present: see quarantine/{table}"
+        text = f"{table} is empty although {', '.join(present)} {'is' if len(present) == 1 else 'are'} present: see {quarantine_key(table)}"
     return dg.AssetCheckResult(
         asset_key=table,
         check_name="optional_sources_usable",

@@ -8,13 +8,14 @@ first materialized (``make materialize`` ingests raw/measured with everything el
 
 import dagster as dg
 
+from pipelines.contracts.registry import quarantine_key
 from pipelines.defs.shared.io_manager import PathsResource
 from pipelines.defs.zeus.assets import MEASURED_FINGERPRINT
 from pipelines.ingest.zeus import measured_fingerprint
 
 TABLE = dg.AssetKey("zeus_power_profiles")
 #: The ingest writes the table and its quarantine together.
-INGEST = [TABLE, dg.AssetKey(["quarantine", "zeus_power_profiles"])]
+INGEST = [TABLE, dg.AssetKey.from_user_string(quarantine_key(TABLE.to_user_string()))]
 #: Seconds between two looks at raw/measured/.
 INTERVAL_S = 30
 
