@@ -4,7 +4,7 @@ A file is read in blocks of whole lines (``CHUNK_BYTES``), so memory stays bound
 of millions of lines; every block is split into lines and fields with polars string operations
 (no Python loop per line). (The sacct reader reads a well-formed file in one polars CSV scan
 instead, after ``Source.count`` proved it well-formed; ``pipelines.ingest.slurm``.) Each line ends in exactly one of: the header, an allocation row
-(``own_cluster_jobs``), a skipped step (sacct only) or ``quarantine/own_cluster_jobs``:
+(``own_cluster_jobs``), a skipped step (sacct only) or ``quarantine/own_cluster_jobs_bad_rows``:
 
     lines = header_lines + allocations + steps_skipped + quarantined
 
@@ -545,7 +545,7 @@ def time_bounds(times: dict[str, tuple[str, str]], *, start: str, end: str, now:
 
 
 def quarantine_rows(bad: pl.DataFrame, source_file: str) -> pl.DataFrame:
-    """``_line``, ``_raw``, column, reason rows -> ``quarantine/own_cluster_jobs`` rows."""
+    """``_line``, ``_raw``, column, reason rows -> ``quarantine/own_cluster_jobs_bad_rows`` rows."""
     if bad.height == 0:
         return empty_quarantine()
     return quarantine_frame(TABLE, source_file, bad[LINE], None, bad["reason"], bad[RAW]).with_columns(column=bad["column"])
