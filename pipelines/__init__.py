@@ -3,7 +3,3 @@
 Domain modules (``ingest``, ``zeus``, ``hetero``, ``measure``, ``figures``) import no Dagster;
 ``pipelines.defs`` wires them into assets, and ``pipelines.definitions`` is the code location.
 """
-
-from pipelines.allocator import return_freed_memory_promptly
-
-return_freed_memory_promptly()  # before polars loads: see pipelines/allocator.py
