@@ -48,6 +48,20 @@ def test_an_ingested_table_updated_in_the_ui_refreshes_cluster_workload_jobs(set
     assert after.get_requested_partitions(CLUSTER_JOBS) == {"itp", "elasticflow"}
 
 
+def test_a_new_trace_partition_waits_for_the_sensors_run(setting) -> None:
+    """cluster_traces_sensor adds the partition, then runs the trace's ingest and cluster_workload_jobs; the automation must
+    not start a second run of cluster_workload_jobs meanwhile, reading an own_cluster_jobs partition not written yet."""
+    definitions, instance, _, _ = setting
+    select = dg.AssetSelection.assets(CLUSTER_JOBS)
+    quiet = dg.evaluate_automation_conditions(defs=definitions, instance=instance, asset_selection=select)
+    instance.add_dynamic_partitions("trace", ["lab"])
+    try:
+        after = dg.evaluate_automation_conditions(defs=definitions, instance=instance, asset_selection=select, cursor=quiet.cursor)
+        assert after.get_requested_partitions(CLUSTER_JOBS) == set()
+    finally:
+        instance.delete_dynamic_partition("trace", "lab")
+
+
 def test_every_derived_asset_follows_its_inputs(setting) -> None:
     definitions, _, _, _ = setting
     graph = definitions.resolve_asset_graph()

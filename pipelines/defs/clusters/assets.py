@@ -24,10 +24,17 @@ BETA = 2.0
 
 #: Downstream of cluster_workload_jobs: materialized when an upstream partition updates or a partition is new.
 FOLLOW = dg.AutomationCondition.eager()
-#: cluster_workload_jobs follows the ingested tables, except own_cluster_jobs (partitioned by trace as it is: a partition
-#: reads its own trace's): a user's new trace is run, ingest and cluster_workload_jobs, by cluster_traces_sensor, and the
-#: own-trace partitions of public traces are never materialized (following them would wait for them forever).
-FOLLOW_TABLES = dg.AutomationCondition.eager().ignore(dg.AssetSelection.assets("own_cluster_jobs"))
+#: cluster_workload_jobs follows updates of the ingested tables, except own_cluster_jobs (partitioned by trace as it is: a
+#: partition reads its own trace's): a new trace is run, ingest and cluster_workload_jobs, by cluster_traces_sensor, and the
+#: own-trace partitions of public traces are never materialized (following them would wait for them forever). So it is
+#: ``eager()`` without its ``newly_missing()``: a partition the sensor has just added is that sensor run's to fill, and a
+#: run of the automation beside it would read an own_cluster_jobs partition not written yet.
+FOLLOW_TABLES = (
+    dg.AutomationCondition.any_deps_updated().since_last_handled()
+    & ~dg.AutomationCondition.any_deps_missing()
+    & ~dg.AutomationCondition.any_deps_in_progress()
+    & ~dg.AutomationCondition.in_progress()
+).with_label("eager, but not when newly missing").ignore(dg.AssetSelection.assets("own_cluster_jobs"))
 
 
 @dg.asset(
