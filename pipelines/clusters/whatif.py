@@ -162,8 +162,8 @@ def gpu_mode(table: pl.DataFrame, options: Options) -> GpuMode:
 
 
 #: The ``own_cluster_jobs`` columns the report reads (``for_report`` drops the rest of a read table before the replay).
-REPORT_COLUMNS = ("trace", "job_id", "user", "job_name", "slurm_partition", "start_time", "end_time", "state", "num_gpus", "gpu_type",
-                  "category", "measured_energy_j", "energy_status", "gpu_util_pct")
+REPORT_COLUMNS = ("trace", "job_id", "line", "user", "job_name", "slurm_partition", "start_time", "end_time", "state", "num_gpus",
+                  "gpu_type", "category", "measured_energy_j", "energy_status", "gpu_util_pct")  # line: a refused job is named by it
 
 
 def for_report(result: OwnTraceResult) -> OwnTraceResult:

@@ -81,14 +81,19 @@ def _trace_state(home: Path) -> dict[str, bytes]:
     return {p.name: p.read_bytes() for p in sorted((home / "raw" / "clusters").iterdir())}
 
 
+def _added_with_a_replacement(home: Path, tmp_path: Path, timezone: str, seed: int) -> tuple[Path, dict[str, bytes]]:
+    """Trace ``lab`` added from a 20-allocation export in ``timezone``; (a 40-allocation replacement file, the stored state)."""
+    old, new = tmp_path / "old.sacct", tmp_path / "new.sacct"
+    write_export(old, 20, seed=seed)
+    write_export(new, 40, seed=seed + 1)
+    assert CliRunner().invoke(clusters_cli.cli, ["add", "lab", str(old), "--timezone", timezone]).exit_code == 0
+    return new, _trace_state(home)
+
+
 def test_clusters_add_on_a_full_disk_is_one_line_and_leaves_the_old_trace_as_it_was(home: Path, tmp_path: Path,
                                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
-    old, new = tmp_path / "old.sacct", tmp_path / "new.sacct"
-    write_export(old, 20, seed=3)
-    write_export(new, 40, seed=4)
+    new, before = _added_with_a_replacement(home, tmp_path, "Europe/Berlin", seed=3)
     runner = CliRunner()
-    assert runner.invoke(clusters_cli.cli, ["add", "lab", str(old), "--timezone", "Europe/Berlin"]).exit_code == 0
-    before = _trace_state(home)
 
     def full_disk(src: Path, dst: Path) -> None:
         Path(dst).write_bytes(Path(src).read_bytes()[:1000])  # part of the copy is written, then the disk is full
@@ -105,12 +110,8 @@ def test_clusters_add_on_a_full_disk_is_one_line_and_leaves_the_old_trace_as_it_
 
 def test_clusters_add_refuses_a_source_changed_during_the_copy_and_a_bad_replacement(home: Path, tmp_path: Path,
                                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
-    old, new = tmp_path / "old.sacct", tmp_path / "new.sacct"
-    write_export(old, 20, seed=5)
-    write_export(new, 40, seed=6)
+    new, before = _added_with_a_replacement(home, tmp_path, "Asia/Tokyo", seed=5)
     runner = CliRunner()
-    assert runner.invoke(clusters_cli.cli, ["add", "lab", str(old), "--timezone", "Asia/Tokyo"]).exit_code == 0
-    before = _trace_state(home)
     copy = shutil.copyfile
 
     def still_written(src: Path, dst: Path) -> None:

@@ -17,6 +17,7 @@ import polars as pl
 import pytest
 
 from pipelines.clusters import mapping, simulate, tracefiles
+from pipelines.clusters.whatif import REPORT_COLUMNS
 from pipelines.contracts.base import split_valid, validate
 from pipelines.contracts.clusters import ClusterWorkloadJobs
 from pipelines.contracts.owncluster import OwnClusterJobs
@@ -245,7 +246,7 @@ def test_a_group_the_replay_refuses_names_its_trace_file_line_and_job_not_row_0(
 
 def test_a_user_traces_jobs_keep_their_file_line_into_cluster_workload_jobs() -> None:
     text = "\n".join([JOBLOG_HEADER, *(joblog_row(str(i)) for i in range(1, 6))]) + "\n"
-    jobs = read_joblog(text.encode(), trace="lab", source_file="clusters/lab.csv").table
+    jobs = read_joblog(text.encode(), trace="lab", source_file="clusters/lab.csv", columns=REPORT_COLUMNS).table  # as whatif reads
     mapped = mapping.map_own(jobs, ZEUS_DATASETS, "lab")
     assert mapped.height == 5
     assert mapped.sort("line")["line"].to_list() == [2, 3, 4, 5, 6]  # the header is line 1
