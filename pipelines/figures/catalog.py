@@ -52,10 +52,15 @@ class FigureAsset:
 
 @dataclass(frozen=True)
 class FigureFamily:
-    """Figures drawn in one process (they share inputs or are cheap)."""
+    """Figures drawn in one process (they share inputs or are cheap).
+
+    ``slow``: drawing takes seconds (many panels or figures): its step starts before the others of its run,
+    so that it does not end the run alone.
+    """
 
     name: str
     assets: tuple[FigureAsset, ...]
+    slow: bool = False
 
     @property
     def inputs(self) -> tuple[str, ...]:
@@ -158,7 +163,7 @@ ENERGY = FigureFamily("energy_figures", (
                 ZEUS, _savings),
     FigureAsset("energy_eta_sensitivity", "Energy and time of the least-cost configuration relative to Default as eta goes 0 -> 1.",
                 ZEUS, _eta_sensitivity),
-))
+), slow=True)
 def _measured(frames: Frames) -> Plan:
     from pipelines.figures import measured
 
@@ -172,13 +177,13 @@ POWER = FigureFamily("power_profile_figures", (
     FigureAsset("measured_profiles",
                 "Profiles measured here (raw/measured, `python -m pipelines measure profile`): epoch time and power vs batch size.",
                 ("zeus_power_profiles",), _measured),
-))
+), slow=True)
 SIMULATION = FigureFamily("simulation_figures", (
     FigureAsset("energy_convergence",
                 "Zeus vs Default vs Grid Search over a job's recurrences (zeus_single_job_sweep at eta 0.5, beta 2, seed 1), "
                 "vs Oracle; one figure per GPU.",
                 ("zeus_single_job_sweep",), _convergence),
-))
+), slow=True)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -319,7 +324,7 @@ TRACES = FigureFamily("trace_figures", (
                 ("acme_jobs",), _acme_queueing),
     FigureAsset("acme_cluster_stats", "AcmeTrace's published cluster_summary beside the same statistics computed from acme_jobs.",
                 ("acme_jobs", "acme_cluster_summary"), _acme_summary),
-))
+), slow=True)
 
 
 

@@ -89,6 +89,8 @@ def figure_family(family: catalog.FigureFamily) -> dg.AssetsDefinition:
         specs=specs,
         ins={k: dg.AssetIn(dg.AssetKey(k)) for k in family.inputs},
         can_subset=True,
+        # Dagster's multiprocess executor starts the steps of higher priority first (the slowest figures).
+        op_tags={"dagster/priority": "1" if family.slow else "0"},
     )
     def _draw(
         context: dg.AssetExecutionContext, paths: PathsResource, **frames: pl.DataFrame
