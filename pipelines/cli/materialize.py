@@ -26,28 +26,21 @@ import signal
 import subprocess
 import sys
 import threading
-import time
 from contextlib import ExitStack
 from pathlib import Path
 
 import click
-import dagster as dg
 
-from pipelines.clusters import tracefiles
-from pipelines.definitions import loaded
-from pipelines.defs.clusters.partitions import register_trace_partitions
 from pipelines.distributed import SCHEDULER_ENV, local_cluster
 from pipelines.home.init import use_dagster_home
 from pipelines.home.paths import find_home
-from pipelines.orchestration import lock, renamed, runs
-from pipelines.orchestration.processes import die_with_parent, end_group
-from pipelines.orchestration.recovery import recover, report
+from pipelines.orchestration import lock
+from pipelines.orchestration.processes import STOP_SIGNAL, die_with_parent, end_group
+from pipelines.orchestration.webserver import webserver
 from pipelines.terminal import printable
 
 #: Set in the orchestrator's environment to the driver's pid.
 PARENT_ENV = "PIPELINES_MATERIALIZE_PARENT"
-#: Seconds the orchestrator gives a terminated run to end before it leaves (its processes end with it).
-CANCEL_GRACE_S = 30.0
 #: Runs at once by default: a partitioned run replays in one process (one core) while a run of figures uses the others.
 PARALLEL_RUNS = 2
 
@@ -77,7 +70,8 @@ def cli(select: str, executor: str, scheduler: str | None, concurrency: int | No
     if not os.environ.get("DAGSTER_HOME"):
         _echo("Dagster instance: {} ({})".format(*use_dagster_home()))
     if os.environ.get(PARENT_ENV) == str(os.getppid()):
-        sys.exit(_orchestrate(select, executor, scheduler, concurrency or os.cpu_count() or 1, parallel_runs))
+        parent = int(os.environ.pop(PARENT_ENV))
+        sys.exit(_orchestrate(select, executor, scheduler, concurrency or os.cpu_count() or 1, parallel_runs, parent))
     args = ["--select", select, "--executor", executor, *(["--scheduler", scheduler] if scheduler else []),
             *(["--concurrency", str(concurrency)] if concurrency else []), "--parallel-runs", str(parallel_runs)]
     if exit_with_parent:
@@ -103,7 +97,7 @@ def _drive(args: list[str]) -> int:
             end_group(child.pid, grace_s=2.0)
         asked.append(signum)
         with contextlib.suppress(ProcessLookupError):
-            child.send_signal(runs.STOP_SIGNAL)
+            child.send_signal(STOP_SIGNAL)
 
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, forward)
@@ -111,50 +105,22 @@ def _drive(args: list[str]) -> int:
     end_group(child.pid, grace_s=2.0)  # whatever of its group is left (nothing, after a clean exit)
     if code < 0:
         _echo(f"the orchestrator ended by signal {-code}: its processes are ended; marking its runs")
-        with dg.DagsterInstance.get() as instance:
-            report(recover(instance))
+        subprocess.run([sys.executable, "-m", "pipelines", "recover"], check=False)
     return (130 if asked else 128 - code) if code < 0 else code
 
 
-def _orchestrate(select: str, executor: str, scheduler: str | None, concurrency: int, parallel_runs: int) -> int:
+def _orchestrate(select: str, executor: str, scheduler: str | None, concurrency: int, parallel_runs: int, parent: int) -> int:
+    """The orchestrator (the driver's child): starts the webserver, then imports Dagster and plans while the server loads."""
     stop = threading.Event()
-    signal.signal(runs.STOP_SIGNAL, lambda signum, frame: stop.set())
-    die_with_parent(runs.STOP_SIGNAL, expected_parent=int(os.environ.pop(PARENT_ENV)))
-    started, failed, warned, statuses = time.perf_counter(), list[str](), list[str](), list[dg.DagsterRunStatus]()
-    try:
-        with ExitStack() as stack:
-            if executor == "dask":  # read by the code location's executor (pipelines.defs.resources) where the runs load it
-                address = scheduler or os.environ.get(SCHEDULER_ENV) or stack.enter_context(local_cluster()).scheduler_address
-                os.environ["PIPELINES_EXECUTOR"], os.environ[SCHEDULER_ENV] = "dask", address
-                _echo(f"Dask scheduler {address}")
-            connect = stack.enter_context(runs.webserver(find_home(), Path(os.environ["DAGSTER_HOME"])))  # loads while we plan
-            keys, added = runs.resolve_selection(loaded(), select)
-            if added:
-                _echo(f"selection widened to the assets written together with it: {', '.join(sorted(k.to_user_string() for k in added))}")
-            instance = stack.enter_context(dg.DagsterInstance.get())
-            report(recover(instance))
-            renamed.report(renamed.forget_renamed(instance))
-            traces, gone = register_trace_partitions(instance)
-            _echo(f"traces: {', '.join(traces) or 'none present'}"
-                  + (f"; partitions removed, their files are gone: {', '.join(gone)}" if gone else ""))
-            yours = {t.name for t in tracefiles.user_traces(find_home() / "raw")[0]}
-            plan = runs.plan_runs(loaded(), keys, instance, per_run=yours.__contains__)  # your traces' ingest: a run each
-            _echo(f"{len(keys)} assets in {len(plan)} runs, {min(parallel_runs, len(plan))} at most at once, "
-                  f"steps on the {executor} executor")
-            client = connect()
+    signal.signal(STOP_SIGNAL, lambda signum, frame: stop.set())
+    die_with_parent(STOP_SIGNAL, expected_parent=parent)
+    with ExitStack() as stack:
+        if executor == "dask":  # read by the code location's executor (pipelines.defs.resources) where the runs load it
+            address = scheduler or os.environ.get(SCHEDULER_ENV) or stack.enter_context(local_cluster()).scheduler_address
+            os.environ["PIPELINES_EXECUTOR"], os.environ[SCHEDULER_ENV] = "dask", address
+            _echo(f"Dask scheduler {address}")
+        connect = stack.enter_context(webserver(find_home(), Path(os.environ["DAGSTER_HOME"])))
+        # Not imported by the driver, and imported only now: Dagster and the code location load here as the server loads them.
+        from pipelines.orchestration.orchestrator import orchestrate
 
-            def ended(i: int, run_id: str, status: dg.DagsterRunStatus | None, seconds: float) -> None:
-                nonlocal failed, warned
-                statuses.append(instance.get_run_by_id(run_id).status)  # type: ignore[union-attr]  # a run launched
-                _echo(f"({i + 1}/{len(plan)}) {statuses[-1].value} in {seconds:.1f} s: run {run_id[:8]} {plan[i].label()}")
-                failed, warned = [a + b for a, b in zip((failed, warned), runs.problems(instance, run_id, plan[i].job), strict=True)]
-
-            runs.execute_plan(client, plan, concurrency, parallel_runs, stop.is_set, CANCEL_GRACE_S, ended)
-    except runs.SelectionError as exc:
-        failed.append(str(exc))
-    interrupted = stop.is_set()
-    for line in [f"warning: {w}" for w in warned] + ([] if interrupted else [f"FAILED: {f}" for f in failed]):
-        _echo(line)
-    verdict = "interrupted" if interrupted else "FAILED" if failed else "done"
-    _echo(f"{verdict} in {time.perf_counter() - started:.1f} s: {statuses.count(dg.DagsterRunStatus.SUCCESS)} runs succeeded")
-    return 130 if interrupted else 1 if failed else 0
+        return orchestrate(select, executor, concurrency, parallel_runs, connect, stop.is_set, _echo)

@@ -12,6 +12,8 @@ import time
 import psutil
 
 _PR_SET_PDEATHSIG = 1
+#: What asks materialize's orchestrator to stop: the driver's forwarded Ctrl-C, or the kernel when the driver dies.
+STOP_SIGNAL = signal.SIGUSR1
 #: A process whose start is this many seconds after a run started cannot be that run's process.
 _CLOCK_SLACK_S = 1.0
 

@@ -7,28 +7,18 @@ all wait to share one run), over every partition at once (the partitioned assets
 ``BackfillPolicy.single_run()``: Dagster's partition-range tags).
 
 The runs are submitted through Dagster's GraphQL client to a webserver of our own over the data
-home's workspace, each as soon as the runs holding its selected ancestors have succeeded, at most
+home's workspace (``pipelines.orchestration.webserver``), each as soon as the runs holding its selected ancestors have succeeded, at most
 ``max_runs`` at once (``execute_plan``): the figures that need only the ingested tables are drawn
 while the partitioned runs replay the traces, which use one core each. Each is a run of its job in the code location, recorded in
 the home's instance like a UI run (the Runs page and the timeline show it, it can be re-executed).
-That webserver's instance stores in ``$DAGSTER_HOME`` but launches each run at once (Dagster's
-``DefaultRunCoordinator``): no daemon is needed, and none of the home's sensors runs meanwhile.
 """
 
 from __future__ import annotations
 
-import contextlib
 import os
-import signal
-import socket
-import subprocess
-import sys
-import tempfile
 import time
-import urllib.request
 import warnings
-from collections.abc import Callable, Iterator
-from pathlib import Path
+from collections.abc import Callable
 from typing import Any, NamedTuple
 
 import dagster as dg
@@ -36,22 +26,12 @@ from dagster_graphql import DagsterGraphQLClient
 
 from pipelines.defs.jobs import job_name
 from pipelines.defs.shared.io_manager import PARTITIONS_STAND_ALONE
-from pipelines.home.init import LOCATION, WORKSPACE_YAML
+from pipelines.home.init import LOCATION
 
 RANGE_START, RANGE_END = "dagster/asset_partition_range_start", "dagster/asset_partition_range_end"
 PARTITION = "dagster/partition"
 #: Groups whose steps are light (fetch a file, read and validate a table): never worth a process of their own.
 LIGHT_GROUPS = frozenset({"raw", "ingest", "quarantine"})
-#: What asks the orchestrator to stop: the driver's forwarded Ctrl-C, or the kernel when the driver dies.
-STOP_SIGNAL = signal.SIGUSR1
-#: The instance of our webserver: the home's storage, runs launched at once (Dagster's documented config keys).
-INSTANCE_YAML = """\
-storage: {{sqlite: {{base_dir: "{home}"}}}}
-local_artifact_storage: {{module: dagster.core.storage.root, class: LocalArtifactStorage, config: {{base_dir: "{home}"}}}}
-compute_logs: {{module: dagster.core.storage.local_compute_log_manager, class: LocalComputeLogManager, config: {{base_dir: "{home}/storage"}}}}
-run_coordinator: {{module: dagster.core.run_coordinator, class: DefaultRunCoordinator}}
-telemetry: {{enabled: false}}
-"""
 POLL_S = 0.5
 
 
@@ -134,43 +114,6 @@ def plan_runs(defs: dg.Definitions, keys: set[dg.AssetKey], instance: dg.Dagster
     runs = [run for run in runs if run.keys]
     ancestors = [set().union(*(graph.get_ancestor_asset_keys(k) for k in run.keys)) for run in runs]
     return [run._replace(after=frozenset(i for i in range(j) if runs[i].keys & (ancestors[j] | run.keys))) for j, run in enumerate(runs)]
-
-
-@contextlib.contextmanager
-def webserver(home: Path, dagster_home: Path) -> Iterator[Callable[[], DagsterGraphQLClient]]:
-    """A Dagster webserver on a free loopback port over ``home``'s workspace and the instance in ``dagster_home``.
-
-    Started at once; what it yields waits until the server serves (its code location loaded), then gives its client,
-    so that the caller can plan its runs meanwhile.
-    """
-    with tempfile.TemporaryDirectory(prefix="gpu-energy-materialize-") as folder:
-        (Path(folder) / "dagster.yaml").write_text(INSTANCE_YAML.format(home=dagster_home))
-        workspace = home / "workspace.yaml"
-        if not workspace.is_file():  # a home made by hand: the same code location, run from the home
-            workspace = Path(folder) / "workspace.yaml"
-            workspace.write_text(WORKSPACE_YAML.replace("working_directory: .", f'working_directory: "{home}"'))
-        with socket.socket() as probe:
-            probe.bind(("127.0.0.1", 0))
-            port = probe.getsockname()[1]
-        server = subprocess.Popen([sys.executable, "-m", "dagster_webserver", "-w", str(workspace), "-h", "127.0.0.1", "-p", str(port),
-                                   "--log-level", "warning", "--dagster-log-level", "warning", "--code-server-log-level", "warning"],
-                                  env={**os.environ, "DAGSTER_HOME": folder}, cwd=home, stdin=subprocess.DEVNULL)
-
-        def connect() -> DagsterGraphQLClient:
-            while True:  # it serves once the code location has loaded
-                if server.poll() is not None:
-                    raise RuntimeError(f"the Dagster webserver over {workspace} exited with code {server.returncode}")
-                with contextlib.suppress(OSError):
-                    urllib.request.urlopen(f"http://127.0.0.1:{port}/server_info", timeout=1).close()
-                    return DagsterGraphQLClient("127.0.0.1", port_number=port)
-                time.sleep(POLL_S)
-
-        try:
-            yield connect
-        finally:
-            server.terminate()
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                server.wait(timeout=20)
 
 
 def launch(client: DagsterGraphQLClient, run: Run, concurrency: int) -> str:

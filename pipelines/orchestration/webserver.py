@@ -1,0 +1,74 @@
+"""The webserver ``python -m pipelines materialize`` launches its runs through: Dagster's, over the data home's workspace.
+
+Its instance stores in ``$DAGSTER_HOME`` but launches each run at once (Dagster's ``DefaultRunCoordinator``): no
+daemon is needed, and none of the home's sensors runs meanwhile. Only the standard library is imported here, so that
+the orchestrator starts the server first and imports Dagster and the code location while the server loads it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from pipelines.home.init import WORKSPACE_YAML
+
+if TYPE_CHECKING:
+    from dagster_graphql import DagsterGraphQLClient
+
+#: The instance of our webserver: the home's storage, runs launched at once (Dagster's documented config keys).
+INSTANCE_YAML = """\
+storage: {{sqlite: {{base_dir: "{home}"}}}}
+local_artifact_storage: {{module: dagster.core.storage.root, class: LocalArtifactStorage, config: {{base_dir: "{home}"}}}}
+compute_logs: {{module: dagster.core.storage.local_compute_log_manager, class: LocalComputeLogManager, config: {{base_dir: "{home}/storage"}}}}
+run_coordinator: {{module: dagster.core.run_coordinator, class: DefaultRunCoordinator}}
+telemetry: {{enabled: false}}
+"""
+POLL_S = 0.5
+
+
+@contextlib.contextmanager
+def webserver(home: Path, dagster_home: Path) -> Iterator[Callable[[], DagsterGraphQLClient]]:
+    """A Dagster webserver on a free loopback port over ``home``'s workspace and the instance in ``dagster_home``.
+
+    Started at once; what it yields waits until the server serves (its code location loaded), then gives its client,
+    so that the caller can plan its runs meanwhile.
+    """
+    with tempfile.TemporaryDirectory(prefix="gpu-energy-materialize-") as folder:
+        (Path(folder) / "dagster.yaml").write_text(INSTANCE_YAML.format(home=dagster_home))
+        workspace = home / "workspace.yaml"
+        if not workspace.is_file():  # a home made by hand: the same code location, run from the home
+            workspace = Path(folder) / "workspace.yaml"
+            workspace.write_text(WORKSPACE_YAML.replace("working_directory: .", f'working_directory: "{home}"'))
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            port = probe.getsockname()[1]
+        server = subprocess.Popen([sys.executable, "-m", "dagster_webserver", "-w", str(workspace), "-h", "127.0.0.1", "-p", str(port),
+                                   "--log-level", "warning", "--dagster-log-level", "warning", "--code-server-log-level", "warning"],
+                                  env={**os.environ, "DAGSTER_HOME": folder}, cwd=home, stdin=subprocess.DEVNULL)
+
+        def connect() -> DagsterGraphQLClient:
+            while True:  # it serves once the code location has loaded
+                if server.poll() is not None:
+                    raise RuntimeError(f"the Dagster webserver over {workspace} exited with code {server.returncode}")
+                with contextlib.suppress(OSError):
+                    urllib.request.urlopen(f"http://127.0.0.1:{port}/server_info", timeout=1).close()
+                    from dagster_graphql import DagsterGraphQLClient  # imported once the server runs (see the module's docstring)
+
+                    return DagsterGraphQLClient("127.0.0.1", port_number=port)
+                time.sleep(POLL_S)
+
+        try:
+            yield connect
+        finally:
+            server.terminate()
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                server.wait(timeout=20)
