@@ -33,10 +33,11 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str,
     tmp = tmp_path_factory.mktemp("wheel")
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV", "GPU_ENERGY_HOME", "TRACES_MIRROR", "DAGSTER_HOME")}
     dist = tmp / "dist"
-    # No --sdist/--wheel: build makes the sdist, then the wheel from the unpacked sdist, so the sdist is
-    # proven complete and the clone gets no build/ folder.
-    _run([sys.executable, "-m", "build", "--outdir", str(dist), str(REPO_ROOT)], cwd=tmp, env=env)
-    artifacts = sorted(dist.iterdir(), key=lambda p: p.suffix)
+    # No --sdist/--wheel: uv builds the sdist, then the wheel from the unpacked sdist, so the sdist is proven complete and
+    # the clone gets no build/ folder. uv, not `python -m build`: the same files, and its build environment from uv's
+    # cache in 2 s instead of 5 s (pip installing setuptools into a fresh one).
+    _run([sys.executable, "-m", "uv", "build", "-q", "--out-dir", str(dist), str(REPO_ROOT)], cwd=tmp, env=env)
+    artifacts = sorted((p for p in dist.iterdir() if p.name != ".gitignore"), key=lambda p: p.suffix)  # uv writes a .gitignore there
     assert [p.suffix for p in artifacts] == [".gz", ".whl"], artifacts
     twine = _run([sys.executable, "-m", "twine", "check", "--strict", *map(str, artifacts)], cwd=tmp, env=env)
     assert twine.stdout.count("PASSED") == 2

@@ -292,7 +292,7 @@ def test_small_blocks_read_the_same_as_one_block(tmp_path: Path, monkeypatch: py
     """The reader holds one block's text at a time (issue 25: memory): a job's steps in the next block still give it their
     energy (Slurm's extern-step rule), duplicates across blocks are still found, and every line is accounted for."""
     path = tmp_path / "cluster.sacct"
-    truth = write_export(path, 1500, seed=21, energy=energy, malformed=malformed)
+    truth = write_export(path, 500, seed=21, energy=energy, malformed=malformed)
     with path.open("a") as fh:  # a later duplicate of the first allocation, far from it (another block)
         fh.write(path.read_text().splitlines()[1] + "\n")
     one = read_sacct(path, trace="gen", source_file="cluster.sacct", timezone="Europe/Berlin")
