@@ -195,8 +195,9 @@ def save_figure(fig: Figure, data: pl.DataFrame, name: str, folder: Path) -> Fig
     files = FigureFiles(folder / f"{name}.png", folder / f"{name}.pdf", folder / f"{name}.parquet")
     with atomic_path(files.png) as tmp:
         fig.savefig(tmp, format="png", dpi=PNG_DPI)
-    # The layout is in inches and already solved by the PNG draw: freeze it for the PDF (halves the time).
-    fig.set_layout_engine("none")
+    # The layout is in inches and already solved by the PNG draw: keep it for the PDF. No engine at all (None), not
+    # "none": matplotlib draws a figure that has any engine, its "none" placeholder included, once more before saving.
+    fig.set_layout_engine(None)
     with atomic_path(files.pdf) as tmp:
         fig.savefig(tmp, format="pdf")
     write_parquet_atomic(data, files.data)
