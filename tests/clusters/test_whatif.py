@@ -98,7 +98,7 @@ def test_whatif_imports_no_pandas_pandera_or_dagster(export, mirror: Path) -> No
         "import atexit, sys\n"
         f"atexit.register(lambda: print('HEAVY:' + ','.join(m for m in {HEAVY!r} if m in sys.modules), file=sys.stderr))\n"
         "from pipelines.cli import main\n"
-        f"main(['whatif', {str(path)!r}, '--trace-dir', {str(mirror / 'zeus')!r}, '--json', '--no-progress'])\n"
+        f"main(['whatif', {str(path)!r}, '--trace-dir', {str(mirror / 'zeus')!r}, '--json', '--no-progress', '--samples', '2'])\n"  # 2: the spread's path too
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False, cwd=REPO_ROOT)
     assert done.returncode == 0, done.stderr
