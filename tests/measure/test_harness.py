@@ -15,7 +15,6 @@ from pipelines.measure.monitor import EnergyMonitor
 from pipelines.measure.workloads import WORKLOADS
 from tests.support.measure_fakes import FakeGpu, FakeNvml, rapl_zone
 
-torch = pytest.importorskip("torch")
 CIFAR = WORKLOADS["cifar100"]
 
 
@@ -24,6 +23,8 @@ def n_params(module: object) -> int:
 
 
 def test_networks_match_the_reference_architectures() -> None:
+    import torch  # the measure extra (make test installs it); imported here, not when the suite is collected (2 s per worker)
+
     from pipelines.measure.networks import ResNet50, ShuffleNetV2, build_network
 
     # torchvision's shufflenet_v2_x1_0 and resnet50 have exactly these parameter counts
