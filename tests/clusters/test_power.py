@@ -90,7 +90,7 @@ def test_interleaved_keys_get_exactly_their_own_bins() -> None:
     assert bins.select(power.KEYS).unique(maintain_order=True).rows() == sorted(set(history.select(power.KEYS).rows()))
     for (trace, gpu, policy), alone in history.group_by(power.KEYS, maintain_order=True):
         mine = bins.filter((pl.col("trace") == trace) & (pl.col("gpu") == gpu) & (pl.col("policy") == policy))
-        assert_frame_equal(mine, power.power_bins(alone, bin_s=300.0), check_exact=False, rtol=1e-12, atol=1e-9)
+        assert_frame_equal(mine, power.power_bins(alone, bin_s=300.0), check_exact=False, rel_tol=1e-12, abs_tol=1e-9)
 
 
 def test_bin_length_is_configurable_and_the_invariant_check_can_fail() -> None:
