@@ -8,9 +8,9 @@ not the terminal's. Ctrl-C or SIGTERM to the driver reaches the orchestrator as 
 terminates the runs, which end CANCELED; asked again, the driver ends the group at once. ``kill -9``
 of the driver: the kernel sends the orchestrator ``STOP_SIGNAL``. ``kill -9`` of the orchestrator:
 the driver ends its group and marks its run failed (``python -m pipelines recover``, which every
-start runs too). The driver imports no Dagster; the orchestrator starts its webserver
-(``pipelines.orchestration.webserver``), then loads Dagster and plans (``pipelines.orchestration.orchestrator``). After a run that did not succeed no further run starts; the ones running end as
-they would.
+start runs too). After a run that did not succeed no further run starts; the ones running end as
+they would. The driver imports no Dagster; the orchestrator starts its webserver
+(``pipelines.orchestration.webserver``), then loads Dagster and plans (``pipelines.orchestration.orchestrator``).
 
 Two commands on one Dagster instance do not run side by side: the second says which process holds
 the instance (``pipelines.orchestration.lock``, in one line) and waits for it to finish.

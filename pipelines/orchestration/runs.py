@@ -121,9 +121,7 @@ def launch(client: DagsterGraphQLClient, run: Run, concurrency: int) -> str:
     under ``PIPELINES_EXECUTOR=dask`` the code location's executor is dagster-dask's, configured by itself."""
     config: dict[str, Any] = {"loggers": {"console": {"config": {"log_level": "INFO"}}}}  # asset logs, step outcomes
     if os.environ.get("PIPELINES_EXECUTOR") != "dask":
-        # forkserver: each step process forks from one that has loaded the code location, instead of importing it (2 s) anew.
-        multiprocess = {"max_concurrent": concurrency, "start_method": {"forkserver": {}}}
-        config["execution"] = {"config": {"multiprocess": multiprocess} if run.parallel else {"in_process": {}}}
+        config["execution"] = {"config": {"multiprocess": {"max_concurrent": concurrency}} if run.parallel else {"in_process": {}}}
     return client.submit_job_execution(run.job, repository_location_name=LOCATION, repository_name="__repository__",
                                        run_config=config, tags=run.tags, asset_selection=sorted(run.keys))
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import warnings
@@ -111,3 +112,24 @@ def test_no_group_holds_a_single_asset() -> None:
     assert min(sizes.values()) > 1, sizes
     assert {k.to_user_string() for k in graph.materializable_asset_keys if graph.get(k).group_name == "zeus"} == {
         "hetero_allocations", "zeus_single_job_sweep"}
+
+
+def test_steps_fork_from_a_forkserver_unless_the_run_config_says_otherwise(tmp_path, monkeypatch) -> None:
+    """The code location's executor: Dagster's multi_or_in_process_executor with the same run config, but the step
+    processes of a run whose config names no start method (the UI's, the automation's) fork from a forkserver.
+    (A start method in the run config is passed through: ``pipelines.defs.resources._forkserver_by_default``.)"""
+    from tests.support import executor_job
+
+    log = tmp_path / "steps.log"
+    monkeypatch.setenv("EXECUTOR_JOB_LOG", str(log))
+    configs = {"default": {}, "in_process": {"execution": {"config": {"in_process": {}}}}}
+    parents = {}
+    with dg.instance_for_test() as instance:
+        for name, config in configs.items():
+            log.write_text("")
+            assert dg.execute_job(dg.reconstructable(executor_job.job), instance, run_config=config).success
+            rows = [line.split(" ", 2) for line in log.read_text().splitlines()]
+            assert sorted(asset for asset, _, _ in rows) == ["first", "second"]
+            parents[name] = {(int(pid) == os.getpid(), parent) for _, pid, parent in rows}
+    assert all(not here and "multiprocessing.forkserver" in parent for here, parent in parents["default"]), parents
+    assert all(here for here, _ in parents["in_process"]), parents
