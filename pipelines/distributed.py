@@ -12,10 +12,13 @@ A *scheduler* names where tasks run:
 * an address (``tcp://HOST:PORT``, anything ``distributed.Client`` accepts): that cluster;
 * ``None``: ``$DASK_SCHEDULER_ADDRESS`` when set (read at call time, never at import), else ``"local"``.
 
-``fan_out`` sends the shared inputs to the workers once (scattered and broadcast to every worker,
-so losing a worker loses no input), runs ``fn(task, **shared)`` per task and returns the results
-in task order. A task running on a worker that dies is run again elsewhere by the scheduler (up
-to ``distributed.scheduler.allowed-failures`` times, 3 by default). As long as ``fn`` is
+``fan_out`` sends the shared inputs to the workers once (scattered and broadcast to every worker),
+runs ``fn(task, **shared)`` per task and returns the results in task order. A task running on a
+worker that dies is run again elsewhere by the scheduler (up to
+``distributed.scheduler.allowed-failures`` times, 3 by default). Dask's active memory manager may
+drop all copies of the scattered inputs but one (its ``ReduceReplicas`` policy, on by default), and
+a worker that dies can take that one along: Dask then cancels the tasks that need it, and
+``DaskRunner.map`` scatters the inputs again and resubmits those tasks (``RESUBMITS`` times at most). As long as ``fn`` is
 deterministic, the results depend neither on the worker count nor on the completion order.
 Workers need this package importable (same version), not the data or a shared filesystem.
 """
@@ -27,6 +30,7 @@ import logging
 import os
 import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from concurrent.futures import CancelledError
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 if TYPE_CHECKING:
@@ -40,6 +44,8 @@ SCHEDULER_ENV = "DASK_SCHEDULER_ADDRESS"
 LOCAL = "local"
 NONE = "none"
 SLURM = "slurm"
+#: Times ``DaskRunner.map`` scatters the shared inputs again after Dask lost them with a worker.
+RESUBMITS = 3
 
 
 class Runner(Protocol):
@@ -109,24 +115,30 @@ class DaskRunner:
     ) -> list[R]:
         from distributed import as_completed
 
-        if not tasks:
-            return []
-        run = uuid.uuid4().hex[:8]
-        handles = {name: self.client.scatter(value, broadcast=True, hash=False) for name, value in shared.items()}
-        name = getattr(fn, "__name__", "task")
-        futures = [
-            self.client.submit(fn, task, **handles, key=f"{name}-{run}-{i}", pure=False) for i, task in enumerate(tasks)
-        ]
-        index = {future.key: i for i, future in enumerate(futures)}
-        results: list[Any] = [None] * len(futures)
-        try:
-            for future in as_completed(futures):
-                i = index[future.key]
-                results[i] = future.result()  # re-raises the task's exception here
-                if on_done is not None:
-                    on_done(i)
-        finally:
-            self.client.cancel([*futures, *handles.values()])
+        results: list[Any] = [None] * len(tasks)
+        pending, name = list(range(len(tasks))), getattr(fn, "__name__", "task")
+        for _ in range(RESUBMITS + 1):
+            if not pending:
+                break
+            run = uuid.uuid4().hex[:8]
+            handles = {key: self.client.scatter(value, broadcast=True, hash=False) for key, value in shared.items()}
+            futures = {self.client.submit(fn, tasks[i], **handles, key=f"{name}-{run}-{i}", pure=False): i for i in pending}
+            lost: list[int] = []
+            try:
+                for future in as_completed(futures):
+                    i = futures[future]
+                    try:
+                        results[i] = future.result()  # re-raises the task's exception here
+                    except CancelledError:  # its scattered inputs were lost (the module's docstring): run it again
+                        lost.append(i)
+                        continue
+                    if on_done is not None:
+                        on_done(i)
+            finally:
+                self.client.cancel([*futures, *handles.values()])
+            pending = sorted(lost)
+        if pending:
+            raise RuntimeError(f"{len(pending)} of {len(tasks)} tasks lost their scattered inputs {RESUBMITS + 1} times: workers keep dying")
         return results
 
 

@@ -140,6 +140,32 @@ def test_sweep_command_through_the_address_equals_in_process(
     assert pl.read_parquet(out).equals(serial)
 
 
+def test_tasks_whose_scattered_inputs_were_lost_run_again(cluster: Cluster, inputs: tuple[pl.DataFrame, Traces],
+                                                          serial: pl.DataFrame) -> None:
+    """What a worker that dies with the last copy of the scattered inputs does (Dask's memory manager keeps one copy of a
+    broadcast, not one per worker): the scheduler forgets them and cancels every task that needs them. Here they are
+    cancelled by hand once the first task has finished; the runner scatters them again and resubmits the rest."""
+    from distributed import Future
+
+    jobs, traces = inputs
+    chosen = sweep.check_inputs(jobs, traces, GRID)
+    tasks = sweep.replays(GRID, chosen)
+    shared = {"jobs": {t: jobs.filter(pl.col("trace") == t).select(sweep.JOB_COLUMNS) for t in chosen}, "traces": traces}
+    finished: list[int] = []
+    with connect(cluster.address) as runner:
+
+        def lose_the_inputs_after_first(i: int) -> None:
+            finished.append(i)
+            if len(finished) == 1:
+                scattered = [key for key in runner.client.who_has() if not str(key).startswith("replay_totals-")]
+                assert scattered
+                runner.client.cancel([Future(key, client=runner.client) for key in scattered], force=True)
+
+        totals = runner.map(sweep.replay_totals, tasks, shared, on_done=lose_the_inputs_after_first)
+    assert sorted(finished) == list(range(len(tasks)))  # each task reported once
+    assert sweep.expand(totals, replace(GRID, traces=chosen)).equals(serial)
+
+
 def test_a_worker_killed_mid_sweep_changes_nothing(cluster: Cluster, inputs: tuple[pl.DataFrame, Traces], serial: pl.DataFrame) -> None:
     jobs, traces = inputs
     victim = cluster.workers[0]
