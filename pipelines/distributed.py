@@ -18,8 +18,9 @@ worker that dies is run again elsewhere by the scheduler (up to
 ``distributed.scheduler.allowed-failures`` times, 3 by default). Dask's active memory manager may
 drop all copies of the scattered inputs but one (its ``ReduceReplicas`` policy, on by default), and
 a worker that dies can take that one along: Dask then cancels the tasks that need it, and
-``DaskRunner.map`` scatters the inputs again and resubmits those tasks (``RESUBMITS`` times at most). As long as ``fn`` is
-deterministic, the results depend neither on the worker count nor on the completion order.
+``DaskRunner.map`` scatters the inputs again and resubmits those tasks (``RESUBMITS`` times at
+most). As long as ``fn`` is deterministic, the results depend neither on the worker count nor on
+the completion order.
 Workers need this package importable (same version), not the data or a shared filesystem.
 """
 
