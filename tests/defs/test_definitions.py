@@ -6,8 +6,10 @@ import os
 import subprocess
 import sys
 import warnings
+from pathlib import Path
 
 import dagster as dg
+import pytest
 
 from pipelines.contracts.base import polars_schema
 from pipelines.contracts.registry import table_contract
@@ -114,7 +116,7 @@ def test_no_group_holds_a_single_asset() -> None:
         "hetero_allocations", "zeus_single_job_sweep"}
 
 
-def test_steps_fork_from_a_forkserver_unless_the_run_config_says_otherwise(tmp_path, monkeypatch) -> None:
+def test_steps_fork_from_a_forkserver_unless_the_run_config_says_otherwise(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The code location's executor: Dagster's multi_or_in_process_executor with the same run config, but the step
     processes of a run whose config names no start method (the UI's, the automation's) fork from a forkserver.
     (A start method in the run config is passed through: ``pipelines.defs.resources._forkserver_by_default``.)"""
@@ -123,7 +125,7 @@ def test_steps_fork_from_a_forkserver_unless_the_run_config_says_otherwise(tmp_p
     log = tmp_path / "steps.log"
     monkeypatch.setenv("EXECUTOR_JOB_LOG", str(log))
     configs = {"default": {}, "in_process": {"execution": {"config": {"in_process": {}}}}}
-    parents = {}
+    parents: dict[str, set[tuple[bool, str]]] = {}
     with dg.instance_for_test() as instance:
         for name, config in configs.items():
             log.write_text("")
