@@ -122,7 +122,9 @@ class DaskRunner:
             if not pending:
                 break
             run = uuid.uuid4().hex[:8]
-            handles = {key: self.client.scatter(value, broadcast=True, hash=False) for key, value in shared.items()}
+            # Each value as one object ([value]): a dict scattered as itself would become one key per entry, named by the
+            # entry ("itp"), which another client's scatter on the same cluster could take over.
+            handles = {key: self.client.scatter([value], broadcast=True, hash=False)[0] for key, value in shared.items()}
             futures = {self.client.submit(fn, tasks[i], **handles, key=f"{name}-{run}-{i}", pure=False): i for i in pending}
             lost: list[int] = []
             try:

@@ -166,6 +166,21 @@ def test_tasks_whose_scattered_inputs_were_lost_run_again(cluster: Cluster, inpu
     assert sweep.expand(totals, replace(GRID, traces=chosen)).equals(serial)
 
 
+def test_a_map_keeps_its_own_inputs_beside_another_client_on_the_cluster(cluster: Cluster) -> None:
+    """Shared inputs are scattered under keys of their own: another client holding data under a trace's name ("lab")
+    changes nothing (a dict scattered as itself is keyed by its entries' names)."""
+    from distributed import Client
+
+    def rows(task: int, jobs: dict[str, pl.DataFrame]) -> int:  # shipped by value: the workers need not import tests/
+        return jobs["lab"].height * 10 + task
+
+    with Client(cluster.address) as other, connect(cluster.address) as runner:
+        held = other.scatter({"lab": pl.DataFrame({"x": range(3)})}, hash=False)
+        assert held["lab"].key == "lab"
+        assert runner.map(rows, [0, 1, 2], {"jobs": {"lab": pl.DataFrame({"x": range(5)})}}) == [50, 51, 52]
+        assert other.gather(held["lab"]).height == 3
+
+
 def test_a_worker_killed_mid_sweep_changes_nothing(cluster: Cluster, inputs: tuple[pl.DataFrame, Traces], serial: pl.DataFrame) -> None:
     jobs, traces = inputs
     victim = cluster.workers[0]
