@@ -37,6 +37,7 @@ import polars as pl
 
 from pipelines.contracts import base
 from pipelines.contracts.clusters import ClusterWorkloadJobs
+from pipelines.ingest.owntrace import replayable
 from pipelines.vocabulary import CLUSTER_TRACES, ZEUS_DATASETS
 
 TRACES = CLUSTER_TRACES
@@ -149,13 +150,9 @@ def map_acme(jobs: pl.DataFrame, workload_order: Sequence[str]) -> pl.DataFrame:
     return _finish(assign_by_runtime(keyed, workload_order), "acme")
 
 
-def replayable() -> pl.Expr:
-    """Whether an ``own_cluster_jobs`` row is one the replay uses: a GPU allocation that COMPLETED, with end > start."""
-    return (pl.col("category") == "gpu") & (pl.col("state") == "COMPLETED") & (pl.col("end_time") > pl.col("start_time"))
-
-
 def own_replay_candidates(jobs: pl.DataFrame) -> pl.DataFrame:
-    """The rows of ``own_cluster_jobs`` the replay uses (``replayable``)."""
+    """The rows of ``own_cluster_jobs`` the replay uses (``pipelines.ingest.owntrace.replayable``): the same rule as the
+    reader's count of completed GPU allocations."""
     return jobs.filter(replayable())
 
 

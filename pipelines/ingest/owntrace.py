@@ -654,6 +654,11 @@ def finish(
     return OwnTraceResult(trace, source.name, fmt, timezone, source.sha256, table, quarantine, counts)
 
 
+def replayable() -> pl.Expr:
+    """Whether an ``own_cluster_jobs`` row is one the replay uses: a GPU allocation that COMPLETED, with end > start."""
+    return (pl.col("category") == "gpu") & (pl.col("state") == COMPLETED) & (pl.col("end_time") > pl.col("start_time"))
+
+
 #: What ``_tally`` counts of a batch of table rows, in order.
 _TALLIES = ("cpu_only", "not_ended", "never_started", "gpu", "completed", "zero", "measured")
 
@@ -661,10 +666,9 @@ _TALLIES = ("cpu_only", "not_ended", "never_started", "gpu", "completed", "zero"
 def _tally(table: pl.DataFrame) -> np.ndarray:
     """Rows of ``table`` (the contract's columns) in each of ``_TALLIES``: the categories, the replayable COMPLETED GPU
     allocations, and the energy statuses zero and measured."""
-    replayable = (pl.col("category") == "gpu") & (pl.col("state") == COMPLETED) & (pl.col("end_time") > pl.col("start_time"))
     row = table.select(
         *((pl.col("category") == c).sum().alias(c) for c in _TALLIES[:4]),
-        replayable.sum().alias("completed"),
+        replayable().sum().alias("completed"),
         *((pl.col("energy_status") == s).sum().alias(s) for s in _TALLIES[5:]),
     ).row(0)
     return np.array([int(v or 0) for v in row], dtype=np.int64)
