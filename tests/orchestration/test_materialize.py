@@ -382,6 +382,10 @@ def _start_knob_grid(root: Path, home: Path, started: Started, log: Path) -> tup
                 return False
 
         _wait(step_started, "the zeus_knob_grid step to start")
+        # Then into its replays, where the step waits on its Dask futures. Interrupted earlier, while it loads its inputs,
+        # Dagster's interrupt can land in a garbage-collection callback of sqlalchemy's, where Python drops the exception
+        # ("Exception ignored in ... DagsterExecutionInterruptedError"): the run goes on and succeeds (seen once in CI).
+        _wait(lambda: " grid: " in log.read_text(), "the zeus_knob_grid step to start its replays")
         run = instance.get_runs()[0]
     (orchestrator,) = psutil.Process(driver.pid).children()
     started.groups.append(orchestrator.pid)  # the orchestrator leads its own group, which holds every process of the run
