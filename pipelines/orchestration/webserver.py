@@ -1,8 +1,8 @@
 """The webserver ``python -m pipelines materialize`` launches its runs through: Dagster's, over the data home's workspace.
 
 Its instance stores in ``$DAGSTER_HOME`` but launches each run at once (Dagster's ``DefaultRunCoordinator``): no
-daemon is needed, and none of the home's sensors runs meanwhile. Only the standard library is imported here, so that
-the orchestrator starts the server first and imports Dagster and the code location while the server loads it.
+daemon is needed, and none of the home's sensors runs meanwhile. Only the standard library and psutil are imported
+here, so that the orchestrator starts the server first and imports Dagster and the code location while the server loads it.
 """
 
 from __future__ import annotations
@@ -18,6 +18,8 @@ import urllib.request
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
+
+import psutil
 
 from pipelines.home.init import WORKSPACE_YAML
 
@@ -55,6 +57,8 @@ def webserver(home: Path, dagster_home: Path) -> Iterator[Callable[[], DagsterGr
                                    "--log-level", "warning", "--dagster-log-level", "warning", "--code-server-log-level", "warning"],
                                   env={**os.environ, "DAGSTER_HOME": folder}, cwd=home, stdin=subprocess.DEVNULL)
 
+        served: list[bool] = []
+
         def connect() -> DagsterGraphQLClient:
             while True:  # it serves once the code location has loaded
                 if server.poll() is not None:
@@ -63,12 +67,22 @@ def webserver(home: Path, dagster_home: Path) -> Iterator[Callable[[], DagsterGr
                     urllib.request.urlopen(f"http://127.0.0.1:{port}/server_info", timeout=1).close()
                     from dagster_graphql import DagsterGraphQLClient  # imported once the server runs (see the module's docstring)
 
+                    served.append(True)
                     return DagsterGraphQLClient("127.0.0.1", port_number=port)
                 time.sleep(POLL_S)
 
         try:
             yield connect
         finally:
-            server.terminate()
+            # A server still starting (the command failed before it served: a bad --select) launched nothing: it and the
+            # code server it may have started are killed, since SIGTERM then reaches their command lines, which print
+            # "Aborted!" under the command's own verdict.
+            if served:
+                server.terminate()
+            else:
+                with contextlib.suppress(psutil.NoSuchProcess):
+                    for process in [*psutil.Process(server.pid).children(recursive=True), psutil.Process(server.pid)]:
+                        with contextlib.suppress(psutil.NoSuchProcess):
+                            process.kill()
             with contextlib.suppress(subprocess.TimeoutExpired):
                 server.wait(timeout=20)
