@@ -47,6 +47,12 @@ NONE = "none"
 SLURM = "slurm"
 #: Times ``DaskRunner.map`` scatters the shared inputs again after Dask lost them with a worker.
 RESUBMITS = 3
+#: How long ``connect`` tries to reach a scheduler address before it gives up (``SchedulerError``).
+CONNECT_TIMEOUT = "30s"
+
+
+class SchedulerError(ValueError):
+    """A scheduler address that cannot be reached (the message names it and why)."""
 
 
 class Runner(Protocol):
@@ -215,7 +221,11 @@ def connect(scheduler: str | None = None, *, workers: int | None = None, slurm: 
             wait_for_workers(client, note)
             yield DaskRunner(client, f"Slurm jobs of scheduler {cluster.scheduler_address}")
         return
-    with Client(target, timeout="30s") as client:
+    try:
+        client = Client(target, timeout=CONNECT_TIMEOUT)
+    except OSError as exc:  # nothing listening, a timeout, a name that does not resolve
+        raise SchedulerError(f"Dask scheduler {target}: {exc}") from None
+    with client:
         yield DaskRunner(client, f"Dask scheduler {target}")
 
 

@@ -17,7 +17,7 @@ import click
 
 from pipelines.cli import invoked_as
 from pipelines.clusters.sweep import GRIDS, SweepError, check_inputs, read_inputs, replays, sweep
-from pipelines.distributed import SLURM, connect
+from pipelines.distributed import SLURM, SchedulerError, connect
 from pipelines.home.paths import default_paths
 from pipelines.home.storage import write_parquet_atomic
 from pipelines.jobqueue import DEFAULT_JOBS, WALLTIME_FORMATS, SlurmError, SlurmOptions, check, check_walltime
@@ -155,9 +155,12 @@ def cli(
     except SweepError as exc:
         raise click.ClickException(str(exc)) from exc
     started = time.perf_counter()
-    with connect(scheduler, workers=workers, slurm=slurm_cluster, note=note) as runner:
-        click.echo(f"[sweep] on {runner.description}", err=True)
-        table = sweep(jobs, trace_tables, grid, runner, progress=progress)
+    try:
+        with connect(scheduler, workers=workers, slurm=slurm_cluster, note=note) as runner:
+            click.echo(f"[sweep] on {runner.description}", err=True)
+            table = sweep(jobs, trace_tables, grid, runner, progress=progress)
+    except SchedulerError as exc:
+        raise click.ClickException(str(exc)) from None
     seconds = time.perf_counter() - started
     write_parquet_atomic(table, output)
     n = len(replays(grid, tuple(sorted(table["trace"].unique().to_list()))))

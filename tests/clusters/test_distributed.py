@@ -200,3 +200,16 @@ def test_a_worker_killed_mid_sweep_changes_nothing(cluster: Cluster, inputs: tup
         assert victim.wait(timeout=30) == -signal.SIGKILL
         assert len(finished) == len(tasks) and runner.workers == 1
     assert sweep.expand(totals, replace(GRID, traces=chosen)).equals(serial)
+
+
+def test_an_address_nothing_listens_on_is_one_error_naming_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    import socket
+
+    from pipelines import distributed
+
+    with socket.socket() as probe:  # a free port: nothing listens on it
+        probe.bind(("127.0.0.1", 0))
+        address = f"tcp://127.0.0.1:{probe.getsockname()[1]}"
+    monkeypatch.setattr(distributed, "CONNECT_TIMEOUT", "1s")
+    with pytest.raises(distributed.SchedulerError, match=f"^Dask scheduler {address}: .*{address}"), connect(address):
+        pass
