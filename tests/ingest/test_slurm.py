@@ -335,3 +335,15 @@ def test_small_check_batches_and_fewer_columns_read_the_same(tmp_path: Path, mon
     narrow = read_sacct(path, trace="gen", source_file="cluster.sacct", timezone="Europe/Berlin", columns=columns)
     assert narrow.table.columns == list(columns) and narrow.table.equals(whole.table.select(columns))
     assert narrow.quarantine.equals(whole.quarantine) and narrow.counts == whole.counts
+
+
+def test_an_export_on_the_berlin_clock_read_as_utc_quarantines_its_end_before_start_rows(tmp_path: Path) -> None:
+    """The generator writes local (Europe/Berlin) times; read as UTC, the allocations that span the end of daylight saving
+    time end before they start. Their reasons are built from the text of rows filtered out of a block of many chunks,
+    where polars 2.1 panicked ("i < self.len()") until apply_checks rechunked the failing rows."""
+    path = tmp_path / "berlin.sacct"
+    truth = write_export(path, 20_000)
+    result = read_sacct(path, trace="berlin", source_file="berlin.sacct", timezone="UTC")
+    reasons = result.quarantine["reason"].to_list()
+    assert reasons and all(r.startswith("End: '2024-10-27T02:") and "is before Start '2024-10-27T02:" in r for r in reasons), reasons
+    assert result.counts.accounted and result.counts.lines == truth.lines and result.table.height == truth.allocations - len(reasons)
