@@ -266,7 +266,8 @@ def spawned_seed(base: np.uint64, knob_words: np.ndarray) -> np.uint64:
     """
     entropy = np.zeros(_POOL_SIZE + knob_words.size, dtype=np.uint64)
     entropy[0] = base  # the run entropy is padded to the pool size when a spawn key follows
-    entropy[_POOL_SIZE:] = knob_words
+    for i in range(knob_words.size):  # a loop, not a slice assignment: see ``_copy``
+        entropy[_POOL_SIZE + i] = knob_words[i]
     return generate_words(seed_pool(entropy), 1)[0]
 
 
@@ -464,6 +465,14 @@ class PolicyArrays(NamedTuple):
 _F_SEQ, _F_JOB, _F_ATTEMPT, _F_K, _F_PL, _F_REACHED, N_INT_SLOTS = range(7)
 #: Rows of their float64 state (``fs[row, slot]``).
 _F_T1, _F_T0, _F_RATIO, _F_TIME, _F_ENERGY, _F_COST, N_FLOAT_SLOTS = range(7)
+
+
+@njit(cache=True)
+def _copy(source: np.ndarray, target: np.ndarray, n: int) -> None:
+    """``target[:n] = source[:n]`` as a loop: a slice assignment of one array to another makes numba compile its
+    shape-mismatch error (string formatting), about 2 s of the kernel's first compile for a check that cannot fail here."""
+    for i in range(n):
+        target[i] = source[i]
 
 
 @njit(cache=True)
@@ -716,7 +725,7 @@ def replay_groups_kernel(  # noqa: PLR0915 - one event loop as groups.replay_gro
                             break
                         expecting = -1
                         n_surv = n_good
-                        survivors[:n_good] = good[:n_good]
+                        _copy(good, survivors, n_good)
                         _sort(survivors, n_surv)
                         prune_round += 1
                         if prune_round == NUM_PRUNING_ROUNDS:
