@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import dagster as dg
-from dagster_graphql import DagsterGraphQLClient
 
 from pipelines.clusters import tracefiles
 from pipelines.definitions import loaded
@@ -18,6 +18,9 @@ from pipelines.defs.clusters.partitions import register_trace_partitions
 from pipelines.home.paths import find_home
 from pipelines.orchestration import renamed, runs
 from pipelines.orchestration.recovery import recover, report
+
+if TYPE_CHECKING:
+    from dagster_graphql import DagsterGraphQLClient  # the client is made by pipelines.orchestration.webserver
 
 #: Seconds the orchestrator gives a terminated run to end before it leaves (its processes end with it).
 CANCEL_GRACE_S = 30.0

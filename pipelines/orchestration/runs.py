@@ -19,14 +19,16 @@ import os
 import time
 import warnings
 from collections.abc import Callable
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import dagster as dg
-from dagster_graphql import DagsterGraphQLClient
 
 from pipelines.defs.jobs import job_name
 from pipelines.defs.shared.io_manager import PARTITIONS_STAND_ALONE
 from pipelines.home.init import LOCATION
+
+if TYPE_CHECKING:
+    from dagster_graphql import DagsterGraphQLClient  # the client is made by pipelines.orchestration.webserver
 
 RANGE_START, RANGE_END = "dagster/asset_partition_range_start", "dagster/asset_partition_range_end"
 PARTITION = "dagster/partition"
