@@ -11,7 +11,7 @@ export DAGSTER_HOME := $(CURDIR)/.dagster_home
 SELECT ?= *
 DEV_PORT ?= 3000
 
-.PHONY: setup setup-test setup-measure setup-docs setup-browser fetch materialize figures test lint docs bench dev dev-read-only sql clean
+.PHONY: setup setup-test setup-measure setup-docs setup-browser fetch materialize figures test test-all lint docs bench dev dev-read-only sql clean
 
 ## uv (installed into the venv from the package index) installs in seconds what pip takes minutes for;
 ## pip is the fallback where uv cannot reach the index, and installs the torch extra (pip's configuration
@@ -76,9 +76,13 @@ materialize: $(STAMP) $(DAGSTER_HOME)/dagster.yaml
 ## figures: the main command: fetch, materialize everything, render figures/.
 figures: materialize
 
-## test: the whole suite, the measurement harness's CPU path included (so it installs the torch extra);
-## one worker per core, each test file in one worker.
+## test: the suite but its tests marked slow (pyproject.toml), the measurement harness's CPU path included (so it
+## installs the torch extra); one worker per core, each test file in one worker. Within 2 minutes on 2 idle cores.
 test: $(MEASURE_STAMP)
+	$(PY) -m pytest -q -n auto --dist loadfile -m "not slow"
+
+## test-all: the whole suite, the slow tests included (real process stacks, whole-trace peer replays); what CI runs.
+test-all: $(MEASURE_STAMP)
 	$(PY) -m pytest -q -n auto --dist loadfile
 
 ## lint: ruff (rules in pyproject.toml) over the code, tests and benchmarks; mypy over the package; the layer contracts (import-linter).

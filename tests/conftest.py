@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from types import ModuleType
 from typing import TYPE_CHECKING
 
 import pytest
@@ -37,6 +38,15 @@ def materialized(mirror: Path, tmp_path_factory: pytest.TempPathFactory) -> Home
 
 
 @pytest.fixture(scope="session")
+def scipy_stats() -> ModuleType:
+    """``scipy.stats``, a reference some tests hold ours against; imported by the tests that ask for it, not by every
+    test worker as it collects their modules (1 to 2 s of a worker's start)."""
+    from scipy import stats
+
+    return stats
+
+
+@pytest.fixture(scope="session")
 def ingested(materialized: Homes) -> tuple[ProjectPaths, object]:
     """The raw + ingest layers materialized from the mirror into a temp root, once per session: (paths, result)."""
     from tests.support.materialize import INGEST
@@ -45,34 +55,40 @@ def ingested(materialized: Homes) -> tuple[ProjectPaths, object]:
     return home.paths, home.result
 
 
-#: The test files that take longest (seconds of one worker, `--durations`), longest first. Under
-#: `-n auto --dist loadfile` each file goes whole to the next free worker, in the order below (then
-#: the rest, in collection order), so that the two workers end together instead of one finishing a
-#: long file alone at the end. Only the order changes with this list, never what runs.
+#: The test files that take longest (seconds of one worker, `--durations`), longest first: first those
+#: of `make test-all` (their slow tests), then those of `make test`. Under `-n auto --dist loadfile` each
+#: file goes whole to the next free worker, in the order below (then the rest, in collection order), so
+#: that the two workers end together instead of one finishing a long file alone at the end. Only the
+#: order changes with this list, never what runs.
 LONGEST_FIRST = (
     "tests/orchestration/test_materialize.py",
     "tests/zeus/test_groups_differential.py",
-    "tests/home/test_wheel.py",
     "tests/clusters/test_distributed.py",
-    "tests/zeus/test_single.py",
-    "tests/figures/test_figures.py",
+    "tests/home/test_wheel.py",
     "tests/clusters/test_jobqueue.py",
-    "tests/cli/test_readme_commands.py",
-    "tests/defs/test_automation.py",
+    "tests/zeus/test_single.py",
     "tests/clusters/test_own_clusters.py",
-    "tests/clusters/test_own_trace_files.py",
-    "tests/zeus/test_groups.py",
+    "tests/figures/test_figures.py",
+    "tests/ingest/test_slurm.py",
+    "tests/cli/test_readme_commands.py",
+    "tests/clusters/test_whatif_trust.py",
     "tests/zeus/test_cli.py",
-    "tests/clusters/test_whatif.py",
-    "tests/clusters/test_own_trace_hardening.py",
-    "tests/cli/test_whatif_html_browser.py",
-    "tests/clusters/test_power.py",
-    "tests/sql/test_sql.py",
-    "tests/measure/test_harness.py",
-    "tests/clusters/test_sweep.py",
-    "tests/defs/test_definitions.py",
-    "tests/clusters/test_layer.py",
     "tests/ingest/test_own_trace_properties.py",
+    "tests/clusters/test_own_trace_hardening.py",
+    "tests/zeus/test_fast.py",
+    "tests/clusters/test_own_trace_files.py",
+    "tests/clusters/test_whatif.py",
+    "tests/defs/test_definitions.py",
+    "tests/clusters/test_own_cluster_report_asset.py",
+    "tests/defs/test_automation.py",
+    "tests/sql/test_sql.py",
+    "tests/cli/test_whatif_html_browser.py",
+    "tests/sql/test_sql_read_only.py",
+    "tests/clusters/test_own_cluster_summary_asset.py",
+    "tests/clusters/test_layer.py",
+    "tests/clusters/test_sweep.py",
+    "tests/measure/test_harness.py",
+    "tests/zeus/test_groups.py",
 )
 
 

@@ -34,7 +34,8 @@ EVIL = '<script>alert("x")</script><b>&amp;'
 OPTIONS = ["--timezone", "UTC", "--samples", "3", "--price-per-kwh", "0.25", "--grid-gco2-per-kwh", "380", "--no-progress"]
 NUMBER = re.compile(r"[-+]?\d[\d,]*(?:\.\d+)?(?:e[-+]?\d+)?")
 
-pytestmark = pytest.mark.skipif(not Path(CHROMIUM).is_file(), reason=f"Chromium is not installed ({CHROMIUM}): apt-get install chromium")
+pytestmark = [pytest.mark.slow,
+              pytest.mark.skipif(not Path(CHROMIUM).is_file(), reason=f"Chromium is not installed ({CHROMIUM}): apt-get install chromium")]
 
 
 def _with_markup(path: Path) -> None:

@@ -102,6 +102,7 @@ def serial(inputs: tuple[pl.DataFrame, Traces]) -> pl.DataFrame:
     return sweep.sweep(jobs, traces, GRID, SerialRunner())
 
 
+@pytest.mark.slow
 def test_dask_executor_materializes_a_selection(cluster: Cluster, tmp_path: Path) -> None:
     import dagster as dg
 
@@ -125,6 +126,7 @@ def test_dask_executor_materializes_a_selection(cluster: Cluster, tmp_path: Path
     assert step_pids and step_pids <= {w.pid for w in cluster.workers}  # every step ran on a Dask worker
 
 
+@pytest.mark.slow
 def test_sweep_command_through_the_address_equals_in_process(
     cluster: Cluster, inputs: tuple[pl.DataFrame, Traces], serial: pl.DataFrame, tmp_path: Path
 ) -> None:
@@ -140,6 +142,7 @@ def test_sweep_command_through_the_address_equals_in_process(
     assert pl.read_parquet(out).equals(serial)
 
 
+@pytest.mark.slow
 def test_tasks_whose_scattered_inputs_were_lost_run_again(cluster: Cluster, inputs: tuple[pl.DataFrame, Traces],
                                                           serial: pl.DataFrame) -> None:
     """What a worker that dies with the last copy of the scattered inputs does (Dask's memory manager keeps one copy of a
@@ -166,6 +169,7 @@ def test_tasks_whose_scattered_inputs_were_lost_run_again(cluster: Cluster, inpu
     assert sweep.expand(totals, replace(GRID, traces=chosen)).equals(serial)
 
 
+@pytest.mark.slow
 def test_a_map_keeps_its_own_inputs_beside_another_client_on_the_cluster(cluster: Cluster) -> None:
     """Shared inputs are scattered under keys of their own: another client holding data under a trace's name ("lab")
     changes nothing (a dict scattered as itself is keyed by its entries' names)."""
@@ -181,6 +185,7 @@ def test_a_map_keeps_its_own_inputs_beside_another_client_on_the_cluster(cluster
         assert other.gather(held["lab"]).height == 3
 
 
+@pytest.mark.slow
 def test_a_worker_killed_mid_sweep_changes_nothing(cluster: Cluster, inputs: tuple[pl.DataFrame, Traces], serial: pl.DataFrame) -> None:
     jobs, traces = inputs
     victim = cluster.workers[0]

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from types import ModuleType
+
 import numpy as np
 import pytest
-from scipy import stats
 
 from pipelines.clusters.distributions import DistributionError, Polyline, ks_distance, mode_window, piecewise_linear, step
 
@@ -26,22 +27,22 @@ def test_ks_of_pairs_known_in_closed_form() -> None:
     assert ks_distance(UNIFORM, UNIFORM) == 0.0
 
 
-def test_ks_of_two_samples_is_scipys_statistic() -> None:
+def test_ks_of_two_samples_is_scipys_statistic(scipy_stats: ModuleType) -> None:
     rng = np.random.default_rng(24)
     for n, m in ((40, 70), (300, 25), (5, 5)):
         a = np.round(rng.normal(0.0, 1.0, n), 1)  # rounded: ties inside and across the samples
         b = np.round(rng.normal(0.3, 1.4, m), 1)
-        assert ks_distance(step(a, np.ones(n)), step(b, np.ones(m))) == pytest.approx(stats.ks_2samp(a, b).statistic, abs=1e-12)
+        assert ks_distance(step(a, np.ones(n)), step(b, np.ones(m))) == pytest.approx(scipy_stats.ks_2samp(a, b).statistic, abs=1e-12)
 
 
-def test_ks_of_a_sample_against_a_continuous_cdf_is_scipys() -> None:
+def test_ks_of_a_sample_against_a_continuous_cdf_is_scipys(scipy_stats: ModuleType) -> None:
     rng = np.random.default_rng(7)
     sample = rng.uniform(0, 1, 60)
-    assert ks_distance(step(sample, np.ones(60)), UNIFORM) == pytest.approx(stats.kstest(sample, "uniform").statistic, abs=1e-12)
+    assert ks_distance(step(sample, np.ones(60)), UNIFORM) == pytest.approx(scipy_stats.kstest(sample, "uniform").statistic, abs=1e-12)
     # weighted atoms: weight 3 on a value is that value three times
     values, weights = np.array([0.1, 0.4, 0.9]), np.array([3, 1, 2])
     expanded = np.repeat(values, weights)
-    assert ks_distance(step(values, weights), UNIFORM) == pytest.approx(stats.kstest(expanded, "uniform").statistic, abs=1e-12)
+    assert ks_distance(step(values, weights), UNIFORM) == pytest.approx(scipy_stats.kstest(expanded, "uniform").statistic, abs=1e-12)
 
 
 def test_cdf_left_limit_quantile_and_scaling() -> None:

@@ -6,11 +6,11 @@ from __future__ import annotations
 import datetime as dt
 import math
 from pathlib import Path
+from types import ModuleType
 
 import numpy as np
 import polars as pl
 import pytest
-from scipy import stats
 
 from pipelines.clusters import fleet, mapping, simulate
 from pipelines.clusters.workloads import workloads_by_default_tta
@@ -41,7 +41,7 @@ def test_measured_rows_and_the_a100_idle_draw_come_from_the_curves(fleet_cdf: pl
     assert fleet.measured_idle_w(fleet_cdf) == GPU_BY_NAME["a100"].idle_w == 63.6
 
 
-def test_a_simulated_fleet_by_hand_and_its_ks_against_scipy(fleet_cdf: pl.DataFrame) -> None:
+def test_a_simulated_fleet_by_hand_and_its_ks_against_scipy(scipy_stats: ModuleType, fleet_cdf: pl.DataFrame) -> None:
     # a V100 fleet: 3 h of GPU-time at 200 W (80% TDP), 1 h at 100 W (40%), 6 h idle at 36 W (14.4%)
     history = pl.DataFrame({"trace": ["t"] * 2, "gpu": ["v100"] * 2, "policy": ["default"] * 2, "num_gpu": [3, 1],
                             "time_s": [3600.0, 3600.0], "energy_j": [3 * 200 * 3600.0, 100 * 3600.0]})
@@ -56,7 +56,7 @@ def test_a_simulated_fleet_by_hand_and_its_ks_against_scipy(fleet_cdf: pl.DataFr
     # the same fleet as a sample of 10 GPU-hours against Seren's curve: scipy's one-sample KS (no atom of Seren's falls on them)
     sample = np.repeat([80.0, 40.0, 100 * idle_w / 250], [3, 1, 6])
     seren = fleet.measured_pct_tdp(fleet_cdf, "seren")
-    expected = stats.kstest(sample, seren.cdf).statistic
+    expected = scipy_stats.kstest(sample, seren.cdf).statistic
     assert row["ks_vs_seren"] == pytest.approx(expected, abs=1e-12)
 
 

@@ -152,6 +152,7 @@ def _gone(folder: Path, job: str, timeout_s: float = 30) -> bool:
     return True
 
 
+@pytest.mark.slow
 def test_whatif_samples_on_slurm_jobs_equal_in_process(fake: tuple[Path, dict[str, str]], export: Path, mirror: Path) -> None:
     folder, env = fake
     done = subprocess.run([sys.executable, "-m", "pipelines", "whatif", str(export), "--timezone", "UTC", "--trace-dir", str(mirror / "zeus"),
@@ -177,6 +178,7 @@ def test_whatif_samples_on_slurm_jobs_equal_in_process(fake: tuple[Path, dict[st
     assert "Registered to:" in (folder / f"job-{jobs[0]}.out").read_text()  # the job's worker command reached the scheduler
 
 
+@pytest.mark.slow
 def test_sweep_on_slurm_jobs_equals_in_process(fake: tuple[Path, dict[str, str]], export: Path, mirror: Path, tmp_path: Path) -> None:
     folder, env = fake
     traces = read_trace_dir(mirror / "zeus")
@@ -196,6 +198,7 @@ def test_sweep_on_slurm_jobs_equals_in_process(fake: tuple[Path, dict[str, str]]
     assert set(fake_slurm.cancelled(folder)) == {job} and _gone(folder, job)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
 def test_ctrl_c_and_sigterm_cancel_the_jobs(fake: tuple[Path, dict[str, str]], export: Path, mirror: Path, sig: signal.Signals) -> None:
     folder, env = fake

@@ -48,6 +48,7 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str,
     return bin_dir, env
 
 
+@pytest.mark.slow
 def test_the_installed_wheel_works_from_an_empty_folder(installed: tuple[Path, dict[str, str]], tmp_path: Path, mirror: Path) -> None:
     bin_dir, env = installed
     work = tmp_path / "empty"

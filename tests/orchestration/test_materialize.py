@@ -400,6 +400,7 @@ def _status(home: Path, run_id: str) -> dg.DagsterRunStatus:
         return run.status
 
 
+@pytest.mark.slow
 def test_ctrl_c_cancels_the_run_and_ends_every_process(knob_grid_project: Path, tmp_path: Path) -> None:
     home = _home(tmp_path)
     with _processes() as started:
@@ -420,6 +421,7 @@ def test_ctrl_c_cancels_the_run_and_ends_every_process(knob_grid_project: Path, 
         _wait(lambda: not group_alive(orchestrator), "the orchestrator's processes to end", timeout=10)
 
 
+@pytest.mark.slow
 def test_kill_9_of_the_command_leaves_no_process_and_no_started_run(knob_grid_project: Path, tmp_path: Path) -> None:
     home = _home(tmp_path)
     with _processes() as started:
@@ -431,6 +433,7 @@ def test_kill_9_of_the_command_leaves_no_process_and_no_started_run(knob_grid_pr
         assert _status(home, run.run_id) == dg.DagsterRunStatus.CANCELED, log.read_text()[-3000:]
 
 
+@pytest.mark.slow
 def test_kill_9_of_the_orchestrator_ends_its_processes_and_marks_its_run_failed(knob_grid_project: Path, tmp_path: Path) -> None:
     home = _home(tmp_path)
     with _processes() as started:
@@ -445,6 +448,7 @@ def test_kill_9_of_the_orchestrator_ends_its_processes_and_marks_its_run_failed(
         assert _status(home, run.run_id) == dg.DagsterRunStatus.FAILURE, log.read_text()[-3000:]
 
 
+@pytest.mark.slow
 def test_a_failed_blocking_check_is_named_in_one_line_and_fails_the_command(mirror: Path, tmp_path: Path) -> None:
     """A measured profile with quarantined rows above the blocking share: the command names the check and exits 1."""
     root = tmp_path / "project"
@@ -470,6 +474,7 @@ def test_a_failed_blocking_check_is_named_in_one_line_and_fails_the_command(mirr
     assert run.remote_job_origin.location_name == "gpu_energy"
 
 
+@pytest.mark.slow
 def test_a_trace_that_cannot_be_read_fails_its_own_run_and_a_second_command_waits_for_the_first(tmp_path: Path) -> None:
     """Issue 25: your traces' ingest runs a run per trace (a bad one fails alone), and one materialize at a time per instance."""
     root = tmp_path / "project"

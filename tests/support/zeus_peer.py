@@ -15,9 +15,12 @@ import io
 import tarfile
 import zlib
 from pathlib import Path, PurePosixPath
+from typing import TYPE_CHECKING
 
-import pandas as pd
 import polars as pl
+
+if TYPE_CHECKING:
+    import pandas as pd  # imported where a peer is built: every test worker collects this module, few build a peer
 
 #: ElasticFlow model -> Zeus dataset (an arbitrary, fixed assignment covering all six workloads).
 MODEL_TO_DATASET: dict[str, str] = {
@@ -80,6 +83,8 @@ def history_rows(history: list) -> list[tuple[int, int, float, float, bool]]:
 
 
 def _categorical(frame: pd.DataFrame) -> pd.DataFrame:
+    import pandas as pd
+
     text = [c for c in frame.columns if frame[c].dtype == object or pd.api.types.is_string_dtype(frame[c])]
     return frame.astype(dict.fromkeys(text, "category"))
 
@@ -97,6 +102,8 @@ class Peer:
         """``categorical``: text columns as pandas categories (the tests' choice). The simulator's every
         lookup filters these frames by text; categories make that about 1.5x faster with identical
         results. The benchmarks keep ``pd.read_csv``'s own types, as the artifact scripts do."""
+        import pandas as pd
+
         self.train = pd.read_csv(trace_dir / "summary_train.csv")
         self.power = {gpu: pd.read_csv(trace_dir / f"summary_power_{gpu}.csv") for gpu in GPUS}
         if categorical:

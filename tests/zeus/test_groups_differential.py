@@ -62,6 +62,7 @@ def published_small(peer, small_groups: pl.DataFrame):
     return runs
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("engine", ENGINES)
 @pytest.mark.parametrize(("gpu", "eta", "beta"), [("v100", 0.5, 2.0), ("a40", 1.0, 1.5)])
 def test_every_elasticflow_group_of_up_to_40_jobs(
