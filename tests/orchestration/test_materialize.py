@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+import sqlite3
 import subprocess
 import sys
 import textwrap
@@ -284,12 +285,32 @@ def _processes() -> Iterator[Started]:
 
 
 def _home(tmp_path: Path) -> Path:
+    """A new Dagster home, its storage not created yet: what a user's first ``make figures`` starts from."""
     home = tmp_path / "dagster_home"
     home.mkdir()
     (home / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
-    with dg.DagsterInstance.from_config(str(home)) as instance:  # create the storage before processes share it
-        instance.get_runs()
     return home
+
+
+def test_a_new_homes_storage_is_created_before_the_webserver_starts(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Created by two processes at once, schedules.db was stamped with two schema versions, and every later command
+    failed ("more than one head"): seen in CI, the webserver and the orchestrator opening a new home together."""
+    from pipelines.orchestration import webserver
+
+    home, seen = _home(tmp_path), []
+
+    def launch(*args: object, **kwargs: object) -> subprocess.Popen[bytes]:
+        seen.append([(home / name).is_file() for name in webserver.STORAGE_FILES])
+        raise OSError("the server is not started: what was there before it is the point")
+
+    monkeypatch.setattr(webserver.subprocess, "Popen", launch)
+    with pytest.raises(OSError, match="not started"), webserver.webserver(tmp_path, home):
+        pass
+    assert seen == [[True, True, True]]
+    with contextlib.closing(sqlite3.connect(home / "schedules" / "schedules.db")) as db:
+        assert len(db.execute("select version_num from alembic_version").fetchall()) == 1
+    with dg.DagsterInstance.from_config(str(home)) as instance:
+        assert instance.get_runs() == []
 
 
 def test_recover_marks_runs_of_dead_processes_and_removes_stale_temp_files(tmp_path: Path) -> None:
