@@ -119,6 +119,7 @@ def remove(name: str) -> None:
     from pipelines.defs.clusters.partitions import TRACE_DIMENSION, forget_trace
     from pipelines.defs.own_clusters.reports import PREFIX
     from pipelines.home.init import use_dagster_home
+    from pipelines.orchestration.storage import StorageError, create_storage
 
     paths = default_paths()
     try:
@@ -130,7 +131,10 @@ def remove(name: str) -> None:
         _fail(str(exc))
     except OSError as exc:
         _fail(f"trace {name!r}: not removed ({os_error(exc)})")
-    use_dagster_home()
+    try:
+        create_storage(use_dagster_home()[0])
+    except StorageError as exc:
+        _fail(str(exc))
     graph = loaded().resolve_asset_graph()
     with dg.DagsterInstance.get() as instance:
         registered = instance.has_dynamic_partition(TRACE_DIMENSION, name)

@@ -37,6 +37,7 @@ from pipelines.home.init import use_dagster_home
 from pipelines.home.paths import find_home
 from pipelines.orchestration import lock
 from pipelines.orchestration.processes import STOP_SIGNAL, die_with_parent, end_group
+from pipelines.orchestration.storage import StorageError
 from pipelines.orchestration.webserver import webserver
 from pipelines.terminal import printable
 
@@ -120,7 +121,11 @@ def _orchestrate(select: str, executor: str, scheduler: str | None, concurrency:
             address = scheduler or os.environ.get(SCHEDULER_ENV) or stack.enter_context(local_cluster()).scheduler_address
             os.environ["PIPELINES_EXECUTOR"], os.environ[SCHEDULER_ENV] = "dask", address
             _echo(f"Dask scheduler {address}")
-        connect = stack.enter_context(webserver(find_home(), Path(os.environ["DAGSTER_HOME"])))
+        try:
+            connect = stack.enter_context(webserver(find_home(), Path(os.environ["DAGSTER_HOME"])))
+        except StorageError as exc:
+            _echo(f"FAILED: {exc}")
+            return 1
         # Not imported by the driver, and imported only now: Dagster and the code location load here as the server loads them.
         from pipelines.orchestration.orchestrator import orchestrate
 

@@ -8,6 +8,7 @@ import dagster as dg
 from pipelines.home.init import use_dagster_home
 from pipelines.orchestration import renamed
 from pipelines.orchestration.recovery import recover, report
+from pipelines.orchestration.storage import StorageError, create_storage
 
 
 @click.command("recover")
@@ -17,7 +18,10 @@ def cli() -> None:
     Temp files under assets/, figures/ and raw/; the files that asset keys since renamed wrote, and those keys' records in
     the Dagster instance, each named in one line.
     """
-    use_dagster_home()
+    try:
+        create_storage(use_dagster_home()[0])
+    except StorageError as exc:
+        raise click.ClickException(str(exc)) from None
     with dg.DagsterInstance.get() as instance:
         report(recover(instance))
         renamed.report(renamed.forget_renamed(instance))

@@ -3,7 +3,7 @@
 Its instance stores in ``$DAGSTER_HOME`` but launches each run at once (Dagster's ``DefaultRunCoordinator``): no
 daemon is needed, and none of the home's sensors runs meanwhile. Only the standard library and psutil are imported
 here, so that the orchestrator starts the server first and imports Dagster and the code location while the server loads it;
-a home with no storage yet has it created first (``create_storage``), which imports Dagster before the server starts.
+a home with no storage yet has it created first (``pipelines.orchestration.storage``), which imports Dagster before the server starts.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 import psutil
 
 from pipelines.home.init import WORKSPACE_YAML
+from pipelines.orchestration.storage import create_storage
 
 if TYPE_CHECKING:
     from dagster_graphql import DagsterGraphQLClient
@@ -36,24 +37,6 @@ run_coordinator: {{module: dagster.core.run_coordinator, class: DefaultRunCoordi
 telemetry: {{enabled: false}}
 """
 POLL_S = 0.5
-#: The databases of the SQLite storage INSTANCE_YAML configures, under its base_dir (Dagster's ``DagsterSqliteStorage``).
-STORAGE_FILES = ("history/runs.db", "history/runs/index.db", "schedules/schedules.db")
-
-
-def create_storage(instance_folder: Path, dagster_home: Path) -> None:
-    """Create the storage of a Dagster home that has none yet, in this process, before another process opens it.
-
-    Dagster creates each database on first open: it checks its schema version, then creates the tables and stamps
-    the version. Two processes opening a new home at once (our webserver, its code server, the orchestrator) can both
-    stamp, each a different version, and every later open of ``schedules.db`` fails ("more than one head"). A home
-    with its databases costs nothing here; a new one, the import of Dagster (about 1 s) once.
-    """
-    if all((dagster_home / name).is_file() for name in STORAGE_FILES):
-        return
-    import dagster as dg  # only for a new home (see the module's docstring)
-
-    with dg.DagsterInstance.from_config(str(instance_folder)):
-        pass
 
 
 @contextlib.contextmanager
@@ -65,7 +48,7 @@ def webserver(home: Path, dagster_home: Path) -> Iterator[Callable[[], DagsterGr
     """
     with tempfile.TemporaryDirectory(prefix="gpu-energy-materialize-") as folder:
         (Path(folder) / "dagster.yaml").write_text(INSTANCE_YAML.format(home=dagster_home))
-        create_storage(Path(folder), dagster_home)
+        create_storage(dagster_home, Path(folder))
         workspace = home / "workspace.yaml"
         if not workspace.is_file():  # a home made by hand: the same code location, run from the home
             workspace = Path(folder) / "workspace.yaml"

@@ -9,7 +9,6 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
-import sqlite3
 import subprocess
 import sys
 import textwrap
@@ -292,27 +291,6 @@ def _home(tmp_path: Path) -> Path:
     return home
 
 
-def test_a_new_homes_storage_is_created_before_the_webserver_starts(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Created by two processes at once, schedules.db was stamped with two schema versions, and every later command
-    failed ("more than one head"): seen in CI, the webserver and the orchestrator opening a new home together."""
-    from pipelines.orchestration import webserver
-
-    home, seen = _home(tmp_path), []
-
-    def launch(*args: object, **kwargs: object) -> subprocess.Popen[bytes]:
-        seen.append([(home / name).is_file() for name in webserver.STORAGE_FILES])
-        raise OSError("the server is not started: what was there before it is the point")
-
-    monkeypatch.setattr(webserver.subprocess, "Popen", launch)
-    with pytest.raises(OSError, match="not started"), webserver.webserver(tmp_path, home):
-        pass
-    assert seen == [[True, True, True]]
-    with contextlib.closing(sqlite3.connect(home / "schedules" / "schedules.db")) as db:
-        assert len(db.execute("select version_num from alembic_version").fetchall()) == 1
-    with dg.DagsterInstance.from_config(str(home)) as instance:
-        assert instance.get_runs() == []
-
-
 def test_recover_marks_runs_of_dead_processes_and_removes_stale_temp_files(tmp_path: Path) -> None:
     home, root = _home(tmp_path), tmp_path / "project"
     env = {**os.environ, "DAGSTER_HOME": str(home), "GPU_ENERGY_HOME": str(root)}
@@ -390,6 +368,12 @@ def _command(root: Path, home: Path, started: Started, log: Path, *args: str) ->
 def _start_knob_grid(root: Path, home: Path, started: Started, log: Path) -> tuple[subprocess.Popen[bytes], dg.DagsterRun, int]:
     """Start materializing zeus_knob_grid; return the driver, its run and the orchestrator's pid once the step has started."""
     driver = _command(root, home, started, log, "--select", "zeus_knob_grid")
+
+    def storage_created() -> bool:  # the home is new: opened by this process too before that, two creators could race
+        assert driver.poll() is None, log.read_text()[-3000:]
+        return "[materialize] traces: " in log.read_text()  # printed once the orchestrator has opened the instance
+
+    _wait(storage_created, "the orchestrator to open the new home's instance")
     with dg.DagsterInstance.from_config(str(home)) as instance:
 
         def step_started() -> bool:

@@ -1,0 +1,59 @@
+"""A new Dagster home's SQLite storage, created by one process at a time.
+
+Dagster creates each database of its SQLite storage on first open: it checks the schema version, creates the tables and
+stamps the version. Two processes opening a new home at once (``make dev`` and ``make figures`` started together, or
+the command's own webserver and orchestrator) can both stamp, and every later open of ``schedules.db`` then fails
+("more than one head"). Every command of ours opens a home through ``create_storage`` first: the databases are created
+under an advisory lock on ``<home>/storage.lock``, and a home whose databases are all stamped is left as it is, at the
+cost of three SQLite reads and no Dagster import.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import sqlite3
+from pathlib import Path
+
+#: The databases of Dagster's ``DagsterSqliteStorage`` under its base_dir (the home), each stamped with its schema version.
+STORAGE_FILES = ("history/runs.db", "history/runs/index.db", "schedules/schedules.db")
+LOCK_FILE = "storage.lock"
+
+
+class StorageError(RuntimeError):
+    """A database of the home that Dagster cannot open, and how to repair it."""
+
+
+def _versions(database: Path) -> int:
+    """How many schema versions ``database`` is stamped with; 0 when it or its version table does not exist."""
+    if not database.is_file():
+        return 0
+    with contextlib.closing(sqlite3.connect(f"file:{database}?mode=ro", uri=True)) as db:
+        try:
+            return len(db.execute("select version_num from alembic_version").fetchall())
+        except sqlite3.OperationalError:  # no version table: created, not stamped (a creator killed midway)
+            return 0
+
+
+def create_storage(dagster_home: Path, instance_folder: Path | None = None) -> None:
+    """Create the storage of ``dagster_home`` where a database of it is missing or unstamped; no-op on a home that has it.
+
+    ``instance_folder`` holds the ``dagster.yaml`` to open it with (default: the home's own); its storage must be the
+    home's SQLite storage. Raises ``StorageError`` for a database stamped twice (a home created by two processes at once
+    before this lock existed), naming the file and its repair.
+    """
+    dagster_home.mkdir(parents=True, exist_ok=True)
+    with open(dagster_home / LOCK_FILE, "a", encoding="utf-8") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)  # released by the kernel when this process ends, however it ends
+        versions = {name: _versions(dagster_home / name) for name in STORAGE_FILES}
+        twice = [name for name, n in versions.items() if n > 1]
+        if twice:
+            raise StorageError(f"{dagster_home / twice[0]}: stamped with {versions[twice[0]]} schema versions (created by two processes "
+                               "at once); Dagster cannot open it. Remove that file's folder (schedules/: sensor and schedule states; "
+                               "history/: run history), and the next command creates it again")
+        if all(n == 1 for n in versions.values()):
+            return
+        import dagster as dg  # only for a new home (see the module's docstring)
+
+        with dg.DagsterInstance.from_config(str(instance_folder or dagster_home)):
+            pass
