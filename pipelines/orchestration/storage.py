@@ -28,7 +28,7 @@ def _versions(database: Path) -> int:
     """How many schema versions ``database`` is stamped with; 0 when it or its version table does not exist."""
     if not database.is_file():
         return 0
-    with contextlib.closing(sqlite3.connect(f"file:{database}?mode=ro", uri=True)) as db:
+    with contextlib.closing(sqlite3.connect(f"{database.resolve().as_uri()}?mode=ro", uri=True)) as db:
         try:
             return len(db.execute("select version_num from alembic_version").fetchall())
         except sqlite3.OperationalError:  # no version table: created, not stamped (a creator killed midway)

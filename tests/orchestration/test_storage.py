@@ -23,7 +23,7 @@ from pipelines.orchestration.storage import STORAGE_FILES, StorageError, create_
 
 
 def _home(tmp_path: Path) -> Path:
-    home = tmp_path / "dagster_home"
+    home = tmp_path / "dagster home #1"  # a space and a hash: the read-only SQLite URI quotes them
     home.mkdir()
     (home / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
     return home
