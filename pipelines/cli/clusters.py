@@ -113,13 +113,10 @@ def list_traces() -> None:
 @click.argument("name")
 def remove(name: str) -> None:
     """Remove trace NAME: its files in raw/clusters/ (data and sidecar), its stored partitions, its report and its partition."""
-    import dagster as dg  # Dagster and the asset graph: only for this command
-
-    from pipelines.definitions import loaded
+    from pipelines.definitions import loaded  # Dagster and the asset graph: only for this command
     from pipelines.defs.clusters.partitions import TRACE_DIMENSION, forget_trace
     from pipelines.defs.own_clusters.reports import PREFIX
-    from pipelines.home.init import use_dagster_home
-    from pipelines.orchestration.storage import StorageError, create_storage
+    from pipelines.orchestration.storage import StorageError, home_instance
 
     paths = default_paths()
     try:
@@ -131,14 +128,13 @@ def remove(name: str) -> None:
         _fail(str(exc))
     except OSError as exc:
         _fail(f"trace {name!r}: not removed ({os_error(exc)})")
+    graph = loaded().resolve_asset_graph()
     try:
-        create_storage(use_dagster_home()[0])
+        with home_instance() as instance:
+            registered = instance.has_dynamic_partition(TRACE_DIMENSION, name)
+            stored = forget_trace(instance, [(k, graph.get(k).partitions_def) for k in graph.materializable_asset_keys], paths, name)
     except StorageError as exc:
         _fail(str(exc))
-    graph = loaded().resolve_asset_graph()
-    with dg.DagsterInstance.get() as instance:
-        registered = instance.has_dynamic_partition(TRACE_DIMENSION, name)
-        stored = forget_trace(instance, [(k, graph.get(k).partitions_def) for k in graph.materializable_asset_keys], paths, name)
     if not (removed or reports or stored or registered):
         _fail(f"trace {name!r}: nothing to remove (no file raw/clusters/{name}.*, no stored partition); `clusters list` names the traces")
     click.echo(f"removed trace {name}: {len(removed)} file(s) in raw/clusters/ ({', '.join(p.name for p in removed) or 'none left'}), "

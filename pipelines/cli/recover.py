@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 import click
-import dagster as dg
 
-from pipelines.home.init import use_dagster_home
 from pipelines.orchestration import renamed
 from pipelines.orchestration.recovery import recover, report
-from pipelines.orchestration.storage import StorageError, create_storage
+from pipelines.orchestration.storage import StorageError, home_instance
 
 
 @click.command("recover")
@@ -19,9 +17,8 @@ def cli() -> None:
     the Dagster instance, each named in one line.
     """
     try:
-        create_storage(use_dagster_home()[0])
+        with home_instance() as instance:
+            report(recover(instance))
+            renamed.report(renamed.forget_renamed(instance))
     except StorageError as exc:
         raise click.ClickException(str(exc)) from None
-    with dg.DagsterInstance.get() as instance:
-        report(recover(instance))
-        renamed.report(renamed.forget_renamed(instance))

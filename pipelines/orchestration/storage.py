@@ -13,7 +13,14 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import sqlite3
+from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+from pipelines.home.init import use_dagster_home
+
+if TYPE_CHECKING:
+    import dagster as dg
 
 #: The databases of Dagster's ``DagsterSqliteStorage`` under its base_dir (the home), each stamped with its schema version.
 STORAGE_FILES = ("history/runs.db", "history/runs/index.db", "schedules/schedules.db")
@@ -57,3 +64,13 @@ def create_storage(dagster_home: Path, instance_folder: Path | None = None) -> N
 
         with dg.DagsterInstance.from_config(str(instance_folder or dagster_home)):
             pass
+
+
+@contextlib.contextmanager
+def home_instance() -> Iterator[dg.DagsterInstance]:
+    """The Dagster instance of the commands' home (``use_dagster_home``), its storage created first (``create_storage``)."""
+    create_storage(use_dagster_home()[0])
+    import dagster as dg  # at run time only here: a home with its storage is checked without Dagster
+
+    with dg.DagsterInstance.get() as instance:
+        yield instance
