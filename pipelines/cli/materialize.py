@@ -37,7 +37,7 @@ from pipelines.home.init import use_dagster_home
 from pipelines.home.paths import find_home
 from pipelines.orchestration import lock
 from pipelines.orchestration.processes import STOP_SIGNAL, die_with_parent, end_group
-from pipelines.orchestration.storage import StorageError
+from pipelines.orchestration.storage import StorageError, make_folder
 from pipelines.orchestration.webserver import webserver
 from pipelines.terminal import printable
 
@@ -79,6 +79,10 @@ def cli(select: str, executor: str, scheduler: str | None, concurrency: int | No
     if exit_with_parent:
         die_with_parent(signal.SIGTERM, expected_parent=os.getppid())
     folder = Path(os.environ["DAGSTER_HOME"])
+    try:
+        make_folder(folder)
+    except StorageError as exc:
+        raise click.ClickException(str(exc)) from None
     try:
         with lock.held(folder, lambda who: _echo(f"waiting: another materialize holds {folder / lock.LOCK_FILE} ({who})")):
             code = _drive(args)

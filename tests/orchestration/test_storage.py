@@ -17,6 +17,7 @@ import dagster as dg
 import pytest
 from click.testing import CliRunner
 
+from pipelines.cli.materialize import cli as materialize_cli
 from pipelines.cli.recover import cli as recover_cli
 from pipelines.orchestration import webserver
 from pipelines.orchestration.storage import STORAGE_FILES, StorageError, create_storage
@@ -126,3 +127,22 @@ def test_a_home_with_its_storage_is_not_opened_by_dagster(tmp_path: Path, monkey
     monkeypatch.setattr(dg.DagsterInstance, "from_config", opened)
     create_storage(home)
     assert {name: (home / name).stat().st_mtime_ns for name in STORAGE_FILES} == stamps
+
+
+def test_a_database_that_is_not_sqlite_is_named_with_its_repair(tmp_path: Path) -> None:
+    home = _home(tmp_path)
+    create_storage(home)
+    database = home / "history" / "runs.db"
+    database.write_bytes(b"not a database " * 400)
+    with pytest.raises(StorageError, match=r"runs\.db: file is not a database; Dagster cannot open it\. Remove that file's folder"):
+        create_storage(home)
+
+
+def test_a_home_that_is_a_file_is_one_line_from_the_commands(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    home = tmp_path / "dagster_home"
+    home.write_text("a file, not a folder")
+    monkeypatch.setenv("DAGSTER_HOME", str(home))
+    for command in (recover_cli, materialize_cli):
+        result = CliRunner().invoke(command, [])
+        assert (result.exit_code, result.output) == (1, f"Error: Dagster home {home}: not a folder this process can write (File exists)\n")
+    assert home.read_text() == "a file, not a folder"
