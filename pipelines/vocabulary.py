@@ -132,6 +132,8 @@ GPU_BY_NAME: dict[str, Gpu] = {g.name: g for g in GPUS}
 PUBLISHED_GPUS: tuple[str, ...] = tuple(sorted(g.name for g in GPUS if g.power_limits_w))
 #: The same GPUs in the paper's order (figures, reports).
 PAPER_ORDER: tuple[str, ...] = tuple(g.name for g in GPUS if g.power_limits_w)
+#: The GPU whose trace orders the workloads and profiles a job of no known GPU type (the Zeus paper's main GPU).
+REFERENCE_GPU = "v100"
 
 
 def gpu_label(name: str) -> str:

@@ -23,8 +23,8 @@ from typing import Any, NoReturn
 
 import click
 
-from pipelines.home.paths import default_paths
-from pipelines.ingest.simulator_inputs import read_group_file, read_materialized, read_trace_dir
+from pipelines.home.paths import find_home
+from pipelines.ingest.simulator_inputs import read_group_file, resolve_traces
 from pipelines.terminal import printable
 from pipelines.vocabulary import POLICIES, Job, PolicyName
 from pipelines.zeus.errors import SimulationError
@@ -102,10 +102,7 @@ def _fail(message: str, code: int = 2) -> NoReturn:
 
 
 def _load_traces(trace_dir: Path | None, gpu: str) -> Traces:
-    if trace_dir is not None:
-        return read_trace_dir(trace_dir, gpus=(gpu,))
-
-    return read_materialized(default_paths().assets)
+    return resolve_traces(trace_dir, find_home(), (gpu,))[0]
 
 
 def _emit(records: Iterable[dict]) -> None:

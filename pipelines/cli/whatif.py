@@ -27,12 +27,14 @@ from pipelines.cli.simulate import _finite
 from pipelines.cli.sweep import note, slurm_options, slurm_settings
 from pipelines.clusters import tracefiles
 from pipelines.clusters import whatif as report_of
+from pipelines.clusters.anchoring import ANCHORED, ENERGY_MODELS, EnergyModel
 from pipelines.clusters.profiles import with_measured
 from pipelines.clusters.report_text import render
 from pipelines.distributed import connect
 from pipelines.home.paths import ProjectPaths, find_home
 from pipelines.ingest.common import IngestError
 from pipelines.ingest.owntrace import check_timezone
+from pipelines.ingest.simulator_inputs import resolve_traces
 from pipelines.ingest.slurm import DEFAULT_DELIMITER, parse_fields
 from pipelines.terminal import printable
 from pipelines.vocabulary import PAPER_ORDER
@@ -66,7 +68,9 @@ def _non_negative(ctx: click.Context, param: click.Parameter, value: float | Non
 @click.argument("file", type=click.Path(path_type=Path))
 @click.option("--format", "fmt", type=click.Choice(["sacct", "csv"]), default=None,
               help="sacct (--parsable2 or --parsable export) or csv (the generic job log)  [default: csv for .csv, else sacct]")
-@click.option("--timezone", default="UTC", show_default=True, help="IANA time zone of the file's times (the cluster's clock).")
+@click.option("--timezone", default=None,
+              help="IANA time zone of the file's times (the cluster's clock: sacct prints local time)  [default: UTC, assumed, "
+                   "and the report says so]")
 @click.option("--fields", default=None, help="A sacct --noheader export's field list, as given to --format (JobID,JobName,...).")
 @click.option("--delimiter", default=DEFAULT_DELIMITER, show_default=True, callback=delimiter_option,
               help="The character given to sacct's --delimiter (a --parsable/--parsable2 export; \\t for a tab).")
@@ -100,6 +104,13 @@ def _non_negative(ctx: click.Context, param: click.Parameter, value: float | Non
 @click.option("--cluster-gpus", type=click.IntRange(min=1), default=None,
               help="GPUs of your cluster, for the idle draw of fleet energy (at least the trace's peak concurrent GPUs)  "
                    "[default: the trace's peak concurrent GPUs]")
+@click.option("--energy", "energy_model", type=click.Choice(ENERGY_MODELS), default=ANCHORED, show_default=True,
+              help="anchored: each job's energy is the replay's power for its workload and GPU times its exported GPU-hours; "
+                   "runtime-ratio: the Zeus artifact's sizing (durations normalised per workload)")
+@click.option("--min-gpu-util", "min_gpu_util", type=float, default=report_of.DEFAULT_MIN_GPU_UTIL_PCT, show_default=True,
+              callback=_finite(0.0, 100.0),
+              help="Jobs below this GPU utilisation (%, gres/gpuutil or gpu_util_pct) are idle allocations: not replayed, "
+                   "counted at the idle draw.")
 @click.option("--json", "as_json", is_flag=True, help="Print exactly one JSON object on stdout.")
 @click.option("--progress/--no-progress", default=None, help="Progress bars on stderr  [default: when stderr is a terminal]")
 @click.option("--html", "html_file", type=click.Path(path_type=Path), default=None,
@@ -124,6 +135,8 @@ def cli(
     trace_dir: Path | None,
     top: int,
     cluster_gpus: int | None,
+    energy_model: EnergyModel,
+    min_gpu_util: float,
     as_json: bool,
     progress: bool | None,
     html_file: Path | None,
@@ -137,6 +150,8 @@ def cli(
     if html_file is not None:
         _check_html(html_file)
     slurm_cluster = slurm_settings(scheduler, slurm)
+    timezone_source = "given" if timezone is not None else "assumed"
+    timezone = timezone or "UTC"
     try:
         check_timezone(timezone)
         field_list = parse_fields(fields) if fields else None
@@ -145,7 +160,8 @@ def cli(
     file_format = tracefiles.format_of(file, fmt)
     options = report_of.Options(gpus=gpus, fallback_gpu=fallback_gpu.strip().lower(), eta=eta_knob, beta=beta_knob,
                                 price_per_kwh=price_per_kwh, grid_gco2_per_kwh=grid_gco2_per_kwh, top=top, cluster_gpus=cluster_gpus,
-                                progress=sys.stderr.isatty() if progress is None else progress, samples=samples, seed=seed)
+                                progress=sys.stderr.isatty() if progress is None else progress, samples=samples, seed=seed,
+                                energy_model=energy_model, min_gpu_util_pct=min_gpu_util, timezone_source=timezone_source)
     home = find_home()
     # as exported, any published GPU may be some job's own; by name, only those named (measured ones come from their files)
     named = PAPER_ORDER if gpus is None or gpus == (report_of.AS_EXPORTED,) else gpus
@@ -155,13 +171,12 @@ def cli(
         result = tracefiles.read_trace(file, report_of.trace_name_for(file), file_format, timezone, field_list, source_file=str(file),
                                        digest=html_file is not None, delimiter=delimiter, columns=report_of.REPORT_COLUMNS)
         sha256 = result.sha256
-        traces, origin = report_of.load_zeus_traces(trace_dir, home, published)
+        traces, origin = resolve_traces(trace_dir, home, published)
         profiles = with_measured(traces, profile_files, ProjectPaths(home).raw / "measured")
         prepared = report_of.prepare(result, profiles, options)
         del result  # the draws need only the plan: the table is freed before them
         with connect(scheduler or "none", slurm=slurm_cluster, note=note) as runner:
-            report, power = report_of.replay_with_power(prepared, profiles, runner) if html_file is not None else (
-                report_of.replay(prepared, profiles, runner), None)
+            report, power = report_of.run(prepared, profiles, runner=runner, keep_power=html_file is not None)
     except (IngestError, TraceError, tracefiles.TraceFileError, ValueError) as exc:
         _fail(str(exc))
     report["zeus_traces"] = origin
@@ -169,7 +184,7 @@ def cli(
         click.echo(json.dumps(report, allow_nan=False))
     else:
         click.echo(render(report))
-    if html_file is not None and power is not None:
+    if html_file is not None:
         from pipelines.figures import whatif_html  # matplotlib: only for the page
 
         provenance = whatif_html.Provenance.now(file.name, sha256, _options_used(), _command_line(file))

@@ -1,13 +1,17 @@
 """The ``whatif`` report for a terminal: counts, the export's GPUs, energy with intervals, measured energy, top groups.
 
 Energies are printed in a unit that fits (``energy_text``): kWh below 1 MWh, MWh below 1 GWh,
-GWh above, with three significant digits where they are needed, so a non-zero energy never reads
-0.00. An interval is printed in its median's unit, on the line below the medians.
+GWh above, with three significant digits where they are needed and never in exponent notation,
+so a non-zero energy never reads 0.00 nor 5.4e-05; CO2e in g, kg or t likewise (``co2e_text``).
+An interval is printed in its median's unit, on the line below the medians. Counts agree with
+their nouns (``plural``: 1 allocation, 2 allocations).
 """
 
 from __future__ import annotations
 
+import math
 import textwrap
+from pathlib import PurePath
 from typing import Any
 
 from pipelines.terminal import printable_data
@@ -17,15 +21,28 @@ _UNITS: tuple[tuple[str, float], ...] = (("GWh", 1e6), ("MWh", 1e3), ("kWh", 1.0
 
 
 def _digits(value: float) -> str:
-    """Three significant digits (at least none after the point): 614, 61.4, 6.14, 0.614, 0.000614."""
+    """Three significant digits (at least none after the point), never an exponent: 614, 61.4, 6.14, 0.614, 0.0000540."""
     size = abs(value)
     if size >= 100 or value == 0:
         return f"{value:,.0f}"
-    if size >= 10:
-        return f"{value:.1f}"
-    if size >= 1:
-        return f"{value:.2f}"
-    return f"{value:.3g}"
+    return f"{value:.{2 - math.floor(math.log10(size))}f}"
+
+
+def plural(n: int, noun: str, many: str | None = None) -> str:
+    """``1 allocation``, ``2 allocations``, ``1,200 jobs`` (``many``: an irregular plural)."""
+    return f"{n:,} {noun if n == 1 else many or noun + 's'}"
+
+
+#: (unit, kg in one unit), largest first.
+_CO2E_UNITS: tuple[tuple[str, float], ...] = (("t", 1000.0), ("kg", 1.0), ("g", 0.001))
+
+
+def co2e_text(kg: float | None) -> str:
+    """``68.5 g``, ``4.20 kg``, ``1.31 t`` CO2e by magnitude (three significant digits); ``-`` for None."""
+    if kg is None:
+        return "-"
+    unit, scale = next(((u, f) for u, f in _CO2E_UNITS if abs(kg) >= f), _CO2E_UNITS[-1])
+    return f"{_digits(kg / scale)} {unit}"
 
 
 def energy_unit(kwh: float) -> tuple[str, float]:
@@ -53,6 +70,11 @@ def interval_text(values: list[float | None] | None, unit: tuple[str, float] | N
     return "[" + ", ".join(f"{v:,.{digits or 0}f}" for v in values if v is not None) + "]"
 
 
+def _and(value: str, interval: str) -> str:
+    """A value and its interval, or the value alone where there is no interval (``interval_text``'s ``-``)."""
+    return value if interval == "-" else f"{value} {interval}"
+
+
 def _n(value: float | int | None, digits: int = 0) -> str:
     return "-" if value is None else f"{value:,.{digits}f}"
 
@@ -67,7 +89,7 @@ def _grouping(r: dict[str, Any]) -> str:
         return "by user, job name and GPUs"
     if named == 0:
         return "no user or job name: by GPUs and duration"
-    return f"{named:,} jobs by user, job name and GPUs, {jobs - named:,} by GPUs and duration"
+    return f"{plural(named, 'job')} by user, job name and GPUs, {jobs - named:,} by GPUs and duration"
 
 
 def _states(counts: dict[str, int], limit: int = 6) -> str:
@@ -76,8 +98,8 @@ def _states(counts: dict[str, int], limit: int = 6) -> str:
 
 def _accounting(r: dict[str, Any]) -> list[str]:
     out = [
-        f"lines        {r['lines']:>11,} = {r['header_lines']} header + {r['allocations']:,} allocations + {r['steps_skipped']:,} steps "
-        f"skipped + {r['quarantined']:,} quarantined",
+        f"lines        {r['lines']:>11,} = {r['header_lines']} header + {plural(r['allocations'], 'allocation')} + "
+        f"{plural(r['steps_skipped'], 'step')} skipped + {r['quarantined']:,} quarantined",
         f"allocations  {r['allocations']:>11,} = {r['gpu_allocations']:,} GPU + {r['cpu_only']:,} CPU-only + {r['never_started']:,} "
         f"never started + {r['not_ended']:,} not ended (the last three skipped)",
     ]
@@ -85,13 +107,23 @@ def _accounting(r: dict[str, Any]) -> list[str]:
         out.append(f"never started{r['never_started']:>11,} ended before they started: {_states(r['never_started_by_state'])}")
     if r["not_ended"]:
         out.append(f"not ended    {r['not_ended']:>11,} pending, running or held: {_states(r['not_ended_by_state'])}")
-    out.append(f"replayed     {r['simulated_jobs']:>11,} COMPLETED GPU jobs in {r['recurring_groups']:,} recurring groups ({_grouping(r)})")
+    jobs = "COMPLETED GPU job" if r["simulated_jobs"] == 1 else "COMPLETED GPU jobs"
+    out.append(f"replayed     {r['simulated_jobs']:>11,} {jobs} in {plural(r['recurring_groups'], 'recurring group')} ({_grouping(r)})")
     if r["not_simulated_gpu_allocations"]:
-        out.append(f"not replayed {sum(r['not_simulated_gpu_allocations'].values()):>11,} GPU allocations that did not complete: "
-                   f"{_states(r['not_simulated_gpu_allocations'])}")
+        n = sum(r["not_simulated_gpu_allocations"].values())
+        what = "GPU allocation that did" if n == 1 else "GPU allocations that did"
+        out.append(f"not replayed {n:>11,} {what} not complete: {_states(r['not_simulated_gpu_allocations'])}")
+    u = r["utilization"]
+    if u["low_util_jobs"]:
+        out.append(f"idle         {u['low_util_jobs']:>11,} COMPLETED GPU {'job' if u['low_util_jobs'] == 1 else 'jobs'} below "
+                   f"{u['threshold_pct']:g} % GPU utilisation (--min-gpu-util): idle allocations, not replayed; "
+                   f"{_n(u['low_util_gpu_hours'], 1)} GPU-hours, {energy_text(u['low_util_kwh'])} at the idle draw")
+    if u["source"] is None:
+        out.append(f"utilisation  {'none':>11} in the export: every COMPLETED GPU job is taken as a training run (TRESUsageInTot tells idle "
+                   "ones apart)")
     if r["quarantined"]:
         parts = ", ".join(f"{what} {n:,}" for what, n in list(r["quarantined_by"].items())[:5])
-        out.append(f"quarantined  {r['quarantined']:>11,} rows, by column or reason: {parts}")
+        out.append(f"quarantined  {r['quarantined']:>11,} {'row' if r['quarantined'] == 1 else 'rows'}, by column or reason: {parts}")
     return out
 
 
@@ -109,7 +141,7 @@ def profile_text(key: str, g: dict[str, Any], mode: str) -> str:
 
 def _types(r: dict[str, Any]) -> list[str]:
     out = ["", f"GPUs as exported: each job on its own GPU's profile where there is one, else on {r['fallback_gpu']} (the fallback); "
-               f"{r['fallback_jobs']:,} jobs on the fallback",
+               f"{plural(r['fallback_jobs'], 'job')} on the fallback",
            f"  {'exported':<14} {'jobs':>8} {'GPU-hours':>11}  replayed on"]
     for key, g in r["gpus"].items():
         out.append(f"  {key:<14} {g['jobs']:>8,} {_n(g['gpu_hours']):>11}  {profile_text(key, g, r['gpu_mode'])}")
@@ -127,6 +159,8 @@ def _row_cells(key: str, g: dict[str, Any]) -> list[list[str]]:
     first = [key, f"{g['jobs']:,}", energy_text(g["default_kwh"], unit), energy_text(g["zeus_kwh"], unit), _pct(g["energy_saved_pct"]),
              energy_text(g["energy_saved_kwh"], saved_unit), _pct(g["time_saved_pct"]), _n(g["default_peak_kw"], 1),
              _n(g["zeus_peak_kw"], 1), _n(g["headroom_gpus"])]
+    if g.get("interval_note"):  # a single replay says so above the table; too few jobs, here
+        return [first] if g["interval_note"].startswith("a single") else [first, ["", "", f"({g['interval_note']})", *[""] * (len(_COLUMNS) - 3)]]
     second = ["", "", interval_text(g["default_kwh_interval"], unit), interval_text(g["zeus_kwh_interval"], unit),
               interval_text(g["energy_saved_pct_interval"], digits=1), interval_text(g["energy_saved_kwh_interval"], saved_unit),
               interval_text(g["time_saved_pct_interval"], digits=1), interval_text(g["default_peak_kw_interval"], digits=1),
@@ -156,22 +190,33 @@ def _energy(r: dict[str, Any]) -> list[str]:
     if r.get("total"):
         cells += _row_cells("all GPUs", r["total"])
     out = ["", f"Energy: {what}", *_table(cells)]
-    out.append("  peak: highest 5-minute mean cluster power; headroom: more GPUs under Default's peak at Zeus's p99 (docs: Cluster power)")
-    if n > 1:
-        out.append("  each figure is its own median: Default's and Zeus's medians need not differ by the median saving")
+    medians = "; each figure its own median" if n > 1 else ""
+    out.append(f"  peak: highest 5-minute mean cluster power; headroom: more GPUs under Default's peak at Zeus's p99{medians}")
     # a mixed cluster: the money and CO2e of the whole (each row's are in the JSON)
     rows = [("all GPUs", r["total"])] if r.get("total") else list(r["gpus"].items())
     for key, g in rows:
         if "cost_saved" not in g and "co2e_saved_kg" not in g:
             continue
-        saved = [f"{energy_text(g['energy_saved_kwh'])} {interval_text(g['energy_saved_kwh_interval'], _units(g['energy_saved_kwh']))}"]
+        saved = [_and(energy_text(g["energy_saved_kwh"]), interval_text(g["energy_saved_kwh_interval"], _units(g["energy_saved_kwh"])))]
         if "cost_saved" in g:
-            saved.append(f"{_n(g['cost_saved'], 2)} {interval_text(g['cost_saved_interval'], digits=2)} at {r['price_per_kwh']:g} per kWh")
+            saved.append(f"{_and(_n(g['cost_saved'], 2), interval_text(g['cost_saved_interval'], digits=2))} at {r['price_per_kwh']:g} per kWh")
         if "co2e_saved_kg" in g:
-            t = [None if v is None else v / 1000 for v in g["co2e_saved_kg_interval"]]
-            saved.append(f"{_n(g['co2e_saved_kg'] / 1000, 2)} {interval_text(t, digits=2)} t CO2e at {r['grid_gco2_per_kwh']:g} g/kWh")
+            low, high = g["co2e_saved_kg_interval"]
+            interval = "" if low is None or high is None else f" [{co2e_text(low)}, {co2e_text(high)}]"
+            saved.append(f"{co2e_text(g['co2e_saved_kg'])}{interval} CO2e at {r['grid_gco2_per_kwh']:g} g/kWh")
         out.append(f"saved on {key}: " + ", ".join(saved))
-    return out
+    return out + _steady(r)
+
+
+def _steady(r: dict[str, Any]) -> list[str]:
+    """The saving once every group's optimizer has converged, per row and for the whole, beside the period's."""
+    rows = [*r["gpus"].items(), *([("all GPUs", r["total"])] if r.get("total") else [])]
+    parts = [f"{key} {_and(_pct(g['steady_state_saved_pct']), interval_text(g['steady_state_saved_pct_interval'], digits=1))}"
+             for key, g in rows if g.get("steady_state_saved_pct") is not None]
+    if not parts:
+        return []
+    return [*textwrap.wrap(f"steady state, energy saved: {'; '.join(parts)}", width=158, subsequent_indent="  "),
+            *textwrap.wrap(r["steady_state"], width=158, initial_indent="  ", subsequent_indent="  ")]
 
 
 def _fleet(r: dict[str, Any]) -> list[str]:
@@ -193,7 +238,7 @@ def _fleet(r: dict[str, Any]) -> list[str]:
                       _pct(f["fleet_energy_saved_pct"]), interval_text(f["fleet_energy_saved_pct_interval"], digits=1),
                       _pct(f["energy_saved_pct"])])
     per_type = ["  a GPU type's size: its jobs' peak concurrent GPUs; each type's fleet is in the JSON"] if r.get("total") else []
-    return ["", f"Fleet of {c['gpus']:,} GPUs, idle ones included (size: {c['source']}{busy}):", *_table(cells),
+    return ["", f"Fleet of {plural(c['gpus'], 'GPU')}, idle ones included (size: {c['source']}{busy}):", *_table(cells),
             "  fleet: jobs + the idle draw of every GPU without a job over the trace's window (--cluster-gpus; docs: Cluster power)",
             *per_type]
 
@@ -214,16 +259,29 @@ def _measured(r: dict[str, Any]) -> list[str]:
         f"  measured / modelled       per job: median {m['ratio_median']:.2f}, interquartile range {m['ratio_p25']:.2f} to "
         f"{m['ratio_p75']:.2f}{util}",
     ]
+    if len(m.get("by_row") or {}) > 1:
+        lines += textwrap.wrap("per exported GPU type, median (interquartile range): " + "; ".join(
+            f"{key} {b['ratio_median']:.2f} ({b['ratio_p25']:.2f} to {b['ratio_p75']:.2f}, {plural(b['jobs'], 'job')})"
+            for key, b in m["by_row"].items()), width=158, initial_indent="  ", subsequent_indent="    ")
     lines += textwrap.wrap(m["caption"], width=118, initial_indent="  ", subsequent_indent="  ")
     return lines
+
+
+#: Each energy model in a few words (``pipelines.clusters.anchoring``; --energy).
+_MODELS = {"anchored": "anchored to the exported GPU-hours", "runtime-ratio": "sized by runtime_ratio as the Zeus artifact, not by the "
+           "exported GPU-hours"}
 
 
 def render(report: dict[str, Any]) -> str:
     """The report for a terminal (see the module docstring); every text from the file (group, GPU type, state) is ``printable``."""
     r = printable_data(report)
     samples = "a single replay" if r["samples"] == 1 else f"{r['samples']} samples, seed {r['seed']}"
-    out = [f"What if Zeus had tuned {r['file']} ({r['format']}, times in {r['timezone']}; eta {r['eta']:g}, beta {r['beta']:g}; {samples})",
-           "", *_accounting(r)]
+    out = []
+    if r["timezone_source"] == "assumed":
+        out.append(f"Times read as {r['timezone']} (assumed): sacct prints the cluster's local clock; pass --timezone (e.g. "
+                   "--timezone Europe/Berlin) if it is not UTC")
+    out += [f"What if Zeus had tuned {PurePath(r['file']).name} ({r['format']}, times in {r['timezone']}; eta {r['eta']:g}, beta {r['beta']:g}; {samples}; "
+            f"energy {_MODELS[r['energy_model']]})", "", *_accounting(r)]
     if r["gpu_mode"] == "as-exported":
         out += _types(r)
     elif any(len(g["workloads"]) < 6 or g["profile_source"] != "published" for g in r["gpus"].values()):

@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from pipelines.clusters import mapping, power, simulate
+from pipelines.clusters import anchoring, mapping, power, simulate
 from pipelines.clusters.capacity import Capacity
 from pipelines.distributed import Runner, fan_out
 from pipelines.vocabulary import PolicyName
@@ -77,6 +77,10 @@ class Plan:
     engine: str | None = None
     #: Draw 0 also returns its cluster power (``draw_power``), for the report's plots.
     keep_power: bool = False
+    #: Each job's energy sized to its exported GPU-hours (``pipelines.clusters.anchoring.anchor``), else as the artifact.
+    anchored: bool = False
+    #: Per profile GPU, Zeus's converged energy over Default's per workload (``anchoring.converged_ratios``): the steady state.
+    converged: dict[str, dict[str, float]] = field(default_factory=dict)
 
 
 def seed_knob(base_seed: int, draw: int) -> int | None:
@@ -137,6 +141,23 @@ def _peaks(history: pl.DataFrame, key: str, plan: Plan) -> dict[str, float | Non
     return found
 
 
+#: A row's steady-state totals: its Default energy (J) and the same jobs' once Zeus has converged (J); None without ratios.
+STEADY_TOTALS = ("steady_default_j", "steady_zeus_j")
+
+
+def _steady(history: pl.DataFrame, ratios: dict[str, float] | None) -> dict[str, float | None]:
+    if not ratios or history.height == 0:
+        return dict.fromkeys(STEADY_TOTALS)
+    return dict(zip(STEADY_TOTALS, anchoring.steady_state_totals(history, ratios), strict=True))
+
+
+def _steady_sum(rows: dict[str, dict[str, Any]]) -> dict[str, float | None]:
+    """The whole cluster's steady-state totals: its rows' added up (None when a row has none)."""
+    if any(r[k] is None for r in rows.values() for k in STEADY_TOTALS):
+        return dict.fromkeys(STEADY_TOTALS)
+    return {k: float(np.sum([r[k] for r in rows.values()])) for k in STEADY_TOTALS}
+
+
 def _whole_fleet(rows: dict[str, dict[str, Any]], plan: Plan) -> dict[str, float | None]:
     """The whole cluster's fleet: its rows' (each type's GPUs) added up, plus its GPUs beyond theirs idle over the trace's
     window (bins of ``power.BIN_S``) at the rows' mean idle draw; all None when a row has none."""
@@ -174,8 +195,15 @@ def _top_groups(history: pl.DataFrame, top: int, label: str | None) -> list[dict
             for g, d, z in rows[:top]]
 
 
+def _quartiles(model: np.ndarray, measured: np.ndarray) -> dict[str, Any]:
+    ratio = np.sort(measured / model)
+    q25, q50, q75 = (float(v) for v in np.quantile(ratio, [0.25, 0.5, 0.75]))
+    return {"jobs": int(model.size), "modelled_default_j": float(np.sum(model)), "ratio_p25": q25, "ratio_median": q50, "ratio_p75": q75}
+
+
 def _measured(combined: pl.DataFrame, measured: pl.DataFrame) -> dict[str, Any] | None:
-    """The modelled Default energy of the measured jobs (J) and quartiles over them of measured / modelled.
+    """The modelled Default energy of the measured jobs (J) and quartiles over them of measured / modelled, over all of them
+    and per row (``by_row``: each exported GPU type's, or each GPU's).
 
     Rows hold different jobs (a job replays in one row as exported; in each row on every GPU), so
     a job is its row and job id.
@@ -187,13 +215,15 @@ def _measured(combined: pl.DataFrame, measured: pl.DataFrame) -> dict[str, Any] 
     jobs, modelled = _sums(keys, default["energy_j"].to_numpy())
     known = dict(zip(jobs.tolist(), modelled.tolist(), strict=True))
     wanted = (measured["row"] + "\x1f" + measured["job_id"]).to_list()
-    pairs = [(known[k], m) for k, m in zip(wanted, measured["measured_energy_j"].to_list(), strict=True) if k in known]
+    pairs = [(row, known[k], m) for k, row, m in zip(wanted, measured["row"].to_list(), measured["measured_energy_j"].to_list(), strict=True)
+             if k in known]
     if not pairs:
         return None
-    model = np.array([p[0] for p in pairs])
-    ratio = np.sort(np.array([p[1] for p in pairs]) / model)
-    q25, q50, q75 = (float(v) for v in np.quantile(ratio, [0.25, 0.5, 0.75]))
-    return {"jobs": len(pairs), "modelled_default_j": float(np.sum(model)), "ratio_p25": q25, "ratio_median": q50, "ratio_p75": q75}
+    rows = np.array([p[0] for p in pairs], dtype=object)
+    model, meter = np.array([p[1] for p in pairs]), np.array([p[2] for p in pairs])
+    out = _quartiles(model, meter)
+    out["by_row"] = {row: _quartiles(model[rows == row], meter[rows == row]) for row in dict.fromkeys(rows.tolist())}
+    return out
 
 
 #: The history columns a draw reads (totals, power, top groups, the measured jobs); the rest is dropped at once.
@@ -213,7 +243,9 @@ def run_draw(draw: int, *, plan: Plan, traces: Traces, base_seed: int) -> dict[s
         jobs = mapping.finish_own(assigned, plan.trace)
         history = simulate.simulate_trace(jobs, traces, row.gpu, eta=plan.eta, beta=plan.beta, policies=POLICIES, seed=knob,
                                           engine=plan.engine).select(_HISTORY_COLUMNS)
-        rows[row.key] = {**_totals(history), **_peaks(history, row.key, plan)}
+        if plan.anchored:
+            history = anchoring.anchor(history, jobs)
+        rows[row.key] = {**_totals(history), **_peaks(history, row.key, plan), **_steady(history, plan.converged.get(row.gpu))}
         if draw == 0:
             rows[row.key]["jobs_by_workload"] = dict(jobs.group_by("dataset").len().sort("dataset").iter_rows())
         histories.append(history.with_columns(pl.lit(row.key).alias("_row")))
@@ -224,7 +256,7 @@ def run_draw(draw: int, *, plan: Plan, traces: Traces, base_seed: int) -> dict[s
     if plan.fleet:
         # relabelled per history: a column added to the concatenated frame would rechunk (copy) all of it
         fleet = pl.concat([h.drop("_row").with_columns(pl.lit(FLEET).alias("gpu")) for h in histories])
-        whole = {**_totals(combined), **_peaks(fleet, FLEET, plan)}
+        whole = {**_totals(combined), **_peaks(fleet, FLEET, plan), **_steady_sum(rows)}
         del fleet
         out["fleet"] = {**whole, **_whole_fleet(rows, plan)}
     out["measured"] = _measured(combined, plan.measured)

@@ -13,17 +13,15 @@ the draws with its 90 % interval. Where the export carries the scheduler's energ
 jobs it measured are compared with the model (``measured``). The report is a plain dict (what
 ``--json`` prints); ``pipelines.clusters.report_text.render`` writes it for a terminal.
 
-Zeus's power traces come from, in order: ``--trace-dir``; the data home's materialized
-``zeus_train_runs`` / ``zeus_power_profiles``; its fetched ``raw/zeus/*.csv``; the local mirror
-(``$TRACES_MIRROR`` or ``../shared/traces``); else they are downloaded into a temporary folder
-(verified by sha256) and read from there. Nothing is kept.
+Zeus's power traces come from ``pipelines.ingest.simulator_inputs.resolve_traces`` (the one resolver
+every command uses). Energy is anchored to the export's GPU-hours by default, or sized as in the Zeus
+artifact (``Options.energy_model``; ``pipelines.clusters.anchoring``).
 """
 
 from __future__ import annotations
 
 import math
 import re
-import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -31,7 +29,8 @@ from typing import Any, Literal
 
 import polars as pl
 
-from pipelines.clusters import capacity, mapping
+from pipelines.clusters import anchoring, capacity, mapping
+from pipelines.clusters.anchoring import ANCHORED, EnergyModel
 from pipelines.clusters.power import POWER_SCHEMA
 from pipelines.clusters.profiles import UNTYPED, Profiles
 from pipelines.clusters.samples import FLEET, FLEET_TOTALS, INTERVAL_PCT, Plan, Row, run_draws, spread
@@ -39,16 +38,12 @@ from pipelines.clusters.workloads import REFERENCE_GPU
 from pipelines.contracts.base import polars_schema
 from pipelines.contracts.owncluster import SUMMARY_FIGURES, OwnClusterSummary
 from pipelines.distributed import Runner, SerialRunner
-from pipelines.home.paths import ProjectPaths, default_mirror
 from pipelines.ingest.common import empty_quarantine
 from pipelines.ingest.compressed import uncompressed_name
 from pipelines.ingest.owntrace import OwnTraceResult, TraceCounts
-from pipelines.ingest.simulator_inputs import read_materialized, read_trace_dir
-from pipelines.sources.fetch import FetchError, fetch
-from pipelines.sources.manifest import SOURCES_BY_NAME
 from pipelines.units import J_PER_KWH, KWH_PER_MWH, S_PER_H
 from pipelines.vocabulary import GPU_BY_NAME, ZEUS_DATASETS
-from pipelines.zeus.traces import TraceError, Traces
+from pipelines.zeus.traces import TraceError
 
 #: How jobs meet GPUs: each on the GPU its allocation names (``as-exported``), or every job on each GPU given.
 GpuMode = Literal["as-exported", "every-gpu"]
@@ -56,6 +51,11 @@ AS_EXPORTED: GpuMode = "as-exported"
 EVERY_GPU: GpuMode = "every-gpu"
 #: Draws of the workload assignment and the optimizer's seeds by default.
 DEFAULT_SAMPLES = 20
+#: Below this GPU utilisation (%) a job is an idle allocation (a notebook left open, a hung job), not a training run.
+DEFAULT_MIN_GPU_UTIL_PCT = 10.0
+#: A row of fewer replayed jobs than this gets no interval: its few groups cannot vary the workload mapping enough to show
+#: what is unknown, and a narrow interval would read as certainty.
+MIN_JOBS_FOR_INTERVAL = 30
 #: What each of Slurm's energy plugins (AcctGatherEnergyType) measures, for the measured section's caption.
 ENERGY_PLUGINS = (
     "What Slurm's meter covers depends on AcctGatherEnergyType: gpu: the GPUs' own counters (the job's GPUs when cgroups "
@@ -87,50 +87,18 @@ class Options:
     samples: int = DEFAULT_SAMPLES
     seed: int = 0
     cluster_gpus: int | None = None  # the cluster's size (idle draw); None: the trace's peak concurrent GPUs
+    #: ``anchored``: each job's energy sized to its exported GPU-hours; ``runtime-ratio``: the Zeus artifact's (anchoring.py).
+    energy_model: EnergyModel = ANCHORED
+    #: Jobs whose GPU utilisation is below this (%) are idle allocations: not replayed, counted at the idle draw.
+    min_gpu_util_pct: float = DEFAULT_MIN_GPU_UTIL_PCT
+    #: ``given`` (the export's clock was named) or ``assumed`` (UTC, nothing said).
+    timezone_source: str = "given"
 
 
 def trace_name_for(path: Path) -> str:
     """A valid trace name from a file name (``My Cluster 2024.sacct`` -> ``my-cluster-2024``)."""
     name = re.sub(r"[^a-z0-9_-]+", "-", uncompressed_name(path).stem.lower()).strip("-_")[:48]
     return name if name and name not in mapping.TRACES else f"own-{name or 'cluster'}"[:48]
-
-
-def _has_power_csvs(folder: Path, gpus: Sequence[str]) -> bool:
-    return (folder / "summary_train.csv").is_file() and all((folder / f"summary_power_{g}.csv").is_file() for g in gpus)
-
-
-def load_zeus_traces(trace_dir: Path | None, home: Path, gpus: Sequence[str]) -> tuple[Traces, str]:
-    """(Zeus's train and power traces, where they came from), in the order of the module docstring.
-
-    The reference GPU (v100, which orders the workloads) is always read too. Raises
-    ``TraceError`` when none of the places has them and the download fails.
-    """
-    wanted = tuple(dict.fromkeys([REFERENCE_GPU, *gpus]))
-    if trace_dir is not None:
-        return read_trace_dir(trace_dir, gpus=wanted), str(trace_dir)
-    paths = ProjectPaths(home)
-    if all(paths.table(t).is_file() for t in ("zeus_train_runs", "zeus_power_profiles")):
-        return read_materialized(paths.assets), f"{paths.assets} (materialized tables)"
-    for folder in (paths.raw / "zeus", *([m / "zeus"] if (m := default_mirror(home)) else [])):
-        if _has_power_csvs(folder, wanted):
-            return read_trace_dir(folder, gpus=wanted), str(folder)
-    return _download(wanted)
-
-
-def _download(gpus: Sequence[str]) -> tuple[Traces, str]:
-    names = ["zeus/summary_train.csv", *(f"zeus/summary_power_{g}.csv" for g in gpus)]
-    unknown = [n for n in names if n not in SOURCES_BY_NAME]
-    if unknown:
-        raise TraceError(f"no Zeus power trace for {unknown[0].split('_')[-1].removesuffix('.csv')!r} to download: pass --trace-dir")
-    with tempfile.TemporaryDirectory(prefix="gpu-energy-zeus-") as tmp:
-        paths = ProjectPaths(Path(tmp))
-        try:
-            for name in names:
-                fetch(SOURCES_BY_NAME[name], paths, None, timeout_s=30)
-        except FetchError as exc:
-            raise TraceError(f"the Zeus traces are not in the data home nor in a mirror, and the download failed ({exc}); "
-                             "run `gpu-energy fetch` or pass --trace-dir") from None
-        return read_trace_dir(paths.raw / "zeus", gpus=tuple(gpus)), "downloaded from upstream (not kept)"
 
 
 def _finite(value: float | None) -> float | None:
@@ -191,7 +159,6 @@ def _plan(result: OwnTraceResult, keyed: pl.DataFrame, profiles: Profiles,
                              "then pass it with --profiles or put it in raw/measured/)")
     mode = gpu_mode(result.table, options)
     rows: list[Row] = []
-    records: list[dict[str, Any]] = []
     if mode == AS_EXPORTED:
         typed = keyed.select(*_ROW_COLUMNS, pl.col("gpu_type").fill_null(UNTYPED).alias("_type"))
         counts = typed.group_by("_type").len().sort("len", "_type", descending=[True, False])
@@ -201,18 +168,33 @@ def _plan(result: OwnTraceResult, keyed: pl.DataFrame, profiles: Profiles,
         del typed
     else:
         rows = [Row(gpu, gpu, keyed.select(_ROW_COLUMNS), profiles.workloads[gpu]) for gpu in (options.gpus or (options.fallback_gpu,))]
+    sizes, idle_w, whole = _sizes(result.trace, rows, keyed, mode, options)  # every allocation holds its GPUs, idle ones too
+    records: list[dict[str, Any]] = []
+    busy_rows: list[Row] = []
     for row in rows:
+        low = row.jobs.filter(_low_util(options))
+        busy = row.jobs.filter(~_low_util(options))
+        busy_rows.append(Row(row.key, row.gpu, busy, row.workloads))
         own = mode == EVERY_GPU or profiles.for_type(None if row.key == UNTYPED else row.key) is not None
-        records.append({"key": row.key, "gpu": row.gpu, "own_profile": own, "jobs": row.jobs.height, "gpu_hours": _gpu_hours(row.jobs),
-                        "profile_source": profiles.sources[row.gpu], "workloads": list(row.workloads)})
+        low_hours = _gpu_hours(low)
+        idle = GPU_BY_NAME[row.gpu].idle_w if row.gpu in GPU_BY_NAME else None
+        records.append({"key": row.key, "gpu": row.gpu, "own_profile": own, "jobs": busy.height, "gpu_hours": _gpu_hours(busy),
+                        "profile_source": profiles.sources[row.gpu], "workloads": list(row.workloads), "low_util_jobs": low.height,
+                        "low_util_gpu_hours": low_hours, "low_util_kwh": None if idle is None else idle * low_hours / 1000})
+    rows = busy_rows
     measured_rows = rows if mode == AS_EXPORTED else rows[:1]  # every GPU: compared with the first GPU's model
     measured = pl.concat([r.jobs.filter(pl.col("measured_energy_j").is_not_null()).select(
         "job_id", pl.lit(r.key).alias("row"), "measured_energy_j") for r in measured_rows]) if measured_rows else pl.DataFrame()
-    sizes, idle_w, whole = _sizes(result.trace, rows, keyed, mode, options)
     # the draws need only what the mapping and the replay read (smaller on the wire to Dask workers, faster to map)
     slim = tuple(Row(r.key, r.gpu, r.jobs.select(_REPLAY_COLUMNS), r.workloads) for r in rows)
-    return (Plan(result.trace, slim, mode == AS_EXPORTED, options.eta, options.beta, measured, options.top, sizes, idle_w, whole),
-            records, mode)
+    converged = {r.gpu: anchoring.converged_ratios(profiles.traces, r.gpu, r.workloads, options.eta) for r in rows if r.jobs.height}
+    return (Plan(result.trace, slim, mode == AS_EXPORTED, options.eta, options.beta, measured, options.top, sizes, idle_w, whole,
+                 anchored=options.energy_model == ANCHORED, converged=converged), records, mode)
+
+
+def _low_util(options: Options) -> pl.Expr:
+    """A job below ``--min-gpu-util`` (an idle allocation); a job without a utilisation is not."""
+    return (pl.col("gpu_util_pct") < options.min_gpu_util_pct).fill_null(False)
 
 
 def _sizes(trace: str, rows: Sequence[Row], keyed: pl.DataFrame, mode: GpuMode,
@@ -249,7 +231,7 @@ def _sizes(trace: str, rows: Sequence[Row], keyed: pl.DataFrame, mode: GpuMode,
 _REPLAY_COLUMNS = ("trace", "cluster", "group", "job_id", "start_time_s", "end_time_s", "num_gpu")
 #: The columns of a row's jobs the plan reads (``_plan``: GPU-hours, the measured jobs, the cluster sizes, the draws'):
 #: a row copies only these of the keyed jobs.
-_ROW_COLUMNS = (*_REPLAY_COLUMNS, "start_time", "end_time", "num_gpus", "measured_energy_j")
+_ROW_COLUMNS = (*_REPLAY_COLUMNS, "start_time", "end_time", "num_gpus", "measured_energy_j", "gpu_util_pct")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -268,6 +250,7 @@ def _draw_figures(t: dict[str, Any], options: Options) -> dict[str, float | None
         "energy_saved_kwh": saved_kwh,
         "energy_saved_pct": _pct_saved(t["zeus_j"], t["default_j"]),
         "time_saved_pct": _pct_saved(t["zeus_s"], t["default_s"]),
+        "steady_state_saved_pct": None if t.get("steady_default_j") is None else _pct_saved(t["steady_zeus_j"], t["steady_default_j"]),
         "default_hours": t["default_s"] / S_PER_H,
         "zeus_hours": t["zeus_s"] / S_PER_H,
         "default_peak_kw": _finite(t["default_peak_kw"]),
@@ -310,12 +293,25 @@ def _with_interval(out: dict[str, Any], name: str, values: Sequence[float | None
         out[f"{mwh}_interval"] = [None if v is None else v / KWH_PER_MWH for v in (p05, p95)]
 
 
-def row_report(totals: Sequence[dict[str, Any]], options: Options) -> dict[str, Any]:
+def row_report(totals: Sequence[dict[str, Any]], options: Options, jobs: int) -> dict[str, Any]:
     """A row's figures over the draws: each the median, with ``<name>_interval`` = [5th, 95th percentile]; ``fleet``: the
-    same for the jobs plus the cluster's idle GPUs (null without a cluster size or an idle draw)."""
+    same for the jobs plus the cluster's idle GPUs (null without a cluster size or an idle draw).
+
+    Honest intervals: a single draw, a row of fewer than ``MIN_JOBS_FOR_INTERVAL`` jobs, or one whose saving did not vary
+    over the draws gets no interval (null) and ``interval_note`` says why, never a zero-width interval.
+    """
     out = _medians([_draw_figures(t, options) for t in totals])
     fleet = [_fleet_figures(t) for t in totals]
     out["fleet"] = _medians([f for f in fleet if f is not None]) if all(f is not None for f in fleet) else None
+    low, high = out["energy_saved_pct_interval"]
+    if len(totals) == 1:
+        out["interval_note"] = "a single replay (--samples 1): no interval"
+    elif jobs < MIN_JOBS_FOR_INTERVAL or (low is not None and low == high):
+        out["interval_note"] = f"too few jobs ({jobs:,}) for an interval"
+    if "interval_note" in out:
+        for part in (out, out["fleet"] or {}):
+            for name in [k for k in part if k.endswith("_interval")]:
+                part[name] = [None, None]
     return out
 
 
@@ -406,6 +402,10 @@ def _measured_report(draws: Sequence[dict[str, Any]], prepared: Prepared) -> dic
     _with_interval(out, "modelled_default_kwh", [p["modelled_default_j"] / J_PER_KWH for p in parts])
     for name in ("ratio_median", "ratio_p25", "ratio_p75"):
         out[name] = spread([p[name] for p in parts])[0]
+    # per row (exported GPU type): each quartile's median over the draws
+    out["by_row"] = {row: {"jobs": first["jobs"], **{name: spread([p["by_row"].get(row, {}).get(name) for p in parts])[0]
+                                                     for name in ("ratio_median", "ratio_p25", "ratio_p75")}}
+                     for row, first in parts[0]["by_row"].items()}
     out["gpu_util_median_pct"] = prepared.gpu_util_median_pct
     out["caption"] = ENERGY_PLUGINS
     return out
@@ -430,6 +430,7 @@ class Prepared:
     gpu_hours: float
     energy_accounting: dict[str, Any]
     gpu_util_median_pct: float | None  # of the measured jobs compared (``_measured_util``)
+    utilization: dict[str, Any]  # ``_utilization``
 
 
 def prepare(result: OwnTraceResult, profiles: Profiles, options: Options) -> Prepared:
@@ -440,37 +441,61 @@ def prepare(result: OwnTraceResult, profiles: Profiles, options: Options) -> Pre
     result = for_report(result)
     keyed = mapping.own_keyed(result.table, result.trace)
     the_plan, records, mode = _plan(result, keyed, profiles, options)
+    utilization = _utilization(result, keyed, records, mode, options)
+    keyed = keyed.filter(~_low_util(options))  # the jobs replayed
     named = keyed.filter(pl.col("user").is_not_null() & pl.col("job_name").is_not_null()).height
     replayed, groups, gpu_hours = keyed.height, keyed["group"].n_unique() if keyed.height else 0, _gpu_hours(keyed)
     del keyed  # the draws hold their own slim rows (the plan's)
-    return Prepared({"file": result.source_file, "format": result.format, "timezone": result.timezone, "trace": result.trace},
-                    the_plan, records, mode, options, _counts(result, replayed, groups, named), replayed, gpu_hours,
-                    _energy_accounting(result), _measured_util(the_plan, result))
+    head = {"file": result.source_file, "format": result.format, "timezone": result.timezone, "timezone_source": options.timezone_source,
+            "trace": result.trace, "energy_model": options.energy_model}
+    return Prepared(head, the_plan, records, mode, options, _counts(result, replayed, groups, named), replayed, gpu_hours,
+                    _energy_accounting(result), _measured_util(the_plan, result), utilization)
 
 
-def whatif(result: OwnTraceResult, profiles: Profiles, options: Options, runner: Runner | None = None) -> dict[str, Any]:
-    """The report of one read trace (see the module docstring); a JSON-ready dict. ``runner``: where the draws run (default
-    in this process)."""
-    return replay(prepare(result, profiles, options), profiles, runner)
+def _utilization(result: OwnTraceResult, keyed: pl.DataFrame, records: Sequence[dict[str, Any]], mode: GpuMode,
+                 options: Options) -> dict[str, Any]:
+    """What the export says of its jobs' GPU utilisation, and the idle allocations left out of the replay (``--min-gpu-util``).
+
+    As exported the rows hold different jobs and add up; on every GPU each row holds them all (the first row's idle draw
+    prices them)."""
+    with_util = int(keyed["gpu_util_pct"].is_not_null().sum())
+    source = None if with_util == 0 else "Slurm's gres/gpuutil (TRESUsageInTot)" if result.format == "sacct" else "the job log's gpu_util_pct"
+    counted = records if mode == AS_EXPORTED else records[:1]
+    kwh = [r["low_util_kwh"] for r in counted]
+    out: dict[str, Any] = {
+        "source": source, "threshold_pct": options.min_gpu_util_pct, "jobs_with_util": with_util,
+        "low_util_jobs": int(sum(r["low_util_jobs"] for r in counted)),
+        "low_util_gpu_hours": float(sum(r["low_util_gpu_hours"] for r in counted)),
+        "low_util_kwh": None if any(k is None for k in kwh) else float(sum(kwh)),
+    }
+    if source is None:
+        out["note"] = ("the export carries no GPU utilisation: every COMPLETED GPU job is taken as a training run (add TRESUsageInTot "
+                       "to sacct's --format, or a gpu_util_pct column to the job log, to tell idle allocations apart)")
+    return out
 
 
-def whatif_with_power(result: OwnTraceResult, profiles: Profiles, options: Options,
-                      runner: Runner | None = None) -> tuple[dict[str, Any], pl.DataFrame]:
-    """``whatif``'s report (the same numbers, bit for bit) and the cluster power of its sample 1 (the replay of draw 0):
-    ``ClusterPower`` rows of the jobs' power per 5-minute bin, ``gpu`` = ``all`` for the whole cluster as exported, else
-    one GPU per row (``pipelines.clusters.samples.draw_power``)."""
-    return replay_with_power(prepare(result, profiles, options), profiles, runner)
+def run(trace: OwnTraceResult | Prepared, profiles: Profiles, options: Options | None = None, runner: Runner | None = None, *,
+        keep_power: bool = False) -> tuple[dict[str, Any], pl.DataFrame]:
+    """The whatif flow's one owner (the CLI, the Dagster assets and the tests call it): the report of one trace (see the module
+    docstring; a JSON-ready dict) and, with ``keep_power``, the cluster power of its sample 1 (the replay of draw 0:
+    ``ClusterPower`` rows of the jobs' power per 5-minute bin, ``gpu`` = ``all`` for the whole cluster as exported, else one
+    GPU per row), else an empty frame. The report is the same, bit for bit, either way.
 
-
-def replay(prepared: Prepared, profiles: Profiles, runner: Runner | None = None) -> dict[str, Any]:
-    """``whatif``'s report of a prepared trace (``prepare``; its table may be gone)."""
-    return _replay(prepared, profiles, runner, keep_power=False)[0]
-
-
-def replay_with_power(prepared: Prepared, profiles: Profiles, runner: Runner | None = None) -> tuple[dict[str, Any], pl.DataFrame]:
-    """``whatif_with_power`` of a prepared trace (``prepare``; its table may be gone)."""
-    report, power = _replay(prepared, profiles, runner, keep_power=True)
+    ``trace``: a read trace (prepared here with ``options``), or one ``prepare`` made (its table may be gone: a caller frees
+    a large export's table before the draws). ``runner``: where the draws run (default: in this process).
+    """
+    if isinstance(trace, OwnTraceResult):
+        if options is None:
+            raise ValueError("a read trace needs its Options")
+        trace = prepare(trace, profiles, options)
+    report, power = _replay(trace, profiles, runner, keep_power=keep_power)
     return report, power if power is not None else pl.DataFrame(schema=POWER_SCHEMA)
+
+
+def _row(rec: dict[str, Any]) -> dict[str, Any]:
+    """A row's record as the report gives it (before its figures)."""
+    names = ("own_profile", "jobs", "gpu_hours", "profile_source", "workloads", "low_util_jobs", "low_util_gpu_hours", "low_util_kwh")
+    return {"replayed_on": rec["gpu"], **{k: rec[k] for k in names}}
 
 
 def _replay(prepared: Prepared, profiles: Profiles, runner: Runner | None,
@@ -494,10 +519,9 @@ def _replay(prepared: Prepared, profiles: Profiles, runner: Runner | None,
     first = draws[0]["rows"]
     gpus: dict[str, Any] = {}
     for rec in records:
-        row: dict[str, Any] = {"replayed_on": rec["gpu"], "own_profile": rec["own_profile"], "jobs": rec["jobs"], "gpu_hours": rec["gpu_hours"],
-                               "profile_source": rec["profile_source"], "workloads": rec["workloads"]}
+        row = _row(rec)
         if rec["key"] in first:
-            row.update(row_report([d["rows"][rec["key"]] for d in draws], options))
+            row.update(row_report([d["rows"][rec["key"]] for d in draws], options, rec["jobs"]))
             row["jobs_by_workload"] = first[rec["key"]]["jobs_by_workload"]
         gpus[rec["key"]] = row
     report["gpus"] = gpus
@@ -505,8 +529,10 @@ def _replay(prepared: Prepared, profiles: Profiles, runner: Runner | None,
         report["gpu_types"] = {r["key"]: r["jobs"] for r in records}
         report["replayed_on"] = {r["key"]: r["gpu"] for r in records}
         report["fallback_jobs"] = sum(r["jobs"] for r in records if not r["own_profile"])
-        report["total"] = ({"jobs": replayed, "gpu_hours": gpu_hours, **row_report([d["fleet"] for d in draws], options)}
+        report["total"] = ({"jobs": replayed, "gpu_hours": gpu_hours, **row_report([d["fleet"] for d in draws], options, replayed)}
                            if "fleet" in draws[0] else None)
+    report["steady_state"] = _steady_state_note(report)
+    report["utilization"] = prepared.utilization
     report["measured_workloads"] = {r["gpu"]: r["workloads"] for r in records if len(r["workloads"]) < len(ZEUS_DATASETS)}
     report["profile_notes"] = list(profiles.notes)
     report["energy_accounting"] = prepared.energy_accounting
@@ -524,6 +550,14 @@ def _replay(prepared: Prepared, profiles: Profiles, runner: Runner | None,
     if options.grid_gco2_per_kwh is not None:
         report["grid_gco2_per_kwh"] = options.grid_gco2_per_kwh
     return report, draws[0].get("power")
+
+
+def _steady_state_note(report: dict[str, Any]) -> str:
+    """Why the saving over the export's period and the steady state differ (one line)."""
+    jobs, groups = report["simulated_jobs"], report["recurring_groups"]
+    per_group = f"{jobs / groups:,.1f}" if groups else "0"
+    return (f"the steady state is the saving once each group's optimizer has converged; over the export's period Zeus also pays for "
+            f"exploring in each group's first jobs ({per_group} jobs per group here)")
 
 
 def samples_interval() -> str:
@@ -544,14 +578,16 @@ def summary_frame(report: dict[str, Any]) -> pl.DataFrame:
     schema = polars_schema(OwnClusterSummary)
     rows = [(key, g, g["replayed_on"], g["own_profile"]) for key, g in report["gpus"].items()]
     if report.get("total"):
-        rows.append(("all", report["total"], None, None))
+        u = report["utilization"]
+        rows.append(("all", {**report["total"], **{k: u[k] for k in ("low_util_jobs", "low_util_gpu_hours", "low_util_kwh")}}, None, None))
     measured_row = "all" if report.get("total") else (rows[0][0] if rows else None)
     m = report.get("measured")
     out = []
     for key, g, gpu, own in rows:
         record: dict[str, Any] = {"trace": report["trace"], "row": key, "gpu_mode": report["gpu_mode"], "replayed_on": gpu,
-                                  "own_profile": own, "jobs": g["jobs"], "gpu_hours": g["gpu_hours"], "samples": report["samples"],
-                                  "seed": report["seed"]}
+                                  "own_profile": own, "energy_model": report["energy_model"], "jobs": g["jobs"], "gpu_hours": g["gpu_hours"],
+                                  "low_util_jobs": g["low_util_jobs"], "low_util_gpu_hours": g["low_util_gpu_hours"],
+                                  "low_util_kwh": g["low_util_kwh"], "samples": report["samples"], "seed": report["seed"]}
         record["cluster_gpus"] = (report.get("cluster_gpus") or {}).get("gpus")
         for name in SUMMARY_FIGURES:
             source = (g.get("fleet") or {}) if name.startswith("fleet_") else g

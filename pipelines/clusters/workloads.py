@@ -4,12 +4,9 @@ from __future__ import annotations
 
 import math
 
-from pipelines.vocabulary import ZEUS_DATASETS
+from pipelines.vocabulary import REFERENCE_GPU, ZEUS_DATASETS
 from pipelines.zeus.groups import group_job_spec
 from pipelines.zeus.traces import Traces, build_table
-
-#: The GPU whose trace orders the workloads (the Zeus paper's main GPU).
-REFERENCE_GPU = "v100"
 
 
 def default_tta_s(traces: Traces, dataset: str, gpu: str = REFERENCE_GPU) -> float:

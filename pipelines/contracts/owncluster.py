@@ -166,6 +166,8 @@ SUMMARY_FIGURES: dict[str, str] = {
     "energy_saved_kwh": "energy Zeus saves (kWh)",
     "energy_saved_pct": "energy Zeus saves (% of Default)",
     "time_saved_pct": "job time Zeus saves (% of Default; negative: longer)",
+    "steady_state_saved_pct": "energy Zeus saves once every recurring group's optimizer has converged (% of Default; the "
+                              "workload x GPU asymptote weighted by the row's Default energy per workload)",
     "default_peak_kw": "Default's peak cluster power (kW, highest 5-minute mean)",
     "zeus_peak_kw": "Zeus's peak cluster power (kW)",
     "headroom_gpus": "more GPUs under Default's peak at Zeus's p99",
@@ -189,8 +191,13 @@ class OwnClusterSummary(dy.Schema):
                       "every-gpu: every job on each GPU")
     replayed_on = dy.String(nullable=True, description="profile the row's jobs replay on; null for all")
     own_profile = dy.Bool(nullable=True, description="the row's GPU type has its own profile (false: the fallback); null for all")
+    energy_model = one_of(("anchored", "runtime-ratio"), description="anchored: each job's energy is the replay's power for its "
+                          "workload and GPU x its GPU-hours as exported; runtime-ratio: sized as the Zeus artifact (pipelines.clusters.anchoring)")
     jobs = dy.Int64(min=0, description="COMPLETED GPU jobs replayed in the row")
     gpu_hours = dy.Float64(min=0, description="their GPU-hours as exported (duration x GPUs, h)")
+    low_util_jobs = dy.Int64(min=0, description="COMPLETED GPU jobs below the GPU utilisation threshold (idle allocations, not replayed)")
+    low_util_gpu_hours = dy.Float64(min=0, description="their GPU-hours as exported (h)")
+    low_util_kwh = dy.Float64(nullable=True, min=0, description="their energy at the profile GPU's idle draw (kWh); null: no idle draw")
     samples = dy.Int64(min=1, description="draws behind the medians and intervals")
     seed = dy.Int64(min=0, description="base seed of the draws")
     cluster_gpus = dy.Int64(nullable=True, min=1, description="the cluster's GPUs behind the idle draw (pipelines.clusters.capacity)")

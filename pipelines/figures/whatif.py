@@ -61,7 +61,8 @@ def savings_with_intervals(report: dict[str, Any]) -> tuple[Figure, pl.DataFrame
                                      (axes[0, 1], "energy_saved_kwh", 1 / scale, f"energy saved vs Default ({unit})")):
         for i, rec in enumerate(data.iter_rows(named=True)):
             color = "black" if rec["row"] == WHOLE else colors[i]
-            median, low, high = (rec[name] * factor, rec[f"{name}_p05"] * factor, rec[f"{name}_p95"] * factor)
+            median = rec[name] * factor
+            low, high = (median if rec[f"{name}{q}"] is None else rec[f"{name}{q}"] * factor for q in ("_p05", "_p95"))  # None: no interval
             ax.errorbar([median], [y[i]], xerr=[[median - low], [high - median]], fmt="o", color=color, capsize=3, lw=1.2, ms=4.5)
         ax.axvline(0, color="grey", lw=0.6)
         ax.set_xlabel(xlabel)

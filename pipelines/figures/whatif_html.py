@@ -28,7 +28,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from importlib import metadata
-from pathlib import Path
+from pathlib import Path, PurePath
 from typing import TYPE_CHECKING, Any
 
 import polars as pl
@@ -374,11 +374,12 @@ def render(report: Mapping[str, Any], power: pl.DataFrame, provenance: Provenanc
 
     r = dict(report)
     sample1 = "sample 1 (the replay with each group's workload by its runtime and the artifact's seeds)" if r["samples"] > 1 else "the replay"
-    title = f"What if Zeus had tuned {r['file']}?"
+    title = f"What if Zeus had tuned {PurePath(r['file']).name}?"  # the file's name: the page may be mailed, its path is the sender's
     samples = "a single replay" if r["samples"] == 1 else f"{r['samples']} samples, seed {r['seed']}"
     parts = [
         f"<h1>{_e(title)}</h1>",
-        f"<p>{_e(r['format'])} export, times in {_e(r['timezone'])}; eta {r['eta']:g}, beta {r['beta']:g}; {_e(samples)}.</p>",
+        f"<p>{_e(r['format'])} export, times in {_e(r['timezone'])}{' (assumed)' if r.get('timezone_source') == 'assumed' else ''}; "
+        f"eta {r['eta']:g}, beta {r['beta']:g}; {_e(samples)}; energy {_e(r.get('energy_model', 'runtime-ratio'))}.</p>",
         _headline(r),
         _accounting(r),
         _types(r) if r["gpu_mode"] == "as-exported" else "",

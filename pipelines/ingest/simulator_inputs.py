@@ -8,16 +8,21 @@ runs on part of an input, since a run drawn by position would silently change.
 
 from __future__ import annotations
 
+import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 
 import polars as pl
 
 from pipelines.contracts.base import polars_schema, split_valid
 from pipelines.contracts.zeus import ZeusGroups
-from pipelines.home.paths import table_path
+from pipelines.home.paths import ProjectPaths, default_mirror, table_path
 from pipelines.ingest.common import IngestError, IngestResult
 from pipelines.ingest.compressed import read_compressed
 from pipelines.ingest.zeus import power_file, read_power, read_train
+from pipelines.sources.fetch import FetchError, fetch
+from pipelines.sources.manifest import SOURCES_BY_NAME
+from pipelines.vocabulary import REFERENCE_GPU
 from pipelines.zeus.groups import GroupTableError
 from pipelines.zeus.traces import POWER_COLUMNS, POWER_TABLE, TRAIN_COLUMNS, TRAIN_TABLE, TraceError, Traces, from_frames
 
@@ -69,6 +74,47 @@ def read_materialized(assets: Path) -> Traces:
     return from_frames(pl.read_parquet(paths[TRAIN_TABLE], columns=list(TRAIN_COLUMNS)),
                        pl.read_parquet(paths[POWER_TABLE], columns=list(POWER_COLUMNS)))
 
+
+
+def _has_power_csvs(folder: Path, gpus: Sequence[str]) -> bool:
+    return (folder / "summary_train.csv").is_file() and all((folder / f"summary_power_{g}.csv").is_file() for g in gpus)
+
+
+def resolve_traces(trace_dir: Path | None, home: Path, gpus: Sequence[str]) -> tuple[Traces, str]:
+    """(Zeus's train and power traces, where they came from): the one resolver of the commands that replay.
+
+    In order: ``trace_dir``; the data home's materialized ``zeus_train_runs`` / ``zeus_power_profiles``;
+    its fetched ``raw/zeus/*.csv``; the local mirror (``$TRACES_MIRROR`` or ``../shared/traces``);
+    else a download into a temporary folder (verified by sha256), read from there and not kept.
+    The reference GPU (v100, which orders the workloads) is always read too. Raises ``TraceError``
+    when none of the places has them and the download fails.
+    """
+    wanted = tuple(dict.fromkeys([REFERENCE_GPU, *gpus]))
+    if trace_dir is not None:
+        return read_trace_dir(trace_dir, gpus=wanted), str(trace_dir)
+    paths = ProjectPaths(home)
+    if all(paths.table(t).is_file() for t in ("zeus_train_runs", "zeus_power_profiles")):
+        return read_materialized(paths.assets), f"{paths.assets} (materialized tables)"
+    for folder in (paths.raw / "zeus", *([m / "zeus"] if (m := default_mirror(home)) else [])):
+        if _has_power_csvs(folder, wanted):
+            return read_trace_dir(folder, gpus=wanted), str(folder)
+    return _download(wanted)
+
+
+def _download(gpus: Sequence[str]) -> tuple[Traces, str]:
+    names = ["zeus/summary_train.csv", *(f"zeus/summary_power_{g}.csv" for g in gpus)]
+    unknown = [n for n in names if n not in SOURCES_BY_NAME]
+    if unknown:
+        raise TraceError(f"no Zeus power trace for {unknown[0].split('_')[-1].removesuffix('.csv')!r} to download: pass --trace-dir")
+    with tempfile.TemporaryDirectory(prefix="gpu-energy-zeus-") as tmp:
+        paths = ProjectPaths(Path(tmp))
+        try:
+            for name in names:
+                fetch(SOURCES_BY_NAME[name], paths, None, timeout_s=30)
+        except FetchError as exc:
+            raise TraceError(f"the Zeus traces are not in the data home nor in a mirror, and the download failed ({exc}); "
+                             "run `gpu-energy fetch` or pass --trace-dir") from None
+        return read_trace_dir(paths.raw / "zeus", gpus=tuple(gpus)), "downloaded from upstream (not kept)"
 
 
 def read_table_file(path: Path) -> pl.DataFrame:

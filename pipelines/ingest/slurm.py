@@ -3,7 +3,7 @@
 Export with (every field the reader uses; add ``-X`` to leave the steps out):
 
     sacct --allusers --starttime 2024-01-01 --endtime now --parsable2 \\
-          --format=JobID,JobIDRaw,JobName,User,Account,Partition,Submit,Start,End,Elapsed,State,ExitCode,AllocTRES,NNodes
+          --format=JobID,JobIDRaw,JobName,User,Account,Partition,Submit,Start,End,Elapsed,State,ExitCode,AllocTRES,NNodes,ConsumedEnergyRaw,TRESUsageInTot
 
 Columns are found by header name (case-insensitive), in any order; others are ignored. Required:
 JobID, Submit, Start, End, State, AllocTRES. Optional: JobIDRaw, JobName, User, Account,
@@ -94,7 +94,8 @@ FIELDS: dict[str, bool] = {
 REQUIRED: tuple[str, ...] = tuple(f for f, needed in FIELDS.items() if needed)
 #: The export command the docs and the error messages give.
 EXPORT_COMMAND = ("sacct --allusers --starttime YYYY-MM-DD --endtime now --parsable2 "
-                  "--format=JobID,JobIDRaw,JobName,User,Account,Partition,Submit,Start,End,Elapsed,State,ExitCode,AllocTRES,NNodes")
+                  "--format=JobID,JobIDRaw,JobName,User,Account,Partition,Submit,Start,End,Elapsed,State,ExitCode,AllocTRES,NNodes,"
+                  "ConsumedEnergyRaw,TRESUsageInTot")
 _JOB_ID = r"^\d+(?:_(?:\d+|\[[^\]]*\]))?(?:\+\d+)?$"
 _ELAPSED = r"^(?:(\d+)-)?(?:(\d+):)?(\d+):(\d+(?:\.\d+)?)$"
 _GPU_UNTYPED = r"(?:^|,)gres/gpu=([^,]*)"

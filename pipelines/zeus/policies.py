@@ -25,7 +25,7 @@ from typing import Protocol
 from pipelines.vocabulary import POLICIES, PolicyName
 from pipelines.zeus.bandit import PruningGTSOptimizer
 from pipelines.zeus.errors import SimulationError
-from pipelines.zeus.traces import WorkloadTable
+from pipelines.zeus.traces import BatchSizeTable, WorkloadTable
 
 #: Runs of one recurrence before the published simulator gives up.
 ZEUS_MAX_TRIES = 20
@@ -145,23 +145,31 @@ class OracleChoice:
     expected_cost: float  # eta x energy + (1 - eta) x MaxPower x time
 
 
+def expected_to_target(row: BatchSizeTable, limit: int, max_epochs: int) -> tuple[float, float, float] | None:
+    """(reach probability, expected energy J, expected time s) to reach the target at ``limit``, retrying misses; None: never.
+
+    Over the trace's runs of the batch size (each equally likely), one attempt runs to the target
+    epoch or, for a run that never reaches it within ``max_epochs``, ``max_epochs`` epochs; the
+    expected values to reach the target are the per-attempt means divided by the reach probability.
+    """
+    epochs = [te if not math.isnan(te) and te <= max_epochs else max_epochs for te in row.target_epochs]
+    reached = sum(1 for te in row.target_epochs if not math.isnan(te) and te <= max_epochs)
+    if reached == 0:
+        return None
+    p = reached / len(epochs)
+    mean_epochs = sum(epochs) / len(epochs)
+    i = row.limit_index(limit)
+    return p, mean_epochs * row.energy_per_epoch[i] / p, mean_epochs * row.time_per_epoch[i] / p
+
+
 def oracle_config(table: WorkloadTable, eta: float) -> OracleChoice:
     """The hindsight-optimal configuration of ``table`` for the hybrid cost with ``eta``."""
     best: OracleChoice | None = None
-    max_epochs = table.spec.max_epochs
     for bs, limit in table.configs():
-        t = table.by_batch_size[bs]
-        if not t.target_epochs:
+        found = expected_to_target(table.by_batch_size[bs], limit, table.spec.max_epochs)
+        if found is None:
             continue
-        epochs = [te if not math.isnan(te) and te <= max_epochs else max_epochs for te in t.target_epochs]
-        reached = sum(1 for te in t.target_epochs if not math.isnan(te) and te <= max_epochs)
-        if reached == 0:
-            continue
-        p = reached / len(epochs)
-        mean_epochs = sum(epochs) / len(epochs)
-        i = t.limit_index(limit)
-        energy = mean_epochs * t.energy_per_epoch[i] / p
-        time = mean_epochs * t.time_per_epoch[i] / p
+        p, energy, time = found
         cost = eta * energy + (1 - eta) * table.max_power * time
         if best is None or cost < best.expected_cost:
             best = OracleChoice(bs, limit, p, energy, time, cost)

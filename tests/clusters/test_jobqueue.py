@@ -164,7 +164,7 @@ def test_whatif_samples_on_slurm_jobs_equal_in_process(fake: tuple[Path, dict[st
     assert "[slurm] scheduler tcp://" in done.stderr and "(adaptive, 1 to 4 jobs)" in done.stderr
 
     result = read_sacct(export, trace=report["trace"], source_file=str(export), timezone="UTC")
-    expected = whatif.whatif(result, profiles_of(read_trace_dir(mirror / "zeus")), whatif.Options(samples=3))
+    expected = whatif.run(result, profiles_of(read_trace_dir(mirror / "zeus")), whatif.Options(samples=3))[0]
     expected.pop("runner")
     expected["zeus_traces"] = str(mirror / "zeus")
     assert json.dumps(report) == json.dumps(expected)  # bit for bit

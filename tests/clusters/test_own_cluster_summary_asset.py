@@ -46,8 +46,8 @@ def test_the_summary_asset_is_whatifs_report_per_trace(ingested, tmp_path: Path)
     assert dict(table.select("row", "replayed_on").rows())["h100"] == "h100"  # the measured profile, as whatif --profiles
     assert (table["samples"] == SUMMARY_SAMPLES).all()
 
-    report = whatif.whatif(result, with_measured(from_frames(train, pl.read_parquet(paths.table("zeus_power_profiles"))), [H100], None),
-                           whatif.Options(samples=SUMMARY_SAMPLES))
+    report = whatif.run(result, with_measured(from_frames(train, pl.read_parquet(paths.table("zeus_power_profiles"))), [H100], None),
+                           whatif.Options(samples=SUMMARY_SAMPLES))[0]
     expected = whatif.summary_frame(report)
     assert json.dumps(table.drop("replayed_on").sort("row").to_dicts()) == json.dumps(expected.drop("replayed_on").sort("row").to_dicts())
     saved = output.metadata["energy_saved"].value  # what the UI shows: each trace's saving with its interval

@@ -11,6 +11,7 @@ import polars as pl
 import pytest
 
 from pipelines.clusters import mapping, whatif
+from pipelines.clusters.anchoring import RUNTIME_RATIO
 from pipelines.clusters.profiles import profiles_of
 from pipelines.clusters.workloads import workloads_by_default_tta
 from pipelines.home.paths import REPO_ROOT
@@ -130,6 +131,6 @@ def test_a_user_trace_replays_as_zeus_0_16_0_replays_it(tmp_path: Path, traces: 
     # whatif's Zeus total is the published runs' energy x the job's GPUs (constant within a group: its key has the GPU count)
     gpus = dict(jobs.group_by("group").agg(pl.col("num_gpu").first()).iter_rows())
     published_j = sum(energy * gpus[group] for group, _, _, _, _, energy, _, _ in expected)
-    report = whatif.whatif(result, profiles_of(traces), whatif.Options(gpus=("v100",), samples=1))
+    report = whatif.run(result, profiles_of(traces), whatif.Options(gpus=("v100",), samples=1, energy_model=RUNTIME_RATIO))[0]
     assert report["gpus"]["v100"]["zeus_mwh"] == pytest.approx(published_j / 3.6e9, rel=1e-12)
     assert report["simulated_jobs"] == jobs.height

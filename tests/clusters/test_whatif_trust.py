@@ -17,7 +17,8 @@ import polars as pl
 import pytest
 import zstandard
 
-from pipelines.clusters import mapping, simulate, tracefiles, whatif
+from pipelines.clusters import anchoring, mapping, simulate, tracefiles, whatif
+from pipelines.clusters.anchoring import RUNTIME_RATIO
 from pipelines.clusters.profiles import profile_key, profiles_of, with_measured
 from pipelines.clusters.report_text import energy_text, render
 from pipelines.clusters.workloads import workloads_by_default_tta
@@ -59,7 +60,7 @@ def test_gpu_names_match_across_vendors_forms_and_memory_sizes() -> None:
 def test_as_exported_replays_each_type_on_its_own_profile_else_the_fallback(mixed, traces: Traces) -> None:
     _, truth, result = mixed
     profiles = with_measured(traces, [H100], None)
-    report = whatif.whatif(result, profiles, whatif.Options(samples=2))
+    report = whatif.run(result, profiles, whatif.Options(samples=2))[0]
     assert report["gpu_mode"] == "as-exported"
     assert report["replayed_on"] == {"a100": "v100", "untyped": "v100", "v100": "v100", "a40": "a40", "h100": "h100"}
     candidates = mapping.own_replay_candidates(result.table)
@@ -74,7 +75,7 @@ def test_as_exported_replays_each_type_on_its_own_profile_else_the_fallback(mixe
     total = report["total"]
     assert total["jobs"] == report["simulated_jobs"]
     # one cluster: the total's energy is the rows' (per draw; so their medians bracket it only loosely, but draw by draw it adds up)
-    one = whatif.whatif(result, profiles, whatif.Options(samples=1))
+    one = whatif.run(result, profiles, whatif.Options(samples=1))[0]
     assert one["total"]["default_kwh"] == pytest.approx(sum(g["default_kwh"] for g in one["gpus"].values()), rel=1e-12)
     assert one["total"]["default_peak_kw"] <= sum(g["default_peak_kw"] for g in one["gpus"].values())
     text = render(report)
@@ -84,20 +85,26 @@ def test_as_exported_replays_each_type_on_its_own_profile_else_the_fallback(mixe
 
 def test_explicit_gpus_keep_their_meaning_every_job_on_each(mixed, traces: Traces) -> None:
     _, truth, result = mixed
-    report = whatif.whatif(result, profiles_of(traces), whatif.Options(gpus=("v100", "a40"), samples=1))
+    report = whatif.run(result, profiles_of(traces), whatif.Options(gpus=("v100", "a40"), samples=1))[0]
     assert report["gpu_mode"] == "every-gpu" and set(report["gpus"]) == {"v100", "a40"} and report.get("total") is None
     assert all(g["jobs"] == truth.completed_gpu_allocations for g in report["gpus"].values())
 
 
 def test_one_sample_is_the_single_replay_and_intervals_bracket_the_medians(mixed, traces: Traces) -> None:
     _, _, result = mixed
-    one = whatif.whatif(result, profiles_of(traces), whatif.Options(gpus=("v100",), samples=1))
+    one = whatif.run(result, profiles_of(traces), whatif.Options(gpus=("v100",), samples=1, energy_model=RUNTIME_RATIO))[0]
     jobs = mapping.map_own(result.table, workloads_by_default_tta(traces), "mixed")
     history = simulate.simulate_trace(jobs, traces, "v100", policies=("default", "zeus"))
     default = history.filter(pl.col("policy") == "default")["energy_j"].to_numpy().sum() / 3.6e6
     assert one["gpus"]["v100"]["default_kwh"] == pytest.approx(default, rel=1e-12)
-    assert one["gpus"]["v100"]["default_kwh_interval"] == [one["gpus"]["v100"]["default_kwh"]] * 2
-    many = whatif.whatif(result, profiles_of(traces), whatif.Options(gpus=("v100",), samples=6, seed=4))
+    # anchored (the default): the same replay, each job's runs sized to its exported GPU-hours
+    anchored = whatif.run(result, profiles_of(traces), whatif.Options(gpus=("v100",), samples=1))[0]
+    sized = anchoring.anchor(history.filter(pl.col("policy").is_in(["default", "zeus"])), jobs)
+    assert anchored["gpus"]["v100"]["default_kwh"] == pytest.approx(sized.filter(pl.col("policy") == "default")["energy_j"].sum() / 3.6e6,
+                                                                    rel=1e-12)
+    assert one["gpus"]["v100"]["default_kwh_interval"] == [None, None]  # a single replay: no interval, never a zero-width one
+    assert one["gpus"]["v100"]["interval_note"] == "a single replay (--samples 1): no interval"
+    many = whatif.run(result, profiles_of(traces), whatif.Options(gpus=("v100",), samples=6, seed=4))[0]
     g = many["gpus"]["v100"]
     for name in ("default_kwh", "energy_saved_pct", "energy_saved_kwh", "time_saved_pct", "zeus_peak_kw"):
         low, high = g[f"{name}_interval"]
@@ -110,16 +117,16 @@ def test_samples_on_dask_equal_samples_in_process_bit_for_bit(mixed, traces: Tra
     _, _, result = mixed
     profiles = profiles_of(traces)
     options = whatif.Options(samples=3, seed=11)
-    here = whatif.whatif(result, profiles, options)
+    here = whatif.run(result, profiles, options)[0]
     with connect("local", workers=2) as runner:
-        there = whatif.whatif(result, profiles, options, runner)
+        there = whatif.run(result, profiles, options, runner)[0]
     for key in ("gpus", "total", "measured", "top_groups"):
         assert json.dumps(there[key]) == json.dumps(here[key]), key
 
 
 def test_the_measured_section_compares_the_clusters_meter_with_the_model(mixed, traces: Traces) -> None:
     path, truth, result = mixed
-    report = whatif.whatif(result, profiles_of(traces), whatif.Options(samples=2))
+    report = whatif.run(result, profiles_of(traces), whatif.Options(samples=2))[0]
     m = report["measured"]
     with open(path, newline="") as fh:
         rows = [r for r in csv.DictReader(fh, delimiter="|") if "." not in r["JobID"]]
@@ -135,7 +142,7 @@ def test_an_export_of_zeros_says_no_energy_was_collected(tmp_path: Path, traces:
     path = tmp_path / "zeros.sacct"
     write_export(path, 300, seed=8, energy="zero", span_days=5)
     result = tracefiles.read_trace(path, "zeros", "sacct", "UTC", source_file=path.name)
-    report = whatif.whatif(result, profiles_of(traces), whatif.Options(samples=1))
+    report = whatif.run(result, profiles_of(traces), whatif.Options(samples=1))[0]
     assert report["measured"] is None
     accounting = report["energy_accounting"]
     assert (accounting["zero_allocations"], accounting["measured_allocations"]) == (result.counts.allocations, 0)
@@ -144,10 +151,10 @@ def test_an_export_of_zeros_says_no_energy_was_collected(tmp_path: Path, traces:
 
 
 def test_energy_reads_in_a_unit_that_fits_and_json_has_kwh_beside_every_mwh(mixed, traces: Traces) -> None:
-    assert [energy_text(v) for v in (0.00042, 0.42, 614.0, 5_220.0, 1_310_000.0)] == ["0.00042 kWh", "0.42 kWh", "614 kWh",
-                                                                                      "5.22 MWh", "1.31 GWh"]
+    assert [energy_text(v) for v in (0.000054, 0.00042, 0.42, 614.0, 5_220.0, 1_310_000.0)] == [
+        "0.0000540 kWh", "0.000420 kWh", "0.420 kWh", "614 kWh", "5.22 MWh", "1.31 GWh"]  # three significant digits, no exponent
     _, _, result = mixed
-    report = whatif.whatif(result, profiles_of(traces), whatif.Options(samples=1, price_per_kwh=0.3))
+    report = whatif.run(result, profiles_of(traces), whatif.Options(samples=1, price_per_kwh=0.3))[0]
     for section in [*report["gpus"].values(), report["total"], *report["top_groups"], report["measured"]]:
         mwh = {k for k in section if k.endswith("_mwh")}
         assert mwh and {k.removesuffix("_mwh") + "_kwh" for k in mwh} <= set(section)
@@ -157,9 +164,9 @@ def test_energy_reads_in_a_unit_that_fits_and_json_has_kwh_beside_every_mwh(mixe
 def test_the_pipeline_summary_is_whatifs_report(mixed, traces: Traces) -> None:
     _, _, result = mixed
     options = whatif.Options(samples=2)
-    report = whatif.whatif(result, profiles_of(traces), options)
+    report = whatif.run(result, profiles_of(traces), options)[0]
     stored = whatif.result_of(result.summary_row().row(0, named=True), result.table)  # what own_cluster_summary reads
-    again = whatif.whatif(stored, profiles_of(traces), options)
+    again = whatif.run(stored, profiles_of(traces), options)[0]
     assert json.dumps(again["gpus"]) == json.dumps(report["gpus"]) and json.dumps(again["measured"]) == json.dumps(report["measured"])
     frame = validate(whatif.summary_frame(report), OwnClusterSummary, name="own_cluster_summary")
     total = frame.filter(pl.col("row") == "all").row(0, named=True)

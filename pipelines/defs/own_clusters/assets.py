@@ -158,7 +158,7 @@ def own_cluster_summary(
     preview: dict[str, dict[str, object]] = {}
     with samples_dask.runner() as runner:
         for trace, result in replayable(own_cluster_traces, own_cluster_jobs, context.log):
-            report = whatif.whatif(result, profiles, options, runner)
+            report, _ = whatif.run(result, profiles, options, runner)
             frames.append(whatif.summary_frame(report))
             total = report.get("total") or next(iter(report["gpus"].values()))
             preview[trace["trace"]] = {k: total.get(k) for k in ("energy_saved_pct", "energy_saved_pct_interval", "energy_saved_kwh",

@@ -75,12 +75,13 @@ def own_cluster_report(
     profiles = stored_profiles(zeus_train_runs, zeus_power_profiles)  # own_cluster_summary's, so that the numbers are its
     options = whatif.Options(samples=SUMMARY_SAMPLES, seed=SUMMARY_SEED)
     used = {"--gpu": "as-exported", "--fallback-gpu": options.fallback_gpu, "--samples": str(options.samples), "--seed": str(options.seed),
-            "--eta-knob": f"{options.eta:g}", "--beta-knob": f"{options.beta:g}"}
+            "--eta-knob": f"{options.eta:g}", "--beta-knob": f"{options.beta:g}",
+            "--energy": options.energy_model, "--min-gpu-util": f"{options.min_gpu_util_pct:g}"}
     metadata: dict[str, dg.MetadataValue] = {}
     written: set[str] = set()
     with samples_dask.runner() as runner:
         for trace, result in replayable(own_cluster_traces, own_cluster_jobs, context.log):
-            report, power = whatif.whatif_with_power(result, profiles, options, runner)
+            report, power = whatif.run(result, profiles, options, runner, keep_power=True)
             report["zeus_traces"] = "the data home's zeus_train_runs and zeus_power_profiles tables"
             provenance = whatif_html.Provenance.now(trace["source_file"], trace["sha256"], {"--timezone": trace["timezone"], **used})
             page = whatif_html.write(folder / f"{PREFIX}{trace['trace']}.html", report, power, provenance)

@@ -1,0 +1,203 @@
+"""``whatif``'s answer anchored to what the cluster did: energy that follows the export's GPU-hours, idle allocations at the
+idle draw, the steady state beside the export's period, the meter per GPU type, honest intervals, the clock and units."""
+
+from __future__ import annotations
+
+import csv
+import json
+import re
+import subprocess
+import sys
+from datetime import datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from pipelines.clusters import anchoring, tracefiles, whatif
+from pipelines.clusters.profiles import profiles_of
+from pipelines.clusters.report_text import co2e_text, plural, render
+from pipelines.home.paths import REPO_ROOT
+from pipelines.ingest.owntrace import OwnTraceResult
+from pipelines.ingest.simulator_inputs import read_trace_dir
+from pipelines.ingest.slurm import EXPORT_COMMAND
+from pipelines.vocabulary import GPU_BY_NAME
+from pipelines.zeus.traces import Traces
+from tests.support.sacct_export import write_export
+
+START = datetime(2024, 3, 1)
+
+
+@pytest.fixture(scope="module")
+def traces(mirror: Path) -> Traces:
+    return read_trace_dir(mirror / "zeus")
+
+
+def job_log(path: Path, jobs: list[dict[str, object]]) -> Path:
+    """A job-log CSV (``pipelines.ingest.joblog``) of ``jobs``: hours (duration), gpus, util (optional), name, gpu_type, day (start)."""
+    columns = ["job_id", "submit_time", "start_time", "end_time", "num_gpus", "state", "user", "name", "gpu_type", "gpu_util_pct"]
+    with path.open("w", newline="") as f:
+        out = csv.writer(f)
+        out.writerow(columns)
+        for k, job in enumerate(jobs):
+            start = START + timedelta(days=float(job.get("day", k)))  # type: ignore[arg-type]
+            end = start + timedelta(hours=float(job["hours"]))  # type: ignore[arg-type]
+            util = job.get("util")
+            out.writerow([f"j{k}", start.isoformat(), start.isoformat(), end.isoformat(), job.get("gpus", 1), "COMPLETED", "alice",
+                          job.get("name", "train"), job.get("gpu_type", "v100"), "" if util is None else util])
+    return path
+
+
+def read(path: Path) -> OwnTraceResult:
+    return tracefiles.read_trace(path, whatif.trace_name_for(path), tracefiles.format_of(path, None), "UTC", source_file=path.name)
+
+
+def run(path: Path, traces: Traces, **options: object) -> dict:
+    return whatif.run(read(path), profiles_of(traces), whatif.Options(**options))[0]  # type: ignore[arg-type]
+
+
+def cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "pipelines", "whatif", *args], capture_output=True, text=True, check=False, cwd=REPO_ROOT)
+
+
+def test_energy_follows_the_exported_gpu_hours(tmp_path: Path, traces: Traces) -> None:
+    """Six 1-GPU V100 jobs of one group that ran 1 h each, and the same six that ran 100 h each: the anchored energy is 100 times
+    larger (the artifact's runtime_ratio sizing gives the same kWh for both: the durations divide out), the saving the same."""
+    # the same group (it seeds the optimizer), a month apart (no run, retries included, overlaps the next job): the same replay
+    (tmp_path / "1h").mkdir(), (tmp_path / "100h").mkdir()
+    short = job_log(tmp_path / "1h" / "lab.csv", [{"hours": 1, "day": 30 * k} for k in range(6)])
+    long = job_log(tmp_path / "100h" / "lab.csv", [{"hours": 100, "day": 30 * k} for k in range(6)])
+    one, hundred = (run(p, traces, samples=1)["gpus"]["v100"] for p in (short, long))
+    assert (one["gpu_hours"], hundred["gpu_hours"]) == (pytest.approx(6.0), pytest.approx(600.0))
+    for name in ("default_kwh", "zeus_kwh", "energy_saved_kwh"):
+        assert hundred[name] == pytest.approx(100 * one[name], rel=1e-9), name
+    assert hundred["energy_saved_pct"] == pytest.approx(one["energy_saved_pct"], rel=1e-9)
+    # the Default run of each job lasts its elapsed time, at the replay's power: between the V100's idle draw and its TDP
+    v100 = GPU_BY_NAME["v100"]
+    for row in (one, hundred):
+        assert row["default_hours"] == pytest.approx(row["gpu_hours"], rel=1e-9)
+        assert v100.idle_w < 1000 * row["default_kwh"] / row["gpu_hours"] < v100.tdp_w
+    artifact = [run(p, traces, samples=1, energy_model=anchoring.RUNTIME_RATIO)["gpus"]["v100"] for p in (short, long)]
+    assert artifact[0]["default_kwh"] == pytest.approx(artifact[1]["default_kwh"], rel=1e-12)  # the defect anchoring removes
+
+
+def test_mixed_export_draws_plausible_power_and_matches_the_meter(tmp_path: Path, traces: Traces) -> None:
+    """A generated mixed A100/V100/A40/H100 export with Slurm's meter (130-290 W per GPU): every row's mean power per GPU lies
+    between its profile GPU's idle draw and TDP, and measured/modelled per job is tight, overall and per GPU type."""
+    path = tmp_path / "mixed.sacct"
+    write_export(path, 1200, seed=3, energy="measured", span_days=20)
+    report = whatif.run(tracefiles.read_trace(path, "mixed", "sacct", "Europe/Berlin", source_file=path.name), profiles_of(traces),
+                        whatif.Options(samples=2))[0]
+    assert report["energy_model"] == "anchored"
+    for key, g in report["gpus"].items():
+        gpu = GPU_BY_NAME[g["replayed_on"]]
+        watts = 1000 * g["default_kwh"] / g["gpu_hours"]
+        assert gpu.idle_w < watts < gpu.tdp_w, (key, watts)
+    total = report["total"]
+    assert total["gpu_hours"] == pytest.approx(sum(g["gpu_hours"] for g in report["gpus"].values()), rel=1e-9)
+    m = report["measured"]
+    assert 0.5 <= m["ratio_median"] <= 2 and m["ratio_p75"] / m["ratio_p25"] < 4
+    assert set(m["by_row"]) == set(report["gpus"])
+    for key, b in m["by_row"].items():
+        assert 0.5 <= b["ratio_median"] <= 2, key
+    assert sum(b["jobs"] for b in m["by_row"].values()) == m["jobs"]
+
+
+def test_idle_allocations_are_counted_at_the_idle_draw_not_replayed(tmp_path: Path, traces: Traces) -> None:
+    jobs = [{"hours": 10, "gpus": 2, "util": 0, "name": "notebook"}] * 3 + [{"hours": 2, "util": 80}] * 12
+    path = job_log(tmp_path / "lab.csv", jobs)
+    report = run(path, traces, samples=1)
+    u = report["utilization"]
+    idle_w = GPU_BY_NAME["v100"].idle_w
+    assert u == {"source": "the job log's gpu_util_pct", "threshold_pct": 10.0, "jobs_with_util": 15, "low_util_jobs": 3,
+                 "low_util_gpu_hours": pytest.approx(60.0), "low_util_kwh": pytest.approx(60.0 * idle_w / 1000)}
+    assert report["simulated_jobs"] == 12 and report["gpus"]["v100"]["jobs"] == 12
+    assert report["gpus"]["v100"]["gpu_hours"] == pytest.approx(24.0)
+    assert "3 COMPLETED GPU jobs below 10 % GPU utilisation" in render(report)
+    everything = run(path, traces, samples=1, min_gpu_util_pct=0.0)
+    assert everything["simulated_jobs"] == 15 and everything["utilization"]["low_util_jobs"] == 0
+    bare = run(job_log(tmp_path / "bare.csv", [{"hours": 2}] * 4), traces, samples=1)["utilization"]
+    assert bare["source"] is None and bare["jobs_with_util"] == 0 and "no GPU utilisation" in bare["note"]
+
+
+def test_the_steady_state_does_not_depend_on_the_exports_period(tmp_path: Path, traces: Traces) -> None:
+    """The same generated cluster over the same 60 days, 5,000 and 50,000 allocations (10 times the recurrences per group):
+    the steady-state saving agrees within 3 points, while the period's saving grows with the recurrences."""
+    reports = []
+    for n in (5_000, 50_000):
+        path = tmp_path / f"c{n}.sacct"
+        write_export(path, n, seed=11, steps=False)
+        reports.append(whatif.run(tracefiles.read_trace(path, "c", "sacct", "Europe/Berlin", source_file=path.name), profiles_of(traces),
+                                  whatif.Options(samples=3))[0]["total"])
+    small, large = reports
+    assert abs(small["steady_state_saved_pct"] - large["steady_state_saved_pct"]) < 3
+    assert small["energy_saved_pct"] < large["energy_saved_pct"]  # more recurrences amortise the exploration
+    for r in reports:
+        low, high = r["steady_state_saved_pct_interval"]
+        assert low <= r["steady_state_saved_pct"] <= high
+
+
+def test_converged_ratio_is_the_cost_optimal_batch_size_at_its_profiled_limit(traces: Traces) -> None:
+    """By hand for one workload: the batch size of lowest expected cost, each at the limit JIT profiling picks, over b0 at its
+    maximum limit; eta 1 (energy only) can only save more energy than eta 0 (time only)."""
+    from pipelines.zeus.groups import group_job_spec
+    from pipelines.zeus.policies import expected_to_target
+    from pipelines.zeus.traces import build_table
+
+    table = build_table(traces, "v100", group_job_spec(traces, "v100", "cifar100"))
+    b0 = table.by_batch_size[table.spec.default_bs]
+    default = expected_to_target(b0, b0.max_power_limit, table.spec.max_epochs)
+    assert default is not None
+    candidates = []
+    for bs in table.batch_sizes:
+        row = table.by_batch_size[bs]
+        found = expected_to_target(row, row.best_power_limit(0.5), table.spec.max_epochs)
+        if found is not None:
+            candidates.append((0.5 * found[1] + 0.5 * table.max_power * found[2], found[1]))
+    assert anchoring.converged_ratio(traces, "v100", "cifar100", 0.5) == min(candidates)[1] / default[1]
+    assert anchoring.converged_ratio(traces, "v100", "cifar100", 1.0) <= anchoring.converged_ratio(traces, "v100", "cifar100", 0.0)
+
+
+def test_few_jobs_get_no_interval_and_say_so(tmp_path: Path, traces: Traces) -> None:
+    path = job_log(tmp_path / "four.csv", [{"hours": 3}] * 4)
+    report = run(path, traces, samples=5)
+    row = report["gpus"]["v100"]
+    assert row["interval_note"] == "too few jobs (4) for an interval"
+    assert row["energy_saved_pct_interval"] == [None, None] and row["default_kwh_interval"] == [None, None]
+    assert row["energy_saved_pct"] is not None
+    assert "(too few jobs (4) for an interval)" in render(report)
+
+
+def test_the_clock_is_named_when_assumed(tmp_path: Path, mirror: Path) -> None:
+    path = job_log(tmp_path / "clock.csv", [{"hours": 1}] * 3)
+    common = ("--trace-dir", str(mirror / "zeus"), "--samples", "1", "--no-progress")
+    assumed = cli(str(path), *common)
+    assert assumed.returncode == 0, assumed.stderr
+    assert assumed.stdout.splitlines()[0].startswith("Times read as UTC (assumed)") and "--timezone" in assumed.stdout.splitlines()[0]
+    given = cli(str(path), *common, "--timezone", "UTC", "--json")
+    assert json.loads(given.stdout)["timezone_source"] == "given"
+    assert json.loads(cli(str(path), *common, "--json").stdout)["timezone_source"] == "assumed"
+    assert not cli(str(path), *common, "--timezone", "UTC").stdout.startswith("Times read as")
+
+
+def test_units_read_by_magnitude_and_counts_agree_with_their_nouns(tmp_path: Path, traces: Traces) -> None:
+    assert [co2e_text(kg) for kg in (0.0685, 4.2, 68.5, 1310.0)] == ["68.5 g", "4.20 kg", "68.5 kg", "1.31 t"]
+    assert (plural(1, "allocation"), plural(2, "allocation"), plural(1200, "job")) == ("1 allocation", "2 allocations", "1,200 jobs")
+    assert "ConsumedEnergyRaw" in EXPORT_COMMAND and "TRESUsageInTot" in EXPORT_COMMAND
+    report = run(job_log(tmp_path / "one.csv", [{"hours": 1}]), traces, samples=1, grid_gco2_per_kwh=400.0)
+    text = render(report)
+    assert "1 header + 1 allocation + 0 steps skipped" in text and "e-0" not in text
+    assert re.search(r"saved on all GPUs: .* \d+\.\d+ (g|kg) CO2e at 400 g/kWh", text), text  # grams, not "0.00 t"
+    assert "[" not in text.split("saved on all GPUs:")[1].splitlines()[0]  # a single replay: no interval, not a zero-width one
+
+
+def test_the_html_title_holds_the_files_name_not_its_path(tmp_path: Path, traces: Traces) -> None:
+    from pipelines.figures import whatif_html
+
+    folder = tmp_path / "private" / "home"
+    folder.mkdir(parents=True)
+    path = job_log(folder / "cluster.csv", [{"hours": 2}] * 3)
+    result = tracefiles.read_trace(path, "cluster", "csv", "UTC", source_file=str(path))
+    report, power = whatif.run(result, profiles_of(traces), whatif.Options(samples=1), keep_power=True)
+    page = whatif_html.render(report, power, whatif_html.Provenance.now("cluster.csv", None, {}, "whatif cluster.csv"))
+    title = page.split("<title>")[1].split("</title>")[0]
+    assert "cluster.csv" in title and str(folder) not in title
