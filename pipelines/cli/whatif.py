@@ -58,6 +58,12 @@ def _gpus(ctx: click.Context, param: click.Parameter, value: str | None) -> tupl
     return names
 
 
+def _positive(ctx: click.Context, param: click.Parameter, value: float | None) -> float | None:
+    if value is not None and not (math.isfinite(value) and value > 0):
+        raise click.BadParameter(f"{value} is not a number > 0")
+    return value
+
+
 def _non_negative(ctx: click.Context, param: click.Parameter, value: float | None) -> float | None:
     if value is not None and not (math.isfinite(value) and value >= 0):
         raise click.BadParameter(f"{value} is not a number >= 0")
@@ -111,6 +117,8 @@ def _non_negative(ctx: click.Context, param: click.Parameter, value: float | Non
               callback=_finite(0.0, 100.0),
               help="Jobs below this GPU utilisation (%, gres/gpuutil or gpu_util_pct) are idle allocations: not replayed, "
                    "counted at the idle draw.")
+@click.option("--horizon", "horizon_days", type=float, default=None, callback=_positive,
+              help="Also project the saving over this many days at the export's recurrence rate (Zeus deployed at its start).")
 @click.option("--json", "as_json", is_flag=True, help="Print exactly one JSON object on stdout.")
 @click.option("--progress/--no-progress", default=None, help="Progress bars on stderr  [default: when stderr is a terminal]")
 @click.option("--html", "html_file", type=click.Path(path_type=Path), default=None,
@@ -137,6 +145,7 @@ def cli(
     cluster_gpus: int | None,
     energy_model: EnergyModel,
     min_gpu_util: float,
+    horizon_days: float | None,
     as_json: bool,
     progress: bool | None,
     html_file: Path | None,
@@ -161,7 +170,8 @@ def cli(
     options = report_of.Options(gpus=gpus, fallback_gpu=fallback_gpu.strip().lower(), eta=eta_knob, beta=beta_knob,
                                 price_per_kwh=price_per_kwh, grid_gco2_per_kwh=grid_gco2_per_kwh, top=top, cluster_gpus=cluster_gpus,
                                 progress=sys.stderr.isatty() if progress is None else progress, samples=samples, seed=seed,
-                                energy_model=energy_model, min_gpu_util_pct=min_gpu_util, timezone_source=timezone_source)
+                                energy_model=energy_model, min_gpu_util_pct=min_gpu_util, timezone_source=timezone_source,
+                                horizon_days=horizon_days)
     home = find_home()
     # as exported, any published GPU may be some job's own; by name, only those named (measured ones come from their files)
     named = PAPER_ORDER if gpus is None or gpus == (report_of.AS_EXPORTED,) else gpus

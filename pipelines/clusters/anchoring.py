@@ -113,3 +113,37 @@ def steady_state_totals(history: pl.DataFrame, ratios: dict[str, float]) -> tupl
         default_j += part
         converged_j += part * ratios[name]
     return default_j, converged_j
+
+
+def horizon_totals(history: pl.DataFrame, jobs: pl.DataFrame, ratios: dict[str, float], period_s: float,
+                   horizon_s: float) -> tuple[float, float]:
+    """(Default energy J, Zeus energy J) of one row projected over ``horizon_s`` at the export's recurrence rate.
+
+    Each recurring group g recurs n_g times over the export's ``period_s``, so N_g = n_g x horizon /
+    period times over the horizon (Zeus deployed at its start). Its first min(N_g, n_g) jobs cost
+    what the replay says (a job cut by the horizon counts in part); every recurrence beyond the
+    export's costs the group's mean Default energy per job, and under Zeus that times the
+    workload's converged ratio (``converged_ratio``): the optimizer has seen n_g jobs by then.
+    """
+    if history.height == 0 or period_s <= 0:
+        return 0.0, 0.0
+    keys = jobs.with_row_index("_row").sort("group", "start_time_s", "_row").select("group", "job_id", "dataset").with_row_index("_job")
+    index = history.select("group", "job_id").join(keys, on=["group", "job_id"], how="left", maintain_order="left")["_job"].to_numpy()
+    energy = history["energy_j"].to_numpy()
+    n = keys.height
+    per_policy = {}
+    for name in ("default", "zeus"):
+        mask = (history["policy"] == name).to_numpy()
+        per_policy[name] = np.bincount(index[mask], weights=energy[mask], minlength=n)
+    group = keys["group"]
+    starts = np.flatnonzero(np.r_[True, (group[1:] != group[:-1]).to_numpy()])
+    sizes = np.diff(np.r_[starts, n])
+    position = np.arange(n) - np.repeat(starts, sizes)  # a job's place in its group, from 0
+    recurrences = sizes * (horizon_s / period_s)  # N_g per group
+    weight = np.clip(np.repeat(recurrences, sizes) - position, 0.0, 1.0)
+    beyond = np.maximum(recurrences - sizes, 0.0)
+    mean_default = np.add.reduceat(per_policy["default"], starts) / sizes
+    ratio = np.array([ratios[d] for d in keys["dataset"].gather(starts).to_list()])
+    default_j = float(np.sum(weight * per_policy["default"])) + float(np.sum(beyond * mean_default))
+    zeus_j = float(np.sum(weight * per_policy["zeus"])) + float(np.sum(beyond * mean_default * ratio))
+    return default_j, zeus_j

@@ -37,12 +37,17 @@ def plural(n: int, noun: str, many: str | None = None) -> str:
 _CO2E_UNITS: tuple[tuple[str, float], ...] = (("t", 1000.0), ("kg", 1.0), ("g", 0.001))
 
 
-def co2e_text(kg: float | None) -> str:
-    """``68.5 g``, ``4.20 kg``, ``1.31 t`` CO2e by magnitude (three significant digits); ``-`` for None."""
+def co2e_unit(kg: float) -> tuple[str, float]:
+    """(unit, kg per unit) for a mass of ``kg``: g below 1 kg, kg below 1 t, else t."""
+    return next(((u, f) for u, f in _CO2E_UNITS if abs(kg) >= f), _CO2E_UNITS[-1])
+
+
+def co2e_text(kg: float | None, unit: tuple[str, float] | None = None) -> str:
+    """``68.5 g``, ``4.20 kg``, ``1.31 t`` CO2e by magnitude (three significant digits; ``unit``: force one); ``-`` for None."""
     if kg is None:
         return "-"
-    unit, scale = next(((u, f) for u, f in _CO2E_UNITS if abs(kg) >= f), _CO2E_UNITS[-1])
-    return f"{_digits(kg / scale)} {unit}"
+    name, scale = unit or co2e_unit(kg)
+    return f"{_digits(kg / scale)} {name}"
 
 
 def energy_unit(kwh: float) -> tuple[str, float]:
@@ -201,9 +206,10 @@ def _energy(r: dict[str, Any]) -> list[str]:
         if "cost_saved" in g:
             saved.append(f"{_and(_n(g['cost_saved'], 2), interval_text(g['cost_saved_interval'], digits=2))} at {r['price_per_kwh']:g} per kWh")
         if "co2e_saved_kg" in g:
+            unit = co2e_unit(g["co2e_saved_kg"])
             low, high = g["co2e_saved_kg_interval"]
-            interval = "" if low is None or high is None else f" [{co2e_text(low)}, {co2e_text(high)}]"
-            saved.append(f"{co2e_text(g['co2e_saved_kg'])}{interval} CO2e at {r['grid_gco2_per_kwh']:g} g/kWh")
+            interval = "" if low is None or high is None else f" [{_digits(low / unit[1])}, {_digits(high / unit[1])}]"
+            saved.append(f"{co2e_text(g['co2e_saved_kg'], unit)}{interval} CO2e at {r['grid_gco2_per_kwh']:g} g/kWh")
         out.append(f"saved on {key}: " + ", ".join(saved))
     return out + _steady(r)
 
@@ -215,8 +221,15 @@ def _steady(r: dict[str, Any]) -> list[str]:
              for key, g in rows if g.get("steady_state_saved_pct") is not None]
     if not parts:
         return []
-    return [*textwrap.wrap(f"steady state, energy saved: {'; '.join(parts)}", width=158, subsequent_indent="  "),
-            *textwrap.wrap(r["steady_state"], width=158, initial_indent="  ", subsequent_indent="  ")]
+    out = [*textwrap.wrap(f"steady state, energy saved: {'; '.join(parts)}", width=158, subsequent_indent="  "),
+           *textwrap.wrap(r["steady_state"], width=158, initial_indent="  ", subsequent_indent="  ")]
+    if r.get("horizon_days") is not None:
+        ahead = [f"{key} {_and(_pct(g['horizon_saved_pct']), interval_text(g['horizon_saved_pct_interval'], digits=1))}, "
+                 f"{_and(energy_text(g['horizon_saved_kwh']), interval_text(g['horizon_saved_kwh_interval'], _units(g['horizon_saved_kwh'])))}"
+                 for key, g in rows if g.get("horizon_saved_pct") is not None]
+        out += textwrap.wrap(f"over {r['horizon_days']:g} days at the export's recurrence rate (--horizon), energy saved: {'; '.join(ahead)}",
+                             width=158, subsequent_indent="  ")
+    return out
 
 
 def _fleet(r: dict[str, Any]) -> list[str]:

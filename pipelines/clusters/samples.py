@@ -81,6 +81,8 @@ class Plan:
     anchored: bool = False
     #: Per profile GPU, Zeus's converged energy over Default's per workload (``anchoring.converged_ratios``): the steady state.
     converged: dict[str, dict[str, float]] = field(default_factory=dict)
+    #: Project each row over this many seconds at the export's recurrence rate (``anchoring.horizon_totals``); None: not.
+    horizon_s: float | None = None
 
 
 def seed_knob(base_seed: int, draw: int) -> int | None:
@@ -151,11 +153,24 @@ def _steady(history: pl.DataFrame, ratios: dict[str, float] | None) -> dict[str,
     return dict(zip(STEADY_TOTALS, anchoring.steady_state_totals(history, ratios), strict=True))
 
 
-def _steady_sum(rows: dict[str, dict[str, Any]]) -> dict[str, float | None]:
-    """The whole cluster's steady-state totals: its rows' added up (None when a row has none)."""
-    if any(r[k] is None for r in rows.values() for k in STEADY_TOTALS):
-        return dict.fromkeys(STEADY_TOTALS)
-    return {k: float(np.sum([r[k] for r in rows.values()])) for k in STEADY_TOTALS}
+#: A row's totals over ``Plan.horizon_s`` (J): Default's and Zeus's; None without a horizon.
+HORIZON_TOTALS = ("horizon_default_j", "horizon_zeus_j")
+
+
+def _horizon(history: pl.DataFrame, jobs: pl.DataFrame, row: Row, plan: Plan) -> dict[str, float | None]:
+    ratios = plan.converged.get(row.gpu)
+    if plan.horizon_s is None or not ratios or row.key not in plan.capacities:
+        return dict.fromkeys(HORIZON_TOTALS)
+    window = plan.capacities[row.key]
+    totals = anchoring.horizon_totals(history, jobs, ratios, window.window_end_s - window.window_start_s, plan.horizon_s)
+    return dict(zip(HORIZON_TOTALS, totals, strict=True))
+
+
+def _summed(rows: dict[str, dict[str, Any]], names: tuple[str, ...]) -> dict[str, float | None]:
+    """The whole cluster's totals ``names``: its rows' added up (None when a row has none)."""
+    if any(r[k] is None for r in rows.values() for k in names):
+        return dict.fromkeys(names)
+    return {k: float(np.sum([r[k] for r in rows.values()])) for k in names}
 
 
 def _whole_fleet(rows: dict[str, dict[str, Any]], plan: Plan) -> dict[str, float | None]:
@@ -245,7 +260,8 @@ def run_draw(draw: int, *, plan: Plan, traces: Traces, base_seed: int) -> dict[s
                                           engine=plan.engine).select(_HISTORY_COLUMNS)
         if plan.anchored:
             history = anchoring.anchor(history, jobs)
-        rows[row.key] = {**_totals(history), **_peaks(history, row.key, plan), **_steady(history, plan.converged.get(row.gpu))}
+        rows[row.key] = {**_totals(history), **_peaks(history, row.key, plan), **_steady(history, plan.converged.get(row.gpu)),
+                         **_horizon(history, jobs, row, plan)}
         if draw == 0:
             rows[row.key]["jobs_by_workload"] = dict(jobs.group_by("dataset").len().sort("dataset").iter_rows())
         histories.append(history.with_columns(pl.lit(row.key).alias("_row")))
@@ -256,7 +272,7 @@ def run_draw(draw: int, *, plan: Plan, traces: Traces, base_seed: int) -> dict[s
     if plan.fleet:
         # relabelled per history: a column added to the concatenated frame would rechunk (copy) all of it
         fleet = pl.concat([h.drop("_row").with_columns(pl.lit(FLEET).alias("gpu")) for h in histories])
-        whole = {**_totals(combined), **_peaks(fleet, FLEET, plan), **_steady_sum(rows)}
+        whole = {**_totals(combined), **_peaks(fleet, FLEET, plan), **_summed(rows, STEADY_TOTALS), **_summed(rows, HORIZON_TOTALS)}
         del fleet
         out["fleet"] = {**whole, **_whole_fleet(rows, plan)}
     out["measured"] = _measured(combined, plan.measured)

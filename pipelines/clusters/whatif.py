@@ -41,7 +41,7 @@ from pipelines.distributed import Runner, SerialRunner
 from pipelines.ingest.common import empty_quarantine
 from pipelines.ingest.compressed import uncompressed_name
 from pipelines.ingest.owntrace import OwnTraceResult, TraceCounts
-from pipelines.units import J_PER_KWH, KWH_PER_MWH, S_PER_H
+from pipelines.units import J_PER_KWH, KWH_PER_MWH, S_PER_DAY, S_PER_H
 from pipelines.vocabulary import GPU_BY_NAME, ZEUS_DATASETS
 from pipelines.zeus.traces import TraceError
 
@@ -93,6 +93,8 @@ class Options:
     min_gpu_util_pct: float = DEFAULT_MIN_GPU_UTIL_PCT
     #: ``given`` (the export's clock was named) or ``assumed`` (UTC, nothing said).
     timezone_source: str = "given"
+    #: Project the saving over this many days at the export's recurrence rate (``anchoring.horizon_totals``); None: not.
+    horizon_days: float | None = None
 
 
 def trace_name_for(path: Path) -> str:
@@ -189,7 +191,8 @@ def _plan(result: OwnTraceResult, keyed: pl.DataFrame, profiles: Profiles,
     slim = tuple(Row(r.key, r.gpu, r.jobs.select(_REPLAY_COLUMNS), r.workloads) for r in rows)
     converged = {r.gpu: anchoring.converged_ratios(profiles.traces, r.gpu, r.workloads, options.eta) for r in rows if r.jobs.height}
     return (Plan(result.trace, slim, mode == AS_EXPORTED, options.eta, options.beta, measured, options.top, sizes, idle_w, whole,
-                 anchored=options.energy_model == ANCHORED, converged=converged), records, mode)
+                 anchored=options.energy_model == ANCHORED, converged=converged,
+                 horizon_s=None if options.horizon_days is None else options.horizon_days * S_PER_DAY), records, mode)
 
 
 def _low_util(options: Options) -> pl.Expr:
@@ -257,6 +260,11 @@ def _draw_figures(t: dict[str, Any], options: Options) -> dict[str, float | None
         "zeus_peak_kw": _finite(t["zeus_peak_kw"]),
         "headroom_gpus": _finite(t["headroom_gpus"]),
     }
+    if t.get("horizon_default_j") is not None:
+        figures["horizon_default_kwh"] = t["horizon_default_j"] / J_PER_KWH
+        figures["horizon_zeus_kwh"] = t["horizon_zeus_j"] / J_PER_KWH
+        figures["horizon_saved_kwh"] = (t["horizon_default_j"] - t["horizon_zeus_j"]) / J_PER_KWH
+        figures["horizon_saved_pct"] = _pct_saved(t["horizon_zeus_j"], t["horizon_default_j"])
     if options.price_per_kwh is not None:
         figures["cost_saved"] = saved_kwh * options.price_per_kwh
     if options.grid_gco2_per_kwh is not None:
@@ -545,6 +553,8 @@ def _replay(prepared: Prepared, profiles: Profiles, runner: Runner | None,
          "saved_pct": _pct_saved(t["zeus_j"], t["default_j"])}
         for t in draws[0].get("top_groups", [])
     ]
+    if options.horizon_days is not None:
+        report["horizon_days"] = options.horizon_days
     if options.price_per_kwh is not None:
         report["price_per_kwh"] = options.price_per_kwh
     if options.grid_gco2_per_kwh is not None:

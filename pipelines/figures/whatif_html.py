@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
-from pipelines.clusters.report_text import energy_text, energy_unit, profile_text
+from pipelines.clusters.report_text import co2e_text, co2e_unit, energy_text, energy_unit, profile_text
 from pipelines.figures.errors import NoData
 from pipelines.home.storage import write_text_atomic
 
@@ -130,6 +130,19 @@ def _decimals(digits: int, suffix: str = "") -> Show:
 
 
 _PCT = _decimals(1, " %")
+
+
+def _co2e_in(kg: float | None) -> Show:
+    """CO2e (kg in the report) in the unit that fits ``kg`` (g, kg or t: ``co2e_text``), an interval's ends in the same unit."""
+    name, scale = co2e_unit(kg or 0.0)
+
+    def show(path: Path_, value: float | None, bare: bool) -> str:
+        if value is None:
+            return num(path, None)
+        text = co2e_text(value, (name, scale))
+        return num(path, value, text.removesuffix(f" {name}") if bare else text, scale=scale)
+
+    return show
 
 
 # ---------------------------------------------------------------------------------------------
@@ -230,7 +243,7 @@ def _money(r: Mapping[str, Any]) -> str:
             parts.append(f"{_with_interval(g, base, 'cost_saved', _decimals(2), ' ')} at {price} per kWh")
         if "co2e_saved_kg" in g:
             grid = num(["grid_gco2_per_kwh"], r["grid_gco2_per_kwh"], text=f"{r['grid_gco2_per_kwh']:g}")
-            parts.append(f"{_with_interval(g, base, 'co2e_saved_kg', _decimals(0, ' kg'), ' ')} CO2e at {grid} g/kWh")
+            parts.append(f"{_with_interval(g, base, 'co2e_saved_kg', _co2e_in(g['co2e_saved_kg']), ' ')} CO2e at {grid} g/kWh")
         if parts:
             out.append(f"<li>saved on {_e(label)}: {'; '.join(parts)}</li>")
     return f"<ul class='money'>{''.join(out)}</ul>" if out else ""
@@ -249,7 +262,21 @@ def _savings(r: Mapping[str, Any], figure: str) -> str:
              + ("Each figure is its own median: Default's and Zeus's medians need not differ by the median saving." if n > 1 else ""))
     return (f'<section id="savings"><h2>Energy: Default vs Zeus</h2><p>{what}.</p>'
             f'<div class="wide"><table class="grid savings">{head}{"".join(rows)}</table></div><p class="note">{notes}</p>{_money(r)}'
-            f"{figure}</section>")
+            f"{_steady(r)}{figure}</section>")
+
+
+def _steady(r: Mapping[str, Any]) -> str:
+    """The steady-state saving per row (and the horizon's, when asked), beside the period's."""
+    rows = [(k, ["gpus", k], g) for k, g in r["gpus"].items()] + ([("all GPUs", ["total"], r["total"])] if r.get("total") else [])
+    days = r.get("horizon_days")
+    horizon = "" if days is None else f"; over {num(['horizon_days'], days, text=f'{days:g}')} days at the export's recurrence rate: "
+    items = [f"<li>{_e(label)}: {_with_interval(g, base, 'steady_state_saved_pct', _PCT, ' ')}"
+             + (f"{horizon}{_with_interval(g, base, 'horizon_saved_pct', _PCT, ' ')}" if g.get("horizon_saved_pct") is not None else "")
+             + "</li>" for label, base, g in rows if g.get("steady_state_saved_pct") is not None]
+    if not items:
+        return ""
+    return (f"<h3>Steady state: energy saved once every group's optimizer has converged</h3><ul>{''.join(items)}</ul>"
+            f"<p class='note'>{_e(r['steady_state'])}.</p>")
 
 
 def _fleet(r: Mapping[str, Any]) -> str:
@@ -292,6 +319,11 @@ def _measured(r: Mapping[str, Any]) -> str:
         ("measured / modelled", f"per job: median {num(['measured', 'ratio_median'], m['ratio_median'], digits=2)}, interquartile range "
                                 f"{num(['measured', 'ratio_p25'], m['ratio_p25'], digits=2)} to {num(['measured', 'ratio_p75'], m['ratio_p75'], digits=2)}"
                                 f"{util}"),
+        *[(f"  {key}", f"median {num(['measured', 'by_row', key, 'ratio_median'], b['ratio_median'], digits=2)}, interquartile range "
+                       f"{num(['measured', 'by_row', key, 'ratio_p25'], b['ratio_p25'], digits=2)} to "
+                       f"{num(['measured', 'by_row', key, 'ratio_p75'], b['ratio_p75'], digits=2)} "
+                       f"({num(['measured', 'by_row', key, 'jobs'], b['jobs'])} jobs)")
+          for key, b in (m.get("by_row") or {}).items() if len(m["by_row"]) > 1],
     ]
     body = "".join(f"<tr><th scope='row'>{_e(k)}</th><td>{v}</td></tr>" for k, v in rows)
     return (f'<section id="measured"><h2>Measured energy ({_e(m["source"])})</h2><p>{num(["measured", "jobs"], m["jobs"])} of '
@@ -324,6 +356,18 @@ def _provenance(r: Mapping[str, Any], p: Provenance) -> str:
              ("package", f"{_e(DISTRIBUTION)} {_e(p.version)}"), ("made", _e(p.created))]
     body = "".join(f"<tr><th scope='row'>{k}</th><td>{v}</td></tr>" for k, v in rows)
     return f'<section id="provenance"><h2>How this report was made</h2><table class="kv">{body}</table></section>'
+
+
+def _utilization(r: Mapping[str, Any]) -> str:
+    """The idle allocations left out of the replay (``--min-gpu-util``), or that the export carries no utilisation."""
+    u = r["utilization"]
+    if u["source"] is None:
+        return f"<p class='note'>GPU utilisation: {_e(u['note'])}.</p>"
+    b, threshold = ["utilization"], u["threshold_pct"]
+    return (f"<p>{num([*b, 'low_util_jobs'], u['low_util_jobs'])} COMPLETED GPU jobs below "
+            f"{num([*b, 'threshold_pct'], threshold, text=f'{threshold:g}', suffix=' %')} GPU utilisation "
+            f"({_e(u['source'])}) are idle allocations, not replayed: {num([*b, 'low_util_gpu_hours'], u['low_util_gpu_hours'], digits=1)} "
+            f"GPU-hours, {energy([*b, 'low_util_kwh'], u['low_util_kwh'])} at the idle draw.</p>")
 
 
 def _headline(r: Mapping[str, Any]) -> str:
@@ -382,6 +426,7 @@ def render(report: Mapping[str, Any], power: pl.DataFrame, provenance: Provenanc
         f"eta {r['eta']:g}, beta {r['beta']:g}; {_e(samples)}; energy {_e(r.get('energy_model', 'runtime-ratio'))}.</p>",
         _headline(r),
         _accounting(r),
+        _utilization(r),
         _types(r) if r["gpu_mode"] == "as-exported" else "",
         _savings(r, _figure(lambda: figures.savings_with_intervals(r), "Energy saved per GPU with its interval",
                             "Energy Zeus saves vs Default per row of the table: the median over the samples (dot) and its interval (bar).")),

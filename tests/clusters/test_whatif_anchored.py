@@ -201,3 +201,15 @@ def test_the_html_title_holds_the_files_name_not_its_path(tmp_path: Path, traces
     page = whatif_html.render(report, power, whatif_html.Provenance.now("cluster.csv", None, {}, "whatif cluster.csv"))
     title = page.split("<title>")[1].split("</title>")[0]
     assert "cluster.csv" in title and str(folder) not in title
+
+
+def test_the_horizon_projects_the_exports_recurrence_rate(tmp_path: Path, traces: Traces) -> None:
+    """A horizon as long as the export's window is the export itself; a very long one converges to the steady state."""
+    path = job_log(tmp_path / "lab.csv", [{"hours": 2 + k % 3, "day": 2 * k, "name": f"t{k % 4}"} for k in range(40)])
+    window_days = 2 * 39 + 2 / 24  # first start to the last end: the last job starts on day 78 and runs 2 + 39 % 3 = 2 h
+    same = run(path, traces, samples=1, horizon_days=window_days)["total"]
+    for period, ahead in (("default_kwh", "horizon_default_kwh"), ("zeus_kwh", "horizon_zeus_kwh"), ("energy_saved_pct", "horizon_saved_pct")):
+        assert same[ahead] == pytest.approx(same[period], rel=1e-9), ahead
+    far = run(path, traces, samples=1, horizon_days=1e7)["total"]
+    assert far["horizon_saved_pct"] == pytest.approx(far["steady_state_saved_pct"], abs=0.01)
+    assert far["horizon_default_kwh"] == pytest.approx(same["default_kwh"] * 1e7 / window_days, rel=1e-6)
