@@ -32,7 +32,9 @@ from pipelines.clusters.profiles import with_measured
 from pipelines.clusters.report_text import render
 from pipelines.distributed import connect
 from pipelines.home.paths import ProjectPaths, find_home
+from pipelines.ingest import grid as grid_mod
 from pipelines.ingest.common import IngestError
+from pipelines.ingest.grid import Rate
 from pipelines.ingest.owntrace import check_timezone
 from pipelines.ingest.simulator_inputs import resolve_traces
 from pipelines.ingest.slurm import DEFAULT_DELIMITER, parse_fields
@@ -103,6 +105,15 @@ def _non_negative(ctx: click.Context, param: click.Parameter, value: float | Non
 @click.option("--price-per-kwh", type=float, default=None, callback=_non_negative, help="Electricity price (per kWh): adds cost saved.")
 @click.option("--grid-gco2-per-kwh", type=float, default=None, callback=_non_negative,
               help="Grid carbon intensity (g CO2e per kWh): adds CO2e saved.")
+@click.option("--region", default=None,
+              help="Where the energy was used: an ISO 3166 country (DE or DEU), a US state (US-CA) or a Nordic zone (SE3): its "
+                   "carbon intensity from the table bundled with the package (no network; docs: Carbon).")
+@click.option("--grid-intensity", "grid_file", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="A CSV series timestamp,gco2_per_kwh at any step (ElectricityMaps, Ember, a utility): each run's CO2e at the "
+                   "intensity of when it ran.")
+@click.option("--price", "price_file", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="A CSV series timestamp,price_per_kwh (time-of-use prices), matched to each run the same way.")
+@click.option("--fill", is_flag=True, help="A series that does not cover a job's run: use its nearest value (else refused).")
 @click.option("--trace-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Folder with Zeus's summary_train.csv and summary_power_{gpu}.csv  [default: the data home's tables, then its "
                    "raw/zeus, then the mirror, then a download]")
@@ -140,6 +151,10 @@ def cli(
     beta_knob: float,
     price_per_kwh: float | None,
     grid_gco2_per_kwh: float | None,
+    region: str | None,
+    grid_file: Path | None,
+    price_file: Path | None,
+    fill: bool,
     trace_dir: Path | None,
     top: int,
     cluster_gpus: int | None,
@@ -167,11 +182,12 @@ def cli(
     except ValueError as exc:
         _fail(f"--timezone/--fields: {exc}")
     file_format = tracefiles.format_of(file, fmt)
+    grid, prices = _rates(region, grid_file, grid_gco2_per_kwh, price_file, price_per_kwh, timezone)
     options = report_of.Options(gpus=gpus, fallback_gpu=fallback_gpu.strip().lower(), eta=eta_knob, beta=beta_knob,
                                 price_per_kwh=price_per_kwh, grid_gco2_per_kwh=grid_gco2_per_kwh, top=top, cluster_gpus=cluster_gpus,
                                 progress=sys.stderr.isatty() if progress is None else progress, samples=samples, seed=seed,
                                 energy_model=energy_model, min_gpu_util_pct=min_gpu_util, timezone_source=timezone_source,
-                                horizon_days=horizon_days)
+                                horizon_days=horizon_days, grid=grid, prices=prices, fill=fill)
     home = find_home()
     # as exported, any published GPU may be some job's own; by name, only those named (measured ones come from their files)
     named = PAPER_ORDER if gpus is None or gpus == (report_of.AS_EXPORTED,) else gpus
@@ -200,6 +216,22 @@ def cli(
         provenance = whatif_html.Provenance.now(file.name, sha256, _options_used(), _command_line(file))
         whatif_html.write(html_file, report, power, provenance)
         click.echo(f"[whatif] report -> {printable(str(html_file))}", err=True)
+
+
+def _rates(region: str | None, grid_file: Path | None, grid_flat: float | None, price_file: Path | None, price_flat: float | None,
+           timezone: str) -> tuple[Rate | None, Rate | None]:
+    """The carbon intensity and price series or region given (one of each kind at most); one line and exit 2 on bad input."""
+    if sum(x is not None for x in (region, grid_file, grid_flat)) > 1:
+        _fail("give one of --region, --grid-intensity and --grid-gco2-per-kwh")
+    if price_file is not None and price_flat is not None:
+        _fail("give one of --price and --price-per-kwh")
+    try:
+        grid = (Rate.constant((r := grid_mod.find_region(region)).gco2_per_kwh, r.describe()) if region is not None else
+                grid_mod.read_series(grid_file, grid_mod.INTENSITY, timezone) if grid_file is not None else None)
+        prices = grid_mod.read_series(price_file, grid_mod.PRICE, timezone) if price_file is not None else None
+    except (IngestError, ValueError) as exc:
+        _fail(str(exc))
+    return grid, prices
 
 
 #: Parameters that change no number of the report (where it goes, how it is shown).

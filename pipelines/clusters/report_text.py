@@ -204,14 +204,32 @@ def _energy(r: dict[str, Any]) -> list[str]:
             continue
         saved = [_and(energy_text(g["energy_saved_kwh"]), interval_text(g["energy_saved_kwh_interval"], _units(g["energy_saved_kwh"])))]
         if "cost_saved" in g:
-            saved.append(f"{_and(_n(g['cost_saved'], 2), interval_text(g['cost_saved_interval'], digits=2))} at {r['price_per_kwh']:g} per kWh")
+            saved.append(f"{_and(_n(g['cost_saved'], 2), interval_text(g['cost_saved_interval'], digits=2))} {rate_text(r['prices'], 'per kWh')}")
         if "co2e_saved_kg" in g:
-            unit = co2e_unit(g["co2e_saved_kg"])
-            low, high = g["co2e_saved_kg_interval"]
-            interval = "" if low is None or high is None else f" [{_digits(low / unit[1])}, {_digits(high / unit[1])}]"
-            saved.append(f"{co2e_text(g['co2e_saved_kg'], unit)}{interval} CO2e at {r['grid_gco2_per_kwh']:g} g/kWh")
+            saved.append(f"{_co2e(g, 'co2e_saved_kg')} CO2e {rate_text(r['grid'], 'g/kWh')}")
         out.append(f"saved on {key}: " + ", ".join(saved))
+        if "co2e_saved_kg" in g:
+            out.append(f"  CO2e: Default {_co2e(g, 'default_co2e_kg')}, Zeus {_co2e(g, 'zeus_co2e_kg')}")
     return out + _steady(r)
+
+
+def _co2e(g: dict[str, Any], name: str) -> str:
+    """A CO2e figure (kg in the report) with its interval, in the unit that fits its median."""
+    unit = co2e_unit(g[name])
+    low, high = g[f"{name}_interval"]
+    return co2e_text(g[name], unit) + ("" if low is None or high is None else f" [{_digits(low / unit[1])}, {_digits(high / unit[1])}]")
+
+
+def rate_text(rate: dict[str, Any], per: str) -> str:
+    """Which intensity or price: ``at 300 g/kWh``, ``at DE's 381 g/kWh (2023)``, ``over grid.csv (hourly, 1,608 points)``."""
+    if "file" in rate:
+        step = rate["step_s"]
+        every = "hourly" if step == 3600 else f"every {step / 60:g} min" if step < 3600 else f"every {step / 3600:g} h"
+        return f"over {rate['file']} ({every}, {rate['points']:,} points, {rate['span']})"
+    value = rate.get("gco2_per_kwh", rate.get("price_per_kwh"))
+    if "region" in rate:
+        return f"at {rate['region']}'s {value:g} {per} ({rate['name']}, {rate['year']}; docs: Carbon)"
+    return f"at {value:g} {per}"
 
 
 def _steady(r: dict[str, Any]) -> list[str]:

@@ -29,6 +29,8 @@ import polars as pl
 from pipelines.clusters import anchoring, mapping, power, simulate
 from pipelines.clusters.capacity import Capacity
 from pipelines.distributed import Runner, fan_out
+from pipelines.ingest.grid import Rate
+from pipelines.units import J_PER_KWH
 from pipelines.vocabulary import PolicyName
 from pipelines.zeus import fast
 from pipelines.zeus.traces import Traces
@@ -83,6 +85,10 @@ class Plan:
     converged: dict[str, dict[str, float]] = field(default_factory=dict)
     #: Project each row over this many seconds at the export's recurrence rate (``anchoring.horizon_totals``); None: not.
     horizon_s: float | None = None
+    #: The grid's carbon intensity (g CO2e per kWh) and the electricity price (per kWh) where and when each run drew its
+    #: energy (``pipelines.ingest.grid.Rate``: constant or a series); None: not priced.
+    grid: Rate | None = None
+    prices: Rate | None = None
 
 
 def seed_knob(base_seed: int, draw: int) -> int | None:
@@ -153,6 +159,25 @@ def _steady(history: pl.DataFrame, ratios: dict[str, float] | None) -> dict[str,
     return dict(zip(STEADY_TOTALS, anchoring.steady_state_totals(history, ratios), strict=True))
 
 
+#: A row's CO2e (g) and cost of each policy, each run's energy at the intensity and price of when it ran; None: not priced.
+PRICED_TOTALS = ("default_co2e_g", "zeus_co2e_g", "default_cost", "zeus_cost")
+
+
+def _priced(history: pl.DataFrame, plan: Plan) -> dict[str, float | None]:
+    out: dict[str, float | None] = dict.fromkeys(PRICED_TOTALS)
+    kwh = history["energy_j"].to_numpy() / J_PER_KWH
+    start = history["start_time_s"].to_numpy()
+    end = start + history["time_s"].to_numpy()
+    masks = {p: (history["policy"] == p).to_numpy() for p in POLICIES}
+    for rate, name in ((plan.grid, "co2e_g"), (plan.prices, "cost")):
+        if rate is None:
+            continue
+        weighted = kwh * rate.means(start, end)
+        for p in POLICIES:
+            out[f"{p}_{name}"] = float(np.sum(weighted[masks[p]]))
+    return out
+
+
 #: A row's totals over ``Plan.horizon_s`` (J): Default's and Zeus's; None without a horizon.
 HORIZON_TOTALS = ("horizon_default_j", "horizon_zeus_j")
 
@@ -167,10 +192,8 @@ def _horizon(history: pl.DataFrame, jobs: pl.DataFrame, row: Row, plan: Plan) ->
 
 
 def _summed(rows: dict[str, dict[str, Any]], names: tuple[str, ...]) -> dict[str, float | None]:
-    """The whole cluster's totals ``names``: its rows' added up (None when a row has none)."""
-    if any(r[k] is None for r in rows.values() for k in names):
-        return dict.fromkeys(names)
-    return {k: float(np.sum([r[k] for r in rows.values()])) for k in names}
+    """The whole cluster's totals ``names``: each its rows' added up (None where a row has none)."""
+    return {k: None if any(r[k] is None for r in rows.values()) else float(np.sum([r[k] for r in rows.values()])) for k in names}
 
 
 def _whole_fleet(rows: dict[str, dict[str, Any]], plan: Plan) -> dict[str, float | None]:
@@ -261,7 +284,7 @@ def run_draw(draw: int, *, plan: Plan, traces: Traces, base_seed: int) -> dict[s
         if plan.anchored:
             history = anchoring.anchor(history, jobs)
         rows[row.key] = {**_totals(history), **_peaks(history, row.key, plan), **_steady(history, plan.converged.get(row.gpu)),
-                         **_horizon(history, jobs, row, plan)}
+                         **_horizon(history, jobs, row, plan), **_priced(history, plan)}
         if draw == 0:
             rows[row.key]["jobs_by_workload"] = dict(jobs.group_by("dataset").len().sort("dataset").iter_rows())
         histories.append(history.with_columns(pl.lit(row.key).alias("_row")))
@@ -272,7 +295,8 @@ def run_draw(draw: int, *, plan: Plan, traces: Traces, base_seed: int) -> dict[s
     if plan.fleet:
         # relabelled per history: a column added to the concatenated frame would rechunk (copy) all of it
         fleet = pl.concat([h.drop("_row").with_columns(pl.lit(FLEET).alias("gpu")) for h in histories])
-        whole = {**_totals(combined), **_peaks(fleet, FLEET, plan), **_summed(rows, STEADY_TOTALS), **_summed(rows, HORIZON_TOTALS)}
+        whole = {**_totals(combined), **_peaks(fleet, FLEET, plan), **_summed(rows, STEADY_TOTALS), **_summed(rows, HORIZON_TOTALS),
+                 **_summed(rows, PRICED_TOTALS)}
         del fleet
         out["fleet"] = {**whole, **_whole_fleet(rows, plan)}
     out["measured"] = _measured(combined, plan.measured)

@@ -40,6 +40,7 @@ from pipelines.contracts.owncluster import SUMMARY_FIGURES, OwnClusterSummary
 from pipelines.distributed import Runner, SerialRunner
 from pipelines.ingest.common import empty_quarantine
 from pipelines.ingest.compressed import uncompressed_name
+from pipelines.ingest.grid import Rate
 from pipelines.ingest.owntrace import OwnTraceResult, TraceCounts
 from pipelines.units import J_PER_KWH, KWH_PER_MWH, S_PER_DAY, S_PER_H
 from pipelines.vocabulary import GPU_BY_NAME, ZEUS_DATASETS
@@ -95,6 +96,20 @@ class Options:
     timezone_source: str = "given"
     #: Project the saving over this many days at the export's recurrence rate (``anchoring.horizon_totals``); None: not.
     horizon_days: float | None = None
+    #: Carbon intensity (g CO2e/kWh) and price (per kWh) where and when the energy was used: a region's or a series
+    #: (``pipelines.ingest.grid``); they take precedence over the flat ``grid_gco2_per_kwh`` / ``price_per_kwh``.
+    grid: Rate | None = None
+    prices: Rate | None = None
+    #: A series that does not cover a job's run: use its nearest value (else the job is refused, naming it).
+    fill: bool = False
+
+    def rates(self) -> tuple[Rate | None, Rate | None]:
+        """(carbon intensity, price): the series or region given, else the flat option as a constant, else None."""
+        grid = self.grid or (None if self.grid_gco2_per_kwh is None else
+                             Rate.constant(self.grid_gco2_per_kwh, {"gco2_per_kwh": self.grid_gco2_per_kwh, "source": "--grid-gco2-per-kwh"}))
+        prices = self.prices or (None if self.price_per_kwh is None else
+                                 Rate.constant(self.price_per_kwh, {"price_per_kwh": self.price_per_kwh, "source": "--price-per-kwh"}))
+        return grid, prices
 
 
 def trace_name_for(path: Path) -> str:
@@ -190,9 +205,26 @@ def _plan(result: OwnTraceResult, keyed: pl.DataFrame, profiles: Profiles,
     # the draws need only what the mapping and the replay read (smaller on the wire to Dask workers, faster to map)
     slim = tuple(Row(r.key, r.gpu, r.jobs.select(_REPLAY_COLUMNS), r.workloads) for r in rows)
     converged = {r.gpu: anchoring.converged_ratios(profiles.traces, r.gpu, r.workloads, options.eta) for r in rows if r.jobs.height}
+    grid, prices = options.rates()
+    for rate, option in ((grid, "--grid-intensity"), (prices, "--price")):
+        if rate is not None and not options.fill:
+            _check_covered(rate, option, rows)
     return (Plan(result.trace, slim, mode == AS_EXPORTED, options.eta, options.beta, measured, options.top, sizes, idle_w, whole,
                  anchored=options.energy_model == ANCHORED, converged=converged,
-                 horizon_s=None if options.horizon_days is None else options.horizon_days * S_PER_DAY), records, mode)
+                 horizon_s=None if options.horizon_days is None else options.horizon_days * S_PER_DAY, grid=grid, prices=prices),
+            records, mode)
+
+
+def _check_covered(rate: Rate, option: str, rows: Sequence[Row]) -> None:
+    """``ValueError`` naming the first job a series does not cover (``Options.fill`` takes the nearest value instead)."""
+    for row in rows:
+        jobs = row.jobs
+        missed = rate.uncovered(jobs["start_time_s"].to_numpy(), jobs["end_time_s"].to_numpy())
+        if missed.size:
+            job = jobs.row(int(missed[0]), named=True)
+            raise ValueError(f"{option} {rate.describe.get('file')}: covers {rate.span_text()}, not job {job['job_id']} "
+                             f"({job['start_time']:%Y-%m-%dT%H:%MZ} to {job['end_time']:%Y-%m-%dT%H:%MZ}) nor "
+                             f"{missed.size - 1:,} more; pass --fill to use the nearest value")
 
 
 def _low_util(options: Options) -> pl.Expr:
@@ -265,10 +297,11 @@ def _draw_figures(t: dict[str, Any], options: Options) -> dict[str, float | None
         figures["horizon_zeus_kwh"] = t["horizon_zeus_j"] / J_PER_KWH
         figures["horizon_saved_kwh"] = (t["horizon_default_j"] - t["horizon_zeus_j"]) / J_PER_KWH
         figures["horizon_saved_pct"] = _pct_saved(t["horizon_zeus_j"], t["horizon_default_j"])
-    if options.price_per_kwh is not None:
-        figures["cost_saved"] = saved_kwh * options.price_per_kwh
-    if options.grid_gco2_per_kwh is not None:
-        figures["co2e_saved_kg"] = saved_kwh * options.grid_gco2_per_kwh / 1000
+    if t.get("default_cost") is not None:
+        figures.update(default_cost=t["default_cost"], zeus_cost=t["zeus_cost"], cost_saved=t["default_cost"] - t["zeus_cost"])
+    if t.get("default_co2e_g") is not None:
+        figures.update(default_co2e_kg=t["default_co2e_g"] / 1000, zeus_co2e_kg=t["zeus_co2e_g"] / 1000,
+                       co2e_saved_kg=(t["default_co2e_g"] - t["zeus_co2e_g"]) / 1000)
     return figures
 
 
@@ -555,10 +588,15 @@ def _replay(prepared: Prepared, profiles: Profiles, runner: Runner | None,
     ]
     if options.horizon_days is not None:
         report["horizon_days"] = options.horizon_days
+    grid, prices = options.rates()
     if options.price_per_kwh is not None:
         report["price_per_kwh"] = options.price_per_kwh
     if options.grid_gco2_per_kwh is not None:
         report["grid_gco2_per_kwh"] = options.grid_gco2_per_kwh
+    if grid is not None:
+        report["grid"] = {**grid.describe, **({"filled": options.fill} if grid.times_s is not None else {})}
+    if prices is not None:
+        report["prices"] = {**prices.describe, **({"filled": options.fill} if prices.times_s is not None else {})}
     return report, draws[0].get("power")
 
 

@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
-from pipelines.clusters.report_text import co2e_text, co2e_unit, energy_text, energy_unit, profile_text
+from pipelines.clusters.report_text import co2e_text, co2e_unit, energy_text, energy_unit, profile_text, rate_text
 from pipelines.figures.errors import NoData
 from pipelines.home.storage import write_text_atomic
 
@@ -239,11 +239,11 @@ def _money(r: Mapping[str, Any]) -> str:
     for label, base, g in rows:
         parts = []
         if "cost_saved" in g:
-            price = num(["price_per_kwh"], r["price_per_kwh"], text=f"{r['price_per_kwh']:g}")
-            parts.append(f"{_with_interval(g, base, 'cost_saved', _decimals(2), ' ')} at {price} per kWh")
+            parts.append(f"{_with_interval(g, base, 'cost_saved', _decimals(2), ' ')} {_e(rate_text(r['prices'], 'per kWh'))}")
         if "co2e_saved_kg" in g:
-            grid = num(["grid_gco2_per_kwh"], r["grid_gco2_per_kwh"], text=f"{r['grid_gco2_per_kwh']:g}")
-            parts.append(f"{_with_interval(g, base, 'co2e_saved_kg', _co2e_in(g['co2e_saved_kg']), ' ')} CO2e at {grid} g/kWh")
+            co2e = _co2e_in(g["co2e_saved_kg"])
+            parts.append(f"{_with_interval(g, base, 'co2e_saved_kg', co2e, ' ')} CO2e {_e(rate_text(r['grid'], 'g/kWh'))} (Default "
+                         f"{_with_interval(g, base, 'default_co2e_kg', co2e, ' ')}, Zeus {_with_interval(g, base, 'zeus_co2e_kg', co2e, ' ')})")
         if parts:
             out.append(f"<li>saved on {_e(label)}: {'; '.join(parts)}</li>")
     return f"<ul class='money'>{''.join(out)}</ul>" if out else ""
