@@ -97,3 +97,22 @@ def choose(measurements: Sequence[Measurement], selector: Selector) -> int:
         return min(measurements, key=lambda m: zeus_cost(m, selector.eta, top)).power_limit_w
     shortest = at_max_limit(measurements).time_s
     return min(m.power_limit_w for m in measurements if m.time_s <= selector.max_slowdown * shortest)
+
+
+@dataclass(frozen=True)
+class Compared:
+    """One limit of a profile beside the highest: its Zeus cost (J, ``selector``'s eta and world size) and the energy it saves (%)."""
+
+    measurement: Measurement
+    cost_j: float
+    saved_vs_max_pct: float
+    slowdown: float  # time / time at the highest limit
+
+
+def compare(measurements: Sequence[Measurement], selector: Selector) -> list[Compared]:
+    """Every measurement, in profile order, against the one at the highest limit (what the optimizer runs at before it chooses)."""
+    check_profile(measurements)
+    top = at_max_limit(measurements)
+    max_power = max_power_w(measurements, selector.world_size)
+    return [Compared(m, zeus_cost(m, selector.eta, max_power), 100.0 * (top.energy_j - m.energy_j) / top.energy_j, m.time_s / top.time_s)
+            for m in measurements]
