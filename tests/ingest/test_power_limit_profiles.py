@@ -9,7 +9,9 @@ import pytest
 
 from pipelines.ingest.common import IngestError
 from pipelines.ingest.power_limit_profiles import profile_format, read_profile, read_zeus_json, read_zeus_log
+from pipelines.measure.harness import write_profile
 from pipelines.zeus.power_limit import Measurement
+from tests.support.measured_profiles import GPU, profile_rows
 
 HEADER = "start_time,window_name,elapsed_time,gpu0_energy,gpu1_energy\n"
 GOOD_LOG = (HEADER
@@ -101,40 +103,22 @@ def test_json_with_one_limit_only(tmp_path: Path) -> None:
         read_zeus_json(path, "p.json")
 
 
-def measured_rows(limits: list[int], batch_sizes: list[int]) -> pl.DataFrame:
-    from pipelines.measure.harness import PROFILE_SCHEMA
-
-    rows = []
-    for limit in limits:
-        for bs in batch_sizes:
-            time = 100.0 + 1000.0 / limit + bs
-            rows.append({"dataset": "cifar100", "network": "shufflenetv2", "batch_size": bs, "optimizer": "adadelta",
-                         "power_limit": limit, "time_per_epoch": time, "average_power": limit * 0.8, "gpu": "lab-a100",
-                         "gpu_name": "NVIDIA A100", "gpu_uuid": None, "device": "cuda:0", "method": "counter",
-                         "samples_per_second": 50000 / time, "energy_per_epoch": limit * 0.8 * time, "cpu_threads": 4,
-                         "iterations": 10, "warmup_iterations": 3, "window_s": 1.0, "window_energy_j": limit * 0.8,
-                         "short_window": False, "power_limit_set": True, "note": None, "torch_version": "2.13.0",
-                         "measured_at": "2026-01-01T00:00:00+00:00"})
-    return pl.DataFrame(rows, schema=PROFILE_SCHEMA)
-
-
 def test_measured_csv_one_batch_size(tmp_path: Path) -> None:
-    path = tmp_path / "lab.csv"
-    measured_rows([200, 300, 250], [64, 128]).write_csv(path)
+    path = write_profile(profile_rows(limits=(200, 300, 250)).filter(pl.col("batch_size").is_in([64, 128])), tmp_path / "lab.csv")
     assert profile_format(path) == "measured"
     with pytest.raises(IngestError, match="batch sizes 64, 128: pick one with --batch-size"):
         read_profile(path)
     with pytest.raises(IngestError, match=r"no batch size 32 \(it has 64, 128\)"):
         read_profile(path, batch_size=32)
     profile = read_profile(path, batch_size=64)
-    assert profile.world_size == 1 and profile.label == "lab-a100 cifar100 (shufflenetv2, adadelta) batch size 64"
+    assert profile.world_size == 1 and profile.label == f"{GPU} cifar100 (shufflenetv2, adadelta) batch size 64"
     # highest limit first; one epoch's energy (average power x time per epoch) and time
     assert [m.power_limit_w for m in profile.measurements] == [300, 250, 200]
-    assert profile.measurements[0] == Measurement(300, 240.0 * (100.0 + 1000.0 / 300 + 64), 100.0 + 1000.0 / 300 + 64)
+    row = profile_rows(limits=(300,)).filter(pl.col("batch_size") == 64).row(0, named=True)
+    assert profile.measurements[0] == Measurement(300, row["average_power"] * row["time_per_epoch"], row["time_per_epoch"])
 
 
 def test_measured_csv_one_limit_only(tmp_path: Path) -> None:
-    path = tmp_path / "lab.csv"
-    measured_rows([300], [64]).write_csv(path)
+    path = write_profile(profile_rows(limits=(300,)).filter(pl.col("batch_size") == 64), tmp_path / "lab.csv")
     with pytest.raises(IngestError, match=r"^lab.csv: column 'power_limit': one power limit only \(300 W\)"):
         read_profile(path, "lab.csv")
