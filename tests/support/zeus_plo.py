@@ -75,3 +75,21 @@ def load_profile(monkeypatch: pytest.MonkeyPatch, profile_path: Path, selector: 
     assert isinstance(optimizer.state, zpl.Done)
     assert recorder.set_mw[-1] == optimizer.state.optimal_power_limit  # it set the limit it chose, on the GPUs
     return int(optimizer.state.optimal_power_limit) // 1000
+
+
+def job_limits(monkeypatch: pytest.MonkeyPatch, log: Path, selector: Any, profile_path: Path, steps: int) -> list[int]:
+    """The limit (W) in effect at each of a job's ``steps`` training steps under GlobalPowerLimitOptimizer (Zeus's defaults:
+    1 wait, 10 warmup and 40 profiling steps per limit), profiling by replaying ``log`` unless ``profile_path`` is saved."""
+    from zeus.utils.testing import ReplayZeusMonitor
+
+    limits = log_limits(log)
+    gpus = FakeGpus(min(limits), max(limits))
+    zpl = _patch(monkeypatch, gpus)
+    monitor = ReplayZeusMonitor(log_file=log, ignore_sync_execution=True, match_window_name=True)
+    optimizer = zpl.GlobalPowerLimitOptimizer(monitor, optimum_selector=selector, wait_steps=1, warmup_steps=10, profile_steps=40,
+                                              pl_step=25, profile_path=profile_path)
+    in_effect = []
+    for _ in range(steps):
+        optimizer.on_step_begin()
+        in_effect.append(gpus.set_mw[-1] // 1000)
+    return in_effect
