@@ -31,15 +31,16 @@ from typing import Any, Literal
 
 import polars as pl
 
-from pipelines.ingest.common import IngestError
-from pipelines.ingest.zeus import read_measured_file
+from pipelines.contracts.base import polars_schema, split_valid
+from pipelines.contracts.measure import PowerLimitProfiles
+from pipelines.ingest.common import IngestError, IngestResult, TableSpec, empty_quarantine, empty_table, quarantine_frame, raw_text
+from pipelines.ingest.zeus import ZEUS_LOG_COLUMNS as LOG_COLUMNS
+from pipelines.ingest.zeus import is_zeus_log, measured_files, read_measured_file
 from pipelines.zeus.power_limit import Measurement
 
 ProfileFormat = Literal["zeus-log", "zeus-json", "measured"]
 #: The window name prefix GlobalPowerLimitOptimizer gives each limit's profiling window (the limit in W follows).
 WINDOW_PREFIX = "__GlobalPowerLimitOptimizer_"
-#: The first three columns of a ZeusMonitor log; the GPUs' energy columns follow.
-LOG_COLUMNS = ("start_time", "window_name", "elapsed_time")
 _GPU_COLUMN = re.compile(r"gpu(\d+)_energy")
 #: The fields of one measurement of Zeus's profile JSON.
 JSON_FIELDS = ("power_limit", "energy", "time")
@@ -50,7 +51,8 @@ class PowerLimitProfile:
     """A file's measurements, with where they came from.
 
     ``world_size``: the GPUs whose energy the measurements sum (None: the file does not say, as
-    Zeus's JSON); ``label`` says which configuration of a measured CSV it is (empty otherwise).
+    Zeus's JSON); ``label`` says which configuration of a measured CSV it is (empty otherwise);
+    ``lines``: the file line of each measurement (a measured CSV's are not kept: empty).
     """
 
     source: str
@@ -58,18 +60,14 @@ class PowerLimitProfile:
     world_size: int | None
     measurements: tuple[Measurement, ...]
     label: str = ""
+    lines: tuple[int, ...] = ()
 
 
-def _first_line(data: bytes) -> str:
-    return data.split(b"\n", 1)[0].decode("utf-8", "replace").strip().lstrip("\ufeff")
-
-
-def profile_format(path: Path, data: bytes | None = None) -> ProfileFormat:
+def profile_format(path: Path) -> ProfileFormat:
     """``zeus-json`` for a ``.json`` file; a CSV whose header starts like a ZeusMonitor log is ``zeus-log``, any other ``measured``."""
     if path.suffix.lower() == ".json":
         return "zeus-json"
-    header = next(csv.reader([_first_line(path.read_bytes() if data is None else data)]), [])
-    return "zeus-log" if tuple(h.strip() for h in header[: len(LOG_COLUMNS)]) == LOG_COLUMNS else "measured"
+    return "zeus-log" if is_zeus_log(path) else "measured"
 
 
 def _read(path: Path, display: str) -> bytes:
@@ -158,7 +156,7 @@ def read_zeus_log(path: Path, display: str | None = None) -> PowerLimitProfile:
         found.append((line, int(limit_text)))
         measurements.append(Measurement(int(limit_text), total, time_s))
     _check_limits(found, display, "window_name")
-    return PowerLimitProfile(display, "zeus-log", len(gpus), tuple(measurements))
+    return PowerLimitProfile(display, "zeus-log", len(gpus), tuple(measurements), lines=tuple(line for line, _ in found if line))
 
 
 def _line_at(text: str, position: int) -> int:
@@ -224,7 +222,7 @@ def read_zeus_json(path: Path, display: str | None = None) -> PowerLimitProfile:
         found.append((line_of("power_limit"), limit))
         measurements.append(Measurement(limit, values["energy"], values["time"]))
     _check_limits(found, display, "power_limit")
-    return PowerLimitProfile(display, "zeus-json", None, tuple(measurements))
+    return PowerLimitProfile(display, "zeus-json", None, tuple(measurements), lines=tuple(line for line, _ in found if line))
 
 
 def measured_configurations(rows: pl.DataFrame) -> pl.DataFrame:
@@ -264,9 +262,57 @@ def read_measured_profile(path: Path, display: str | None = None, batch_size: in
 def read_profile(path: Path, display: str | None = None, batch_size: int | None = None) -> PowerLimitProfile:
     """Any of the three formats (``profile_format``) -> its profile."""
     display = display or str(path)
-    kind = profile_format(path, _read(path, display))
+    kind = profile_format(path)
     if kind == "zeus-json":
         return read_zeus_json(path, display)
     if kind == "zeus-log":
         return read_zeus_log(path, display)
     return read_measured_profile(path, display, batch_size)
+
+
+# ---------------------------------------------------------------------------------------------
+# the table of raw/measured's Zeus files (``power_limit_profiles``)
+
+#: The table's spec: its rows come from ``read_power_limit_profiles``, not from a CSV reader (``columns`` names its contract's).
+SPEC = TableSpec("power_limit_profiles", PowerLimitProfiles, {c: c for c in polars_schema(PowerLimitProfiles)})
+
+
+def profile_frame(profile: PowerLimitProfile, source: str) -> pl.DataFrame:
+    """``profile``'s rows of ``power_limit_profiles`` (source: the file's name)."""
+    n = len(profile.measurements)
+    return pl.DataFrame({
+        "source": [source] * n, "format": [profile.format] * n, "world_size": [profile.world_size] * n, "position": range(n),
+        "line": profile.lines, "power_limit": [m.power_limit_w for m in profile.measurements],
+        "energy": [m.energy_j for m in profile.measurements], "time": [m.time_s for m in profile.measurements],
+    }, schema=SPEC.dtypes())  # fmt: skip
+
+
+def _quarantined(path: Path, display: str, line: int | None, column: str | None, reason: str) -> IngestResult:
+    lines = path.read_bytes().split(b"\n") if path.is_file() else [b""]
+    at = line if line is not None and 1 <= line <= len(lines) else 1
+    bad = quarantine_frame(SPEC.table, display, [at], column, reason, raw_text(lines[at - 1]))
+    return IngestResult(empty_table(SPEC), bad, lines_in=1, files=[display])
+
+
+def read_zeus_file(path: Path, display: str) -> IngestResult:
+    """One Zeus file of raw/measured -> its rows, or (when it cannot serve as a profile) one quarantine row naming the line."""
+    try:
+        profile = read_zeus_json(path, display) if path.suffix.lower() == ".json" else read_zeus_log(path, display)
+    except IngestError as exc:
+        return _quarantined(path, display, exc.line, exc.column, exc.message)
+    good, bad = split_valid(profile_frame(profile, path.name), PowerLimitProfiles)
+    if bad.height:  # beyond a bound of the contract: the profile is used whole or not at all
+        first = bad.row(0, named=True)
+        return _quarantined(path, display, profile.lines[0], first["column"], f"{first['reason']} (the file's profile is not used)")
+    return IngestResult(good, empty_quarantine(), lines_in=good.height, files=[display])
+
+
+def read_power_limit_profiles(folder: Path) -> IngestResult:
+    """The Zeus files of ``folder`` (``raw/measured``: ``*.json`` and the ``*.csv`` that are ZeusMonitor logs), by name.
+
+    A file that cannot be read as a profile is one quarantine row (file, line, field, reason) and
+    adds no row: ``lines_in`` counts a file's measurements, or 1 for a quarantined file.
+    """
+    results = [read_zeus_file(path, f"{folder.name}/{path.name}") for path in measured_files(folder)
+               if path.suffix == ".json" or is_zeus_log(path)]
+    return IngestResult.concat(results, SPEC)
