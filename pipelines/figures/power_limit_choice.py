@@ -72,8 +72,9 @@ def power_limit_choice(profiles: pl.DataFrame) -> tuple[Figure, pl.DataFrame]:
                 ax.plot(picked["power_limit"], picked[column], linestyle="none", marker=marker, markersize=size, markerfacecolor="none",
                         markeredgewidth=1.1, color=color, label=label)
         gpus = d["world_size"][0]
-        assumed = " assumed: a JSON does not say" if d["format"][0] == "zeus-json" else ""
-        top.set_title(f"{source}\n({gpus} GPU{'s' if gpus > 1 else ''}{assumed})", fontsize=style.SMALL_FONT_SIZE)
+        gpu_text = f"{gpus} GPU{'s' if gpus > 1 else ''}"
+        top.set_title(f"{source}\n({'JSON: ' + gpu_text + ' assumed' if d['format'][0] == 'zeus-json' else gpu_text})",
+                      fontsize=style.SMALL_FONT_SIZE)
         bottom.set_xlabel("power limit (W)")
         if i % ncols == 0:
             top.set_ylabel("energy (J)")
