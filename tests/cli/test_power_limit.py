@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import re
+import shlex
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -70,3 +73,23 @@ def test_bad_knob_is_one_line(tmp_path: Path) -> None:
     path.write_text(json.dumps(PROFILE))
     result = CliRunner().invoke(load("power-limit"), [str(path), "--eta-knob", "2"])
     assert result.exit_code == 2 and result.output.strip() == "Error: eta must be between 0 and 1, inclusive, got 2.0"
+
+
+def test_the_worked_example_of_the_docs_is_what_the_command_prints(mirror: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from pipelines.home.paths import REPO_ROOT
+
+    page = (REPO_ROOT / "docs/measure.md").read_text()
+    command, printed = re.search(r'```sh\ncp .*?\n\.venv/bin/python -m pipelines (power-limit .*?)\n```\n\n```text\n(.*?)```', page, re.S).groups()
+    name = "V100+bert-base-uncased+gpu0.csv"
+    (tmp_path / "raw/measured").mkdir(parents=True)
+    shutil.copy(mirror / "zeus/profile_data" / name, tmp_path / "raw/measured" / name)
+    monkeypatch.chdir(tmp_path)
+    argv = shlex.split(command)
+    result = CliRunner().invoke(load("power-limit"), argv[1:])
+    assert result.exit_code == 0 and result.output == printed
+    rows = {(r["power_limit_w"]) for r in run(*argv[1:])["measurements"]}
+    assert rows == {250, 225, 200, 175, 150, 125, 100}
+    # the table of the other selectors on the same file
+    for option, limit in (("--selector energy", 125), ("--selector time", 250), ("--selector max-slowdown", 200),
+                          ("--selector max-slowdown --max-slowdown 1.5", 125), ("--eta-knob 0.9", 150)):
+        assert f"| `{option}`" in page and run(argv[1], *option.split())["power_limit_w"] == limit, option
