@@ -86,6 +86,11 @@ def measured_files(folder: Path) -> list[Path]:
     return sorted((p for pattern in MEASURED_PATTERNS for p in folder.glob(pattern) if p.is_file()), key=lambda p: p.name)
 
 
+def measured_csvs(folder: Path) -> list[Path]:
+    """The measured profiles of ``folder`` (``raw/measured``), in name order: its ``*.csv`` but ZeusMonitor logs."""
+    return [p for p in measured_files(folder) if p.suffix == ".csv" and not is_zeus_log(p)]
+
+
 def _time_only_lines(data: bytes) -> dict[int, str]:
     """Line number -> reason of the rows the harness marked ``method = none`` (timed, no energy measured)."""
     lines = [line.rstrip("\r") for line in data.decode("utf-8", "replace").split("\n")]
@@ -196,9 +201,7 @@ def read_measured(folder: Path) -> IngestResult:
         return IngestResult(empty_table(POWER_SPEC), empty_quarantine())
     results: list[IngestResult] = []
     seen: dict[tuple, str] = {}
-    for path in measured_files(folder):
-        if path.suffix != ".csv" or is_zeus_log(path):
-            continue
+    for path in measured_csvs(folder):
         display = f"{folder.name}/{path.name}"
         result, time_only = read_measured_file(path, display, seen)
         if time_only:

@@ -12,7 +12,7 @@ from pipelines.figures.errors import NoData
 from pipelines.figures.power_limit_choice import choices, power_limit_choice
 from pipelines.home.paths import ProjectPaths
 from pipelines.ingest.power_limit_profiles import read_power_limit_profiles, read_zeus_log
-from pipelines.ingest.zeus import read_measured
+from pipelines.ingest.zeus import measured_csvs, read_measured
 from pipelines.measure.harness import write_profile
 from pipelines.measure.zeus_json import write_zeus_profiles
 from pipelines.zeus.power_limit import Selector, choose
@@ -40,7 +40,8 @@ def test_reader_takes_zeus_files_and_leaves_measured_csvs(mirror: Path, tmp_path
     assert result.quarantine.select("source_file", "line", "column", "reason", "raw").rows() == [
         ("measured/broken.json", 3, "energy", 'energy is not a number: "ten"', ' {"power_limit": 250, "energy": "ten", "time": 1.0}')]
     assert result.lines_in == result.table.height + result.quarantine.height
-    # the measured CSV goes to zeus_power_profiles, and the ZeusMonitor logs do not
+    # the measured CSV goes to zeus_power_profiles (and whatif's profiles), and the ZeusMonitor logs do not
+    assert measured_csvs(folder) == [folder / "lab.csv"]
     measured = read_measured(folder)
     assert set(measured.table["source"]) == {"measured:lab.csv"} and measured.quarantine.height == 0
 
