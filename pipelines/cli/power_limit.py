@@ -100,6 +100,8 @@ def cli(profile: Path, name: SelectorName, eta_knob: float, max_slowdown: float,
         read = read_profile(profile, str(profile), batch_size)
     except IngestError as exc:
         _fail(str(exc))
+    if batch_size is not None and read.format != "measured":
+        _fail(f"--batch-size {batch_size}: {profile} is a {FORMATS[read.format]}, which has no batch sizes")
     try:
         selector = Selector(name, eta=eta_knob, world_size=_world_size(read, gpus), max_slowdown=max_slowdown)
     except ValueError as exc:

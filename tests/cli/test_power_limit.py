@@ -51,6 +51,8 @@ def test_zeus_log_world_size_is_its_gpu_columns(mirror: Path) -> None:
     log = mirror / "zeus/profile_data/A40+resnet50+gpu0,1,2,3.csv"
     out = run(str(log))
     assert out["world_size"] == 4 and out["power_limit_w"] == 150 and len(out["measurements"]) == 9
+    result = CliRunner().invoke(load("power-limit"), [str(log), "--batch-size", "32"])
+    assert result.exit_code == 2 and result.output.strip().endswith("is a ZeusMonitor log, which has no batch sizes")
     result = CliRunner().invoke(load("power-limit"), [str(log), "--gpus", "2"])
     assert result.exit_code == 2
     assert result.output.strip().endswith("holds the energy of 4 GPU(s); --gpus is for a JSON profile")
@@ -93,3 +95,21 @@ def test_the_worked_example_of_the_docs_is_what_the_command_prints(mirror: Path,
     for option, limit in (("--selector energy", 125), ("--selector time", 250), ("--selector max-slowdown", 200),
                           ("--selector max-slowdown --max-slowdown 1.5", 125), ("--eta-knob 0.9", 150)):
         assert f"| `{option}`" in page and run(argv[1], *option.split())["power_limit_w"] == limit, option
+
+
+def test_measured_csv_with_batch_size(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from zeus.optimizer.power_limit import ZeusCost
+
+    from pipelines.measure.harness import write_profile
+    from pipelines.measure.zeus_json import write_zeus_profiles
+    from tests.support.measured_profiles import profile_rows
+
+    rows = profile_rows()
+    csv = write_profile(rows, tmp_path / "lab.csv")
+    json_of = {int(p.name.split(".bs")[1].split(".")[0]): p for p in write_zeus_profiles(rows, csv)}
+    result = CliRunner().invoke(load("power-limit"), [str(csv)])
+    assert result.exit_code == 2 and "pick one with --batch-size" in result.output
+    for bs in (32, 1024):
+        out = run(str(csv), "--batch-size", str(bs))
+        assert out["format"] == "measured" and out["world_size"] == 1 and f"batch size {bs}" in out["label"]
+        assert out["power_limit_w"] == load_profile(monkeypatch, json_of[bs], ZeusCost(0.5, 1))
