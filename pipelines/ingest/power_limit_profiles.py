@@ -288,7 +288,10 @@ def profile_frame(profile: PowerLimitProfile, source: str) -> pl.DataFrame:
 
 
 def _quarantined(path: Path, display: str, line: int | None, column: str | None, reason: str) -> IngestResult:
-    lines = path.read_bytes().split(b"\n") if path.is_file() else [b""]
+    try:
+        lines = path.read_bytes().split(b"\n")
+    except OSError:  # the reason says it is unreadable
+        lines = [b""]
     at = line if line is not None and 1 <= line <= len(lines) else 1
     bad = quarantine_frame(SPEC.table, display, [at], column, reason, raw_text(lines[at - 1]))
     return IngestResult(empty_table(SPEC), bad, lines_in=1, files=[display])

@@ -82,3 +82,13 @@ def test_assets_ingest_zeus_files_and_draw_the_choice(zeus_profiles_home: tuple[
     assert set(power.filter(pl.col("source") != "zeus-nsdi23")["source"]) == {"measured:lab.csv"}
     assert (paths.figures / "power_limit_choice.png").stat().st_size > 10_000
     assert pl.read_parquet(paths.figures / "power_limit_choice.parquet").height == table.height
+
+
+def test_an_unreadable_zeus_file_is_one_quarantine_row(tmp_path: Path) -> None:
+    folder = tmp_path / "measured"
+    folder.mkdir()
+    (folder / "dir.json").mkdir()  # globbed like a file name, but is a folder: skipped
+    (folder / "log.csv").write_bytes(b"start_time,window_name,elapsed_time,gpu0_energy\n1,__GlobalPowerLimitOptimizer_300,1,\xff\n")
+    result = read_power_limit_profiles(folder)
+    assert result.table.height == 0
+    assert result.quarantine.select("source_file", "line", "reason").rows() == [("measured/log.csv", 2, "not UTF-8 text (byte 84)")]
