@@ -29,7 +29,7 @@ import polars as pl
 
 from pipelines.clusters.workloads import REFERENCE_GPU, workloads_by_default_tta
 from pipelines.ingest.common import IngestError, IngestResult
-from pipelines.ingest.zeus import MEASURED_SOURCE_PREFIX, read_measured_file
+from pipelines.ingest.zeus import MEASURED_SOURCE_PREFIX, measured_csvs, read_measured_file
 from pipelines.vocabulary import PUBLISHED_GPUS
 from pipelines.zeus.groups import group_job_spec
 from pipelines.zeus.traces import POWER_COLUMNS, TraceError, Traces, build_table
@@ -113,7 +113,7 @@ def _strict(result: IngestResult, display: str) -> pl.DataFrame:
 def with_measured(traces: Traces, files: Sequence[Path], folder: Path | None, *, source_name: str = "measured") -> Profiles:
     """``traces`` plus measured profiles: each of ``files`` (strict: a row that fails validation, a published GPU's name
     or a configuration given twice raises ``IngestError`` naming the file and line), then every ``*.csv`` of ``folder``
-    (``raw/measured``; its rows that fail are left out and named in ``notes``, as the pipeline quarantines them).
+    but ZeusMonitor logs (``raw/measured``; its rows that fail are left out and named in ``notes``, as the pipeline quarantines them).
 
     The same reader and checks as the ingest of ``raw/measured`` (``pipelines.ingest.zeus.read_measured_file``). A GPU
     the traces already have (the materialized ``zeus_power_profiles`` holds the measured rows too) is kept from there.
@@ -125,7 +125,7 @@ def with_measured(traces: Traces, files: Sequence[Path], folder: Path | None, *,
         result, _ = read_measured_file(path, str(path), seen)
         frames.append(_strict(result, str(path)))
     if folder is not None and folder.is_dir():
-        for path in sorted(folder.glob("*.csv")):
+        for path in measured_csvs(folder):  # ZeusMonitor logs there are not measured profiles
             result, _ = read_measured_file(path, f"{source_name}/{path.name}", seen)
             for row in result.quarantine.iter_rows(named=True):
                 notes.append(f"{row['source_file']}:{row['line']}: {row['reason']} (left out)")

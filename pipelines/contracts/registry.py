@@ -8,12 +8,13 @@ drawn once per GPU or workload (``energy_eta_vs_tta_``), to the contract of its
 
 from __future__ import annotations
 
-from pipelines.contracts import clusters, figures, fleet, hetero, owncluster, power, sources, sweep
+from pipelines.contracts import clusters, figures, fleet, hetero, measure, owncluster, power, sources, sweep
 from pipelines.contracts.base import Contract
 
 TABLES: dict[str, Contract] = {
     "zeus_train_runs": sources.ZeusTrainRuns,
     "zeus_power_profiles": sources.ZeusPowerProfiles,
+    "power_limit_profiles": measure.PowerLimitProfiles,
     "alibaba_groups": sources.AlibabaGroups,
     "itp_jobs": sources.ItpJobs,
     "elasticflow_jobs": sources.ElasticflowJobs,
@@ -53,6 +54,7 @@ FIGURE_DATA: dict[str, Contract] = {
     "energy_power_limit_response_": figures.PowerLimitResponse,
     "energy_convergence_": figures.ConvergenceRecurrences,
     "measured_profiles": sources.ZeusPowerProfiles,
+    "power_limit_choice": measure.PowerLimitChoices,
     "clusters_savings_by_trace": figures.SavingsByTrace,
     "clusters_timeline_energy": figures.EnergyTimeline,
     "clusters_timeline_power": power.PowerTimeline,

@@ -170,6 +170,12 @@ def _measured(frames: Frames) -> Plan:
     return Plan([("measured_profiles", lambda: measured.measured_profiles(frames["zeus_power_profiles"]))])
 
 
+def _power_limit_choice(frames: Frames) -> Plan:
+    from pipelines.figures import power_limit_choice
+
+    return Plan([("power_limit_choice", lambda: power_limit_choice.power_limit_choice(frames["power_limit_profiles"]))])
+
+
 POWER = FigureFamily("power_profile_figures", (
     FigureAsset("energy_power_limit_response",
                 "Time per epoch and average power vs power limit, per batch size; one figure per workload.",
@@ -178,6 +184,13 @@ POWER = FigureFamily("power_profile_figures", (
                 "Profiles measured here (raw/measured, `python -m pipelines measure profile`): epoch time and power vs batch size.",
                 ("zeus_power_profiles",), _measured),
 ), slow=True)
+#: Its own family: the power-limit figures above do not wait for power_limit_profiles, nor this one for zeus_power_profiles.
+POWER_LIMIT = FigureFamily("power_limit_figures", (
+    FigureAsset("power_limit_choice",
+                "Zeus's profiles in raw/measured (ZeusMonitor logs, profile JSON): energy and time per power limit, and the limit "
+                "each GlobalPowerLimitOptimizer selector chooses.",
+                ("power_limit_profiles",), _power_limit_choice),
+))
 SIMULATION = FigureFamily("simulation_figures", (
     FigureAsset("energy_convergence",
                 "Zeus vs Default vs Grid Search over a job's recurrences (zeus_single_job_sweep at eta 0.5, beta 2, seed 1), "
@@ -356,6 +369,6 @@ HETERO = FigureFamily("hetero_figures", (
 ))
 
 #: Every family, each one Dagster step.
-FAMILIES: tuple[FigureFamily, ...] = (ENERGY, POWER, SIMULATION, CLUSTERS, CLUSTER_POWER, FLEET_POWER, KNOB_GRID, TRACES, HETERO)
+FAMILIES: tuple[FigureFamily, ...] = (ENERGY, POWER, POWER_LIMIT, SIMULATION, CLUSTERS, CLUSTER_POWER, FLEET_POWER, KNOB_GRID, TRACES, HETERO)
 
 

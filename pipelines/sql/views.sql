@@ -6,6 +6,8 @@
 -- ingest layer
 create or replace view zeus_train_runs as select * from read_parquet(getvariable('assets') || '/zeus_train_runs.parquet');
 create or replace view zeus_power_profiles as select * from read_parquet(getvariable('assets') || '/zeus_power_profiles.parquet');
+-- Zeus's own profiles in raw/measured (ZeusMonitor logs, saved JSON): one row per file and power limit
+create or replace view power_limit_profiles as select * from read_parquet(getvariable('assets') || '/power_limit_profiles.parquet');
 create or replace view alibaba_groups as select * from read_parquet(getvariable('assets') || '/alibaba_groups.parquet');
 create or replace view itp_jobs as select * from read_parquet(getvariable('assets') || '/itp_jobs.parquet');
 create or replace view elasticflow_jobs as select * from read_parquet(getvariable('assets') || '/elasticflow_jobs.parquet');
