@@ -28,7 +28,7 @@ from pipelines.cli.sweep import note, slurm_options, slurm_settings
 from pipelines.clusters import tracefiles
 from pipelines.clusters import whatif as report_of
 from pipelines.clusters.anchoring import ANCHORED, ENERGY_MODELS, EnergyModel
-from pipelines.clusters.profiles import with_measured
+from pipelines.clusters.profiles import power_limit_profiles, with_measured
 from pipelines.clusters.report_text import render
 from pipelines.distributed import connect
 from pipelines.home.paths import ProjectPaths, find_home
@@ -88,9 +88,10 @@ def _non_negative(ctx: click.Context, param: click.Parameter, value: float | Non
                    "the export names GPU types, else the fallback GPU]")
 @click.option("--fallback-gpu", default="v100", show_default=True,
               help="The profile of jobs whose GPU type has none (or that name no type).")
-@click.option("--profiles", "profile_files", multiple=True, type=click.Path(dir_okay=False, exists=True, path_type=Path),
-              help="A profile measured with `measure profile` (CSV), replayed under its gpu name; repeatable. The data home's "
-                   "raw/measured/*.csv are read too.")
+@click.option("--profiles", "profile_specs", multiple=True,
+              help="A profile measured with `measure profile` (CSV), replayed under its gpu name; or GPU=FILE, Zeus's profile JSON "
+                   "or a ZeusMonitor log (or a measure CSV): that GPU's jobs replay power-limit-only, as Zeus's "
+                   "GlobalPowerLimitOptimizer runs them; repeatable. The data home's raw/measured/*.csv are read too.")
 @click.option("--samples", type=click.IntRange(min=1), default=report_of.DEFAULT_SAMPLES, show_default=True,
               help="Draws of the workload assignment and the optimizer's seeds (1: a single replay); figures are medians with a "
                    "90 % interval.")
@@ -143,7 +144,7 @@ def cli(
     delimiter: str,
     gpus: tuple[str, ...] | None,
     fallback_gpu: str,
-    profile_files: tuple[Path, ...],
+    profile_specs: tuple[str, ...],
     samples: int,
     seed: int,
     scheduler: str | None,
@@ -198,7 +199,12 @@ def cli(
                                        digest=html_file is not None, delimiter=delimiter, columns=report_of.REPORT_COLUMNS)
         sha256 = result.sha256
         traces, origin = resolve_traces(trace_dir, home, published)
-        profiles = with_measured(traces, profile_files, ProjectPaths(home).raw / "measured")
+        profile_files = [Path(spec) for spec in profile_specs if "=" not in spec]
+        missing = [p for p in profile_files if not p.is_file()]
+        if missing:
+            _fail(f"--profiles {missing[0]}: no such file")
+        profiles = with_measured(traces, profile_files, ProjectPaths(home).raw / "measured").with_power_limit(
+            power_limit_profiles([spec for spec in profile_specs if "=" in spec]))
         prepared = report_of.prepare(result, profiles, options)
         del result  # the draws need only the plan: the table is freed before them
         with connect(scheduler or "none", slurm=slurm_cluster, note=note) as runner:

@@ -136,6 +136,8 @@ def profile_text(key: str, g: dict[str, Any], mode: str) -> str:
     """Where a row's jobs replayed: the GPU, whether its own profile or the fallback, a measured profile's file, its workloads."""
     gpu = g["replayed_on"]
     source = g["profile_source"]
+    if g.get("power_limit_only"):
+        return f"{gpu}: {source}"
     measured = "" if source == "published" else f", measured: {source}"
     only = f"; workloads {', '.join(g['workloads'])} only" if len(g["workloads"]) < 6 else ""
     if mode != "as-exported":
@@ -164,8 +166,8 @@ def _row_cells(key: str, g: dict[str, Any]) -> list[list[str]]:
     first = [key, f"{g['jobs']:,}", energy_text(g["default_kwh"], unit), energy_text(g["zeus_kwh"], unit), _pct(g["energy_saved_pct"]),
              energy_text(g["energy_saved_kwh"], saved_unit), _pct(g["time_saved_pct"]), _n(g["default_peak_kw"], 1),
              _n(g["zeus_peak_kw"], 1), _n(g["headroom_gpus"])]
-    if g.get("interval_note"):  # a single replay says so above the table; too few jobs, here
-        return [first] if g["interval_note"].startswith("a single") else [first, ["", "", f"({g['interval_note']})", *[""] * (len(_COLUMNS) - 3)]]
+    if g.get("interval_note"):  # no interval: said above the table (a single replay) or below it (``_no_interval``)
+        return [first]
     second = ["", "", interval_text(g["default_kwh_interval"], unit), interval_text(g["zeus_kwh_interval"], unit),
               interval_text(g["energy_saved_pct_interval"], digits=1), interval_text(g["energy_saved_kwh_interval"], saved_unit),
               interval_text(g["time_saved_pct_interval"], digits=1), interval_text(g["default_peak_kw_interval"], digits=1),
@@ -184,6 +186,13 @@ def _units(kwh: float | None) -> tuple[str, float] | None:
     return None if kwh is None else energy_unit(kwh)
 
 
+def _no_interval(r: dict[str, Any]) -> list[str]:
+    """One line naming the rows without an interval and why (a single replay is said above the table)."""
+    rows = [*r["gpus"].items(), *([("all GPUs", r["total"])] if r.get("total") else [])]
+    notes = [f"{key} ({g['interval_note']})" for key, g in rows if g.get("interval_note") and not g["interval_note"].startswith("a single")]
+    return [f"  no interval: {'; '.join(notes)}"] if notes else []
+
+
 def _energy(r: dict[str, Any]) -> list[str]:
     n = r["samples"]
     what = ("a single replay (--samples 1)" if n == 1 else
@@ -194,7 +203,7 @@ def _energy(r: dict[str, Any]) -> list[str]:
         cells += _row_cells(key, g)
     if r.get("total"):
         cells += _row_cells("all GPUs", r["total"])
-    out = ["", f"Energy: {what}", *_table(cells)]
+    out = ["", f"Energy: {what}", *_table(cells), *_no_interval(r)]
     medians = "; each figure its own median" if n > 1 else ""
     out.append(f"  peak: highest 5-minute mean cluster power; headroom: more GPUs under Default's peak at Zeus's p99{medians}")
     # a mixed cluster: the money and CO2e of the whole (each row's are in the JSON)

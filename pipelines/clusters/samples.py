@@ -28,11 +28,13 @@ import polars as pl
 
 from pipelines.clusters import anchoring, mapping, power, simulate
 from pipelines.clusters.capacity import Capacity
+from pipelines.clusters.profiles import POWER_LIMIT_ONLY, PowerLimitOnly
 from pipelines.distributed import Runner, fan_out
 from pipelines.ingest.grid import Rate
 from pipelines.units import J_PER_KWH
 from pipelines.vocabulary import PolicyName
 from pipelines.zeus import fast
+from pipelines.zeus.power_limit_replay import replay_power_limit_only
 from pipelines.zeus.traces import Traces
 
 #: The policies compared: Zeus against Default (b0 at the maximum power limit).
@@ -56,6 +58,8 @@ class Row:
     gpu: str
     jobs: pl.DataFrame
     workloads: tuple[str, ...]
+    #: Replay the row power-limit-only on this measured profile (``profiles.PowerLimitOnly``), not the Zeus optimizer.
+    power_limit: PowerLimitOnly | None = None
 
 
 @dataclass(frozen=True)
@@ -268,6 +272,21 @@ def _measured(combined: pl.DataFrame, measured: pl.DataFrame) -> dict[str, Any] 
 _HISTORY_COLUMNS = ("trace", "gpu", "policy", "group", "job_id", "dataset", "num_gpu", "start_time_s", "time_s", "energy_j")
 
 
+def power_limit_history(profile: PowerLimitOnly, jobs: pl.DataFrame, trace: str, eta: float) -> pl.DataFrame:
+    """A power-limit-only row's runs as a history (``_HISTORY_COLUMNS``): Default at the highest limit for each job's elapsed
+    time, Zeus as its GlobalPowerLimitOptimizer (``replay_power_limit_only``: the first job of each recurring group profiles,
+    then the chosen limit). Anchored by construction: a job's work is its exported elapsed time at the highest limit."""
+    ordered = jobs.with_row_index("_row").sort("start_time_s", "_row")
+    runs = replay_power_limit_only(profile.measurements, profile.selector(eta), ordered.select(
+        "group", (pl.col("end_time_s") - pl.col("start_time_s")).alias("runtime_s"), pl.col("num_gpu").cast(pl.Int64).alias("gpus")))
+    base = ordered.select(pl.lit(trace).alias("trace"), pl.lit(profile.gpu).alias("gpu"), "group", "job_id", "dataset", "num_gpu",
+                          "start_time_s")
+    return pl.concat([
+        base.with_columns(pl.lit("default").alias("policy"), runs["runtime_s"].alias("time_s"), runs["default_energy_j"].alias("energy_j")),
+        base.with_columns(pl.lit("zeus").alias("policy"), runs["time_s"].alias("time_s"), runs["energy_j"].alias("energy_j")),
+    ]).select(_HISTORY_COLUMNS)
+
+
 def run_draw(draw: int, *, plan: Plan, traces: Traces, base_seed: int) -> dict[str, Any]:
     """One draw (see the module docstring): per row its totals and peaks; the fleet's; the measured comparison; for draw 0
     also the top groups and the jobs per workload."""
@@ -277,12 +296,16 @@ def run_draw(draw: int, *, plan: Plan, traces: Traces, base_seed: int) -> dict[s
     for i, row in enumerate(plan.rows):
         if row.jobs.height == 0:
             continue
-        assigned = mapping.assign_by_runtime(row.jobs, row.workloads, shuffle=_shuffle(base_seed, draw, i), subset=True)
-        jobs = mapping.finish_own(assigned, plan.trace)
-        history = simulate.simulate_trace(jobs, traces, row.gpu, eta=plan.eta, beta=plan.beta, policies=POLICIES, seed=knob,
-                                          engine=plan.engine).select(_HISTORY_COLUMNS)
-        if plan.anchored:
-            history = anchoring.anchor(history, jobs)
+        if row.power_limit is not None:
+            jobs = row.jobs.with_columns(pl.lit(POWER_LIMIT_ONLY).alias("dataset"))
+            history = power_limit_history(row.power_limit, jobs, plan.trace, plan.eta)
+        else:
+            assigned = mapping.assign_by_runtime(row.jobs, row.workloads, shuffle=_shuffle(base_seed, draw, i), subset=True)
+            jobs = mapping.finish_own(assigned, plan.trace)
+            history = simulate.simulate_trace(jobs, traces, row.gpu, eta=plan.eta, beta=plan.beta, policies=POLICIES, seed=knob,
+                                              engine=plan.engine).select(_HISTORY_COLUMNS)
+            if plan.anchored:
+                history = anchoring.anchor(history, jobs)
         rows[row.key] = {**_totals(history), **_peaks(history, row.key, plan), **_steady(history, plan.converged.get(row.gpu)),
                          **_horizon(history, jobs, row, plan), **_priced(history, plan)}
         if draw == 0:

@@ -32,7 +32,7 @@ import polars as pl
 from pipelines.clusters import anchoring, capacity, mapping
 from pipelines.clusters.anchoring import ANCHORED, EnergyModel
 from pipelines.clusters.power import POWER_SCHEMA
-from pipelines.clusters.profiles import UNTYPED, Profiles
+from pipelines.clusters.profiles import POWER_LIMIT_ONLY, UNTYPED, Profiles
 from pipelines.clusters.samples import FLEET, FLEET_TOTALS, INTERVAL_PCT, Plan, Row, run_draws, spread
 from pipelines.clusters.workloads import REFERENCE_GPU
 from pipelines.contracts.base import polars_schema
@@ -181,30 +181,34 @@ def _plan(result: OwnTraceResult, keyed: pl.DataFrame, profiles: Profiles,
         counts = typed.group_by("_type").len().sort("len", "_type", descending=[True, False])
         for gpu_type, _ in counts.iter_rows():
             gpu = profiles.for_type(None if gpu_type == UNTYPED else gpu_type) or options.fallback_gpu
-            rows.append(Row(gpu_type, gpu, typed.filter(pl.col("_type") == gpu_type).drop("_type"), profiles.workloads[gpu]))
+            rows.append(Row(gpu_type, gpu, typed.filter(pl.col("_type") == gpu_type).drop("_type"), profiles.workloads.get(gpu, ()),
+                            profiles.power_limit.get(gpu)))
         del typed
     else:
-        rows = [Row(gpu, gpu, keyed.select(_ROW_COLUMNS), profiles.workloads[gpu]) for gpu in (options.gpus or (options.fallback_gpu,))]
+        rows = [Row(gpu, gpu, keyed.select(_ROW_COLUMNS), profiles.workloads.get(gpu, ()), profiles.power_limit.get(gpu))
+                for gpu in (options.gpus or (options.fallback_gpu,))]
     sizes, idle_w, whole = _sizes(result.trace, rows, keyed, mode, options)  # every allocation holds its GPUs, idle ones too
     records: list[dict[str, Any]] = []
     busy_rows: list[Row] = []
     for row in rows:
         low = row.jobs.filter(_low_util(options))
         busy = row.jobs.filter(~_low_util(options))
-        busy_rows.append(Row(row.key, row.gpu, busy, row.workloads))
+        busy_rows.append(replace(row, jobs=busy))
         own = mode == EVERY_GPU or profiles.for_type(None if row.key == UNTYPED else row.key) is not None
         low_hours = _gpu_hours(low)
         idle = GPU_BY_NAME[row.gpu].idle_w if row.gpu in GPU_BY_NAME else None
         records.append({"key": row.key, "gpu": row.gpu, "own_profile": own, "jobs": busy.height, "gpu_hours": _gpu_hours(busy),
                         "profile_source": profiles.sources[row.gpu], "workloads": list(row.workloads), "low_util_jobs": low.height,
+                        "power_limit_only": row.power_limit is not None,
                         "low_util_gpu_hours": low_hours, "low_util_kwh": None if idle is None else idle * low_hours / 1000})
     rows = busy_rows
     measured_rows = rows if mode == AS_EXPORTED else rows[:1]  # every GPU: compared with the first GPU's model
     measured = pl.concat([r.jobs.filter(pl.col("measured_energy_j").is_not_null()).select(
         "job_id", pl.lit(r.key).alias("row"), "measured_energy_j") for r in measured_rows]) if measured_rows else pl.DataFrame()
     # the draws need only what the mapping and the replay read (smaller on the wire to Dask workers, faster to map)
-    slim = tuple(Row(r.key, r.gpu, r.jobs.select(_REPLAY_COLUMNS), r.workloads) for r in rows)
-    converged = {r.gpu: anchoring.converged_ratios(profiles.traces, r.gpu, r.workloads, options.eta) for r in rows if r.jobs.height}
+    slim = tuple(replace(r, jobs=r.jobs.select(_REPLAY_COLUMNS)) for r in rows)
+    converged = {r.gpu: {POWER_LIMIT_ONLY: r.power_limit.converged_ratio(options.eta)} if r.power_limit is not None else
+                 anchoring.converged_ratios(profiles.traces, r.gpu, r.workloads, options.eta) for r in rows if r.jobs.height}
     grid, prices = options.rates()
     for rate, option in ((grid, "--grid-intensity"), (prices, "--price")):
         if rate is not None and not options.fill:
@@ -334,18 +338,21 @@ def _with_interval(out: dict[str, Any], name: str, values: Sequence[float | None
         out[f"{mwh}_interval"] = [None if v is None else v / KWH_PER_MWH for v in (p05, p95)]
 
 
-def row_report(totals: Sequence[dict[str, Any]], options: Options, jobs: int) -> dict[str, Any]:
+def row_report(totals: Sequence[dict[str, Any]], options: Options, jobs: int, fixed: str | None = None) -> dict[str, Any]:
     """A row's figures over the draws: each the median, with ``<name>_interval`` = [5th, 95th percentile]; ``fleet``: the
     same for the jobs plus the cluster's idle GPUs (null without a cluster size or an idle draw).
 
     Honest intervals: a single draw, a row of fewer than ``MIN_JOBS_FOR_INTERVAL`` jobs, or one whose saving did not vary
-    over the draws gets no interval (null) and ``interval_note`` says why, never a zero-width interval.
+    over the draws gets no interval (null) and ``interval_note`` says why, never a zero-width interval; ``fixed``: the note of a
+    row no draw varies (power limit only).
     """
     out = _medians([_draw_figures(t, options) for t in totals])
     fleet = [_fleet_figures(t) for t in totals]
     out["fleet"] = _medians([f for f in fleet if f is not None]) if all(f is not None for f in fleet) else None
     low, high = out["energy_saved_pct_interval"]
-    if len(totals) == 1:
+    if fixed is not None:
+        out["interval_note"] = fixed
+    elif len(totals) == 1:
         out["interval_note"] = "a single replay (--samples 1): no interval"
     elif jobs < MIN_JOBS_FOR_INTERVAL or (low is not None and low == high):
         out["interval_note"] = f"too few jobs ({jobs:,}) for an interval"
@@ -535,7 +542,8 @@ def run(trace: OwnTraceResult | Prepared, profiles: Profiles, options: Options |
 
 def _row(rec: dict[str, Any]) -> dict[str, Any]:
     """A row's record as the report gives it (before its figures)."""
-    names = ("own_profile", "jobs", "gpu_hours", "profile_source", "workloads", "low_util_jobs", "low_util_gpu_hours", "low_util_kwh")
+    names = ("own_profile", "jobs", "gpu_hours", "profile_source", "workloads", "power_limit_only", "low_util_jobs", "low_util_gpu_hours",
+             "low_util_kwh")
     return {"replayed_on": rec["gpu"], **{k: rec[k] for k in names}}
 
 
@@ -562,7 +570,8 @@ def _replay(prepared: Prepared, profiles: Profiles, runner: Runner | None,
     for rec in records:
         row = _row(rec)
         if rec["key"] in first:
-            row.update(row_report([d["rows"][rec["key"]] for d in draws], options, rec["jobs"]))
+            fixed = "power limit only: one replay, nothing drawn, no interval" if rec["power_limit_only"] else None
+            row.update(row_report([d["rows"][rec["key"]] for d in draws], options, rec["jobs"], fixed))
             row["jobs_by_workload"] = first[rec["key"]]["jobs_by_workload"]
         gpus[rec["key"]] = row
     report["gpus"] = gpus
