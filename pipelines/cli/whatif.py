@@ -115,6 +115,13 @@ def _non_negative(ctx: click.Context, param: click.Parameter, value: float | Non
 @click.option("--price", "price_file", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="A CSV series timestamp,price_per_kwh (time-of-use prices), matched to each run the same way.")
 @click.option("--fill", is_flag=True, help="A series that does not cover a job's run: use its nearest value (else refused).")
+@click.option("--carbon-aware", is_flag=True,
+              help="Also replay a carbon-aware Zeus beside plain Zeus: each job's eta from --grid-intensity at its start, linearly "
+                   "from --eta-clean at the series' lowest to --eta-dirty at its highest.")
+@click.option("--eta-clean", type=float, default=None, callback=_finite(0.0, 1.0),
+              help="The carbon-aware eta at the series' cleanest hour, in [0, 1]  [default: --eta-knob]")
+@click.option("--eta-dirty", type=float, default=0.9, show_default=True, callback=_finite(0.0, 1.0),
+              help="The carbon-aware eta at the series' dirtiest hour, in [0, 1].")
 @click.option("--trace-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Folder with Zeus's summary_train.csv and summary_power_{gpu}.csv  [default: the data home's tables, then its "
                    "raw/zeus, then the mirror, then a download]")
@@ -156,6 +163,9 @@ def cli(
     grid_file: Path | None,
     price_file: Path | None,
     fill: bool,
+    carbon_aware: bool,
+    eta_clean: float | None,
+    eta_dirty: float,
     trace_dir: Path | None,
     top: int,
     cluster_gpus: int | None,
@@ -188,7 +198,8 @@ def cli(
                                 price_per_kwh=price_per_kwh, grid_gco2_per_kwh=grid_gco2_per_kwh, top=top, cluster_gpus=cluster_gpus,
                                 progress=sys.stderr.isatty() if progress is None else progress, samples=samples, seed=seed,
                                 energy_model=energy_model, min_gpu_util_pct=min_gpu_util, timezone_source=timezone_source,
-                                horizon_days=horizon_days, grid=grid, prices=prices, fill=fill)
+                                horizon_days=horizon_days, grid=grid, prices=prices, fill=fill, carbon_aware=carbon_aware,
+                                eta_clean=eta_clean, eta_dirty=eta_dirty)
     home = find_home()
     # as exported, any published GPU may be some job's own; by name, only those named (measured ones come from their files)
     named = PAPER_ORDER if gpus is None or gpus == (report_of.AS_EXPORTED,) else gpus

@@ -219,6 +219,12 @@ def _energy(r: dict[str, Any]) -> list[str]:
         out.append(f"saved on {key}: " + ", ".join(saved))
         if "co2e_saved_kg" in g:
             out.append(f"  CO2e: Default {_co2e(g, 'default_co2e_kg')}, Zeus {_co2e(g, 'zeus_co2e_kg')}")
+        if g.get("carbon_aware") and "co2e_saved_kg" in g["carbon_aware"]:
+            a, e = g["carbon_aware"], r["carbon_aware"]
+            out.append(f"  carbon-aware Zeus (eta {e['eta_clean']:g} at the cleanest hour to {e['eta_dirty']:g} at the dirtiest): CO2e saved "
+                       f"{_co2e(a, 'co2e_saved_kg')} (plain Zeus {_co2e(g, 'co2e_saved_kg')}), energy saved "
+                       f"{_and(_pct(a['energy_saved_pct']), interval_text(a['energy_saved_pct_interval'], digits=1))}, time saved "
+                       f"{_and(_pct(a['time_saved_pct']), interval_text(a['time_saved_pct_interval'], digits=1))}")
     return out + _steady(r)
 
 

@@ -39,6 +39,8 @@ from pipelines.zeus.traces import Traces
 
 #: The policies compared: Zeus against Default (b0 at the maximum power limit).
 POLICIES: tuple[PolicyName, ...] = ("default", "zeus")
+#: Zeus with each job's energy weight from the grid's intensity at its start (``Plan.carbon_aware``), beside plain Zeus.
+CARBON_AWARE = "carbon-aware"
 #: The interval reported: these percentiles of a figure over the draws.
 INTERVAL_PCT: tuple[float, float] = (5.0, 95.0)
 #: The key of the whole cluster's row in a mixed cluster.
@@ -93,6 +95,8 @@ class Plan:
     #: energy (``pipelines.ingest.grid.Rate``: constant or a series); None: not priced.
     grid: Rate | None = None
     prices: Rate | None = None
+    #: (eta at the series' cleanest, eta at its dirtiest): also replay a carbon-aware Zeus (``carbon_etas``); None: not.
+    carbon_aware: tuple[float, float] | None = None
 
 
 def seed_knob(base_seed: int, draw: int) -> int | None:
@@ -116,15 +120,34 @@ def _sums(keys: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]
     return keys[starts], np.add.reduceat(values, starts)
 
 
+def _key(policy: str) -> str:
+    return policy.replace("-", "_")
+
+
+def _policies(history: pl.DataFrame) -> tuple[str, ...]:
+    """The policies of a draw's history: Default and Zeus, and the carbon-aware Zeus where it was replayed."""
+    return (*POLICIES, CARBON_AWARE) if (history["policy"] == CARBON_AWARE).any() else POLICIES
+
+
 def _totals(history: pl.DataFrame) -> dict[str, float]:
     """Energy (J) and time (s) of each policy, summed by numpy in history order."""
     out: dict[str, float] = {}
     energy, time = history["energy_j"].to_numpy(), history["time_s"].to_numpy()
-    for p in POLICIES:
+    for p in _policies(history):
         mask = (history["policy"] == p).to_numpy()  # a bool mask, not an object array of the policy names
-        out[f"{p}_j"] = float(np.sum(energy[mask]))
-        out[f"{p}_s"] = float(np.sum(time[mask]))
+        out[f"{_key(p)}_j"] = float(np.sum(energy[mask]))
+        out[f"{_key(p)}_s"] = float(np.sum(time[mask]))
     return out
+
+
+def carbon_etas(jobs: pl.DataFrame, grid: Rate, clean: float, dirty: float) -> np.ndarray:
+    """Each job's energy weight in a carbon-aware Zeus: the grid's intensity at its start, mapped linearly from ``clean`` at
+    the series' lowest value to ``dirty`` at its highest (a flat series: ``clean`` throughout)."""
+    start = jobs["start_time_s"].to_numpy()
+    now = grid.means(start, start)
+    low, high = float(np.min(grid.values)), float(np.max(grid.values))
+    share = np.zeros_like(now) if high == low else np.clip((now - low) / (high - low), 0.0, 1.0)
+    return clean + (dirty - clean) * share
 
 
 #: The fleet figures of a row's totals: the idle energy and jobs + idle of each policy (J), the idle draw, the GPU-hours over capacity.
@@ -164,7 +187,9 @@ def _steady(history: pl.DataFrame, ratios: dict[str, float] | None) -> dict[str,
 
 
 #: A row's CO2e (g) and cost of each policy, each run's energy at the intensity and price of when it ran; None: not priced.
-PRICED_TOTALS = ("default_co2e_g", "zeus_co2e_g", "default_cost", "zeus_cost")
+PRICED_TOTALS = ("default_co2e_g", "zeus_co2e_g", "carbon_aware_co2e_g", "default_cost", "zeus_cost", "carbon_aware_cost")
+#: A row's carbon-aware totals (J, s); None where none was replayed.
+CARBON_AWARE_TOTALS = ("carbon_aware_j", "carbon_aware_s")
 
 
 def _priced(history: pl.DataFrame, plan: Plan) -> dict[str, float | None]:
@@ -172,13 +197,13 @@ def _priced(history: pl.DataFrame, plan: Plan) -> dict[str, float | None]:
     kwh = history["energy_j"].to_numpy() / J_PER_KWH
     start = history["start_time_s"].to_numpy()
     end = start + history["time_s"].to_numpy()
-    masks = {p: (history["policy"] == p).to_numpy() for p in POLICIES}
+    masks = {p: (history["policy"] == p).to_numpy() for p in _policies(history)}
     for rate, name in ((plan.grid, "co2e_g"), (plan.prices, "cost")):
         if rate is None:
             continue
         weighted = kwh * rate.means(start, end)
-        for p in POLICIES:
-            out[f"{p}_{name}"] = float(np.sum(weighted[masks[p]]))
+        for p, mask in masks.items():
+            out[f"{_key(p)}_{name}"] = float(np.sum(weighted[mask]))
     return out
 
 
@@ -304,9 +329,15 @@ def run_draw(draw: int, *, plan: Plan, traces: Traces, base_seed: int) -> dict[s
             jobs = mapping.finish_own(assigned, plan.trace)
             history = simulate.simulate_trace(jobs, traces, row.gpu, eta=plan.eta, beta=plan.beta, policies=POLICIES, seed=knob,
                                               engine=plan.engine).select(_HISTORY_COLUMNS)
+            if plan.carbon_aware is not None and plan.grid is not None:  # the reference replay: one energy weight per job
+                weighted = jobs.with_columns(pl.Series("_eta", carbon_etas(jobs, plan.grid, *plan.carbon_aware)))
+                aware = simulate.simulate_trace(weighted, traces, row.gpu, eta=plan.eta, beta=plan.beta, policies=("zeus",), seed=knob,
+                                                engine="reference", job_eta="_eta").select(_HISTORY_COLUMNS)
+                history = pl.concat([history, aware.with_columns(pl.lit(CARBON_AWARE).alias("policy"))])
             if plan.anchored:
                 history = anchoring.anchor(history, jobs)
-        rows[row.key] = {**_totals(history), **_peaks(history, row.key, plan), **_steady(history, plan.converged.get(row.gpu)),
+        rows[row.key] = {**dict.fromkeys(CARBON_AWARE_TOTALS), **_totals(history), **_peaks(_compared(history), row.key, plan),
+                         **_steady(history, plan.converged.get(row.gpu)),
                          **_horizon(history, jobs, row, plan), **_priced(history, plan)}
         if draw == 0:
             rows[row.key]["jobs_by_workload"] = dict(jobs.group_by("dataset").len().sort("dataset").iter_rows())
@@ -318,8 +349,8 @@ def run_draw(draw: int, *, plan: Plan, traces: Traces, base_seed: int) -> dict[s
     if plan.fleet:
         # relabelled per history: a column added to the concatenated frame would rechunk (copy) all of it
         fleet = pl.concat([h.drop("_row").with_columns(pl.lit(FLEET).alias("gpu")) for h in histories])
-        whole = {**_totals(combined), **_peaks(fleet, FLEET, plan), **_summed(rows, STEADY_TOTALS), **_summed(rows, HORIZON_TOTALS),
-                 **_summed(rows, PRICED_TOTALS)}
+        whole = {**_totals(combined), **_peaks(_compared(fleet), FLEET, plan), **_summed(rows, STEADY_TOTALS),
+                 **_summed(rows, HORIZON_TOTALS), **_summed(rows, PRICED_TOTALS), **_summed(rows, CARBON_AWARE_TOTALS)}
         del fleet
         out["fleet"] = {**whole, **_whole_fleet(rows, plan)}
     out["measured"] = _measured(combined, plan.measured)
@@ -336,11 +367,16 @@ def run_draw(draw: int, *, plan: Plan, traces: Traces, base_seed: int) -> dict[s
     return out
 
 
+def _compared(history: pl.DataFrame) -> pl.DataFrame:
+    """The Default and Zeus runs of a history (its power, peaks and headroom compare those two)."""
+    return history.filter(pl.col("policy").is_in(POLICIES))
+
+
 def draw_power(histories: Sequence[pl.DataFrame], plan: Plan) -> pl.DataFrame:
     """A draw's cluster power (``power.power_bins``, jobs only, ``ClusterPower`` columns): the whole cluster's when the rows add
     up to one (``gpu`` = ``FLEET``), else each row's (``gpu`` = the row's key)."""
     label = pl.lit(FLEET) if plan.fleet else pl.col("_row")
-    return power.power_bins(pl.concat(histories).with_columns(label.alias("gpu")).drop("_row"))
+    return power.power_bins(_compared(pl.concat(histories)).with_columns(label.alias("gpu")).drop("_row"))
 
 
 def engine_for(plan: Plan, samples: int) -> str | None:

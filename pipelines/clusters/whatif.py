@@ -102,6 +102,11 @@ class Options:
     prices: Rate | None = None
     #: A series that does not cover a job's run: use its nearest value (else the job is refused, naming it).
     fill: bool = False
+    #: Also replay a carbon-aware Zeus: each job's eta from the grid series' intensity at its start, linearly from
+    #: ``eta_clean`` (None: ``eta``) at the series' lowest to ``eta_dirty`` at its highest (``samples.carbon_etas``).
+    carbon_aware: bool = False
+    eta_clean: float | None = None
+    eta_dirty: float = 0.9
 
     def rates(self) -> tuple[Rate | None, Rate | None]:
         """(carbon intensity, price): the series or region given, else the flat option as a constant, else None."""
@@ -210,12 +215,16 @@ def _plan(result: OwnTraceResult, keyed: pl.DataFrame, profiles: Profiles,
     converged = {r.gpu: {POWER_LIMIT_ONLY: r.power_limit.converged_ratio(options.eta)} if r.power_limit is not None else
                  anchoring.converged_ratios(profiles.traces, r.gpu, r.workloads, options.eta) for r in rows if r.jobs.height}
     grid, prices = options.rates()
+    if options.carbon_aware and (grid is None or grid.times_s is None):
+        raise ValueError("--carbon-aware takes each job's eta from the grid's intensity when it starts: give --grid-intensity FILE")
     for rate, option in ((grid, "--grid-intensity"), (prices, "--price")):
         if rate is not None and not options.fill:
             _check_covered(rate, option, rows)
     return (Plan(result.trace, slim, mode == AS_EXPORTED, options.eta, options.beta, measured, options.top, sizes, idle_w, whole,
                  anchored=options.energy_model == ANCHORED, converged=converged,
-                 horizon_s=None if options.horizon_days is None else options.horizon_days * S_PER_DAY, grid=grid, prices=prices),
+                 horizon_s=None if options.horizon_days is None else options.horizon_days * S_PER_DAY, grid=grid, prices=prices,
+                 carbon_aware=(options.eta if options.eta_clean is None else options.eta_clean, options.eta_dirty)
+                 if options.carbon_aware else None),
             records, mode)
 
 
@@ -306,7 +315,18 @@ def _draw_figures(t: dict[str, Any], options: Options) -> dict[str, float | None
     if t.get("default_co2e_g") is not None:
         figures.update(default_co2e_kg=t["default_co2e_g"] / 1000, zeus_co2e_kg=t["zeus_co2e_g"] / 1000,
                        co2e_saved_kg=(t["default_co2e_g"] - t["zeus_co2e_g"]) / 1000)
+    if t.get("carbon_aware_j") is not None:  # nested as ``carbon_aware`` by ``row_report``
+        figures.update({f"{CARBON_AWARE_PREFIX}energy_saved_kwh": (t["default_j"] - t["carbon_aware_j"]) / J_PER_KWH,
+                        f"{CARBON_AWARE_PREFIX}energy_saved_pct": _pct_saved(t["carbon_aware_j"], t["default_j"]),
+                        f"{CARBON_AWARE_PREFIX}time_saved_pct": _pct_saved(t["carbon_aware_s"], t["default_s"])})
+        if t.get("carbon_aware_co2e_g") is not None:
+            figures[f"{CARBON_AWARE_PREFIX}co2e_kg"] = t["carbon_aware_co2e_g"] / 1000
+            figures[f"{CARBON_AWARE_PREFIX}co2e_saved_kg"] = (t["default_co2e_g"] - t["carbon_aware_co2e_g"]) / 1000
     return figures
+
+
+#: The carbon-aware Zeus's figures of a draw, before ``row_report`` nests them under ``carbon_aware``.
+CARBON_AWARE_PREFIX = "carbon_aware."
 
 
 def _fleet_figures(t: dict[str, Any]) -> dict[str, float | None] | None:
@@ -347,6 +367,9 @@ def row_report(totals: Sequence[dict[str, Any]], options: Options, jobs: int, fi
     row no draw varies (power limit only).
     """
     out = _medians([_draw_figures(t, options) for t in totals])
+    aware = {k.removeprefix(CARBON_AWARE_PREFIX): out.pop(k) for k in [k for k in out if k.startswith(CARBON_AWARE_PREFIX)]}
+    if aware:
+        out["carbon_aware"] = aware
     fleet = [_fleet_figures(t) for t in totals]
     out["fleet"] = _medians([f for f in fleet if f is not None]) if all(f is not None for f in fleet) else None
     low, high = out["energy_saved_pct_interval"]
@@ -357,7 +380,7 @@ def row_report(totals: Sequence[dict[str, Any]], options: Options, jobs: int, fi
     elif jobs < MIN_JOBS_FOR_INTERVAL or (low is not None and low == high):
         out["interval_note"] = f"too few jobs ({jobs:,}) for an interval"
     if "interval_note" in out:
-        for part in (out, out["fleet"] or {}):
+        for part in (out, out["fleet"] or {}, out.get("carbon_aware") or {}):
             for name in [k for k in part if k.endswith("_interval")]:
                 part[name] = [None, None]
     return out
@@ -604,6 +627,8 @@ def _replay(prepared: Prepared, profiles: Profiles, runner: Runner | None,
         report["grid_gco2_per_kwh"] = options.grid_gco2_per_kwh
     if grid is not None:
         report["grid"] = {**grid.describe, **({"filled": options.fill} if grid.times_s is not None else {})}
+    if the_plan.carbon_aware is not None:
+        report["carbon_aware"] = {"eta_clean": the_plan.carbon_aware[0], "eta_dirty": the_plan.carbon_aware[1]}
     if prices is not None:
         report["prices"] = {**prices.describe, **({"filled": options.fill} if prices.times_s is not None else {})}
     return report, draws[0].get("power")

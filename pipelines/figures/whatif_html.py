@@ -246,6 +246,13 @@ def _money(r: Mapping[str, Any]) -> str:
                          f"{_with_interval(g, base, 'default_co2e_kg', co2e, ' ')}, Zeus {_with_interval(g, base, 'zeus_co2e_kg', co2e, ' ')})")
         if parts:
             out.append(f"<li>saved on {_e(label)}: {'; '.join(parts)}</li>")
+        aware = g.get("carbon_aware")
+        if aware and "co2e_saved_kg" in aware:
+            e, ab = r["carbon_aware"], [*base, "carbon_aware"]
+            out.append(f"<li>carbon-aware Zeus on {_e(label)} (eta {e['eta_clean']:g} at the cleanest hour to {e['eta_dirty']:g} at the "
+                       f"dirtiest): CO2e saved {_with_interval(aware, ab, 'co2e_saved_kg', _co2e_in(aware['co2e_saved_kg']), ' ')}, "
+                       f"energy saved {_with_interval(aware, ab, 'energy_saved_pct', _PCT, ' ')}, time saved "
+                       f"{_with_interval(aware, ab, 'time_saved_pct', _PCT, ' ')}</li>")
     return f"<ul class='money'>{''.join(out)}</ul>" if out else ""
 
 

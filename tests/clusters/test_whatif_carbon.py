@@ -10,9 +10,10 @@ from datetime import datetime, timedelta
 from pathlib import Path
 
 import numpy as np
+import polars as pl
 import pytest
 
-from pipelines.clusters import whatif
+from pipelines.clusters import tracefiles, whatif
 from pipelines.clusters.profiles import profiles_of
 from pipelines.home.paths import REPO_ROOT
 from pipelines.ingest.common import IngestError
@@ -20,6 +21,7 @@ from pipelines.ingest.grid import INTENSITY, PRICE, Rate, find_region, read_seri
 from pipelines.ingest.simulator_inputs import read_trace_dir
 from pipelines.zeus.traces import Traces
 from tests.clusters.test_whatif_anchored import job_log, read
+from tests.support.sacct_export import write_export
 
 START = datetime(2024, 3, 1)
 
@@ -127,3 +129,48 @@ def test_a_series_that_misses_a_job_is_refused_unless_filled(tmp_path: Path, tra
     assert unknown.returncode == 2 and "not in the bundled table" in unknown.stderr and "nearest:" in unknown.stderr
     both = cli(*common, "--region", "DE", "--grid-gco2-per-kwh", "300")
     assert both.returncode == 2 and "one of --region, --grid-intensity and --grid-gco2-per-kwh" in both.stderr
+
+
+def test_a_job_eta_equal_to_eta_is_plain_zeus_bit_for_bit(tmp_path: Path, traces: Traces) -> None:
+    from pipelines.clusters import mapping
+    from pipelines.clusters.workloads import workloads_by_default_tta
+    from pipelines.zeus.groups import replay_groups
+
+    path = tmp_path / "mixed.sacct"
+    write_export(path, 1500, seed=5, span_days=10)
+    table = tracefiles.read_trace(path, "mixed", "sacct", "Europe/Berlin", source_file=path.name).table
+    jobs = mapping.map_own(table, workloads_by_default_tta(traces), "mixed")
+    groups = jobs.select("group", pl.col("start_time_s").alias("start_time"), pl.col("end_time_s").alias("end_time"), "dataset",
+                         "runtime_ratio")
+    plain = replay_groups(groups, traces, "v100", 0.5, 2.0, engine="reference")
+    per_job = replay_groups(groups, traces, "v100", 0.5, 2.0, engine="reference", job_eta=np.full(groups.height, 0.5))
+    assert plain.equals(per_job) and plain.height > groups.height  # retries included
+    dirty = replay_groups(groups, traces, "v100", 0.5, 2.0, engine="reference", job_eta=np.full(groups.height, 1.0))
+    assert dirty["energy"].sum() < plain["energy"].sum()  # every limit chosen for energy alone
+
+
+def test_carbon_aware_etas_follow_the_grid_and_save_more_co2e_on_a_day_night_series(tmp_path: Path, traces: Traces) -> None:
+    from pipelines.clusters.samples import carbon_etas
+
+    t0 = START.timestamp()
+    grid = Rate(np.array([150.0, 450.0, 300.0]), {}, np.array([t0, t0 + 3600, t0 + 7200]), 3600.0)
+    jobs = pl.DataFrame({"start_time_s": [t0 + 60, t0 + 3700, t0 + 7300]})
+    assert carbon_etas(jobs, grid, 0.5, 0.9).tolist() == pytest.approx([0.5, 0.9, 0.7])
+    assert carbon_etas(jobs, Rate(np.array([200.0]), {}, np.array([t0]), 3600.0), 0.5, 0.9).tolist() == [0.5] * 3
+    path = tmp_path / "lab.sacct"
+    write_export(path, 3000, seed=8, span_days=14, timezone="UTC")
+    start = datetime(2024, 9, 14)
+    day_night = series(tmp_path / "grid.csv", [150.0 if 8 <= k % 24 < 18 else 450.0 for k in range(24 * 40)], start=start)
+    options = whatif.Options(samples=3, grid=read_series(day_night, INTENSITY, "UTC"), carbon_aware=True)
+    total = whatif.run(tracefiles.read_trace(path, "lab", "sacct", "UTC", source_file=path.name), profiles_of(traces), options)[0]["total"]
+    aware = total["carbon_aware"]
+    assert aware["co2e_saved_kg"] >= total["co2e_saved_kg"] > 0
+    assert aware["energy_saved_kwh"] >= total["energy_saved_kwh"]
+    low, high = aware["co2e_saved_kg_interval"]
+    assert low <= aware["co2e_saved_kg"] <= high
+
+
+def test_carbon_aware_needs_a_series(tmp_path: Path, mirror: Path) -> None:
+    path = job_log(tmp_path / "lab.csv", [{"hours": 3, "day": k} for k in range(5)])
+    done = cli(str(path), "--trace-dir", str(mirror / "zeus"), "--samples", "1", "--timezone", "UTC", "--region", "DE", "--carbon-aware")
+    assert done.returncode == 2 and "--carbon-aware takes each job's eta from the grid's intensity" in done.stderr
