@@ -8,7 +8,7 @@ drawn once per GPU or workload (``energy_eta_vs_tta_``), to the contract of its
 
 from __future__ import annotations
 
-from pipelines.contracts import clusters, figures, fleet, hetero, measure, owncluster, power, sources, sweep
+from pipelines.contracts import clusters, figures, fleet, grid, hetero, measure, owncluster, power, sources, sweep
 from pipelines.contracts.base import Contract
 
 TABLES: dict[str, Contract] = {
@@ -24,6 +24,8 @@ TABLES: dict[str, Contract] = {
     "cluster_workload_jobs": clusters.ClusterWorkloadJobs,
     "zeus_cluster_history": clusters.ZeusClusterHistory,
     "zeus_cluster_summary": clusters.ZeusClusterSummary,
+    "grid_intensity": grid.GridIntensity,
+    "zeus_cluster_co2e": grid.ZeusClusterCo2e,
     "zeus_single_job_sweep": clusters.ZeusSingleJobSweep,
     "hetero_allocations": hetero.HeteroAllocations,
     "cluster_power": power.ClusterPower,
@@ -56,6 +58,7 @@ FIGURE_DATA: dict[str, Contract] = {
     "measured_profiles": sources.ZeusPowerProfiles,
     "power_limit_choice": measure.PowerLimitChoices,
     "clusters_savings_by_trace": figures.SavingsByTrace,
+    "clusters_co2e_by_region": grid.ZeusClusterCo2e,
     "clusters_timeline_energy": figures.EnergyTimeline,
     "clusters_timeline_power": power.PowerTimeline,
     "clusters_power_load_duration": power.LoadDuration,

@@ -209,6 +209,12 @@ def _cluster_savings(frames: Frames) -> Plan:
     return Plan([("clusters_savings_by_trace", lambda: clusters.savings_by_trace(frames["zeus_cluster_summary"]))])
 
 
+def _cluster_co2e(frames: Frames) -> Plan:
+    from pipelines.figures import clusters
+
+    return Plan([("clusters_co2e_by_region", lambda: clusters.co2e_by_region(frames["zeus_cluster_co2e"]))])
+
+
 def _cluster_timeline(frames: Frames) -> Plan:
     from pipelines.figures import clusters
 
@@ -218,6 +224,8 @@ def _cluster_timeline(frames: Frames) -> Plan:
 CLUSTERS = FigureFamily("cluster_figures", (
     FigureAsset("clusters_savings_by_trace", "Energy and time Zeus saves vs Default (%), per trace, workload and GPU.",
                 ("zeus_cluster_summary",), _cluster_savings),
+    FigureAsset("clusters_co2e_by_region", "CO2e Zeus saves vs Default (kg or t) per region's yearly grid intensity, per public "
+                "trace and GPU.", ("zeus_cluster_co2e",), _cluster_co2e),
     FigureAsset("clusters_timeline_energy", "Cumulative energy (MWh) over each trace's timeline, Zeus vs Grid Search vs Default, per GPU.",
                 ("zeus_cluster_history",), _cluster_timeline),
 ))

@@ -37,18 +37,11 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
+from pipelines.contracts.grid import SOURCES
 from pipelines.ingest.common import IngestError
 
-#: The bundled table's file (package data) and what each of its ``source`` keys means.
+#: The bundled table's file (package data); what each of its ``source`` keys means is ``contracts.grid.SOURCES``.
 TABLE = "grid_intensity.csv"
-SOURCES: dict[str, str] = {
-    "owid": "codecarbon 3.3.2 (MIT licence), global_energy_mix.json: carbon intensity of electricity per country, in the fields of "
-            "Our World in Data's energy dataset",
-    "egrid": "codecarbon 3.3.2 (MIT licence), 2023/usa_emissions.json: US EPA eGRID2023 state output emission rate STC2ERTA "
-             "(lb CO2e/MWh, at 453.59237 g/lb)",
-    "entsoe": "codecarbon 3.3.2 (MIT licence), nordic_emissions.json: ENTSO-E Transparency generation per production type (A75) of "
-              "2025, production-based",
-}
 #: The value column of a series file, by what it holds.
 INTENSITY, PRICE = "gco2_per_kwh", "price_per_kwh"
 _ISO = r"^(\d{4}-\d{2}-\d{2})[T ](\d{2}:\d{2}(?::\d{2}(?:\.\d{1,9})?)?)(Z|[+-]\d{2}:?\d{2})?$"

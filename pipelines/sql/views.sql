@@ -29,6 +29,8 @@ create or replace view quarantine as select * from read_parquet(getvariable('ass
 create or replace view cluster_workload_jobs as select * from read_parquet(getvariable('assets') || '/cluster_workload_jobs/*.parquet', union_by_name = true);
 create or replace view zeus_cluster_history as select * from read_parquet(getvariable('assets') || '/zeus_cluster_history/*.parquet', union_by_name = true);
 create or replace view zeus_cluster_summary as select * from read_parquet(getvariable('assets') || '/zeus_cluster_summary/*.parquet', union_by_name = true);
+create or replace view zeus_cluster_co2e as select * from read_parquet(getvariable('assets') || '/zeus_cluster_co2e.parquet');
+create or replace view grid_intensity as select * from read_parquet(getvariable('assets') || '/grid_intensity.parquet');
 create or replace view zeus_single_job_sweep as select * from read_parquet(getvariable('assets') || '/zeus_single_job_sweep/*.parquet', union_by_name = true);
 create or replace view zeus_knob_grid as select * from read_parquet(getvariable('assets') || '/zeus_knob_grid/*.parquet', union_by_name = true);
 create or replace view cluster_power as select * from read_parquet(getvariable('assets') || '/cluster_power/*.parquet', union_by_name = true);
