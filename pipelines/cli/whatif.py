@@ -231,7 +231,7 @@ def cli(
         from pipelines.figures import whatif_html  # matplotlib: only for the page
 
         provenance = whatif_html.Provenance.now(file.name, sha256, _options_used(), _command_line(file))
-        whatif_html.write(html_file, report, power, provenance)
+        whatif_html.write(html_file, report, power, provenance, grid)
         click.echo(f"[whatif] report -> {printable(str(html_file))}", err=True)
 
 

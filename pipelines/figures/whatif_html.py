@@ -36,6 +36,7 @@ import polars as pl
 from pipelines.clusters.report_text import co2e_text, co2e_unit, energy_text, energy_unit, profile_text, rate_text
 from pipelines.figures.errors import NoData
 from pipelines.home.storage import write_text_atomic
+from pipelines.ingest.grid import Rate
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -419,8 +420,9 @@ img{display:block;max-width:100%;height:auto}
 """
 
 
-def render(report: Mapping[str, Any], power: pl.DataFrame, provenance: Provenance) -> str:
-    """The report as one HTML page (see the module docstring)."""
+def render(report: Mapping[str, Any], power: pl.DataFrame, provenance: Provenance, grid: Rate | None = None) -> str:
+    """The report as one HTML page (see the module docstring); ``grid``: the carbon-intensity series given, drawn with the hours
+    the jobs ran."""
     from pipelines.figures import whatif as figures
 
     r = dict(report)
@@ -445,6 +447,12 @@ def render(report: Mapping[str, Any], power: pl.DataFrame, provenance: Provenanc
                 f"Load-duration curve of {_e(sample1)}: each bin's power, sorted from the highest, against the hours the cluster "
                 "drew at least that much; dots: p99, dotted: Default's peak. The gap between Default's peak and Zeus's p99 is the headroom."),
         "</section>",
+        "" if grid is None or grid.times_s is None else (
+            '<section id="grid"><h2>The grid when the jobs ran</h2>'
+            + _figure(lambda: figures.grid_timeline(r, power, grid), "Grid carbon intensity and busy GPUs over time",
+                      f"The carbon intensity of {_e(grid.describe.get('file'))} (top) and the GPUs the jobs held under Default in "
+                      f"{_e(sample1)} (bottom, mean per 5-minute bin): each run's CO2e is its energy at the intensity of when it ran.")
+            + "</section>"),
         _fleet(r),
         _measured(r),
         _groups(r),
@@ -458,6 +466,6 @@ def render(report: Mapping[str, Any], power: pl.DataFrame, provenance: Provenanc
             + "\n</main></body></html>\n")
 
 
-def write(path: Path, report: Mapping[str, Any], power: pl.DataFrame, provenance: Provenance) -> Path:
-    """Render the report and write it to ``path`` atomically (temp file + rename)."""
-    return write_text_atomic(render(report, power, provenance), path)
+def write(path: Path, report: Mapping[str, Any], power: pl.DataFrame, provenance: Provenance, grid: Rate | None = None) -> Path:
+    """Render the report and write it to ``path`` atomically (temp file + rename); ``grid``: the intensity series to draw."""
+    return write_text_atomic(render(report, power, provenance, grid), path)

@@ -174,3 +174,23 @@ def test_carbon_aware_needs_a_series(tmp_path: Path, mirror: Path) -> None:
     path = job_log(tmp_path / "lab.csv", [{"hours": 3, "day": k} for k in range(5)])
     done = cli(str(path), "--trace-dir", str(mirror / "zeus"), "--samples", "1", "--timezone", "UTC", "--region", "DE", "--carbon-aware")
     assert done.returncode == 2 and "--carbon-aware takes each job's eta from the grid's intensity" in done.stderr
+
+
+def test_the_html_page_draws_the_series_with_the_hours_the_jobs_ran(tmp_path: Path, mirror: Path) -> None:
+    path = job_log(tmp_path / "lab.csv", [{"hours": 3, "day": k / 2} for k in range(8)])
+    grid = series(tmp_path / "grid.csv", [150.0 if 8 <= k % 24 < 18 else 450.0 for k in range(24 * 6)])
+    page = tmp_path / "report.html"
+    done = cli(str(path), "--trace-dir", str(mirror / "zeus"), "--samples", "1", "--timezone", "UTC", "--grid-intensity", str(grid),
+               "--html", str(page))
+    assert done.returncode == 0, done.stderr
+    text = page.read_text()
+    section = text[text.index('<section id="grid">'):]
+    assert "The grid when the jobs ran" in section and "data:image/png;base64," in section.split("</section>")[0]
+    assert '<section id="grid">' not in cli_page(path, mirror, tmp_path)  # a flat intensity has no series to draw
+
+
+def cli_page(path: Path, mirror: Path, tmp_path: Path) -> str:
+    page = tmp_path / "flat.html"
+    done = cli(str(path), "--trace-dir", str(mirror / "zeus"), "--samples", "1", "--timezone", "UTC", "--region", "DE", "--html", str(page))
+    assert done.returncode == 0, done.stderr
+    return page.read_text()

@@ -14,7 +14,6 @@ from pipelines.defs.own_clusters.assets import FOLLOW_OWN  # eager; the own-trac
 from pipelines.defs.shared.metadata import contract_metadata
 from pipelines.ingest.grid import TABLE, region_table
 
-
 #: The bundled table's bytes, as the asset's code version: a package with another table re-materializes it.
 TABLE_VERSION = hashlib.sha256(resources.files("pipelines.ingest").joinpath("data", TABLE).read_bytes()).hexdigest()[:16]
 
