@@ -235,9 +235,10 @@ def _check_covered(rate: Rate, option: str, rows: Sequence[Row]) -> None:
         missed = rate.uncovered(jobs["start_time_s"].to_numpy(), jobs["end_time_s"].to_numpy())
         if missed.size:
             job = jobs.row(int(missed[0]), named=True)
+            more = f" (and {missed.size - 1:,} more jobs)" if missed.size > 1 else ""
             raise ValueError(f"{option} {rate.describe.get('file')}: covers {rate.span_text()}, not job {job['job_id']} "
-                             f"({job['start_time']:%Y-%m-%dT%H:%MZ} to {job['end_time']:%Y-%m-%dT%H:%MZ}) nor "
-                             f"{missed.size - 1:,} more; pass --fill to use the nearest value")
+                             f"({job['start_time']:%Y-%m-%dT%H:%MZ} to {job['end_time']:%Y-%m-%dT%H:%MZ}){more}; pass --fill to use "
+                             "the nearest value")
 
 
 def _low_util(options: Options) -> pl.Expr:
