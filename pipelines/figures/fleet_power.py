@@ -45,6 +45,7 @@ def fleet_power_cdfs(fleet_cdf: pl.DataFrame, history: pl.DataFrame, summary: pl
     measured = {occupancy: fleet.measured_dists(fleet_cdf, occupancy) for occupancy, _ in ROWS}
     shares = {c: fleet.measured_busy_share(fleet_cdf, c) for c in fleet.MEASURED}
     draws = fleet.busy_draws(history.filter(pl.col("gpu") == gpu))
+    runs_of = {(str(t), str(p)): runs for (t, p), runs in draws.group_by("trace", "policy")}
     fig, axes = style.new_figure(style.DOUBLE_COLUMN, 6.6, len(ROWS), len(traces), sharey="row")
     colors = style.palette(4)
     measured_style = {"seren": ("0.15", "-"), "kalos": ("0.45", "--")}
@@ -62,7 +63,7 @@ def fleet_power_cdfs(fleet_cdf: pl.DataFrame, history: pl.DataFrame, summary: pl
             size = None
             for policy, policy_label in POLICIES:
                 f = fleets.get((trace, gpu, policy))
-                runs = draws.filter((pl.col("trace") == trace) & (pl.col("policy") == policy))
+                runs = runs_of.get((trace, policy), draws.clear())
                 if f is None or (occupancy == "busy" and runs.height == 0):
                     continue
                 size = f.cluster_gpus
