@@ -264,7 +264,7 @@ def _fleet_power_cdf(frames: Frames) -> Plan:
 FLEET_POWER = FigureFamily("fleet_power_figures", (
     FigureAsset("clusters_fleet_power_cdf",
                 "Per-GPU draw (% TDP) over GPU-time: AcmeTrace's measured Seren and Kalos beside the simulated Default and Zeus "
-                "fleets of ITP and ElasticFlow on the V100, idle GPUs included.",
+                "fleets of ITP and ElasticFlow on the V100, idle GPUs included (top row) and busy GPUs only (bottom row).",
                 ("fleet_power_cdf", "zeus_cluster_history", "cluster_power_summary"), _fleet_power_cdf),
 ))
 
