@@ -60,9 +60,13 @@ def _gpus(ctx: click.Context, param: click.Parameter, value: str | None) -> tupl
     return names
 
 
-def _positive(ctx: click.Context, param: click.Parameter, value: float | None) -> float | None:
-    if value is not None and not (math.isfinite(value) and value > 0):
-        raise click.BadParameter(f"{value} is not a number > 0")
+#: The longest --horizon (days): a century, past which a projection of today's recurrence rate means nothing.
+MAX_HORIZON_DAYS = 36_500.0
+
+
+def _horizon(ctx: click.Context, param: click.Parameter, value: float | None) -> float | None:
+    if value is not None and not (math.isfinite(value) and 0 < value <= MAX_HORIZON_DAYS):
+        raise click.BadParameter(f"{value} is not a number of days in (0, {MAX_HORIZON_DAYS:,.0f}]")
     return value
 
 
@@ -136,7 +140,7 @@ def _non_negative(ctx: click.Context, param: click.Parameter, value: float | Non
               callback=_finite(0.0, 100.0),
               help="Jobs below this GPU utilisation (%, gres/gpuutil or gpu_util_pct) are idle allocations: not replayed, "
                    "counted at the idle draw.")
-@click.option("--horizon", "horizon_days", type=float, default=None, callback=_positive,
+@click.option("--horizon", "horizon_days", type=float, default=None, callback=_horizon,
               help="Also project the saving over this many days at the export's recurrence rate (Zeus deployed at its start).")
 @click.option("--json", "as_json", is_flag=True, help="Print exactly one JSON object on stdout.")
 @click.option("--progress/--no-progress", default=None, help="Progress bars on stderr  [default: when stderr is a terminal]")
