@@ -372,6 +372,9 @@ def _utilization(r: Mapping[str, Any]) -> str:
     if u["source"] is None:
         return f"<p class='note'>GPU utilisation: {_e(u['note'])}.</p>"
     b, threshold = ["utilization"], u["threshold_pct"]
+    if u["low_util_jobs"] == 0:
+        return (f"<p class='note'>GPU utilisation ({_e(u['source'])}): no COMPLETED GPU job below "
+                f"{num([*b, 'threshold_pct'], threshold, text=f'{threshold:g}', suffix=' %')}; every one is replayed.</p>")
     return (f"<p>{num([*b, 'low_util_jobs'], u['low_util_jobs'])} COMPLETED GPU jobs below "
             f"{num([*b, 'threshold_pct'], threshold, text=f'{threshold:g}', suffix=' %')} GPU utilisation "
             f"({_e(u['source'])}) are idle allocations, not replayed: {num([*b, 'low_util_gpu_hours'], u['low_util_gpu_hours'], digits=1)} "
