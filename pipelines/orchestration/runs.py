@@ -173,7 +173,7 @@ def execute_plan(client: DagsterGraphQLClient, plan: list[Run], concurrency: int
 
 
 def problems(instance: dg.DagsterInstance, run_id: str, job: str) -> tuple[list[str], list[str]]:
-    """(failed steps and ERROR checks, failed WARN checks) of a finished run, one line each."""
+    """(failed steps and ERROR checks, failed WARN checks with what their descriptions say) of a finished run, one line each."""
     where, failed, warned = f"run {run_id[:8]} ({job})", [], []
     for entry in instance.all_logs(run_id, of_type=dg.DagsterEventType.STEP_FAILURE):
         event = entry.dagster_event
@@ -192,6 +192,6 @@ def problems(instance: dg.DagsterInstance, run_id: str, job: str) -> tuple[list[
         if check.severity == dg.AssetCheckSeverity.ERROR:
             failed.append(f"{where}: {'blocking ' if check.blocking else ''}ERROR {name} failed")
         else:
-            warned.append(f"{where}: {check.severity.value} {name} failed")
+            warned.append(f"{where}: {check.severity.value} {name} failed" + (f": {check.description}" if check.description else ""))
     status = instance.get_run_by_id(run_id).status  # type: ignore[union-attr]  # a run that has ended exists
     return failed or ([] if status in (dg.DagsterRunStatus.SUCCESS, dg.DagsterRunStatus.CANCELED) else [f"{where} ended {status.value}"]), warned

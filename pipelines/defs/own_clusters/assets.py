@@ -66,7 +66,8 @@ FOLLOW_OWN = dg.AutomationCondition.eager().replace(
         dg.AssetCheckSpec("every_line_accounted_for", asset=TABLE, blocking=True,
                           description="Per file: lines = header + allocations + steps skipped + quarantined."),
         dg.AssetCheckSpec("quarantine_share", asset=TABLE,
-                          description=f"At most {WARN_QUARANTINE_SHARE:.0%} of a file's rows quarantined (a warning)."),
+                          description=f"At most {WARN_QUARANTINE_SHARE:.0%} of a file's rows quarantined. Warns when more are "
+                                      "(the file's other rows are used; see quarantine/own_cluster_jobs_bad_rows)."),
     ],
 )
 def ingest_own_cluster_jobs(context: dg.AssetExecutionContext, paths: PathsResource) -> Iterator[dg.Output | dg.AssetCheckResult]:

@@ -123,7 +123,8 @@ def cluster_power_summary(
     "included): per-GPU draw in % TDP over GPU-time: share below 25% TDP, median, p90, exact KS distance to each measured "
     "fleet; Seren's own jobs when AcmeTrace's job CSVs are present (docs: Cluster power).",
     check_specs=[dg.AssetCheckSpec("a100_idle_is_the_measured_low_mode", asset="power_model_vs_measured",
-                                   description="The registry's A100 idle draw is the low mode of the measured distributions.")],
+                                   description="The registry's A100 idle draw is the low mode of the measured distributions. Warns when "
+                                               "they differ (the registry's cited draw disagrees with the curves).")],
 )
 def power_model_vs_measured(
     context: dg.AssetExecutionContext,
