@@ -53,7 +53,7 @@ FOLLOW_OWN = dg.AutomationCondition.eager().replace(
     outs={
         TABLE: dg.AssetOut(key=dg.AssetKey(TABLE), group_name="ingest", kinds={"polars", "parquet"},
                            metadata={**contract_metadata(TABLE), **OWN_TABLE},
-                           description="Every allocation of your own cluster traces (raw/clusters/<name>.sacct or .csv), times in UTC; "
+                           description="Every allocation of your own cluster traces (`raw/clusters/<name>.sacct` or `.csv`), times in UTC; "
                            "pending, running and CPU-only ones included (category). One partition per trace."),
         "quarantine": dg.AssetOut(key=QUARANTINE, group_name="quarantine", kinds={"polars", "parquet"},
                                   metadata={**contract_metadata(QUARANTINE.to_user_string()), **OWN_TABLE},
