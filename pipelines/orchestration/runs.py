@@ -25,6 +25,7 @@ import dagster as dg
 
 from pipelines.defs.jobs import job_name
 from pipelines.defs.shared.io_manager import PARTITIONS_STAND_ALONE
+from pipelines.defs.shared.run_tags import launched_by
 from pipelines.home.init import LOCATION
 
 if TYPE_CHECKING:
@@ -125,7 +126,8 @@ def launch(client: DagsterGraphQLClient, run: Run, concurrency: int) -> str:
     if os.environ.get("PIPELINES_EXECUTOR") != "dask":
         config["execution"] = {"config": {"multiprocess": {"max_concurrent": concurrency}} if run.parallel else {"in_process": {}}}
     return client.submit_job_execution(run.job, repository_location_name=LOCATION, repository_name="__repository__",
-                                       run_config=config, tags=run.tags, asset_selection=sorted(run.keys))
+                                       run_config=config, tags={**run.tags, **launched_by("materialize")},
+                                       asset_selection=sorted(run.keys))
 
 
 ENDED = (dg.DagsterRunStatus.SUCCESS, dg.DagsterRunStatus.FAILURE, dg.DagsterRunStatus.CANCELED)

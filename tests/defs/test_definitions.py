@@ -61,6 +61,18 @@ def test_descriptions_show_as_written_and_groups_say_what_the_asset_is() -> None
         assert expected is None or spec.group_name == expected, (spec.key.to_user_string(), spec.group_name)
 
 
+def test_every_run_says_who_launched_it() -> None:
+    """A run of one of our jobs launched from the UI carries the jobs' tag ``ui``; the automation sensor's runs ``automation``
+    (a sensor's own runs and materialize's replace the tag: tests/defs/test_automation.py, tests/orchestration/)."""
+    from pipelines.defs.automation import automation_sensor
+
+    definitions = defs()
+    jobs = [j.name for j in definitions.jobs or []]
+    assert sorted(jobs) == ["gpu_assets", "trace_assets", "trace_gpu_assets", "trace_ingest", "unpartitioned_assets"]
+    assert {j: definitions.resolve_job_def(j).run_tags for j in jobs} == {j: {"gpu_energy/launched_by": "ui"} for j in jobs}
+    assert automation_sensor.run_tags == {"gpu_energy/launched_by": "automation"}
+
+
 def test_the_code_location_loads_without_a_warning() -> None:
     code = "from pipelines.definitions import defs; defs().resolve_asset_graph()"
     out = subprocess.run([sys.executable, "-W", "always", "-c", code], capture_output=True, text=True, check=True, cwd=REPO_ROOT)

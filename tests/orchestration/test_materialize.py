@@ -173,6 +173,7 @@ class FakeClient:
         self.most_at_once = 0
 
     def submit_job_execution(self, job: str, **kwargs: object) -> str:
+        assert kwargs["tags"] == {"gpu_energy/launched_by": "materialize"}  # the Runs page says who launched it
         self.launched.append(job)
         self.left[job] = self.polls[job]
         self.most_at_once = max(self.most_at_once, sum(n > 0 for n in self.left.values()))
