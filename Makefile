@@ -10,8 +10,9 @@ DOCS_STAMP := $(VENV)/.installed-docs
 export DAGSTER_HOME := $(CURDIR)/.dagster_home
 SELECT ?= *
 DEV_PORT ?= 3000
+DOCS_PORT ?= 8000
 
-.PHONY: setup setup-test setup-measure setup-docs setup-browser fetch materialize figures test test-all lint docs bench dev dev-read-only sql clean
+.PHONY: setup setup-test setup-measure setup-docs setup-browser fetch materialize figures test test-all lint docs docs-serve bench dev dev-read-only sql clean
 
 ## uv (installed into the venv from the package index) installs in seconds what pip takes minutes for;
 ## pip is the fallback where uv cannot reach the index, and installs the torch extra (pip's configuration
@@ -96,6 +97,11 @@ lint: $(TEST_STAMP)
 ## NO_MKDOCS_2_WARNING: mkdocs-material's banner about its end of life (a notice, not a build warning).
 docs: $(DOCS_STAMP)
 	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict
+
+## docs-serve: the site served on 127.0.0.1:$(DOCS_PORT) (8000), rebuilt as docs/ changes. site/ also works opened from
+## disk (site/index.html) and offline: mkdocs.yml's use_directory_urls, theme.font and the offline plugin.
+docs-serve: $(DOCS_STAMP)
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs serve --strict -a 127.0.0.1:$(DOCS_PORT)
 
 bench: $(TEST_STAMP)
 	for f in bench/bench_*.py; do echo "== $$f"; $(PY) $$f || exit 1; done
