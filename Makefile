@@ -106,11 +106,12 @@ docs-serve: $(DOCS_STAMP)
 bench: $(TEST_STAMP)
 	for f in bench/bench_*.py; do echo "== $$f"; $(PY) $$f || exit 1; done
 
-## dev: the Dagster UI and daemons (dg dev) on 127.0.0.1:$(DEV_PORT) (3000), after marking runs left behind by a killed command as failed.
+## dev: the Dagster UI and daemons (dg dev) on 127.0.0.1:$(DEV_PORT) (3000), after marking runs left behind by a killed command as failed;
+## Ctrl-C or SIGTERM ends every process of it within 5 s (python -m pipelines dev: dg dev's own shutdown waits a minute).
 ## Loopback only; Dagster 1.13's webserver checks no Origin or Host and runs GraphQL mutations sent as GET (README, docs/getting-started.md).
 dev: $(STAMP) $(DAGSTER_HOME)/dagster.yaml
 	$(PY) -m pipelines recover
-	VIRTUAL_ENV=$(CURDIR)/$(VENV) $(VENV)/bin/dg dev --host 127.0.0.1 --port $(DEV_PORT)
+	VIRTUAL_ENV=$(CURDIR)/$(VENV) $(PY) -m pipelines dev --host 127.0.0.1 --port $(DEV_PORT)
 
 ## dev-read-only: the Dagster UI alone with dagster-webserver --read-only (no run launched, no sensor or schedule switched,
 ## from the UI or from another site's request), on 127.0.0.1:$(DEV_PORT); no daemon.
