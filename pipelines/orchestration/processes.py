@@ -6,6 +6,7 @@ import contextlib
 import ctypes
 import os
 import signal
+import subprocess
 import sys
 import time
 
@@ -68,8 +69,6 @@ def supervise(argv: list[str], grace_s: float) -> int:
     SIGINT's handler. The handlers are ours before ``argv`` starts, so it starts with SIGINT's default, not an inherited
     ignore. A group left behind by a command that exited by itself is ended too.
     """
-    import subprocess  # only the commands that supervise need it
-
     stopped: list[int] = []
     previous = {sig: signal.signal(sig, lambda signum, _frame: stopped.append(signum)) for sig in (signal.SIGINT, signal.SIGTERM)}
     child = None
