@@ -1,7 +1,7 @@
 """``python -m pipelines`` (``gpu-energy``): the command line. Subcommands load lazily, so ``--help`` is instant.
 
-Every command ``NAME`` is the module ``pipelines/cli/NAME.py``, whose click command (or group) is
-named ``cli``. Register it in ``SUBCOMMANDS`` as ``NAME: "short help"``, the short help being its
+Every command ``NAME`` is the module ``pipelines/cli/NAME.py`` (``-`` written ``_``: ``power-limit`` is
+``power_limit.py``), whose click command (or group) is named ``cli``. Register it in ``SUBCOMMANDS`` as ``NAME: "short help"``, the short help being its
 docstring's first line (a test keeps the two equal): ``--help`` lists the commands from this
 table without importing any of them.
 """
@@ -30,12 +30,13 @@ SUBCOMMANDS: dict[str, str] = {
                 "asset keys (make dev runs this first)."),
     "dev": "Start the Dagster UI and daemons (dg dev); Ctrl-C or SIGTERM ends every process of them within 5 s (make dev runs this).",
     "sweep": "Replay every trace on every GPU for every (eta, beta, seed) under Zeus and the baselines.",
+    "power-limit": "The power limit Zeus's GlobalPowerLimitOptimizer would choose from a profile (ZeusMonitor log, Zeus JSON, measured CSV).",
 }
 
 
 def load(name: str) -> click.Command:
-    """The click command of subcommand ``name`` (imports ``pipelines.cli.<name>``)."""
-    command: click.Command = importlib.import_module(f"pipelines.cli.{name}").cli
+    """The click command of subcommand ``name`` (imports ``pipelines.cli.<name>``, ``-`` as ``_``)."""
+    command: click.Command = importlib.import_module(f"pipelines.cli.{name.replace('-', '_')}").cli
     return command
 
 

@@ -21,6 +21,7 @@ from pipelines.measure.monitor import probe_gpus
 from pipelines.measure.nvml import NvmlNotSupported, NvmlUnavailable
 from pipelines.measure.rapl import probe_rapl
 from pipelines.measure.workloads import OPTIMIZERS, WORKLOADS
+from pipelines.measure.zeus_json import write_zeus_profiles
 from pipelines.terminal import printable
 from pipelines.vocabulary import PUBLISHED_GPUS
 
@@ -122,7 +123,11 @@ def profile(
     out: Path,
     quiet: bool,
 ) -> None:
-    """Profile time per epoch (s) and average power (W) per batch size (and power limit) into a CSV."""
+    """Profile time per epoch (s) and average power (W) per batch size (and power limit) into a CSV.
+
+    Each batch size measured at two or more power limits also goes to Zeus's profile JSON beside
+    the CSV (``NAME.bs<B>.zeus.json``), which GlobalPowerLimitOptimizer loads.
+    """
     if importlib.util.find_spec("torch") is None:
         _fail("measure profile needs torch, which is not installed: run `make setup-measure` "
               "(pip install -e '.[measure]', torch==2.13.0)")
@@ -155,3 +160,5 @@ def profile(
     write_profile(result.rows, out)
     energy = result.rows["method"][0]
     click.echo(f"wrote {result.rows.height} rows to {out} (energy: {energy})", err=True)
+    for path in write_zeus_profiles(result.rows, out):
+        click.echo(f"wrote {path}: Zeus's profile JSON (GlobalPowerLimitOptimizer(profile_path=...); python -m pipelines power-limit)", err=True)

@@ -28,11 +28,13 @@ from pipelines.cli.sweep import note, slurm_options, slurm_settings
 from pipelines.clusters import tracefiles
 from pipelines.clusters import whatif as report_of
 from pipelines.clusters.anchoring import ANCHORED, ENERGY_MODELS, EnergyModel
-from pipelines.clusters.profiles import with_measured
+from pipelines.clusters.profiles import power_limit_profiles, with_measured
 from pipelines.clusters.report_text import render
 from pipelines.distributed import connect
 from pipelines.home.paths import ProjectPaths, find_home
+from pipelines.ingest import grid as grid_mod
 from pipelines.ingest.common import IngestError
+from pipelines.ingest.grid import Rate
 from pipelines.ingest.owntrace import check_timezone
 from pipelines.ingest.simulator_inputs import resolve_traces
 from pipelines.ingest.slurm import DEFAULT_DELIMITER, parse_fields
@@ -58,9 +60,13 @@ def _gpus(ctx: click.Context, param: click.Parameter, value: str | None) -> tupl
     return names
 
 
-def _positive(ctx: click.Context, param: click.Parameter, value: float | None) -> float | None:
-    if value is not None and not (math.isfinite(value) and value > 0):
-        raise click.BadParameter(f"{value} is not a number > 0")
+#: The longest --horizon (days): a century, past which a projection of today's recurrence rate means nothing.
+MAX_HORIZON_DAYS = 36_500.0
+
+
+def _horizon(ctx: click.Context, param: click.Parameter, value: float | None) -> float | None:
+    if value is not None and not (math.isfinite(value) and 0 < value <= MAX_HORIZON_DAYS):
+        raise click.BadParameter(f"{value} is not a number of days in (0, {MAX_HORIZON_DAYS:,.0f}]")
     return value
 
 
@@ -86,9 +92,10 @@ def _non_negative(ctx: click.Context, param: click.Parameter, value: float | Non
                    "the export names GPU types, else the fallback GPU]")
 @click.option("--fallback-gpu", default="v100", show_default=True,
               help="The profile of jobs whose GPU type has none (or that name no type).")
-@click.option("--profiles", "profile_files", multiple=True, type=click.Path(dir_okay=False, exists=True, path_type=Path),
-              help="A profile measured with `measure profile` (CSV), replayed under its gpu name; repeatable. The data home's "
-                   "raw/measured/*.csv are read too.")
+@click.option("--profiles", "profile_specs", multiple=True,
+              help="A profile measured with `measure profile` (CSV), replayed under its gpu name; or GPU=FILE, Zeus's profile JSON "
+                   "or a ZeusMonitor log (or a measure CSV): that GPU's jobs replay power-limit-only, as Zeus's "
+                   "GlobalPowerLimitOptimizer runs them; repeatable. The data home's raw/measured/*.csv are read too.")
 @click.option("--samples", type=click.IntRange(min=1), default=report_of.DEFAULT_SAMPLES, show_default=True,
               help="Draws of the workload assignment and the optimizer's seeds (1: a single replay); figures are medians with a "
                    "90 % interval.")
@@ -103,6 +110,22 @@ def _non_negative(ctx: click.Context, param: click.Parameter, value: float | Non
 @click.option("--price-per-kwh", type=float, default=None, callback=_non_negative, help="Electricity price (per kWh): adds cost saved.")
 @click.option("--grid-gco2-per-kwh", type=float, default=None, callback=_non_negative,
               help="Grid carbon intensity (g CO2e per kWh): adds CO2e saved.")
+@click.option("--region", default=None,
+              help="Where the energy was used: an ISO 3166 country (DE or DEU), a US state (US-CA) or a Nordic zone (SE3): its "
+                   "carbon intensity from the table bundled with the package (no network; docs: Carbon).")
+@click.option("--grid-intensity", "grid_file", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="A CSV series timestamp,gco2_per_kwh at any step (ElectricityMaps, Ember, a utility): each run's CO2e at the "
+                   "intensity of when it ran.")
+@click.option("--price", "price_file", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="A CSV series timestamp,price_per_kwh (time-of-use prices), matched to each run the same way.")
+@click.option("--fill", is_flag=True, help="A series that does not cover a job's run: use its nearest value (else refused).")
+@click.option("--carbon-aware", is_flag=True,
+              help="Also replay a carbon-aware Zeus beside plain Zeus: each job's eta from --grid-intensity at its start, linearly "
+                   "from --eta-clean at the series' lowest to --eta-dirty at its highest.")
+@click.option("--eta-clean", type=float, default=None, callback=_finite(0.0, 1.0),
+              help="The carbon-aware eta at the series' cleanest hour, in [0, 1]  [default: --eta-knob]")
+@click.option("--eta-dirty", type=float, default=0.9, show_default=True, callback=_finite(0.0, 1.0),
+              help="The carbon-aware eta at the series' dirtiest hour, in [0, 1].")
 @click.option("--trace-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Folder with Zeus's summary_train.csv and summary_power_{gpu}.csv  [default: the data home's tables, then its "
                    "raw/zeus, then the mirror, then a download]")
@@ -117,7 +140,7 @@ def _non_negative(ctx: click.Context, param: click.Parameter, value: float | Non
               callback=_finite(0.0, 100.0),
               help="Jobs below this GPU utilisation (%, gres/gpuutil or gpu_util_pct) are idle allocations: not replayed, "
                    "counted at the idle draw.")
-@click.option("--horizon", "horizon_days", type=float, default=None, callback=_positive,
+@click.option("--horizon", "horizon_days", type=float, default=None, callback=_horizon,
               help="Also project the saving over this many days at the export's recurrence rate (Zeus deployed at its start).")
 @click.option("--json", "as_json", is_flag=True, help="Print exactly one JSON object on stdout.")
 @click.option("--progress/--no-progress", default=None, help="Progress bars on stderr  [default: when stderr is a terminal]")
@@ -132,7 +155,7 @@ def cli(
     delimiter: str,
     gpus: tuple[str, ...] | None,
     fallback_gpu: str,
-    profile_files: tuple[Path, ...],
+    profile_specs: tuple[str, ...],
     samples: int,
     seed: int,
     scheduler: str | None,
@@ -140,6 +163,13 @@ def cli(
     beta_knob: float,
     price_per_kwh: float | None,
     grid_gco2_per_kwh: float | None,
+    region: str | None,
+    grid_file: Path | None,
+    price_file: Path | None,
+    fill: bool,
+    carbon_aware: bool,
+    eta_clean: float | None,
+    eta_dirty: float,
     trace_dir: Path | None,
     top: int,
     cluster_gpus: int | None,
@@ -167,11 +197,13 @@ def cli(
     except ValueError as exc:
         _fail(f"--timezone/--fields: {exc}")
     file_format = tracefiles.format_of(file, fmt)
+    grid, prices = _rates(region, grid_file, grid_gco2_per_kwh, price_file, price_per_kwh, timezone)
     options = report_of.Options(gpus=gpus, fallback_gpu=fallback_gpu.strip().lower(), eta=eta_knob, beta=beta_knob,
                                 price_per_kwh=price_per_kwh, grid_gco2_per_kwh=grid_gco2_per_kwh, top=top, cluster_gpus=cluster_gpus,
                                 progress=sys.stderr.isatty() if progress is None else progress, samples=samples, seed=seed,
                                 energy_model=energy_model, min_gpu_util_pct=min_gpu_util, timezone_source=timezone_source,
-                                horizon_days=horizon_days)
+                                horizon_days=horizon_days, grid=grid, prices=prices, fill=fill, carbon_aware=carbon_aware,
+                                eta_clean=eta_clean, eta_dirty=eta_dirty)
     home = find_home()
     # as exported, any published GPU may be some job's own; by name, only those named (measured ones come from their files)
     named = PAPER_ORDER if gpus is None or gpus == (report_of.AS_EXPORTED,) else gpus
@@ -182,7 +214,12 @@ def cli(
                                        digest=html_file is not None, delimiter=delimiter, columns=report_of.REPORT_COLUMNS)
         sha256 = result.sha256
         traces, origin = resolve_traces(trace_dir, home, published)
-        profiles = with_measured(traces, profile_files, ProjectPaths(home).raw / "measured")
+        profile_files = [Path(spec) for spec in profile_specs if "=" not in spec]
+        missing = [p for p in profile_files if not p.is_file()]
+        if missing:
+            _fail(f"--profiles {missing[0]}: no such file")
+        profiles = with_measured(traces, profile_files, ProjectPaths(home).raw / "measured").with_power_limit(
+            power_limit_profiles([spec for spec in profile_specs if "=" in spec]))
         prepared = report_of.prepare(result, profiles, options)
         del result  # the draws need only the plan: the table is freed before them
         with connect(scheduler or "none", slurm=slurm_cluster, note=note) as runner:
@@ -198,8 +235,24 @@ def cli(
         from pipelines.figures import whatif_html  # matplotlib: only for the page
 
         provenance = whatif_html.Provenance.now(file.name, sha256, _options_used(), _command_line(file))
-        whatif_html.write(html_file, report, power, provenance)
+        whatif_html.write(html_file, report, power, provenance, grid)
         click.echo(f"[whatif] report -> {printable(str(html_file))}", err=True)
+
+
+def _rates(region: str | None, grid_file: Path | None, grid_flat: float | None, price_file: Path | None, price_flat: float | None,
+           timezone: str) -> tuple[Rate | None, Rate | None]:
+    """The carbon intensity and price series or region given (one of each kind at most); one line and exit 2 on bad input."""
+    if sum(x is not None for x in (region, grid_file, grid_flat)) > 1:
+        _fail("give one of --region, --grid-intensity and --grid-gco2-per-kwh")
+    if price_file is not None and price_flat is not None:
+        _fail("give one of --price and --price-per-kwh")
+    try:
+        grid = (Rate.constant((r := grid_mod.find_region(region)).gco2_per_kwh, r.describe()) if region is not None else
+                grid_mod.read_series(grid_file, grid_mod.INTENSITY, timezone) if grid_file is not None else None)
+        prices = grid_mod.read_series(price_file, grid_mod.PRICE, timezone) if price_file is not None else None
+    except (IngestError, ValueError) as exc:
+        _fail(str(exc))
+    return grid, prices
 
 
 #: Parameters that change no number of the report (where it goes, how it is shown).

@@ -121,6 +121,22 @@ def step(values: Sequence[float] | np.ndarray, weights: Sequence[float] | np.nda
     return Polyline(np.repeat(atoms, 2), np.column_stack((before, cum)).ravel())
 
 
+def upper_share(dist: Polyline, share: float) -> Polyline:
+    """The top ``share`` (0 < share <= 1) of ``dist``'s mass, renormalised: X given X at or above its (1 - share) quantile.
+
+    Its CDF is ``(F(t) - p) / share`` clipped at 0, p = 1 - share: the polyline starts where F crosses p
+    (interpolated on the segment that crosses it, so an atom that straddles p keeps its upper part) and
+    keeps the points above. Exact for piecewise linear and step CDFs alike.
+    """
+    if not 0 < share <= 1:
+        raise ValueError(f"share must be in (0, 1], got {share!r}")
+    p = 1.0 - share
+    i = int(np.searchsorted(dist.F, p, side="right"))  # first point with F > p (F[0] = 0 <= p, so i >= 1)
+    x0, x1, f0, f1 = dist.x[i - 1], dist.x[i], dist.F[i - 1], dist.F[i]
+    start = x0 + (p - f0) / (f1 - f0) * (x1 - x0)
+    return Polyline(np.concatenate(([start], dist.x[i:])), np.concatenate(([0.0], (dist.F[i:] - p) / share)))
+
+
 def ks_distance(a: Polyline, b: Polyline) -> float:
     """sup over t of |F_a(t) - F_b(t)|, exact (module docstring)."""
     t = np.union1d(a.x, b.x)

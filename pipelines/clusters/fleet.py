@@ -15,6 +15,13 @@ Per row: the share of GPU-time strictly below 25% of TDP, the median and 90th pe
 TDP; the smallest value whose CDF reaches the level), and the Kolmogorov-Smirnov distance to
 Seren's and to Kalos's measured distribution, exact (``ks_distance``).
 
+**Busy GPUs** (``occupancy`` busy, after the whole-fleet rows): the fleets at matched occupancy.
+Measured: the busy share is 1 - the share of DCGM GPU_UTIL samples at 0 % (``fleet_power_cdf``'s
+``gpu_util_pct`` curve, F(0)); the busy power distribution is the top ``busy share`` of the power
+CDF, renormalised (``distributions.upper_share``): it assumes that the GPUs at 0 % utilisation are
+the lowest-drawing samples. Simulated: the running GPUs only (the busy draws, no idle atom); busy
+share = busy GPU-seconds over the fleet's. Each busy row's KS is to the measured busy distribution.
+
 **Same cluster** (when AcmeTrace's job CSVs are present): Seren's own jobs (``cluster_workload_jobs``
 of trace acme, cluster seren) as a fleet of Seren's published size, on a measured A100 profile
 when ``zeus_power_profiles`` has one (a GPU named ``a100...``: simulated here), else on the A40,
@@ -33,9 +40,9 @@ import numpy as np
 import polars as pl
 
 from pipelines.clusters import capacity, power, simulate
-from pipelines.clusters.distributions import Polyline, ks_distance, mode_window, piecewise_linear, step
-from pipelines.contracts.base import empty, polars_schema
-from pipelines.contracts.fleet import PowerModelVsMeasured
+from pipelines.clusters.distributions import Polyline, ks_distance, mode_window, piecewise_linear, step, upper_share
+from pipelines.contracts.base import polars_schema
+from pipelines.contracts.fleet import OCCUPANCIES, PowerModelVsMeasured
 from pipelines.vocabulary import GPU_BY_NAME
 from pipelines.zeus.traces import Traces
 
@@ -43,6 +50,8 @@ from pipelines.zeus.traces import Traces
 MEASURED: tuple[str, ...] = ("seren", "kalos")
 MEASURED_GPU = "a100"
 METRIC = "gpu_power_w"
+#: The measured utilisation curve: its share of samples at 0 % is the idle share.
+UTIL_METRIC = "gpu_util_pct"
 #: The share reported: GPU-time strictly below this % of TDP.
 LOW_PCT_TDP = 25.0
 #: The low mode (A100 idle draw): the densest window of this half-width (W) below this share of TDP, on a 0.1 W grid
@@ -84,6 +93,11 @@ def measured_pct_tdp(fleet_cdf: pl.DataFrame, cluster: str) -> Polyline:
     return measured_curve(fleet_cdf, cluster).scaled(100 / GPU_BY_NAME[MEASURED_GPU].tdp_w)
 
 
+def measured_busy_share(fleet_cdf: pl.DataFrame, cluster: str) -> float:
+    """The share (0-1) of a measured cluster's GPU-time that is busy: 1 - its DCGM GPU_UTIL samples' share at 0 %."""
+    return 1.0 - float(measured_curve(fleet_cdf, cluster, UTIL_METRIC).cdf(0.0)[0])
+
+
 @dataclass(frozen=True)
 class Fleet:
     """A simulated fleet: its key, the TDP and idle draw it is measured in, its size, and what it is."""
@@ -116,6 +130,30 @@ def simulated_pct_tdp(draws: pl.DataFrame, fleet: Fleet) -> Polyline:
     return step(100 * values / fleet.tdp_w, weights)
 
 
+def simulated_busy_pct_tdp(draws: pl.DataFrame, fleet: Fleet) -> Polyline:
+    """The fleet's running GPUs only: the busy draws (``busy_draws`` rows of the fleet) as % of its TDP, no idle atom."""
+    return step(100 * draws["draw_w"].to_numpy() / fleet.tdp_w, draws["gpu_s"].to_numpy())
+
+
+def simulated_busy_share(draws: pl.DataFrame, fleet: Fleet) -> float:
+    """The share (0-1) of the fleet's GPU-time with a job: busy GPU-seconds over busy and idle ones."""
+    busy = float(draws["gpu_s"].sum())
+    return busy / (busy + fleet.idle_gpu_s)
+
+
+def measured_dists(fleet_cdf: pl.DataFrame, occupancy: str) -> dict[str, Polyline]:
+    """Seren's and Kalos's % TDP distributions of one occupancy: whole, or busy (the top busy share, ``upper_share``)."""
+    whole = {c: measured_pct_tdp(fleet_cdf, c) for c in MEASURED}
+    if occupancy == "whole":
+        return whole
+    return {c: upper_share(dist, measured_busy_share(fleet_cdf, c)) for c, dist in whole.items()}
+
+
+def simulated_dist(draws: pl.DataFrame, fleet: Fleet, occupancy: str) -> Polyline:
+    """The fleet's % TDP distribution of one occupancy: whole (idle atom included) or busy (running GPUs only)."""
+    return simulated_pct_tdp(draws, fleet) if occupancy == "whole" else simulated_busy_pct_tdp(draws, fleet)
+
+
 def statistics(dist: Polyline, references: Mapping[str, Polyline]) -> dict[str, float]:
     """The row's numbers for one % TDP distribution: share below 25%, median, p90, KS to Seren and to Kalos."""
     return {
@@ -139,26 +177,38 @@ def fleets(summary: pl.DataFrame) -> list[Fleet]:
 
 
 def compare(fleet_cdf: pl.DataFrame, history: pl.DataFrame, summary: pl.DataFrame, extra: Iterable[tuple[Fleet, pl.DataFrame]] = ()) -> pl.DataFrame:
-    """``power_model_vs_measured``: the measured rows (Seren, Kalos), then one row per fleet of ``summary``, then ``extra``.
+    """``power_model_vs_measured``: whole fleets, then busy GPUs; each block the measured rows (Seren, Kalos), one row per
+    fleet of ``summary``, then ``extra``.
 
-    ``extra`` holds (fleet, its ``busy_draws`` rows) made elsewhere (``same_cluster``).
+    ``extra`` holds (fleet, its ``busy_draws`` rows) made elsewhere (``same_cluster``). A fleet with no
+    busy GPU-second has no busy row.
     """
-    references = {c: measured_pct_tdp(fleet_cdf, c) for c in MEASURED}
-    rows = [
-        {"source": "measured", "cluster_or_trace": c, "gpu": MEASURED_GPU, "policy": "measured", "tdp_w": GPU_BY_NAME[MEASURED_GPU].tdp_w,
-         "idle_w": None, "cluster_gpus": None, **statistics(references[c], references),
-         "note": f"measured: AcmeTrace DCGM POWER_USAGE, 15 s samples over every {c.title()} GPU, August 2023"}
-        for c in MEASURED
-    ]
+    shares = {c: measured_busy_share(fleet_cdf, c) for c in MEASURED}
     simulated = fleets(summary)
     draws = busy_draws(history) if simulated else None
     pairs = [(f, draws.filter((pl.col("trace") == f.trace) & (pl.col("gpu") == f.gpu) & (pl.col("policy") == f.policy)))
              for f in simulated if draws is not None]
-    for fleet, busy in [*pairs, *extra]:
-        rows.append({"source": "simulated", "cluster_or_trace": fleet.trace, "gpu": fleet.gpu, "policy": fleet.policy,
-                     "tdp_w": fleet.tdp_w, "idle_w": fleet.idle_w, "cluster_gpus": fleet.cluster_gpus,
-                     **statistics(simulated_pct_tdp(busy, fleet), references), "note": fleet.note})
-    return pl.DataFrame(rows, schema=SCHEMA) if rows else empty(PowerModelVsMeasured)
+    pairs += list(extra)
+    tdp = GPU_BY_NAME[MEASURED_GPU].tdp_w
+    rows = []
+    for occupancy in OCCUPANCIES:
+        references = measured_dists(fleet_cdf, occupancy)
+        for c in MEASURED:
+            how = f"AcmeTrace DCGM POWER_USAGE, 15 s samples over every {c.title()} GPU, August 2023"
+            if occupancy == "busy":
+                how += f"; the top {shares[c]:.1%} of its CDF, renormalised ({shares[c]:.1%} of DCGM GPU_UTIL samples above 0 %)"
+            rows.append({"source": "measured", "cluster_or_trace": c, "gpu": MEASURED_GPU, "policy": "measured", "occupancy": occupancy,
+                         "tdp_w": tdp, "idle_w": None, "cluster_gpus": None, "busy_share_pct": 100 * shares[c],
+                         **statistics(references[c], references), "note": f"measured: {how}"})
+        for fleet, runs in pairs:
+            if occupancy == "busy" and runs.height == 0:
+                continue
+            dist = simulated_dist(runs, fleet, occupancy)
+            rows.append({"source": "simulated", "cluster_or_trace": fleet.trace, "gpu": fleet.gpu, "policy": fleet.policy,
+                         "occupancy": occupancy, "tdp_w": fleet.tdp_w, "idle_w": fleet.idle_w, "cluster_gpus": fleet.cluster_gpus,
+                         "busy_share_pct": 100 * simulated_busy_share(runs, fleet), **statistics(dist, references),
+                         "note": fleet.note if occupancy == "whole" else f"{fleet.note}; running GPUs only"})
+    return pl.DataFrame(rows, schema=SCHEMA)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -22,16 +22,18 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import polars as pl
 
 from pipelines.clusters.workloads import REFERENCE_GPU, workloads_by_default_tta
 from pipelines.ingest.common import IngestError, IngestResult
-from pipelines.ingest.zeus import MEASURED_SOURCE_PREFIX, read_measured_file
+from pipelines.ingest.power_limit_profiles import read_profile
+from pipelines.ingest.zeus import MEASURED_SOURCE_PREFIX, measured_csvs, read_measured_file
 from pipelines.vocabulary import PUBLISHED_GPUS
 from pipelines.zeus.groups import group_job_spec
+from pipelines.zeus.power_limit import Measurement, Selector, at_max_limit, choose
 from pipelines.zeus.traces import POWER_COLUMNS, TraceError, Traces, build_table
 
 #: The row of a job whose allocation names no GPU type.
@@ -50,6 +52,54 @@ def profile_key(name: str) -> str:
     return re.sub(r"[^a-z0-9]", "", key)
 
 
+#: The workload a power-limit-only row's jobs play in the report (its jobs keep their own work; only the limit changes).
+POWER_LIMIT_ONLY = "power-limit-only"
+
+
+@dataclass(frozen=True)
+class PowerLimitOnly:
+    """A GPU whose jobs replay power-limit-only on a measured profile, as Zeus's GlobalPowerLimitOptimizer runs them.
+
+    ``measurements``: one profiling window per limit (``pipelines.zeus.power_limit``), from Zeus's
+    profile JSON, a ZeusMonitor log or a ``measure profile`` CSV; ``world_size``: the GPUs their
+    energy sums (a JSON does not say: 1 is assumed, ``assumed_world_size``); ``source``: the file.
+    """
+
+    gpu: str
+    measurements: tuple[Measurement, ...]
+    world_size: int
+    source: str
+    assumed_world_size: bool = False
+
+    def selector(self, eta: float) -> Selector:
+        """The optimizer's default selector, ZeusCost(eta, world size)."""
+        return Selector("zeus-cost", eta=eta, world_size=self.world_size)
+
+    def converged_ratio(self, eta: float) -> float:
+        """Energy at the chosen limit over energy at the highest (the saving once the group's profile is saved)."""
+        limit = choose(self.measurements, self.selector(eta))
+        chosen = next(m for m in self.measurements if m.power_limit_w == limit)
+        return chosen.energy_j / at_max_limit(self.measurements).energy_j
+
+
+def power_limit_profiles(specs: Sequence[str]) -> dict[str, PowerLimitOnly]:
+    """``GPU=FILE`` (``whatif --profiles``) -> each GPU's power-limit-only profile; ``IngestError``/``ValueError`` on bad input."""
+    out: dict[str, PowerLimitOnly] = {}
+    for spec in specs:
+        gpu, _, file = spec.partition("=")
+        gpu = gpu.strip().lower()
+        if not gpu or not file:
+            raise ValueError(f"--profiles {spec!r}: give GPU=FILE for a Zeus profile (its JSON or a ZeusMonitor log), or a measured CSV")
+        if gpu in out:
+            raise ValueError(f"--profiles: {gpu} given twice")
+        path = Path(file)
+        if not path.is_file():
+            raise ValueError(f"--profiles {spec}: {file}: no such file")
+        profile = read_profile(path)
+        out[gpu] = PowerLimitOnly(gpu, profile.measurements, profile.world_size or 1, path.name, profile.world_size is None)
+    return out
+
+
 @dataclass(frozen=True)
 class Profiles:
     """The trace tables the replay reads (published and measured power rows), and what each profile offers.
@@ -63,9 +113,17 @@ class Profiles:
     sources: dict[str, str]
     workloads: dict[str, tuple[str, ...]]
     notes: tuple[str, ...] = field(default=())
+    #: GPUs replayed power-limit-only on a measured profile (``whatif --profiles GPU=FILE``); they take precedence.
+    power_limit: dict[str, PowerLimitOnly] = field(default_factory=dict)
 
     def names(self) -> list[str]:
-        return sorted(self.workloads)
+        return sorted({*self.workloads, *self.power_limit})
+
+    def with_power_limit(self, power_limit: dict[str, PowerLimitOnly]) -> Profiles:
+        """These profiles plus GPUs replayed power-limit-only (named so in ``sources``)."""
+        sources = {**self.sources, **{g: f"power limit only (measured profile {p.source}"
+                                      f"{'; its energy taken as 1 GPU' if p.assumed_world_size else ''})" for g, p in power_limit.items()}}
+        return replace(self, sources=sources, power_limit={**self.power_limit, **power_limit})
 
     def measured(self, gpu: str) -> bool:
         return self.sources.get(gpu, "published") != "published"
@@ -74,10 +132,11 @@ class Profiles:
         """The profile of an exported GPU type (see the module docstring), or None (several types, none, or no profile)."""
         if gpu_type is None or "," in gpu_type:
             return None
-        if gpu_type in self.workloads:
+        names = self.names()
+        if gpu_type in names:
             return gpu_type
         key = profile_key(gpu_type)
-        matches = sorted(name for name in self.workloads if profile_key(name) == key)
+        matches = sorted(name for name in names if profile_key(name) == key)
         return matches[0] if matches else None
 
 
@@ -113,7 +172,7 @@ def _strict(result: IngestResult, display: str) -> pl.DataFrame:
 def with_measured(traces: Traces, files: Sequence[Path], folder: Path | None, *, source_name: str = "measured") -> Profiles:
     """``traces`` plus measured profiles: each of ``files`` (strict: a row that fails validation, a published GPU's name
     or a configuration given twice raises ``IngestError`` naming the file and line), then every ``*.csv`` of ``folder``
-    (``raw/measured``; its rows that fail are left out and named in ``notes``, as the pipeline quarantines them).
+    but ZeusMonitor logs (``raw/measured``; its rows that fail are left out and named in ``notes``, as the pipeline quarantines them).
 
     The same reader and checks as the ingest of ``raw/measured`` (``pipelines.ingest.zeus.read_measured_file``). A GPU
     the traces already have (the materialized ``zeus_power_profiles`` holds the measured rows too) is kept from there.
@@ -125,7 +184,7 @@ def with_measured(traces: Traces, files: Sequence[Path], folder: Path | None, *,
         result, _ = read_measured_file(path, str(path), seen)
         frames.append(_strict(result, str(path)))
     if folder is not None and folder.is_dir():
-        for path in sorted(folder.glob("*.csv")):
+        for path in measured_csvs(folder):  # ZeusMonitor logs there are not measured profiles
             result, _ = read_measured_file(path, f"{source_name}/{path.name}", seen)
             for row in result.quarantine.iter_rows(named=True):
                 notes.append(f"{row['source_file']}:{row['line']}: {row['reason']} (left out)")

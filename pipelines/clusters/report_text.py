@@ -136,6 +136,8 @@ def profile_text(key: str, g: dict[str, Any], mode: str) -> str:
     """Where a row's jobs replayed: the GPU, whether its own profile or the fallback, a measured profile's file, its workloads."""
     gpu = g["replayed_on"]
     source = g["profile_source"]
+    if g.get("power_limit_only"):
+        return f"{gpu}: {source}"
     measured = "" if source == "published" else f", measured: {source}"
     only = f"; workloads {', '.join(g['workloads'])} only" if len(g["workloads"]) < 6 else ""
     if mode != "as-exported":
@@ -164,8 +166,8 @@ def _row_cells(key: str, g: dict[str, Any]) -> list[list[str]]:
     first = [key, f"{g['jobs']:,}", energy_text(g["default_kwh"], unit), energy_text(g["zeus_kwh"], unit), _pct(g["energy_saved_pct"]),
              energy_text(g["energy_saved_kwh"], saved_unit), _pct(g["time_saved_pct"]), _n(g["default_peak_kw"], 1),
              _n(g["zeus_peak_kw"], 1), _n(g["headroom_gpus"])]
-    if g.get("interval_note"):  # a single replay says so above the table; too few jobs, here
-        return [first] if g["interval_note"].startswith("a single") else [first, ["", "", f"({g['interval_note']})", *[""] * (len(_COLUMNS) - 3)]]
+    if g.get("interval_note"):  # no interval: said above the table (a single replay) or below it (``_no_interval``)
+        return [first]
     second = ["", "", interval_text(g["default_kwh_interval"], unit), interval_text(g["zeus_kwh_interval"], unit),
               interval_text(g["energy_saved_pct_interval"], digits=1), interval_text(g["energy_saved_kwh_interval"], saved_unit),
               interval_text(g["time_saved_pct_interval"], digits=1), interval_text(g["default_peak_kw_interval"], digits=1),
@@ -184,6 +186,13 @@ def _units(kwh: float | None) -> tuple[str, float] | None:
     return None if kwh is None else energy_unit(kwh)
 
 
+def _no_interval(r: dict[str, Any]) -> list[str]:
+    """One line naming the rows without an interval and why (a single replay is said above the table)."""
+    rows = [*r["gpus"].items(), *([("all GPUs", r["total"])] if r.get("total") else [])]
+    notes = [f"{key} ({g['interval_note']})" for key, g in rows if g.get("interval_note") and not g["interval_note"].startswith("a single")]
+    return [f"  no interval: {'; '.join(notes)}"] if notes else []
+
+
 def _energy(r: dict[str, Any]) -> list[str]:
     n = r["samples"]
     what = ("a single replay (--samples 1)" if n == 1 else
@@ -194,7 +203,7 @@ def _energy(r: dict[str, Any]) -> list[str]:
         cells += _row_cells(key, g)
     if r.get("total"):
         cells += _row_cells("all GPUs", r["total"])
-    out = ["", f"Energy: {what}", *_table(cells)]
+    out = ["", f"Energy: {what}", *_table(cells), *_no_interval(r)]
     medians = "; each figure its own median" if n > 1 else ""
     out.append(f"  peak: highest 5-minute mean cluster power; headroom: more GPUs under Default's peak at Zeus's p99{medians}")
     # a mixed cluster: the money and CO2e of the whole (each row's are in the JSON)
@@ -204,14 +213,38 @@ def _energy(r: dict[str, Any]) -> list[str]:
             continue
         saved = [_and(energy_text(g["energy_saved_kwh"]), interval_text(g["energy_saved_kwh_interval"], _units(g["energy_saved_kwh"])))]
         if "cost_saved" in g:
-            saved.append(f"{_and(_n(g['cost_saved'], 2), interval_text(g['cost_saved_interval'], digits=2))} at {r['price_per_kwh']:g} per kWh")
+            saved.append(f"{_and(_n(g['cost_saved'], 2), interval_text(g['cost_saved_interval'], digits=2))} {rate_text(r['prices'], 'per kWh')}")
         if "co2e_saved_kg" in g:
-            unit = co2e_unit(g["co2e_saved_kg"])
-            low, high = g["co2e_saved_kg_interval"]
-            interval = "" if low is None or high is None else f" [{_digits(low / unit[1])}, {_digits(high / unit[1])}]"
-            saved.append(f"{co2e_text(g['co2e_saved_kg'], unit)}{interval} CO2e at {r['grid_gco2_per_kwh']:g} g/kWh")
+            saved.append(f"{_co2e(g, 'co2e_saved_kg')} CO2e {rate_text(r['grid'], 'g/kWh')}")
         out.append(f"saved on {key}: " + ", ".join(saved))
+        if "co2e_saved_kg" in g:
+            out.append(f"  CO2e: Default {_co2e(g, 'default_co2e_kg')}, Zeus {_co2e(g, 'zeus_co2e_kg')}")
+        if g.get("carbon_aware") and "co2e_saved_kg" in g["carbon_aware"]:
+            a, e = g["carbon_aware"], r["carbon_aware"]
+            out.append(f"  carbon-aware Zeus (eta {e['eta_clean']:g} at the cleanest hour to {e['eta_dirty']:g} at the dirtiest): CO2e saved "
+                       f"{_co2e(a, 'co2e_saved_kg')} (plain Zeus {_co2e(g, 'co2e_saved_kg')}), energy saved "
+                       f"{_and(_pct(a['energy_saved_pct']), interval_text(a['energy_saved_pct_interval'], digits=1))}, time saved "
+                       f"{_and(_pct(a['time_saved_pct']), interval_text(a['time_saved_pct_interval'], digits=1))}")
     return out + _steady(r)
+
+
+def _co2e(g: dict[str, Any], name: str) -> str:
+    """A CO2e figure (kg in the report) with its interval, in the unit that fits its median."""
+    unit = co2e_unit(g[name])
+    low, high = g[f"{name}_interval"]
+    return co2e_text(g[name], unit) + ("" if low is None or high is None else f" [{_digits(low / unit[1])}, {_digits(high / unit[1])}]")
+
+
+def rate_text(rate: dict[str, Any], per: str) -> str:
+    """Which intensity or price: ``at 300 g/kWh``, ``at DE's 381 g/kWh (2023)``, ``over grid.csv (hourly, 1,608 points)``."""
+    if "file" in rate:
+        step = rate["step_s"]
+        every = "hourly" if step == 3600 else f"every {step / 60:g} min" if step < 3600 else f"every {step / 3600:g} h"
+        return f"over {rate['file']} ({every}, {rate['points']:,} points, {rate['span']})"
+    value = rate.get("gco2_per_kwh", rate.get("price_per_kwh"))
+    if "region" in rate:
+        return f"at {rate['region']}'s {value:g} {per} ({rate['name']}, {rate['year']}; docs: Carbon)"
+    return f"at {value:g} {per}"
 
 
 def _steady(r: dict[str, Any]) -> list[str]:

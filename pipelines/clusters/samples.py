@@ -28,13 +28,19 @@ import polars as pl
 
 from pipelines.clusters import anchoring, mapping, power, simulate
 from pipelines.clusters.capacity import Capacity
+from pipelines.clusters.profiles import POWER_LIMIT_ONLY, PowerLimitOnly
 from pipelines.distributed import Runner, fan_out
+from pipelines.ingest.grid import Rate
+from pipelines.units import J_PER_KWH
 from pipelines.vocabulary import PolicyName
 from pipelines.zeus import fast
+from pipelines.zeus.power_limit_replay import replay_power_limit_only
 from pipelines.zeus.traces import Traces
 
 #: The policies compared: Zeus against Default (b0 at the maximum power limit).
 POLICIES: tuple[PolicyName, ...] = ("default", "zeus")
+#: Zeus with each job's energy weight from the grid's intensity at its start (``Plan.carbon_aware``), beside plain Zeus.
+CARBON_AWARE = "carbon-aware"
 #: The interval reported: these percentiles of a figure over the draws.
 INTERVAL_PCT: tuple[float, float] = (5.0, 95.0)
 #: The key of the whole cluster's row in a mixed cluster.
@@ -54,6 +60,8 @@ class Row:
     gpu: str
     jobs: pl.DataFrame
     workloads: tuple[str, ...]
+    #: Replay the row power-limit-only on this measured profile (``profiles.PowerLimitOnly``), not the Zeus optimizer.
+    power_limit: PowerLimitOnly | None = None
 
 
 @dataclass(frozen=True)
@@ -83,6 +91,12 @@ class Plan:
     converged: dict[str, dict[str, float]] = field(default_factory=dict)
     #: Project each row over this many seconds at the export's recurrence rate (``anchoring.horizon_totals``); None: not.
     horizon_s: float | None = None
+    #: The grid's carbon intensity (g CO2e per kWh) and the electricity price (per kWh) where and when each run drew its
+    #: energy (``pipelines.ingest.grid.Rate``: constant or a series); None: not priced.
+    grid: Rate | None = None
+    prices: Rate | None = None
+    #: (eta at the series' cleanest, eta at its dirtiest): also replay a carbon-aware Zeus (``carbon_etas``); None: not.
+    carbon_aware: tuple[float, float] | None = None
 
 
 def seed_knob(base_seed: int, draw: int) -> int | None:
@@ -106,15 +120,34 @@ def _sums(keys: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]
     return keys[starts], np.add.reduceat(values, starts)
 
 
+def _key(policy: str) -> str:
+    return policy.replace("-", "_")
+
+
+def _policies(history: pl.DataFrame) -> tuple[str, ...]:
+    """The policies of a draw's history: Default and Zeus, and the carbon-aware Zeus where it was replayed."""
+    return (*POLICIES, CARBON_AWARE) if (history["policy"] == CARBON_AWARE).any() else POLICIES
+
+
 def _totals(history: pl.DataFrame) -> dict[str, float]:
     """Energy (J) and time (s) of each policy, summed by numpy in history order."""
     out: dict[str, float] = {}
     energy, time = history["energy_j"].to_numpy(), history["time_s"].to_numpy()
-    for p in POLICIES:
+    for p in _policies(history):
         mask = (history["policy"] == p).to_numpy()  # a bool mask, not an object array of the policy names
-        out[f"{p}_j"] = float(np.sum(energy[mask]))
-        out[f"{p}_s"] = float(np.sum(time[mask]))
+        out[f"{_key(p)}_j"] = float(np.sum(energy[mask]))
+        out[f"{_key(p)}_s"] = float(np.sum(time[mask]))
     return out
+
+
+def carbon_etas(jobs: pl.DataFrame, grid: Rate, clean: float, dirty: float) -> np.ndarray:
+    """Each job's energy weight in a carbon-aware Zeus: the grid's intensity at its start, mapped linearly from ``clean`` at
+    the series' lowest value to ``dirty`` at its highest (a flat series: ``clean`` throughout)."""
+    start = jobs["start_time_s"].to_numpy()
+    now = grid.means(start, start)
+    low, high = float(np.min(grid.values)), float(np.max(grid.values))
+    share = np.zeros_like(now) if high == low else np.clip((now - low) / (high - low), 0.0, 1.0)
+    return clean + (dirty - clean) * share
 
 
 #: The fleet figures of a row's totals: the idle energy and jobs + idle of each policy (J), the idle draw, the GPU-hours over capacity.
@@ -153,6 +186,27 @@ def _steady(history: pl.DataFrame, ratios: dict[str, float] | None) -> dict[str,
     return dict(zip(STEADY_TOTALS, anchoring.steady_state_totals(history, ratios), strict=True))
 
 
+#: A row's CO2e (g) and cost of each policy, each run's energy at the intensity and price of when it ran; None: not priced.
+PRICED_TOTALS = ("default_co2e_g", "zeus_co2e_g", "carbon_aware_co2e_g", "default_cost", "zeus_cost", "carbon_aware_cost")
+#: A row's carbon-aware totals (J, s); None where none was replayed.
+CARBON_AWARE_TOTALS = ("carbon_aware_j", "carbon_aware_s")
+
+
+def _priced(history: pl.DataFrame, plan: Plan) -> dict[str, float | None]:
+    out: dict[str, float | None] = dict.fromkeys(PRICED_TOTALS)
+    kwh = history["energy_j"].to_numpy() / J_PER_KWH
+    start = history["start_time_s"].to_numpy()
+    end = start + history["time_s"].to_numpy()
+    masks = {p: (history["policy"] == p).to_numpy() for p in _policies(history)}
+    for rate, name in ((plan.grid, "co2e_g"), (plan.prices, "cost")):
+        if rate is None:
+            continue
+        weighted = kwh * rate.means(start, end)
+        for p, mask in masks.items():
+            out[f"{_key(p)}_{name}"] = float(np.sum(weighted[mask]))
+    return out
+
+
 #: A row's totals over ``Plan.horizon_s`` (J): Default's and Zeus's; None without a horizon.
 HORIZON_TOTALS = ("horizon_default_j", "horizon_zeus_j")
 
@@ -167,10 +221,8 @@ def _horizon(history: pl.DataFrame, jobs: pl.DataFrame, row: Row, plan: Plan) ->
 
 
 def _summed(rows: dict[str, dict[str, Any]], names: tuple[str, ...]) -> dict[str, float | None]:
-    """The whole cluster's totals ``names``: its rows' added up (None when a row has none)."""
-    if any(r[k] is None for r in rows.values() for k in names):
-        return dict.fromkeys(names)
-    return {k: float(np.sum([r[k] for r in rows.values()])) for k in names}
+    """The whole cluster's totals ``names``: each its rows' added up (None where a row has none)."""
+    return {k: None if any(r[k] is None for r in rows.values()) else float(np.sum([r[k] for r in rows.values()])) for k in names}
 
 
 def _whole_fleet(rows: dict[str, dict[str, Any]], plan: Plan) -> dict[str, float | None]:
@@ -245,6 +297,21 @@ def _measured(combined: pl.DataFrame, measured: pl.DataFrame) -> dict[str, Any] 
 _HISTORY_COLUMNS = ("trace", "gpu", "policy", "group", "job_id", "dataset", "num_gpu", "start_time_s", "time_s", "energy_j")
 
 
+def power_limit_history(profile: PowerLimitOnly, jobs: pl.DataFrame, trace: str, eta: float) -> pl.DataFrame:
+    """A power-limit-only row's runs as a history (``_HISTORY_COLUMNS``): Default at the highest limit for each job's elapsed
+    time, Zeus as its GlobalPowerLimitOptimizer (``replay_power_limit_only``: the first job of each recurring group profiles,
+    then the chosen limit). Anchored by construction: a job's work is its exported elapsed time at the highest limit."""
+    ordered = jobs.with_row_index("_row").sort("start_time_s", "_row")
+    runs = replay_power_limit_only(profile.measurements, profile.selector(eta), ordered.select(
+        "group", (pl.col("end_time_s") - pl.col("start_time_s")).alias("runtime_s"), pl.col("num_gpu").cast(pl.Int64).alias("gpus")))
+    base = ordered.select(pl.lit(trace).alias("trace"), pl.lit(profile.gpu).alias("gpu"), "group", "job_id", "dataset", "num_gpu",
+                          "start_time_s")
+    return pl.concat([
+        base.with_columns(pl.lit("default").alias("policy"), runs["runtime_s"].alias("time_s"), runs["default_energy_j"].alias("energy_j")),
+        base.with_columns(pl.lit("zeus").alias("policy"), runs["time_s"].alias("time_s"), runs["energy_j"].alias("energy_j")),
+    ]).select(_HISTORY_COLUMNS)
+
+
 def run_draw(draw: int, *, plan: Plan, traces: Traces, base_seed: int) -> dict[str, Any]:
     """One draw (see the module docstring): per row its totals and peaks; the fleet's; the measured comparison; for draw 0
     also the top groups and the jobs per workload."""
@@ -254,14 +321,24 @@ def run_draw(draw: int, *, plan: Plan, traces: Traces, base_seed: int) -> dict[s
     for i, row in enumerate(plan.rows):
         if row.jobs.height == 0:
             continue
-        assigned = mapping.assign_by_runtime(row.jobs, row.workloads, shuffle=_shuffle(base_seed, draw, i), subset=True)
-        jobs = mapping.finish_own(assigned, plan.trace)
-        history = simulate.simulate_trace(jobs, traces, row.gpu, eta=plan.eta, beta=plan.beta, policies=POLICIES, seed=knob,
-                                          engine=plan.engine).select(_HISTORY_COLUMNS)
-        if plan.anchored:
-            history = anchoring.anchor(history, jobs)
-        rows[row.key] = {**_totals(history), **_peaks(history, row.key, plan), **_steady(history, plan.converged.get(row.gpu)),
-                         **_horizon(history, jobs, row, plan)}
+        if row.power_limit is not None:
+            jobs = row.jobs.with_columns(pl.lit(POWER_LIMIT_ONLY).alias("dataset"))
+            history = power_limit_history(row.power_limit, jobs, plan.trace, plan.eta)
+        else:
+            assigned = mapping.assign_by_runtime(row.jobs, row.workloads, shuffle=_shuffle(base_seed, draw, i), subset=True)
+            jobs = mapping.finish_own(assigned, plan.trace)
+            history = simulate.simulate_trace(jobs, traces, row.gpu, eta=plan.eta, beta=plan.beta, policies=POLICIES, seed=knob,
+                                              engine=plan.engine).select(_HISTORY_COLUMNS)
+            if plan.carbon_aware is not None and plan.grid is not None:  # the reference replay: one energy weight per job
+                weighted = jobs.with_columns(pl.Series("_eta", carbon_etas(jobs, plan.grid, *plan.carbon_aware)))
+                aware = simulate.simulate_trace(weighted, traces, row.gpu, eta=plan.eta, beta=plan.beta, policies=("zeus",), seed=knob,
+                                                engine="reference", job_eta="_eta").select(_HISTORY_COLUMNS)
+                history = pl.concat([history, aware.with_columns(pl.lit(CARBON_AWARE).alias("policy"))])
+            if plan.anchored:
+                history = anchoring.anchor(history, jobs)
+        rows[row.key] = {**dict.fromkeys(CARBON_AWARE_TOTALS), **_totals(history), **_peaks(_compared(history), row.key, plan),
+                         **_steady(history, plan.converged.get(row.gpu)),
+                         **_horizon(history, jobs, row, plan), **_priced(history, plan)}
         if draw == 0:
             rows[row.key]["jobs_by_workload"] = dict(jobs.group_by("dataset").len().sort("dataset").iter_rows())
         histories.append(history.with_columns(pl.lit(row.key).alias("_row")))
@@ -272,7 +349,8 @@ def run_draw(draw: int, *, plan: Plan, traces: Traces, base_seed: int) -> dict[s
     if plan.fleet:
         # relabelled per history: a column added to the concatenated frame would rechunk (copy) all of it
         fleet = pl.concat([h.drop("_row").with_columns(pl.lit(FLEET).alias("gpu")) for h in histories])
-        whole = {**_totals(combined), **_peaks(fleet, FLEET, plan), **_summed(rows, STEADY_TOTALS), **_summed(rows, HORIZON_TOTALS)}
+        whole = {**_totals(combined), **_peaks(_compared(fleet), FLEET, plan), **_summed(rows, STEADY_TOTALS),
+                 **_summed(rows, HORIZON_TOTALS), **_summed(rows, PRICED_TOTALS), **_summed(rows, CARBON_AWARE_TOTALS)}
         del fleet
         out["fleet"] = {**whole, **_whole_fleet(rows, plan)}
     out["measured"] = _measured(combined, plan.measured)
@@ -289,11 +367,16 @@ def run_draw(draw: int, *, plan: Plan, traces: Traces, base_seed: int) -> dict[s
     return out
 
 
+def _compared(history: pl.DataFrame) -> pl.DataFrame:
+    """The Default and Zeus runs of a history (its power, peaks and headroom compare those two)."""
+    return history.filter(pl.col("policy").is_in(POLICIES))
+
+
 def draw_power(histories: Sequence[pl.DataFrame], plan: Plan) -> pl.DataFrame:
     """A draw's cluster power (``power.power_bins``, jobs only, ``ClusterPower`` columns): the whole cluster's when the rows add
     up to one (``gpu`` = ``FLEET``), else each row's (``gpu`` = the row's key)."""
     label = pl.lit(FLEET) if plan.fleet else pl.col("_row")
-    return power.power_bins(pl.concat(histories).with_columns(label.alias("gpu")).drop("_row"))
+    return power.power_bins(_compared(pl.concat(histories)).with_columns(label.alias("gpu")).drop("_row"))
 
 
 def engine_for(plan: Plan, samples: int) -> str | None:

@@ -43,6 +43,7 @@ def simulate_trace(
     seed: int | None = None,
     progress: bool = False,
     engine: str | None = None,
+    job_eta: str | None = None,
 ) -> pl.DataFrame:
     """Replay every group of one trace's ``cluster_workload_jobs`` rows on ``gpu`` under each policy.
 
@@ -52,6 +53,7 @@ def simulate_trace(
     One row per reported run (retries are extra rows with ``attempt`` > 0), energy in J for the
     whole job (x num_gpu), time in s, scaled by the job's runtime_ratio as in the Zeus artifact.
     ``seed``: None is the artifact's per-group seeding; an int is a sweep's seed knob (``group_seed``).
+    ``job_eta``: a column of ``jobs`` holding each job's energy weight, instead of ``eta`` (a carbon-aware Zeus).
     """
     if jobs.height == 0:
         return empty(ZeusClusterHistory)
@@ -66,7 +68,8 @@ def simulate_trace(
     engine = fast.resolve_engine(engine, jobs.height * len(policies))  # auto weighs every policy's replay
     for policy in policies:
         runs = replay_groups(
-            groups, traces, gpu, eta=eta, beta=beta, policy=policy, seed=seed, progress=progress, desc=f"{gpu} {policy}", engine=engine
+            groups, traces, gpu, eta=eta, beta=beta, policy=policy, seed=seed, progress=progress, desc=f"{gpu} {policy}", engine=engine,
+            job_eta=None if job_eta is None else jobs[job_eta].to_numpy(),
         )
         if log:
             log(f"{gpu}/{policy}: {runs.height} runs of {jobs.height} jobs in {groups['group'].n_unique()} groups")

@@ -32,7 +32,7 @@ import polars as pl
 from pipelines.clusters import anchoring, capacity, mapping
 from pipelines.clusters.anchoring import ANCHORED, EnergyModel
 from pipelines.clusters.power import POWER_SCHEMA
-from pipelines.clusters.profiles import UNTYPED, Profiles
+from pipelines.clusters.profiles import POWER_LIMIT_ONLY, UNTYPED, Profiles
 from pipelines.clusters.samples import FLEET, FLEET_TOTALS, INTERVAL_PCT, Plan, Row, run_draws, spread
 from pipelines.clusters.workloads import REFERENCE_GPU
 from pipelines.contracts.base import polars_schema
@@ -40,6 +40,7 @@ from pipelines.contracts.owncluster import SUMMARY_FIGURES, OwnClusterSummary
 from pipelines.distributed import Runner, SerialRunner
 from pipelines.ingest.common import empty_quarantine
 from pipelines.ingest.compressed import uncompressed_name
+from pipelines.ingest.grid import Rate
 from pipelines.ingest.owntrace import OwnTraceResult, TraceCounts
 from pipelines.units import J_PER_KWH, KWH_PER_MWH, S_PER_DAY, S_PER_H
 from pipelines.vocabulary import GPU_BY_NAME, ZEUS_DATASETS
@@ -95,6 +96,25 @@ class Options:
     timezone_source: str = "given"
     #: Project the saving over this many days at the export's recurrence rate (``anchoring.horizon_totals``); None: not.
     horizon_days: float | None = None
+    #: Carbon intensity (g CO2e/kWh) and price (per kWh) where and when the energy was used: a region's or a series
+    #: (``pipelines.ingest.grid``); they take precedence over the flat ``grid_gco2_per_kwh`` / ``price_per_kwh``.
+    grid: Rate | None = None
+    prices: Rate | None = None
+    #: A series that does not cover a job's run: use its nearest value (else the job is refused, naming it).
+    fill: bool = False
+    #: Also replay a carbon-aware Zeus: each job's eta from the grid series' intensity at its start, linearly from
+    #: ``eta_clean`` (None: ``eta``) at the series' lowest to ``eta_dirty`` at its highest (``samples.carbon_etas``).
+    carbon_aware: bool = False
+    eta_clean: float | None = None
+    eta_dirty: float = 0.9
+
+    def rates(self) -> tuple[Rate | None, Rate | None]:
+        """(carbon intensity, price): the series or region given, else the flat option as a constant, else None."""
+        grid = self.grid or (None if self.grid_gco2_per_kwh is None else
+                             Rate.constant(self.grid_gco2_per_kwh, {"gco2_per_kwh": self.grid_gco2_per_kwh, "source": "--grid-gco2-per-kwh"}))
+        prices = self.prices or (None if self.price_per_kwh is None else
+                                 Rate.constant(self.price_per_kwh, {"price_per_kwh": self.price_per_kwh, "source": "--price-per-kwh"}))
+        return grid, prices
 
 
 def trace_name_for(path: Path) -> str:
@@ -166,33 +186,59 @@ def _plan(result: OwnTraceResult, keyed: pl.DataFrame, profiles: Profiles,
         counts = typed.group_by("_type").len().sort("len", "_type", descending=[True, False])
         for gpu_type, _ in counts.iter_rows():
             gpu = profiles.for_type(None if gpu_type == UNTYPED else gpu_type) or options.fallback_gpu
-            rows.append(Row(gpu_type, gpu, typed.filter(pl.col("_type") == gpu_type).drop("_type"), profiles.workloads[gpu]))
+            rows.append(Row(gpu_type, gpu, typed.filter(pl.col("_type") == gpu_type).drop("_type"), profiles.workloads.get(gpu, ()),
+                            profiles.power_limit.get(gpu)))
         del typed
     else:
-        rows = [Row(gpu, gpu, keyed.select(_ROW_COLUMNS), profiles.workloads[gpu]) for gpu in (options.gpus or (options.fallback_gpu,))]
+        rows = [Row(gpu, gpu, keyed.select(_ROW_COLUMNS), profiles.workloads.get(gpu, ()), profiles.power_limit.get(gpu))
+                for gpu in (options.gpus or (options.fallback_gpu,))]
     sizes, idle_w, whole = _sizes(result.trace, rows, keyed, mode, options)  # every allocation holds its GPUs, idle ones too
     records: list[dict[str, Any]] = []
     busy_rows: list[Row] = []
     for row in rows:
         low = row.jobs.filter(_low_util(options))
         busy = row.jobs.filter(~_low_util(options))
-        busy_rows.append(Row(row.key, row.gpu, busy, row.workloads))
+        busy_rows.append(replace(row, jobs=busy))
         own = mode == EVERY_GPU or profiles.for_type(None if row.key == UNTYPED else row.key) is not None
         low_hours = _gpu_hours(low)
         idle = GPU_BY_NAME[row.gpu].idle_w if row.gpu in GPU_BY_NAME else None
         records.append({"key": row.key, "gpu": row.gpu, "own_profile": own, "jobs": busy.height, "gpu_hours": _gpu_hours(busy),
                         "profile_source": profiles.sources[row.gpu], "workloads": list(row.workloads), "low_util_jobs": low.height,
+                        "power_limit_only": row.power_limit is not None,
                         "low_util_gpu_hours": low_hours, "low_util_kwh": None if idle is None else idle * low_hours / 1000})
     rows = busy_rows
     measured_rows = rows if mode == AS_EXPORTED else rows[:1]  # every GPU: compared with the first GPU's model
     measured = pl.concat([r.jobs.filter(pl.col("measured_energy_j").is_not_null()).select(
         "job_id", pl.lit(r.key).alias("row"), "measured_energy_j") for r in measured_rows]) if measured_rows else pl.DataFrame()
     # the draws need only what the mapping and the replay read (smaller on the wire to Dask workers, faster to map)
-    slim = tuple(Row(r.key, r.gpu, r.jobs.select(_REPLAY_COLUMNS), r.workloads) for r in rows)
-    converged = {r.gpu: anchoring.converged_ratios(profiles.traces, r.gpu, r.workloads, options.eta) for r in rows if r.jobs.height}
+    slim = tuple(replace(r, jobs=r.jobs.select(_REPLAY_COLUMNS)) for r in rows)
+    converged = {r.gpu: {POWER_LIMIT_ONLY: r.power_limit.converged_ratio(options.eta)} if r.power_limit is not None else
+                 anchoring.converged_ratios(profiles.traces, r.gpu, r.workloads, options.eta) for r in rows if r.jobs.height}
+    grid, prices = options.rates()
+    if options.carbon_aware and (grid is None or grid.times_s is None):
+        raise ValueError("--carbon-aware takes each job's eta from the grid's intensity when it starts: give --grid-intensity FILE")
+    for rate, option in ((grid, "--grid-intensity"), (prices, "--price")):
+        if rate is not None and not options.fill:
+            _check_covered(rate, option, rows)
     return (Plan(result.trace, slim, mode == AS_EXPORTED, options.eta, options.beta, measured, options.top, sizes, idle_w, whole,
                  anchored=options.energy_model == ANCHORED, converged=converged,
-                 horizon_s=None if options.horizon_days is None else options.horizon_days * S_PER_DAY), records, mode)
+                 horizon_s=None if options.horizon_days is None else options.horizon_days * S_PER_DAY, grid=grid, prices=prices,
+                 carbon_aware=(options.eta if options.eta_clean is None else options.eta_clean, options.eta_dirty)
+                 if options.carbon_aware else None),
+            records, mode)
+
+
+def _check_covered(rate: Rate, option: str, rows: Sequence[Row]) -> None:
+    """``ValueError`` naming the first job a series does not cover (``Options.fill`` takes the nearest value instead)."""
+    for row in rows:
+        jobs = row.jobs
+        missed = rate.uncovered(jobs["start_time_s"].to_numpy(), jobs["end_time_s"].to_numpy())
+        if missed.size:
+            job = jobs.row(int(missed[0]), named=True)
+            more = f" (and {missed.size - 1:,} more jobs)" if missed.size > 1 else ""
+            raise ValueError(f"{option} {rate.describe.get('file')}: covers {rate.span_text()}, not job {job['job_id']} "
+                             f"({job['start_time']:%Y-%m-%dT%H:%MZ} to {job['end_time']:%Y-%m-%dT%H:%MZ}){more}; pass --fill to use "
+                             "the nearest value")
 
 
 def _low_util(options: Options) -> pl.Expr:
@@ -265,11 +311,23 @@ def _draw_figures(t: dict[str, Any], options: Options) -> dict[str, float | None
         figures["horizon_zeus_kwh"] = t["horizon_zeus_j"] / J_PER_KWH
         figures["horizon_saved_kwh"] = (t["horizon_default_j"] - t["horizon_zeus_j"]) / J_PER_KWH
         figures["horizon_saved_pct"] = _pct_saved(t["horizon_zeus_j"], t["horizon_default_j"])
-    if options.price_per_kwh is not None:
-        figures["cost_saved"] = saved_kwh * options.price_per_kwh
-    if options.grid_gco2_per_kwh is not None:
-        figures["co2e_saved_kg"] = saved_kwh * options.grid_gco2_per_kwh / 1000
+    if t.get("default_cost") is not None:
+        figures.update(default_cost=t["default_cost"], zeus_cost=t["zeus_cost"], cost_saved=t["default_cost"] - t["zeus_cost"])
+    if t.get("default_co2e_g") is not None:
+        figures.update(default_co2e_kg=t["default_co2e_g"] / 1000, zeus_co2e_kg=t["zeus_co2e_g"] / 1000,
+                       co2e_saved_kg=(t["default_co2e_g"] - t["zeus_co2e_g"]) / 1000)
+    if t.get("carbon_aware_j") is not None:  # nested as ``carbon_aware`` by ``row_report``
+        figures.update({f"{CARBON_AWARE_PREFIX}energy_saved_kwh": (t["default_j"] - t["carbon_aware_j"]) / J_PER_KWH,
+                        f"{CARBON_AWARE_PREFIX}energy_saved_pct": _pct_saved(t["carbon_aware_j"], t["default_j"]),
+                        f"{CARBON_AWARE_PREFIX}time_saved_pct": _pct_saved(t["carbon_aware_s"], t["default_s"])})
+        if t.get("carbon_aware_co2e_g") is not None:
+            figures[f"{CARBON_AWARE_PREFIX}co2e_kg"] = t["carbon_aware_co2e_g"] / 1000
+            figures[f"{CARBON_AWARE_PREFIX}co2e_saved_kg"] = (t["default_co2e_g"] - t["carbon_aware_co2e_g"]) / 1000
     return figures
+
+
+#: The carbon-aware Zeus's figures of a draw, before ``row_report`` nests them under ``carbon_aware``.
+CARBON_AWARE_PREFIX = "carbon_aware."
 
 
 def _fleet_figures(t: dict[str, Any]) -> dict[str, float | None] | None:
@@ -301,23 +359,29 @@ def _with_interval(out: dict[str, Any], name: str, values: Sequence[float | None
         out[f"{mwh}_interval"] = [None if v is None else v / KWH_PER_MWH for v in (p05, p95)]
 
 
-def row_report(totals: Sequence[dict[str, Any]], options: Options, jobs: int) -> dict[str, Any]:
+def row_report(totals: Sequence[dict[str, Any]], options: Options, jobs: int, fixed: str | None = None) -> dict[str, Any]:
     """A row's figures over the draws: each the median, with ``<name>_interval`` = [5th, 95th percentile]; ``fleet``: the
     same for the jobs plus the cluster's idle GPUs (null without a cluster size or an idle draw).
 
     Honest intervals: a single draw, a row of fewer than ``MIN_JOBS_FOR_INTERVAL`` jobs, or one whose saving did not vary
-    over the draws gets no interval (null) and ``interval_note`` says why, never a zero-width interval.
+    over the draws gets no interval (null) and ``interval_note`` says why, never a zero-width interval; ``fixed``: the note of a
+    row no draw varies (power limit only).
     """
     out = _medians([_draw_figures(t, options) for t in totals])
+    aware = {k.removeprefix(CARBON_AWARE_PREFIX): out.pop(k) for k in [k for k in out if k.startswith(CARBON_AWARE_PREFIX)]}
+    if aware:
+        out["carbon_aware"] = aware
     fleet = [_fleet_figures(t) for t in totals]
     out["fleet"] = _medians([f for f in fleet if f is not None]) if all(f is not None for f in fleet) else None
     low, high = out["energy_saved_pct_interval"]
-    if len(totals) == 1:
+    if fixed is not None:
+        out["interval_note"] = fixed
+    elif len(totals) == 1:
         out["interval_note"] = "a single replay (--samples 1): no interval"
     elif jobs < MIN_JOBS_FOR_INTERVAL or (low is not None and low == high):
         out["interval_note"] = f"too few jobs ({jobs:,}) for an interval"
     if "interval_note" in out:
-        for part in (out, out["fleet"] or {}):
+        for part in (out, out["fleet"] or {}, out.get("carbon_aware") or {}):
             for name in [k for k in part if k.endswith("_interval")]:
                 part[name] = [None, None]
     return out
@@ -502,7 +566,8 @@ def run(trace: OwnTraceResult | Prepared, profiles: Profiles, options: Options |
 
 def _row(rec: dict[str, Any]) -> dict[str, Any]:
     """A row's record as the report gives it (before its figures)."""
-    names = ("own_profile", "jobs", "gpu_hours", "profile_source", "workloads", "low_util_jobs", "low_util_gpu_hours", "low_util_kwh")
+    names = ("own_profile", "jobs", "gpu_hours", "profile_source", "workloads", "power_limit_only", "low_util_jobs", "low_util_gpu_hours",
+             "low_util_kwh")
     return {"replayed_on": rec["gpu"], **{k: rec[k] for k in names}}
 
 
@@ -529,7 +594,8 @@ def _replay(prepared: Prepared, profiles: Profiles, runner: Runner | None,
     for rec in records:
         row = _row(rec)
         if rec["key"] in first:
-            row.update(row_report([d["rows"][rec["key"]] for d in draws], options, rec["jobs"]))
+            fixed = "power limit only: one replay, nothing drawn, no interval" if rec["power_limit_only"] else None
+            row.update(row_report([d["rows"][rec["key"]] for d in draws], options, rec["jobs"], fixed))
             row["jobs_by_workload"] = first[rec["key"]]["jobs_by_workload"]
         gpus[rec["key"]] = row
     report["gpus"] = gpus
@@ -555,10 +621,17 @@ def _replay(prepared: Prepared, profiles: Profiles, runner: Runner | None,
     ]
     if options.horizon_days is not None:
         report["horizon_days"] = options.horizon_days
+    grid, prices = options.rates()
     if options.price_per_kwh is not None:
         report["price_per_kwh"] = options.price_per_kwh
     if options.grid_gco2_per_kwh is not None:
         report["grid_gco2_per_kwh"] = options.grid_gco2_per_kwh
+    if grid is not None:
+        report["grid"] = {**grid.describe, **({"filled": options.fill} if grid.times_s is not None else {})}
+    if the_plan.carbon_aware is not None:
+        report["carbon_aware"] = {"eta_clean": the_plan.carbon_aware[0], "eta_dirty": the_plan.carbon_aware[1]}
+    if prices is not None:
+        report["prices"] = {**prices.describe, **({"filled": options.fill} if prices.times_s is not None else {})}
     return report, draws[0].get("power")
 
 

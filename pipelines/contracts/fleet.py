@@ -27,6 +27,8 @@ FLEET_METRICS: dict[str, tuple[str, float]] = {
     "gpu_util_pct": ("%", 100.0),
 }
 SOURCES: tuple[str, ...] = ("measured", "simulated")
+#: Which GPU-time a row of ``power_model_vs_measured`` is over: the whole fleet, or its busy GPUs only.
+OCCUPANCIES: tuple[str, ...] = ("whole", "busy")
 
 
 class FleetPowerCdf(dy.Schema):
@@ -55,16 +57,20 @@ class FleetPowerCdf(dy.Schema):
 
 
 def _pct_tdp(what: str) -> dy.Float64:
-    return dy.Float64(min=0, description=f"{what} of per-GPU draw over GPU-time, busy and idle GPUs together (% of tdp_w)")
+    return dy.Float64(min=0, description=f"{what} of per-GPU draw over the row's GPU-time (occupancy: whole fleet or busy GPUs) "
+                      "(% of tdp_w)")
 
 
 def _ks(cluster: str) -> dy.Float64:
-    return dy.Float64(min=0, max=1, description=f"Kolmogorov-Smirnov distance to {cluster}'s measured % TDP distribution: the "
-                      "largest gap between the two CDFs (0 to 1), computed exactly from the curves (docs: Cluster power)")
+    return dy.Float64(min=0, max=1, description=f"Kolmogorov-Smirnov distance to {cluster}'s measured % TDP distribution of the same "
+                      "occupancy: the largest gap between the two CDFs (0 to 1), computed exactly from the curves (docs: Cluster power)")
 
 
 class PowerModelVsMeasured(dy.Schema):
-    """``power_model_vs_measured``: measured fleets (Seren, Kalos) and simulated ones, as distributions of per-GPU draw in % TDP."""
+    """``power_model_vs_measured``: measured fleets (Seren, Kalos) and simulated ones, as distributions of per-GPU draw in % TDP.
+
+    Each fleet has a whole-fleet row and, when it has busy GPU-time, a busy-GPU row (``occupancy``).
+    """
 
     source = one_of(SOURCES, primary_key=True, description="measured (AcmeTrace DCGM) or simulated (this package's power model)")
     cluster_or_trace = dy.String(primary_key=True, max_length=MAX_NAME_CHARS,
@@ -73,9 +79,14 @@ class PowerModelVsMeasured(dy.Schema):
     gpu = dy.String(primary_key=True, max_length=MAX_NAME_CHARS, description="GPU measured or simulated (registry name or a measured profile's)")
     policy = dy.String(primary_key=True, max_length=MAX_NAME_CHARS,
                        description="replay policy (zeus, default, grid-search); 'measured' for a measured fleet")
+    occupancy = one_of(OCCUPANCIES, primary_key=True,
+                       description="GPU-time the row is over: whole (busy and idle GPUs together) or busy (measured: the top "
+                       "busy_share_pct of the power CDF, renormalised; simulated: GPUs running a job)")
     tdp_w = dy.Float64(min_exclusive=0, description="TDP the draw is divided by (W): the GPU's in the registry (A100: 400 W)")
     idle_w = dy.Float64(nullable=True, min=0, description="idle draw per GPU the simulation charged to GPUs without a job (W); null: measured")
     cluster_gpus = dy.Int64(nullable=True, min=1, description="GPUs of the simulated fleet (cluster_capacity); null: measured")
+    busy_share_pct = dy.Float64(min=0, max=100, description="share of the fleet's GPU-time that is busy (%): measured, DCGM GPU_UTIL "
+                                "samples above 0 %; simulated, GPU-seconds running a job; the same on a fleet's whole and busy rows")
     share_below_25pct_tdp = dy.Float64(min=0, max=100, description="GPU-time drawing strictly less than 25% of TDP (%)")
     median_pct_tdp = _pct_tdp("median")
     p90_pct_tdp = _pct_tdp("90th percentile")
@@ -88,6 +99,7 @@ class FleetPowerCdfFigure(dy.Schema):
     """Figure data of ``clusters_fleet_power_cdf``: the points of each CDF drawn, per panel (trace)."""
 
     panel = dy.String(description="panel: the simulated trace the measured curves are drawn beside")
+    occupancy = one_of(OCCUPANCIES, description="whole fleet (top row of panels) or busy GPUs only (bottom row)")
     curve = dy.String(description="curve label: a measured cluster, or a simulated policy")
     source = one_of(SOURCES, description="measured or simulated")
     gpu = dy.String(description="GPU measured or simulated")

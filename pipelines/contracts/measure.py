@@ -11,7 +11,15 @@ from __future__ import annotations
 import dataframely as dy
 
 from pipelines.contracts.base import one_of
-from pipelines.contracts.limits import MAX_BATCH_SIZE, MAX_EPOCH_S, MAX_GPU_POWER_W, MAX_JOB_S, MAX_NAME_CHARS, MAX_WINDOW_ENERGY_J
+from pipelines.contracts.limits import (
+    MAX_BATCH_SIZE,
+    MAX_EPOCH_S,
+    MAX_GPU_POWER_W,
+    MAX_GPUS_PER_JOB,
+    MAX_JOB_S,
+    MAX_NAME_CHARS,
+    MAX_WINDOW_ENERGY_J,
+)
 from pipelines.vocabulary import ZEUS_DATASETS
 
 
@@ -47,3 +55,33 @@ class MeasuredProfile(dy.Schema):
     note = dy.String(nullable=True, description="why energy is missing or anything else to know about the row")
     torch_version = dy.String(description="torch version used")
     measured_at = dy.String(description="when the window was measured (UTC, ISO 8601)")
+
+
+class PowerLimitProfiles(dy.Schema):
+    """``power_limit_profiles``: Zeus's own profiles dropped in raw/measured (ZeusMonitor logs, saved JSON), one row per limit."""
+
+    source = dy.String(primary_key=True, max_length=MAX_NAME_CHARS, description="file name in raw/measured")
+    format = one_of(("zeus-log", "zeus-json"), description="zeus-log: a ZeusMonitor log of the optimizer's profiling; zeus-json: its saved profile")
+    world_size = dy.Int64(min=1, max=MAX_GPUS_PER_JOB, nullable=True,
+                          description="GPUs whose energy a measurement sums (a log's gpu columns; null: a JSON, which does not say)")
+    position = dy.Int64(min=0, description="order in the file, from 0 (the optimizer's ties go to the first)")
+    line = dy.Int64(min=1, description="line of the measurement in the file")
+    power_limit = dy.Int64(primary_key=True, min_exclusive=0, max=MAX_GPU_POWER_W, description="GPU power limit (W)")
+    energy = dy.Float64(min_exclusive=0, max=MAX_WINDOW_ENERGY_J * MAX_GPUS_PER_JOB,
+                        description="energy of the profiling window at this limit, summed over the GPUs (J)")
+    time = dy.Float64(min_exclusive=0, max=MAX_JOB_S, description="duration of the profiling window at this limit (s)")
+
+
+class PowerLimitChoices(dy.Schema):
+    """``figures/power_limit_choice``: each limit of each Zeus profile in raw/measured, and the selectors that choose it."""
+
+    source = dy.String(description="file name in raw/measured")
+    format = one_of(("zeus-log", "zeus-json"), description="zeus-log: a ZeusMonitor log; zeus-json: the optimizer's saved profile")
+    world_size = dy.Int64(min=1, description="GPUs of the ZeusCost (1 for a JSON profile, which does not say)")
+    power_limit = dy.Int64(min_exclusive=0, description="GPU power limit (W)")
+    energy = dy.Float64(min_exclusive=0, description="energy of the profiling window (J)")
+    time = dy.Float64(min_exclusive=0, description="duration of the profiling window (s)")
+    zeus_cost = dy.Bool(description="ZeusCost (eta 0.5, world_size) chooses this limit")
+    energy_min = dy.Bool(description="Energy chooses this limit")
+    time_min = dy.Bool(description="Time chooses this limit")
+    max_slowdown = dy.Bool(description="MaxSlowdownConstraint(1.1) chooses this limit")

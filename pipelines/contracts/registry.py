@@ -8,12 +8,13 @@ drawn once per GPU or workload (``energy_eta_vs_tta_``), to the contract of its
 
 from __future__ import annotations
 
-from pipelines.contracts import clusters, figures, fleet, hetero, owncluster, power, sources, sweep
+from pipelines.contracts import clusters, figures, fleet, grid, hetero, measure, owncluster, power, sources, sweep
 from pipelines.contracts.base import Contract
 
 TABLES: dict[str, Contract] = {
     "zeus_train_runs": sources.ZeusTrainRuns,
     "zeus_power_profiles": sources.ZeusPowerProfiles,
+    "power_limit_profiles": measure.PowerLimitProfiles,
     "alibaba_groups": sources.AlibabaGroups,
     "itp_jobs": sources.ItpJobs,
     "elasticflow_jobs": sources.ElasticflowJobs,
@@ -23,6 +24,8 @@ TABLES: dict[str, Contract] = {
     "cluster_workload_jobs": clusters.ClusterWorkloadJobs,
     "zeus_cluster_history": clusters.ZeusClusterHistory,
     "zeus_cluster_summary": clusters.ZeusClusterSummary,
+    "grid_intensity": grid.GridIntensity,
+    "zeus_cluster_co2e": grid.ZeusClusterCo2e,
     "zeus_single_job_sweep": clusters.ZeusSingleJobSweep,
     "hetero_allocations": hetero.HeteroAllocations,
     "cluster_power": power.ClusterPower,
@@ -53,7 +56,9 @@ FIGURE_DATA: dict[str, Contract] = {
     "energy_power_limit_response_": figures.PowerLimitResponse,
     "energy_convergence_": figures.ConvergenceRecurrences,
     "measured_profiles": sources.ZeusPowerProfiles,
+    "power_limit_choice": measure.PowerLimitChoices,
     "clusters_savings_by_trace": figures.SavingsByTrace,
+    "clusters_co2e_by_region": grid.ZeusClusterCo2e,
     "clusters_timeline_energy": figures.EnergyTimeline,
     "clusters_timeline_power": power.PowerTimeline,
     "clusters_power_load_duration": power.LoadDuration,

@@ -170,6 +170,12 @@ def _measured(frames: Frames) -> Plan:
     return Plan([("measured_profiles", lambda: measured.measured_profiles(frames["zeus_power_profiles"]))])
 
 
+def _power_limit_choice(frames: Frames) -> Plan:
+    from pipelines.figures import power_limit_choice
+
+    return Plan([("power_limit_choice", lambda: power_limit_choice.power_limit_choice(frames["power_limit_profiles"]))])
+
+
 POWER = FigureFamily("power_profile_figures", (
     FigureAsset("energy_power_limit_response",
                 "Time per epoch and average power vs power limit, per batch size; one figure per workload.",
@@ -178,6 +184,13 @@ POWER = FigureFamily("power_profile_figures", (
                 "Profiles measured here (raw/measured, `python -m pipelines measure profile`): epoch time and power vs batch size.",
                 ("zeus_power_profiles",), _measured),
 ), slow=True)
+#: Its own family: the power-limit figures above do not wait for power_limit_profiles, nor this one for zeus_power_profiles.
+POWER_LIMIT = FigureFamily("power_limit_figures", (
+    FigureAsset("power_limit_choice",
+                "Zeus's profiles in raw/measured (ZeusMonitor logs, profile JSON): energy and time per power limit, and the limit "
+                "each GlobalPowerLimitOptimizer selector chooses.",
+                ("power_limit_profiles",), _power_limit_choice),
+))
 SIMULATION = FigureFamily("simulation_figures", (
     FigureAsset("energy_convergence",
                 "Zeus vs Default vs Grid Search over a job's recurrences (zeus_single_job_sweep at eta 0.5, beta 2, seed 1), "
@@ -196,6 +209,12 @@ def _cluster_savings(frames: Frames) -> Plan:
     return Plan([("clusters_savings_by_trace", lambda: clusters.savings_by_trace(frames["zeus_cluster_summary"]))])
 
 
+def _cluster_co2e(frames: Frames) -> Plan:
+    from pipelines.figures import clusters
+
+    return Plan([("clusters_co2e_by_region", lambda: clusters.co2e_by_region(frames["zeus_cluster_co2e"]))])
+
+
 def _cluster_timeline(frames: Frames) -> Plan:
     from pipelines.figures import clusters
 
@@ -205,6 +224,8 @@ def _cluster_timeline(frames: Frames) -> Plan:
 CLUSTERS = FigureFamily("cluster_figures", (
     FigureAsset("clusters_savings_by_trace", "Energy and time Zeus saves vs Default (%), per trace, workload and GPU.",
                 ("zeus_cluster_summary",), _cluster_savings),
+    FigureAsset("clusters_co2e_by_region", "CO2e Zeus saves vs Default (kg or t) per region's yearly grid intensity, per public "
+                "trace and GPU.", ("zeus_cluster_co2e",), _cluster_co2e),
     FigureAsset("clusters_timeline_energy", "Cumulative energy (MWh) over each trace's timeline, Zeus vs Grid Search vs Default, per GPU.",
                 ("zeus_cluster_history",), _cluster_timeline),
 ))
@@ -243,7 +264,7 @@ def _fleet_power_cdf(frames: Frames) -> Plan:
 FLEET_POWER = FigureFamily("fleet_power_figures", (
     FigureAsset("clusters_fleet_power_cdf",
                 "Per-GPU draw (% TDP) over GPU-time: AcmeTrace's measured Seren and Kalos beside the simulated Default and Zeus "
-                "fleets of ITP and ElasticFlow on the V100, idle GPUs included.",
+                "fleets of ITP and ElasticFlow on the V100, idle GPUs included (top row) and busy GPUs only (bottom row).",
                 ("fleet_power_cdf", "zeus_cluster_history", "cluster_power_summary"), _fleet_power_cdf),
 ))
 
@@ -356,6 +377,6 @@ HETERO = FigureFamily("hetero_figures", (
 ))
 
 #: Every family, each one Dagster step.
-FAMILIES: tuple[FigureFamily, ...] = (ENERGY, POWER, SIMULATION, CLUSTERS, CLUSTER_POWER, FLEET_POWER, KNOB_GRID, TRACES, HETERO)
+FAMILIES: tuple[FigureFamily, ...] = (ENERGY, POWER, POWER_LIMIT, SIMULATION, CLUSTERS, CLUSTER_POWER, FLEET_POWER, KNOB_GRID, TRACES, HETERO)
 
 

@@ -135,3 +135,39 @@ def energy_timeline(history: pl.DataFrame) -> tuple[Figure, pl.DataFrame]:
                title="energy of every simulated run (x GPUs per job), counted at the run's simulated start "
                      "(a retry starts when its failed run ends, so Grid Search's lines run past the trace)")
     return fig, data.sort("trace", "gpu", "policy", "day")
+
+
+def co2e_by_region(co2e: pl.DataFrame) -> tuple[Figure, pl.DataFrame]:
+    """CO2e Zeus saves vs Default per region (x, low to high carbon intensity) and GPU (hue); one panel per public trace.
+
+    ``co2e`` is ``zeus_cluster_co2e``: each trace's replay at each region's yearly intensity, so a
+    region's bar is the same kWh saved times its g CO2e per kWh (the x tick labels give both the
+    region and its intensity). Masses in kg or t, whichever the largest bar needs.
+    """
+    data = co2e.filter(pl.col("jobs") > 0)
+    if data.height == 0:
+        raise NoData("no public trace replayed (zeus_cluster_co2e is empty)")
+    traces = style.ordered(data["trace"].unique(), TRACE_ORDER)
+    gpus = style.ordered(data["gpu"].unique(), style.GPU_ORDER)
+    grids = data.select("region", "gco2_per_kwh").unique().sort("gco2_per_kwh", "region")
+    regions = grids["region"].to_list()
+    unit, scale = ("t", 1000.0) if np.max(np.abs(data["co2e_saved_kg"].to_numpy())) >= 1000 else ("kg", 1.0)
+    fig, axes = style.new_figure(style.DOUBLE_COLUMN, 1.9 * len(traces) + 0.7, len(traces), 1)
+    colors = style.palette(len(gpus))
+    width = 0.8 / len(gpus)
+    x = np.arange(len(regions))
+    for row, trace in enumerate(traces):
+        ax = axes[row, 0]
+        d = data.filter(pl.col("trace") == trace)
+        for i, gpu in enumerate(gpus):
+            values = dict(d.filter(pl.col("gpu") == gpu).select("region", "co2e_saved_kg").iter_rows())
+            ys = np.array([values.get(r, np.nan) for r in regions], dtype=float) / scale
+            ax.bar(x - 0.4 + width * (i + 0.5), ys, width, color=colors[i], label=gpu_label(gpu), linewidth=0)
+        ax.axhline(0.0, color="black", lw=0.6)
+        ax.grid(axis="x", visible=False)
+        ax.set_xticks(x, [f"{r}\n{g:,.0f} g/kWh" for r, g in grids.iter_rows()])
+        ax.set_ylabel(f"CO2e saved vs Default ({unit})")
+        ax.set_title(f"{trace_label(trace)} ({int(np.max(d['jobs'].to_numpy())):,} jobs), at each region's yearly grid intensity")
+    handles, labels = axes[0, 0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="outside upper center", ncols=len(gpus), title="Zeus (η = 0.5, β = 2) vs Default, cluster-trace replay")
+    return fig, data.sort("trace", "gpu", "gco2_per_kwh", "region")

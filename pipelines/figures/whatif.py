@@ -20,6 +20,7 @@ from pipelines.clusters.report_text import energy_unit
 from pipelines.clusters.samples import FLEET
 from pipelines.figures import cluster_power, style
 from pipelines.figures.errors import NoData
+from pipelines.ingest.grid import Rate
 from pipelines.vocabulary import gpu_label
 
 #: The label of the whole cluster's row.
@@ -103,3 +104,29 @@ def load_duration_curve(report: dict[str, Any], power: pl.DataFrame) -> tuple[Fi
     curves = load_duration(power.filter(pl.col("policy").is_in(["default", "zeus"])), ("trace", "gpu", "policy")).sort("gpu", "policy", "hours")
     figure = cluster_power.load_duration_figure([(t, curves.filter(pl.col("gpu") == g)) for t, g in panels], width=style.DOUBLE_COLUMN, panel_height=PANEL_IN)
     return figure, curves
+
+
+def grid_timeline(report: dict[str, Any], power: pl.DataFrame, grid: Rate) -> tuple[Figure, pl.DataFrame]:
+    """The grid's carbon intensity (g CO2e/kWh, the series given) over the export's window, above the GPUs its jobs held under
+    Default in sample 1 (mean per 5-minute bin): when the energy was drawn against how clean the grid was."""
+    if grid.times_s is None:
+        raise NoData("a constant intensity: no series to draw")
+    panels = power_panels(report, power)
+    if not panels:
+        raise NoData("no power bins")
+    busy = power.filter((pl.col("policy") == "default") & (pl.col("gpu") == panels[0][1])).sort("bin_start_s")
+    start, end = float(busy["bin_start_s"].min()), float(busy["bin_end_s"].max())  # type: ignore[arg-type]
+    inside = (grid.times_s >= start - grid.step_s) & (grid.times_s <= end)
+    series = pl.DataFrame({"time_s": grid.times_s[inside], "gco2_per_kwh": grid.values[inside]})
+    fig, axes = style.new_figure(style.DOUBLE_COLUMN, 2 * PANEL_IN + 0.4, 2, 1, sharex=True)
+    to_time = pl.col("time_s").mul(1e6).cast(pl.Int64).cast(pl.Datetime("us", "UTC"))
+    shown = series.with_columns(to_time.alias("time"))
+    axes[0, 0].step(shown["time"].to_numpy(), shown["gco2_per_kwh"].to_numpy(), where="post", color=style.palette(2)[1], lw=1.0)
+    axes[0, 0].set_ylabel("grid intensity\n(g CO2e/kWh)")
+    axes[0, 0].set_title(f"{grid.describe.get('file', 'grid')}: the grid's carbon intensity over the export's window (UTC)")
+    times = busy.select(pl.col("bin_start_s").alias("time_s")).with_columns(to_time.alias("time"))["time"].to_numpy()
+    axes[1, 0].fill_between(times, busy["gpus_in_use"].to_numpy(), step="post", color=style.palette(2)[0], lw=0, alpha=0.8)
+    axes[1, 0].set_ylabel("GPUs busy\n(Default, sample 1)")
+    axes[1, 0].set_xlabel("time (UTC)")
+    data = series.join(busy.select(pl.col("bin_start_s").alias("time_s"), "gpus_in_use"), on="time_s", how="full", coalesce=True).sort("time_s")
+    return fig, data

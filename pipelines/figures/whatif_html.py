@@ -33,9 +33,10 @@ from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
-from pipelines.clusters.report_text import co2e_text, co2e_unit, energy_text, energy_unit, profile_text
+from pipelines.clusters.report_text import co2e_text, co2e_unit, energy_text, energy_unit, profile_text, rate_text
 from pipelines.figures.errors import NoData
 from pipelines.home.storage import write_text_atomic
+from pipelines.ingest.grid import Rate
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -239,13 +240,20 @@ def _money(r: Mapping[str, Any]) -> str:
     for label, base, g in rows:
         parts = []
         if "cost_saved" in g:
-            price = num(["price_per_kwh"], r["price_per_kwh"], text=f"{r['price_per_kwh']:g}")
-            parts.append(f"{_with_interval(g, base, 'cost_saved', _decimals(2), ' ')} at {price} per kWh")
+            parts.append(f"{_with_interval(g, base, 'cost_saved', _decimals(2), ' ')} {_e(rate_text(r['prices'], 'per kWh'))}")
         if "co2e_saved_kg" in g:
-            grid = num(["grid_gco2_per_kwh"], r["grid_gco2_per_kwh"], text=f"{r['grid_gco2_per_kwh']:g}")
-            parts.append(f"{_with_interval(g, base, 'co2e_saved_kg', _co2e_in(g['co2e_saved_kg']), ' ')} CO2e at {grid} g/kWh")
+            co2e = _co2e_in(g["co2e_saved_kg"])
+            parts.append(f"{_with_interval(g, base, 'co2e_saved_kg', co2e, ' ')} CO2e {_e(rate_text(r['grid'], 'g/kWh'))} (Default "
+                         f"{_with_interval(g, base, 'default_co2e_kg', co2e, ' ')}, Zeus {_with_interval(g, base, 'zeus_co2e_kg', co2e, ' ')})")
         if parts:
             out.append(f"<li>saved on {_e(label)}: {'; '.join(parts)}</li>")
+        aware = g.get("carbon_aware")
+        if aware and "co2e_saved_kg" in aware:
+            e, ab = r["carbon_aware"], [*base, "carbon_aware"]
+            out.append(f"<li>carbon-aware Zeus on {_e(label)} (eta {e['eta_clean']:g} at the cleanest hour to {e['eta_dirty']:g} at the "
+                       f"dirtiest): CO2e saved {_with_interval(aware, ab, 'co2e_saved_kg', _co2e_in(aware['co2e_saved_kg']), ' ')}, "
+                       f"energy saved {_with_interval(aware, ab, 'energy_saved_pct', _PCT, ' ')}, time saved "
+                       f"{_with_interval(aware, ab, 'time_saved_pct', _PCT, ' ')}</li>")
     return f"<ul class='money'>{''.join(out)}</ul>" if out else ""
 
 
@@ -364,6 +372,9 @@ def _utilization(r: Mapping[str, Any]) -> str:
     if u["source"] is None:
         return f"<p class='note'>GPU utilisation: {_e(u['note'])}.</p>"
     b, threshold = ["utilization"], u["threshold_pct"]
+    if u["low_util_jobs"] == 0:
+        return (f"<p class='note'>GPU utilisation ({_e(u['source'])}): no COMPLETED GPU job below "
+                f"{num([*b, 'threshold_pct'], threshold, text=f'{threshold:g}', suffix=' %')}; every one is replayed.</p>")
     return (f"<p>{num([*b, 'low_util_jobs'], u['low_util_jobs'])} COMPLETED GPU jobs below "
             f"{num([*b, 'threshold_pct'], threshold, text=f'{threshold:g}', suffix=' %')} GPU utilisation "
             f"({_e(u['source'])}) are idle allocations, not replayed: {num([*b, 'low_util_gpu_hours'], u['low_util_gpu_hours'], digits=1)} "
@@ -412,8 +423,9 @@ img{display:block;max-width:100%;height:auto}
 """
 
 
-def render(report: Mapping[str, Any], power: pl.DataFrame, provenance: Provenance) -> str:
-    """The report as one HTML page (see the module docstring)."""
+def render(report: Mapping[str, Any], power: pl.DataFrame, provenance: Provenance, grid: Rate | None = None) -> str:
+    """The report as one HTML page (see the module docstring); ``grid``: the carbon-intensity series given, drawn with the hours
+    the jobs ran."""
     from pipelines.figures import whatif as figures
 
     r = dict(report)
@@ -438,6 +450,12 @@ def render(report: Mapping[str, Any], power: pl.DataFrame, provenance: Provenanc
                 f"Load-duration curve of {_e(sample1)}: each bin's power, sorted from the highest, against the hours the cluster "
                 "drew at least that much; dots: p99, dotted: Default's peak. The gap between Default's peak and Zeus's p99 is the headroom."),
         "</section>",
+        "" if grid is None or grid.times_s is None else (
+            '<section id="grid"><h2>The grid when the jobs ran</h2>'
+            + _figure(lambda: figures.grid_timeline(r, power, grid), "Grid carbon intensity and busy GPUs over time",
+                      f"The carbon intensity of {_e(grid.describe.get('file'))} (top) and the GPUs the jobs held under Default in "
+                      f"{_e(sample1)} (bottom, mean per 5-minute bin): each run's CO2e is its energy at the intensity of when it ran.")
+            + "</section>"),
         _fleet(r),
         _measured(r),
         _groups(r),
@@ -451,6 +469,6 @@ def render(report: Mapping[str, Any], power: pl.DataFrame, provenance: Provenanc
             + "\n</main></body></html>\n")
 
 
-def write(path: Path, report: Mapping[str, Any], power: pl.DataFrame, provenance: Provenance) -> Path:
-    """Render the report and write it to ``path`` atomically (temp file + rename)."""
-    return write_text_atomic(render(report, power, provenance), path)
+def write(path: Path, report: Mapping[str, Any], power: pl.DataFrame, provenance: Provenance, grid: Rate | None = None) -> Path:
+    """Render the report and write it to ``path`` atomically (temp file + rename); ``grid``: the intensity series to draw."""
+    return write_text_atomic(render(report, power, provenance, grid), path)

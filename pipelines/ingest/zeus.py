@@ -61,6 +61,34 @@ MEASURED_SOURCE_PREFIX = "measured:"
 MEASURED_SPEC = TableSpec("zeus_power_profiles", ZeusPowerProfiles, {"gpu": "gpu", **{c: c for c in _POWER_COLUMNS}})
 #: The harness's ``method`` column value for a row timed without an energy measurement.
 TIME_ONLY_METHOD = "none"
+#: The first three columns of a ZeusMonitor log (``gpu<i>_energy`` columns follow): such a CSV of raw/measured is Zeus's
+#: profile of a power-limit optimizer, read by ``pipelines.ingest.power_limit_profiles``, not a measured profile.
+ZEUS_LOG_COLUMNS = ("start_time", "window_name", "elapsed_time")
+#: The files of raw/measured that hold profiles: measured CSVs, ZeusMonitor logs (CSV) and Zeus's saved profiles (JSON).
+MEASURED_PATTERNS = ("*.csv", "*.json")
+
+
+def is_zeus_log(path: Path) -> bool:
+    """Whether a CSV's header (its first line) starts like a ZeusMonitor log's (False if it cannot be read: its reader says why)."""
+    try:
+        with path.open("rb") as f:
+            first = f.readline().decode("utf-8", "replace").strip().lstrip("\ufeff")
+    except OSError:
+        return False
+    header = next(csv.reader([first]), [])
+    return tuple(h.strip() for h in header[: len(ZEUS_LOG_COLUMNS)]) == ZEUS_LOG_COLUMNS
+
+
+def measured_files(folder: Path) -> list[Path]:
+    """The profile files of ``folder`` (``raw/measured``), in name order: ``*.csv`` and ``*.json``."""
+    if not folder.is_dir():
+        return []
+    return sorted((p for pattern in MEASURED_PATTERNS for p in folder.glob(pattern) if p.is_file()), key=lambda p: p.name)
+
+
+def measured_csvs(folder: Path) -> list[Path]:
+    """The measured profiles of ``folder`` (``raw/measured``), in name order: its ``*.csv`` but ZeusMonitor logs."""
+    return [p for p in measured_files(folder) if p.suffix == ".csv" and not is_zeus_log(p)]
 
 
 def _time_only_lines(data: bytes) -> dict[int, str]:
@@ -162,7 +190,7 @@ def _measured_conflicts(result: IngestResult, lines: list[bytes], time_only: dic
 
 
 def read_measured(folder: Path) -> IngestResult:
-    """Every ``*.csv`` of ``folder`` (``raw/measured``), sorted by name -> ``zeus_power_profiles`` rows.
+    """Every ``*.csv`` of ``folder`` (``raw/measured``) but ZeusMonitor logs, sorted by name -> ``zeus_power_profiles`` rows.
 
     Besides each file's own validation: a measured GPU may not take a published GPU's name, and a
     (gpu, workload, batch size, power limit) measured in two files is kept from the first file
@@ -173,7 +201,7 @@ def read_measured(folder: Path) -> IngestResult:
         return IngestResult(empty_table(POWER_SPEC), empty_quarantine())
     results: list[IngestResult] = []
     seen: dict[tuple, str] = {}
-    for path in sorted(folder.glob("*.csv")):
+    for path in measured_csvs(folder):
         display = f"{folder.name}/{path.name}"
         result, time_only = read_measured_file(path, display, seen)
         if time_only:
@@ -184,14 +212,14 @@ def read_measured(folder: Path) -> IngestResult:
 
 
 def measured_fingerprint(folder: Path) -> str:
-    """sha256 over the name and the sha256 of every ``*.csv`` of ``folder`` (``raw/measured``), in name order.
+    """sha256 over the name and the sha256 of every profile file of ``folder`` (``raw/measured``: ``measured_files``).
 
     Equal fingerprints mean the same measured profiles: ``zeus_power_profiles`` records the one it
-    read, and the sensor compares it with the folder's. An absent or empty folder has the
+    read, and the sensor compares it with the folder's (and re-ingests ``power_limit_profiles`` too). An absent or empty folder has the
     fingerprint of no file.
     """
     digest = hashlib.sha256()
-    for path in sorted(folder.glob("*.csv")) if folder.is_dir() else []:
+    for path in measured_files(folder):
         digest.update(f"{path.name}\0{hashlib.sha256(path.read_bytes()).hexdigest()}\n".encode())
     return digest.hexdigest()
 

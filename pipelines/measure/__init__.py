@@ -11,4 +11,5 @@ on machines without either.
 - ``power_limit``: set a GPU power limit for a block and restore the previous one.
 - ``rapl``: CPU package energy from /sys/class/powercap.
 - ``workloads``, ``networks``, ``harness``, ``cli``: the profiling harness (``python -m pipelines measure``).
+- ``zeus_json``: a measured profile as the JSON Zeus's GlobalPowerLimitOptimizer loads (``profile_path``).
 """

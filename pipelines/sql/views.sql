@@ -6,6 +6,8 @@
 -- ingest layer
 create or replace view zeus_train_runs as select * from read_parquet(getvariable('assets') || '/zeus_train_runs.parquet');
 create or replace view zeus_power_profiles as select * from read_parquet(getvariable('assets') || '/zeus_power_profiles.parquet');
+-- Zeus's own profiles in raw/measured (ZeusMonitor logs, saved JSON): one row per file and power limit
+create or replace view power_limit_profiles as select * from read_parquet(getvariable('assets') || '/power_limit_profiles.parquet');
 create or replace view alibaba_groups as select * from read_parquet(getvariable('assets') || '/alibaba_groups.parquet');
 create or replace view itp_jobs as select * from read_parquet(getvariable('assets') || '/itp_jobs.parquet');
 create or replace view elasticflow_jobs as select * from read_parquet(getvariable('assets') || '/elasticflow_jobs.parquet');
@@ -27,6 +29,8 @@ create or replace view quarantine as select * from read_parquet(getvariable('ass
 create or replace view cluster_workload_jobs as select * from read_parquet(getvariable('assets') || '/cluster_workload_jobs/*.parquet', union_by_name = true);
 create or replace view zeus_cluster_history as select * from read_parquet(getvariable('assets') || '/zeus_cluster_history/*.parquet', union_by_name = true);
 create or replace view zeus_cluster_summary as select * from read_parquet(getvariable('assets') || '/zeus_cluster_summary/*.parquet', union_by_name = true);
+create or replace view zeus_cluster_co2e as select * from read_parquet(getvariable('assets') || '/zeus_cluster_co2e.parquet');
+create or replace view grid_intensity as select * from read_parquet(getvariable('assets') || '/grid_intensity.parquet');
 create or replace view zeus_single_job_sweep as select * from read_parquet(getvariable('assets') || '/zeus_single_job_sweep/*.parquet', union_by_name = true);
 create or replace view zeus_knob_grid as select * from read_parquet(getvariable('assets') || '/zeus_knob_grid/*.parquet', union_by_name = true);
 create or replace view cluster_power as select * from read_parquet(getvariable('assets') || '/cluster_power/*.parquet', union_by_name = true);

@@ -39,6 +39,9 @@ Public API:
 * ``fast`` and ``kernels``: the group replay compiled with numba, the same runs bit for bit and the same
   errors; ``replay_groups(..., engine="auto"|"fast"|"reference")`` or ``$GPU_ENERGY_REPLAY`` chooses
   (auto: compiled from 150,000 job replays or once loaded). numba is imported only when the compiled replay runs.
+* ``power_limit``: the limit Zeus's shipped GlobalPowerLimitOptimizer chooses from a profile (ZeusCost, Energy, Time,
+  MaxSlowdownConstraint, as zeus 0.16.0's selectors); ``power_limit_replay``: recurring jobs run power-limit-only
+  under it (profiling on a group's first job, then the chosen limit), per-job time and energy.
 * ``errors.SimulationError``: raised where the published simulator raises (same message) or would
   never finish; ``traces.TraceError`` / ``groups.GroupTableError``: unusable input, with its location.
 * The command line (``python -m pipelines simulate single|groups``, the artifact's run_single.py /

@@ -15,12 +15,13 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+import numpy as np
 import polars as pl
 from tqdm import tqdm
 
 from pipelines.vocabulary import WORKLOAD_BY_DATASET, Job, PolicyName
 from pipelines.zeus import fast
-from pipelines.zeus.reference import group_seed, iter_groups, replay_group
+from pipelines.zeus.reference import group_seed, iter_group_values, iter_groups, replay_group
 from pipelines.zeus.traces import TraceError, Traces, WorkloadTable, build_table, workload_columns
 
 #: The columns a group table must have, and their types (the contract ``ZeusGroups`` validates the values).
@@ -73,6 +74,7 @@ def replay_groups(
     seed: int | None = None,
     desc: str | None = None,
     engine: str | None = None,
+    job_eta: np.ndarray | None = None,
 ) -> pl.DataFrame:
     """Replay every group of ``groups`` on ``gpu``; one row per reported run.
 
@@ -84,7 +86,9 @@ def replay_groups(
     (``group_seed(group, seed)`` per group). ``progress`` shows a bar of groups on stderr, labelled ``desc``.
     ``engine``: ``fast`` (compiled, ``pipelines.zeus.fast``), ``reference`` (the Python loop below)
     or ``auto``; None reads ``$GPU_ENERGY_REPLAY``, else ``auto`` (see ``fast.resolve_engine``).
-    Both give the same table, bit for bit, and raise the same errors.
+    Both give the same table, bit for bit, and raise the same errors. ``job_eta``: an energy weight per
+    row of ``groups`` that picks each job's power limit (a carbon-aware Zeus, ``reference.replay_group``;
+    the reference engine only).
 
     Columns (``RUN_SCHEMA``): group, job (index of the trace job in its group, by start),
     start_time/end_time (s, of this run: a retry starts when the run before it ended), bs, pl (W),
@@ -93,13 +97,15 @@ def replay_groups(
     result_schema = RUN_SCHEMA
     groups = group_frame(groups)
     tables = workload_tables(groups, traces, gpu)
-    if fast.resolve_engine(engine, groups.height) == "fast":
+    if job_eta is None and fast.resolve_engine(engine, groups.height) == "fast":
         arrays = fast.group_arrays(groups)
         return fast.runs_frame(arrays, fast.replay(arrays, tables, eta, beta, seed, policy, progress, desc), result_schema)
     n_groups = groups["group"].n_unique()
     columns: dict[str, list] = {c: [] for c in result_schema}
+    etas = iter_group_values(groups, job_eta) if job_eta is not None else None
     for group, dataset, start, end, ratio in tqdm(iter_groups(groups), total=n_groups, disable=not progress, unit="group", desc=desc):
-        runs = replay_group(tables[dataset], start, end, ratio, eta, beta, group_seed(group, seed), policy)
+        runs = replay_group(tables[dataset], start, end, ratio, eta, beta, group_seed(group, seed), policy,
+                            None if etas is None else next(etas))
         columns["group"].extend([group] * len(runs))
         if runs:
             for name, values in zip(list(result_schema)[1:], zip(*runs, strict=True), strict=True):

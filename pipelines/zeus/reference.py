@@ -64,10 +64,15 @@ def replay_group(
     beta: float = 2.0,
     seed: int = 0,
     policy: PolicyName = "zeus",
+    job_eta: np.ndarray | None = None,
 ) -> list[tuple[int, float, float, int, int, float, float, bool]]:
     """The reported runs of one group: (job, start_time, end_time, bs, pl, energy J, time s, reached).
 
     ``start``/``end``/``ratio`` are the group's jobs in start order; ``job`` indexes them.
+    ``job_eta`` (a carbon-aware Zeus): one energy weight per job, which picks the power limit each of
+    its runs (retries included) uses for the batch size chosen, by the just-in-time profile of that
+    batch size (``best_power_limit``); the batch-size optimizer, early stopping and the costs it
+    learns from keep ``eta``, so what it learns stays comparable across jobs.
     """
     pol = make_policy(policy, table, eta, seed, concurrency=True)
     sampler = RunSampler(table, eta, seed)
@@ -90,6 +95,8 @@ def replay_group(
             profile = False
         else:
             bs, limit, profile = pol.choose()
+        if job_eta is not None and policy == "zeus":  # carbon-aware: this job's own trade-off picks the limit
+            limit = table.by_batch_size[bs].best_power_limit(float(job_eta[job]))
         energy, time, reached = sampler.run(bs, limit, profile, beta * state.min_cost)
         cost = hybrid_cost(energy, time, eta, max_power)
         heapq.heappush(heap, (t1, seq, t0, r, job, attempt, bs, limit, reached, time, energy, cost))
@@ -122,12 +129,26 @@ class _GroupState:
     min_cost: float = math.inf
 
 
+def _replay_order(groups: pl.DataFrame) -> tuple[pl.DataFrame, list[int]]:
+    """(``groups`` in replay order: groups sorted, jobs by start, ties in table order, with ``_row``; each group's bounds)."""
+    ordered = groups.with_row_index("_row").sort(["group", "start_time", "_row"])
+    ids = ordered["group"].to_list()
+    return ordered, [0, *(i for i in range(1, len(ids)) if ids[i] != ids[i - 1]), len(ids)]
+
+
 def iter_groups(groups: pl.DataFrame) -> Iterator[tuple[str, str, np.ndarray, np.ndarray, np.ndarray]]:
     """(group, dataset, start, end, runtime_ratio) per group: groups sorted, jobs by start (ties in table order)."""
-    ordered = groups.with_row_index("_row").sort(["group", "start_time", "_row"])
+    ordered, bounds = _replay_order(groups)
     ids = ordered["group"].to_list()
     datasets = ordered["dataset"].to_list()
     start, end, ratio = (ordered[c].to_numpy() for c in ("start_time", "end_time", "runtime_ratio"))
-    bounds = [0, *(i for i in range(1, len(ids)) if ids[i] != ids[i - 1]), len(ids)]
     for lo, hi in zip(bounds[:-1], bounds[1:], strict=True):
         yield ids[lo], datasets[lo], start[lo:hi], end[lo:hi], ratio[lo:hi]
+
+
+def iter_group_values(groups: pl.DataFrame, values: np.ndarray) -> Iterator[np.ndarray]:
+    """``values`` (one per row of ``groups``) per group, in the order and with the jobs of ``iter_groups``."""
+    ordered, bounds = _replay_order(groups)
+    by_job = np.asarray(values)[ordered["_row"].to_numpy()]
+    for lo, hi in zip(bounds[:-1], bounds[1:], strict=True):
+        yield by_job[lo:hi]

@@ -18,6 +18,7 @@ import contextlib
 import os
 import re
 import shlex
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -38,8 +39,10 @@ DOCS = REPO_ROOT / "docs"
 PAGES = [README, *sorted(DOCS.rglob("*.md"))]
 PREFIXES = (".venv/bin/python -m pipelines", "gpu-energy")
 #: Subcommands run for real; the others (fetch, materialize, measure profile on a GPU, ...) are parsed only.
-RUN = ("sql", "simulate single", "hetero", "measure devices", "whatif")
+RUN = ("sql", "simulate single", "hetero", "measure devices", "whatif", "power-limit")
 FORMATS = ("table", "csv", "json")
+#: The Zeus log docs/measure.md's example copies into raw/measured (mirror as in tests/conftest.py).
+ZEUS_LOG = REPO_ROOT.parent / "shared/traces/zeus/profile_data/V100+bert-base-uncased+gpu0.csv"
 #: The README holds the quick start and links every page of docs/; the rest is in docs/ (issue 22).
 README_MAX_LINES = 200
 
@@ -87,10 +90,13 @@ def _leaf(argv: list[str]) -> tuple[click.Command, list[str], str]:
 
 
 def _readme_files(paths: ProjectPaths) -> None:
-    """What the README's commands read besides the assets: the repository's sql/ and the whatif example's export."""
+    """What the README's commands read besides the assets: the repository's sql/, the whatif example's export and the
+    Zeus log of docs/measure.md's power-limit example."""
     if not (paths.root / "sql").exists():
         (paths.root / "sql").symlink_to(REPO_ROOT / "sql")
     write_export(paths.root / "mycluster.sacct", 300, seed=1)  # the README's whatif example file
+    paths.measured.mkdir(parents=True, exist_ok=True)
+    shutil.copy(ZEUS_LOG, paths.measured / ZEUS_LOG.name)
 
 
 @pytest.fixture(scope="module")

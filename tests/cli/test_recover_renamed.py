@@ -80,4 +80,6 @@ def test_every_renamed_key_is_gone_and_its_new_key_defined() -> None:
         warnings.simplefilter("ignore")  # Dagster's beta warnings of the definitions
         defined = {k.to_user_string() for k in loaded().resolve_asset_graph().get_all_asset_keys()}
     assert set(RENAMED.values()) <= defined and not set(RENAMED) & defined
-    assert {k for k in defined if k.startswith("quarantine/")} == {v for v in RENAMED.values() if v.startswith("quarantine/")}
+    # every quarantine but those of tables added after the renaming (power_limit_profiles) had a key before it
+    added_since = {"quarantine/power_limit_profiles_bad_rows"}
+    assert {k for k in defined if k.startswith("quarantine/")} == {v for v in RENAMED.values() if v.startswith("quarantine/")} | added_since

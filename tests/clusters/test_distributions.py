@@ -7,7 +7,7 @@ from types import ModuleType
 import numpy as np
 import pytest
 
-from pipelines.clusters.distributions import DistributionError, Polyline, ks_distance, mode_window, piecewise_linear, step
+from pipelines.clusters.distributions import DistributionError, Polyline, ks_distance, mode_window, piecewise_linear, step, upper_share
 
 UNIFORM = piecewise_linear([0, 1], [0, 100])
 
@@ -55,6 +55,28 @@ def test_cdf_left_limit_quantile_and_scaling() -> None:
     assert line.cdf_left(20)[0] == pytest.approx(0.5) and line.cdf(20)[0] == pytest.approx(0.8)
     scaled = line.scaled(100 / 400)
     assert scaled.quantile(0.9) == pytest.approx(7.5) and ks_distance(scaled, line.scaled(0.25)) == 0.0
+
+
+def test_the_upper_share_of_a_cdf_is_its_top_mass_renormalised() -> None:
+    # U[0, 100]: its top quarter is U[75, 100]
+    top = upper_share(piecewise_linear([0, 100], [0, 100]), 0.25)
+    assert top.x.tolist() == [75.0, 100.0] and top.F.tolist() == [0.0, 1.0]
+    assert ks_distance(top, piecewise_linear([75, 100], [0, 100])) == 0.0
+    # atoms 10, 20, 30 of weights 1, 1, 2: the top 3/4 is 20 and 30 as 1:2; the top 1/2 is 30 alone
+    atoms = step([10, 20, 30], [1, 1, 2])
+    assert ks_distance(upper_share(atoms, 0.75), step([20, 30], [1, 2])) == 0.0
+    assert ks_distance(upper_share(atoms, 0.5), step([30], [1])) == 0.0
+    # the top 0.6 cuts the atom at 20 (0.25 to 0.5): its upper 0.1 stays, 1/6 of the rest; 30 holds 5/6
+    assert upper_share(atoms, 0.6).cdf([19.9, 20, 29.9, 30]).tolist() == pytest.approx([0, 1 / 6, 1 / 6, 1])
+    # a flat stretch of F at the cut (no mass on [20, 30]) starts the top part at its right end, not its left
+    flat = piecewise_linear([0, 20, 30, 40], [0, 50, 50, 100])
+    assert upper_share(flat, 0.5).cdf([29.9, 35]).tolist() == [0.0, 0.5]
+    # the whole mass is the distribution itself
+    line = piecewise_linear([10, 20, 20, 40], [0, 50, 80, 100])
+    assert ks_distance(upper_share(line, 1.0), line) == 0.0
+    for share in (0.0, 1.5):
+        with pytest.raises(ValueError, match="share must be in"):
+            upper_share(line, share)
 
 
 def test_the_densest_window_is_the_mode() -> None:

@@ -13,13 +13,14 @@ import polars as pl
 import pytest
 
 from pipelines.clusters import fleet, mapping, simulate
+from pipelines.clusters.distributions import upper_share
 from pipelines.clusters.workloads import workloads_by_default_tta
 from pipelines.contracts.base import empty
 from pipelines.contracts.clusters import ZeusClusterHistory
 from pipelines.contracts.fleet import PowerModelVsMeasured
 from pipelines.contracts.power import ClusterPowerSummary
 from pipelines.ingest import acme
-from pipelines.ingest.fleet import read_curves
+from pipelines.ingest.fleet import file_curves, read_curves
 from pipelines.vocabulary import GPU_BY_NAME
 from pipelines.zeus.traces import Traces, from_frames
 
@@ -32,13 +33,46 @@ def fleet_cdf(mirror: Path) -> pl.DataFrame:
 def test_measured_rows_and_the_a100_idle_draw_come_from_the_curves(fleet_cdf: pl.DataFrame) -> None:
     table = fleet.compare(fleet_cdf, empty(ZeusClusterHistory), empty(ClusterPowerSummary))
     PowerModelVsMeasured.validate(table, cast=False)
-    seren, kalos = table.rows(named=True)
+    assert table["occupancy"].to_list() == ["whole", "whole", "busy", "busy"]
+    seren, kalos = table.filter(pl.col("occupancy") == "whole").rows(named=True)
     # the data sources: medians about 97 W and 102 W of the A100's 400 W; about half of the GPU-time near idle
     assert seren["median_pct_tdp"] == pytest.approx(97 / 4, abs=0.25) and kalos["median_pct_tdp"] == pytest.approx(102 / 4, abs=0.25)
     assert 45 < seren["share_below_25pct_tdp"] < 60 and 45 < kalos["share_below_25pct_tdp"] < 60
     assert seren["ks_vs_seren"] == 0 and kalos["ks_vs_kalos"] == 0 and seren["ks_vs_kalos"] == kalos["ks_vs_seren"] > 0
     # the registry's A100 idle draw is the curves' low mode, derived in code
     assert fleet.measured_idle_w(fleet_cdf) == GPU_BY_NAME["a100"].idle_w == 63.6
+
+
+def test_the_measured_busy_share_is_the_util_curves_mass_above_zero(mirror: Path, fleet_cdf: pl.DataFrame) -> None:
+    # upstream y is linspace(0, 100, 1000): k points at 0 % utilisation put F(0) at (k - 1) / 999
+    for cluster, name in (("seren", "util_gpu_seren"), ("kalos", "util_gpu_kalos")):
+        x, _ = file_curves((mirror / f"acme/util_pkl/{name}.pkl").read_bytes(), f"acme/util_pkl/{name}.pkl", None)[0]
+        at_zero = int((x == 0).sum())
+        assert fleet.measured_busy_share(fleet_cdf, cluster) == pytest.approx(1 - (at_zero - 1) / 999, abs=1e-12)
+    # about two thirds of the GPU-time busy on either cluster (315 and 339 of 1,000 points at 0 %)
+    assert fleet.measured_busy_share(fleet_cdf, "seren") == pytest.approx(685 / 999, abs=1e-12)
+    assert fleet.measured_busy_share(fleet_cdf, "kalos") == pytest.approx(661 / 999, abs=1e-12)
+
+
+def test_measured_busy_rows_are_the_top_of_the_power_cdf(mirror: Path, fleet_cdf: pl.DataFrame) -> None:
+    table = fleet.compare(fleet_cdf, empty(ZeusClusterHistory), empty(ClusterPowerSummary))
+    seren, kalos = table.filter(pl.col("occupancy") == "busy").rows(named=True)
+    whole = table.filter(pl.col("occupancy") == "whole")
+    assert whole["busy_share_pct"].to_list() == [seren["busy_share_pct"], kalos["busy_share_pct"]]
+    for row in (seren, kalos):
+        # the busy median and p90 are the whole curve's quantiles at idle + 0.5 and 0.9 of the busy share,
+        # read here from the raw pickle with numpy's interpolation
+        name = f"acme/util_pkl/gpu_power_{row['cluster_or_trace']}.pkl"
+        watts, cdf_pct = file_curves((mirror / name).read_bytes(), name, None)[0]
+        busy = row["busy_share_pct"] / 100
+        for level, column in ((0.5, "median_pct_tdp"), (0.9, "p90_pct_tdp")):
+            assert row[column] == pytest.approx(np.interp(100 * (1 - busy + level * busy), cdf_pct, watts) / 4, abs=1e-9)
+    # busy GPUs draw more: Seren's median from 24.1 to 34.8 % TDP, Kalos's from 25.4 to 69.2 %; still a third of
+    # Seren's busy GPU-time below 25 % TDP (busy share 68.6 %, power below 25 % TDP 53.5 %)
+    assert seren["median_pct_tdp"] == pytest.approx(34.83, abs=0.01) and kalos["median_pct_tdp"] == pytest.approx(69.15, abs=0.01)
+    assert 100 - seren["busy_share_pct"] < whole["share_below_25pct_tdp"][0]
+    assert seren["ks_vs_seren"] == 0 and kalos["ks_vs_kalos"] == 0 and seren["ks_vs_kalos"] == kalos["ks_vs_seren"] > 0
+    assert "the top 68.6% of its CDF" in seren["note"]
 
 
 def test_a_simulated_fleet_by_hand_and_its_ks_against_scipy(scipy_stats: ModuleType, fleet_cdf: pl.DataFrame) -> None:
@@ -58,6 +92,21 @@ def test_a_simulated_fleet_by_hand_and_its_ks_against_scipy(scipy_stats: ModuleT
     seren = fleet.measured_pct_tdp(fleet_cdf, "seren")
     expected = scipy_stats.kstest(sample, seren.cdf).statistic
     assert row["ks_vs_seren"] == pytest.approx(expected, abs=1e-12)
+    assert row["occupancy"] == "whole" and row["busy_share_pct"] == pytest.approx(40.0)
+    # its running GPUs only: 3 GPU-hours at 80 %, 1 at 40 %; against Seren's busy GPUs (the top of its power CDF)
+    busy = table.filter((pl.col("source") == "simulated") & (pl.col("occupancy") == "busy")).row(0, named=True)
+    assert busy["busy_share_pct"] == pytest.approx(40.0) and busy["share_below_25pct_tdp"] == 0
+    assert busy["median_pct_tdp"] == pytest.approx(80.0) and busy["p90_pct_tdp"] == pytest.approx(80.0)
+    seren_busy = upper_share(seren, fleet.measured_busy_share(fleet_cdf, "seren"))
+    expected = scipy_stats.kstest(np.repeat([80.0, 40.0], [3, 1]), seren_busy.cdf).statistic
+    assert busy["ks_vs_seren"] == pytest.approx(expected, abs=1e-12) and busy["note"].endswith("running GPUs only")
+
+
+def test_a_fleet_without_a_run_has_a_whole_row_and_no_busy_row(fleet_cdf: pl.DataFrame) -> None:
+    summary = pl.DataFrame({"trace": ["t"], "gpu": ["v100"], "policy": ["default"], "cluster_gpus": [10],
+                            "gpu_idle_w": [GPU_BY_NAME["v100"].idle_w], "idle_gpu_h": [6.0]})
+    table = fleet.compare(fleet_cdf, empty(ZeusClusterHistory), summary).filter(pl.col("source") == "simulated")
+    assert table.select("occupancy", "busy_share_pct", "share_below_25pct_tdp").rows() == [("whole", 0.0, 100.0)]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -131,8 +180,13 @@ def test_without_an_a100_profile_serens_jobs_are_the_a40_fleet_of_serens_size(se
     assert first.idle_gpu_s == pytest.approx(2288 * (w1 - w0) - inside, rel=1e-9)
     table = fleet.compare(fleet_cdf, empty(ZeusClusterHistory), empty(ClusterPowerSummary), rows)
     PowerModelVsMeasured.validate(table, cast=False)
-    assert table.filter(pl.col("cluster_or_trace") == "acme/seren")["median_pct_tdp"].to_list() == [
-        pytest.approx(100 * GPU_BY_NAME["a40"].idle_w / 300)] * 3
+    whole = table.filter((pl.col("cluster_or_trace") == "acme/seren") & (pl.col("occupancy") == "whole"))
+    assert whole["median_pct_tdp"].to_list() == [pytest.approx(100 * GPU_BY_NAME["a40"].idle_w / 300)] * 3
+    # Seren's running GPUs: their share of Seren's GPU-time, and a distribution of the busy draws alone
+    busy = table.filter((pl.col("cluster_or_trace") == "acme/seren") & (pl.col("occupancy") == "busy"))
+    assert busy["policy"].to_list() == ["default", "grid-search", "zeus"]
+    assert busy["busy_share_pct"][0] == pytest.approx(100 * seren_gpu_s / (seren_gpu_s + first.idle_gpu_s), rel=1e-12)
+    assert busy["share_below_25pct_tdp"][0] == 0 and busy["median_pct_tdp"][0] > 100 * GPU_BY_NAME["a40"].idle_w / 300
 
 
 def test_a_measured_a100_profile_is_simulated_instead_with_the_a100s_tdp_and_idle_draw(seren, ingested) -> None:

@@ -1,4 +1,5 @@
-"""The figure ``clusters_fleet_power_cdf``: measured Seren and Kalos beside simulated Default and Zeus, the exact points drawn."""
+"""The figure ``clusters_fleet_power_cdf``: measured Seren and Kalos beside simulated Default and Zeus, whole fleets and busy GPUs,
+the exact points drawn."""
 
 from __future__ import annotations
 
@@ -31,15 +32,23 @@ def test_the_figure_draws_the_measured_and_simulated_cdfs_of_the_v100(mirror: Pa
     asset = catalog.FLEET_POWER.assets[0]
     report = catalog.render(asset, _frames(mirror), tmp_path)
     assert list(report.written) == ["clusters_fleet_power_cdf"] and not report.skipped
-    data = assert_figure(tmp_path, "clusters_fleet_power_cdf", ["panel", "curve", "source", "gpu", "pct_tdp", "cdf_pct"])
+    data = assert_figure(tmp_path, "clusters_fleet_power_cdf", ["panel", "occupancy", "curve", "source", "gpu", "pct_tdp", "cdf_pct"])
     assert data["panel"].unique(maintain_order=True).to_list() == ["ITP", "ElasticFlow"]
+    assert data["occupancy"].unique(maintain_order=True).to_list() == ["whole", "busy"]
     assert set(data.filter(pl.col("source") == "simulated")["gpu"]) == {"v100"}  # the figure's GPU
-    # per panel: the two measured curves (1,000 points each) and Default and Zeus as steps: idle half, busy half
-    itp = data.filter(pl.col("panel") == "ITP")
+    # whole fleets, per panel: the two measured curves (1,000 points each) and Default and Zeus as steps: idle half, busy half
+    itp = data.filter((pl.col("panel") == "ITP") & (pl.col("occupancy") == "whole"))
     assert itp.filter(pl.col("source") == "measured").height == 2000
     default = itp.filter(pl.col("curve") == "Default (simulated, V100)")
     assert default["pct_tdp"].to_list() == pytest.approx([14.4, 14.4, 80.0, 80.0])
     assert default["cdf_pct"].to_list() == pytest.approx([0.0, 50.0, 50.0, 100.0])
+    # busy GPUs: Default's run alone (one atom at 80 %); the measured curves from the point where F crosses the idle
+    # share on: Seren's 315 and Kalos's 339 points at 0 % utilisation leave 1,000 - 315 + 1 and 1,000 - 339 + 1 points
+    busy = data.filter((pl.col("panel") == "ITP") & (pl.col("occupancy") == "busy"))
+    default = busy.filter(pl.col("curve") == "Default (simulated, V100)")
+    assert default["pct_tdp"].to_list() == pytest.approx([80.0, 80.0]) and default["cdf_pct"].to_list() == pytest.approx([0.0, 100.0])
+    measured = busy.filter(pl.col("source") == "measured").group_by("curve", maintain_order=True).len()
+    assert measured.rows() == [("Seren (measured, A100)", 686), ("Kalos (measured, A100)", 662)]
 
 
 def test_without_a_sized_fleet_there_is_nothing_to_draw(mirror: Path) -> None:

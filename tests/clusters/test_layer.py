@@ -169,11 +169,14 @@ def test_itp_partition_covers_cluster10(layer) -> None:
 
 
 def test_cluster_figures_from_the_layer(layer, tmp_path: Path) -> None:
+    from pipelines.clusters.carbon import co2e_by_region
     from pipelines.figures import catalog, clusters
+    from pipelines.ingest.grid import region_table
 
     root, _, _ = layer
     frames = {name: pl.concat([pl.read_parquet(p) for p in sorted((root / "assets" / name).glob("*.parquet"))])
               for name in ("zeus_cluster_summary", "zeus_cluster_history")}
+    frames["zeus_cluster_co2e"] = co2e_by_region(frames["zeus_cluster_summary"], region_table(), ["FR", "DE"])
     for asset in catalog.CLUSTERS.assets:
         report = catalog.render(asset, frames, tmp_path)
         assert not report.skipped and len(report.written) == 1, report
@@ -182,6 +185,9 @@ def test_cluster_figures_from_the_layer(layer, tmp_path: Path) -> None:
                             ["trace", "dataset", "gpu", "jobs", "energy_mwh_zeus", "energy_mwh_default",
                              "energy_savings_vs_default_pct", "time_savings_vs_default_pct"], rows=summary.height)
     assert savings["jobs"].sum() == 7 + 10 + 260
+    co2e = assert_figure(tmp_path, "clusters_co2e_by_region", list(frames["zeus_cluster_co2e"].columns), rows=frames["zeus_cluster_co2e"].height)
+    saved_kwh = (summary["energy_j_default"].sum() - summary["energy_j_zeus"].sum()) / 3.6e6
+    assert co2e.filter(pl.col("region") == "DE")["co2e_saved_kg"].sum() == pytest.approx(saved_kwh * 0.38095, rel=1e-9)
     timeline = assert_figure(tmp_path, "clusters_timeline_energy", ["trace", "gpu", "policy", "day", "cumulative_energy_mwh"])
     # three (trace, GPU) partitions x three policies, each line non-decreasing from day 0 and ending on the policy's exact total
     history = frames["zeus_cluster_history"]

@@ -11,6 +11,7 @@ import sys
 from datetime import datetime, timedelta
 from pathlib import Path
 
+import polars as pl
 import pytest
 
 from pipelines.clusters import anchoring, tracefiles, whatif
@@ -164,7 +165,7 @@ def test_few_jobs_get_no_interval_and_say_so(tmp_path: Path, traces: Traces) -> 
     assert row["interval_note"] == "too few jobs (4) for an interval"
     assert row["energy_saved_pct_interval"] == [None, None] and row["default_kwh_interval"] == [None, None]
     assert row["energy_saved_pct"] is not None
-    assert "(too few jobs (4) for an interval)" in render(report)
+    assert "no interval: v100 (too few jobs (4) for an interval); all GPUs (too few jobs (4) for an interval)" in render(report)
 
 
 def test_the_clock_is_named_when_assumed(tmp_path: Path, mirror: Path) -> None:
@@ -213,3 +214,34 @@ def test_the_horizon_projects_the_exports_recurrence_rate(tmp_path: Path, traces
     far = run(path, traces, samples=1, horizon_days=1e7)["total"]
     assert far["horizon_saved_pct"] == pytest.approx(far["steady_state_saved_pct"], abs=0.01)
     assert far["horizon_default_kwh"] == pytest.approx(same["default_kwh"] * 1e7 / window_days, rel=1e-6)
+
+
+def test_a_zeus_profile_replays_its_gpu_power_limit_only(tmp_path: Path, traces: Traces, mirror: Path) -> None:
+    """``--profiles a40=<a ZeusMonitor log>``: the A40 jobs run as GlobalPowerLimitOptimizer would (each group's first job
+    profiles, then the chosen limit), sized by their own elapsed time; the other rows replay Zeus as before."""
+    from pipelines.clusters.profiles import power_limit_profiles
+    from pipelines.zeus.power_limit_replay import replay_power_limit_only
+
+    log = mirror / "zeus" / "profile_data" / "A40+resnet50+gpu0.csv"
+    jobs = [{"hours": 1 + k % 3, "day": k, "gpu_type": "a40", "name": f"r{k % 2}"} for k in range(8)] + [{"hours": 2, "day": k}
+                                                                                                       for k in range(8)]
+    path = job_log(tmp_path / "lab.csv", jobs)
+    profiles = profiles_of(traces).with_power_limit(power_limit_profiles([f"a40={log}"]))
+    report = whatif.run(read(path), profiles, whatif.Options(samples=2))[0]
+    a40 = report["gpus"]["a40"]
+    assert a40["power_limit_only"] and a40["profile_source"] == "power limit only (measured profile A40+resnet50+gpu0.csv)"
+    assert a40["interval_note"].startswith("power limit only") and report["gpus"]["v100"]["power_limit_only"] is False
+    # the same numbers as the optimizer's replay of the A40 jobs in start order
+    plo = profiles.power_limit["a40"]
+    mine = [j for j in jobs if j.get("gpu_type") == "a40"]
+    runs = replay_power_limit_only(plo.measurements, plo.selector(0.5), pl.DataFrame(
+        {"group": [f"alice/{j['name']}/1gpu" for j in mine], "runtime_s": [3600.0 * j["hours"] for j in mine], "gpus": [1] * len(mine)}))
+    assert runs["profiled"].sum() == 2  # one profiling job per recurring group
+    assert a40["zeus_kwh"] == pytest.approx(runs["energy_j"].sum() / 3.6e6, rel=1e-9)
+    assert a40["default_kwh"] == pytest.approx(runs["default_energy_j"].sum() / 3.6e6, rel=1e-9)
+    assert a40["steady_state_saved_pct"] == pytest.approx(100 * (1 - plo.converged_ratio(0.5)), rel=1e-9)
+    done = cli(str(path), "--trace-dir", str(mirror / "zeus"), "--samples", "1", "--timezone", "UTC", "--profiles", f"a40={log}")
+    assert done.returncode == 0, done.stderr
+    assert "a40: power limit only (measured profile A40+resnet50+gpu0.csv)" in done.stdout
+    bad = cli(str(path), "--trace-dir", str(mirror / "zeus"), "--samples", "1", "--timezone", "UTC", "--profiles", "a40=missing.csv")
+    assert bad.returncode == 2 and "missing.csv: no such file" in bad.stderr

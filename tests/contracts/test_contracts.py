@@ -96,10 +96,10 @@ def test_every_figure_of_the_catalog_has_a_data_contract() -> None:
         "energy_convergence_a40", "measured_profiles", "clusters_savings_by_trace", "clusters_timeline_energy",
         "traces_job_duration_cdf", "traces_gpu_count_cdf", "traces_submissions", "acme_final_states", "acme_queueing_delay_cdf",
         "acme_cluster_stats", "hetero_cost_split", "hetero_methods", "clusters_timeline_power", "clusters_power_load_duration",
-        "knob_grid_savings", "clusters_fleet_power_cdf",
+        "knob_grid_savings", "clusters_fleet_power_cdf", "power_limit_choice",
     ]
     assert all(registry.figure_contract(n) for n in names)
-    assert len(catalog.FAMILIES) == 9
+    assert len(catalog.FAMILIES) == 10
     with pytest.raises(KeyError, match="no data contract"):
         registry.figure_contract("made_up")
 

@@ -79,6 +79,6 @@ def test_key_path_names_where_the_asset_is_stored() -> None:
     assert {k.split("/")[0] for k in keys if "/" in k} == {"quarantine", "figures"}
     quarantines = [k for k in keys if k.startswith(QUARANTINE_PREFIX)]
     tables = {k.removeprefix(QUARANTINE_PREFIX).removesuffix(QUARANTINE_SUFFIX) for k in quarantines}
-    assert len(quarantines) == 10 and tables <= set(keys) and sorted(map(quarantine_key, tables)) == quarantines
+    assert len(quarantines) == 11 and tables <= set(keys) and sorted(map(quarantine_key, tables)) == quarantines
     assert {quarantine_key("itp_jobs"), "itp_jobs", "figures/acme_cluster_stats", "acme_cluster_summary"} <= set(keys)
     assert set(TABLES) <= set(keys)

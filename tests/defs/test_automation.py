@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import dagster as dg
+import polars as pl
 import pytest
 
 from pipelines.defs.clusters.partitions import register_trace_partitions
@@ -82,8 +83,16 @@ def test_a_new_measured_profile_is_ingested_by_the_sensor(setting) -> None:
     request = measured_profiles_sensor(context)
     assert isinstance(request, dg.RunRequest)
     assert request.tags["gpu_energy/launched_by"] == "sensor:measured_profiles_sensor"  # the Runs page says who launched it
-    assert set(request.asset_selection or ()) == {dg.AssetKey("zeus_power_profiles"), dg.AssetKey(["quarantine", "zeus_power_profiles_bad_rows"])}
+    assert set(request.asset_selection or ()) == {dg.AssetKey(t) for t in ("zeus_power_profiles", "power_limit_profiles")} | {
+        dg.AssetKey(["quarantine", f"{t}_bad_rows"]) for t in ("zeus_power_profiles", "power_limit_profiles")}
     run = definitions.resolve_implicit_global_asset_job_def().get_subset(asset_selection=set(request.asset_selection or ()))
     assert run.execute_in_process(resources=resources, instance=instance).success
     again = measured_profiles_sensor(context)
     assert isinstance(again, dg.SkipReason)  # the table now holds the new profile
+    # Zeus's own profile JSON dropped there (as GlobalPowerLimitOptimizer saves it) is a change too
+    (paths.measured / "job.json").write_text('{"measurements": [{"power_limit": 300, "energy": 9.0, "time": 1.0}, '
+                                             '{"power_limit": 250, "energy": 8.0, "time": 1.1}]}')
+    request = measured_profiles_sensor(context)
+    assert isinstance(request, dg.RunRequest)
+    assert run.execute_in_process(resources=resources, instance=instance).success
+    assert pl.read_parquet(paths.table("power_limit_profiles"))["source"].to_list() == ["job.json", "job.json"]

@@ -85,7 +85,7 @@ def test_every_table_asset_publishes_its_contracts_column_schema_with_descriptio
         k for k in graph.materializable_asset_keys
         if graph.get(k).group_name in TABLE_GROUPS | {"quarantine"} and "matplotlib" not in graph.get(k).kinds
     ]
-    assert len(tables) == 22 + 10  # 22 tables, 10 of them ingested with a quarantine table each
+    assert len(tables) == 25 + 11  # 25 tables, 11 of them ingested with a quarantine table each
     for key in tables:
         name = key.to_user_string()
         schema = graph.get(key).metadata.get("dagster/column_schema")

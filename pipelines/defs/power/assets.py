@@ -121,7 +121,9 @@ def cluster_power_summary(
     metadata=contract_metadata("power_model_vs_measured"),
     description="Measured fleets (AcmeTrace's Seren and Kalos, DCGM) against every simulated one (trace, GPU, policy; idle GPUs "
     "included): per-GPU draw in % TDP over GPU-time: share below 25% TDP, median, p90, exact KS distance to each measured "
-    "fleet; Seren's own jobs when AcmeTrace's job CSVs are present (docs: Cluster power).",
+    "fleet; then the same for busy GPUs only (occupancy busy: measured, the top busy share of the power CDF, the busy share "
+    "from DCGM GPU_UTIL above 0 %; simulated, the running GPUs); Seren's own jobs when AcmeTrace's job CSVs are present "
+    "(docs: Cluster power).",
     check_specs=[dg.AssetCheckSpec("a100_idle_is_the_measured_low_mode", asset="power_model_vs_measured",
                                    description="The registry's A100 idle draw is the low mode of the measured distributions. Warns when "
                                                "they differ (the registry's cited draw disagrees with the curves).")],

@@ -4,7 +4,7 @@ import polars as pl
 
 from pipelines.defs.shared.ingest_assets import CheckOutcome, TableCheck, ingest_asset, raw_asset
 from pipelines.home.paths import ProjectPaths
-from pipelines.ingest import alibaba, zeus
+from pipelines.ingest import alibaba, power_limit_profiles, zeus
 from pipelines.ingest.common import IngestResult
 from pipelines.vocabulary import PUBLISHED_GPUS
 
@@ -40,6 +40,13 @@ zeus_power_profiles = ingest_asset(
     checks=[TableCheck("published_power_limits", "Each published GPU's power-limit set is as documented.", _power_limits)],
     # what measured_profiles_sensor compares raw/measured with
     extra_metadata=lambda p: {MEASURED_FINGERPRINT: zeus.measured_fingerprint(p.measured)},
+)
+power_limit_profiles_table = ingest_asset(
+    power_limit_profiles.SPEC,
+    description="Zeus's own profiles dropped in raw/measured (ZeusMonitor logs of GlobalPowerLimitOptimizer's profiling, its "
+    "saved profile JSON, as `measure profile` writes too): energy and time of each power limit's profiling window.",
+    raw=raw_zeus_traces,
+    read=lambda p: power_limit_profiles.read_power_limit_profiles(p.measured),
 )
 alibaba_groups = ingest_asset(
     alibaba.ALIBABA_SPEC,

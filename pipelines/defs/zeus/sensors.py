@@ -1,7 +1,8 @@
-"""The sensor that re-ingests ``zeus_power_profiles`` when ``raw/measured/`` changes (a profile measured here).
+"""The sensor that re-ingests ``zeus_power_profiles`` and ``power_limit_profiles`` when ``raw/measured/`` changes.
 
-``zeus_power_profiles`` records the fingerprint of the measured files it read; when the folder's
-differs (a file added, replaced or removed), the sensor requests the ingest, and the figures and
+``zeus_power_profiles`` records the fingerprint of the profile files it read (a profile measured here,
+a ZeusMonitor log or Zeus's profile JSON); when the folder's differs (a file added, replaced or
+removed), the sensor requests both ingests, and the figures and
 replays downstream follow by their automation conditions. Nothing happens before the table is
 first materialized (``make materialize`` ingests raw/measured with everything else).
 """
@@ -15,8 +16,9 @@ from pipelines.defs.zeus.assets import MEASURED_FINGERPRINT
 from pipelines.ingest.zeus import measured_fingerprint
 
 TABLE = dg.AssetKey("zeus_power_profiles")
-#: The ingest writes the table and its quarantine together.
-INGEST = [TABLE, dg.AssetKey.from_user_string(quarantine_key(TABLE.to_user_string()))]
+#: Each ingest writes its table and its quarantine together.
+INGEST = [key for table in (TABLE.to_user_string(), "power_limit_profiles")
+          for key in (dg.AssetKey(table), dg.AssetKey.from_user_string(quarantine_key(table)))]
 NAME = "measured_profiles_sensor"
 #: Seconds between two looks at raw/measured/.
 INTERVAL_S = 30
@@ -27,7 +29,7 @@ INTERVAL_S = 30
     asset_selection=INGEST,
     minimum_interval_seconds=INTERVAL_S,
     default_status=dg.DefaultSensorStatus.RUNNING,
-    description="Re-ingests zeus_power_profiles when the files of raw/measured/ differ from those it read.",
+    description="Re-ingests zeus_power_profiles and power_limit_profiles when the files of raw/measured/ differ from those read.",
 )
 def measured_profiles_sensor(context: dg.SensorEvaluationContext, paths: PathsResource) -> dg.RunRequest | dg.SkipReason:
     current = measured_fingerprint(paths.paths().measured)
