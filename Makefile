@@ -10,8 +10,9 @@ DOCS_STAMP := $(VENV)/.installed-docs
 export DAGSTER_HOME := $(CURDIR)/.dagster_home
 SELECT ?= *
 DEV_PORT ?= 3000
+DOCS_PORT ?= 8000
 
-.PHONY: setup setup-test setup-measure setup-docs setup-browser fetch materialize figures test test-all lint docs bench dev dev-read-only sql clean
+.PHONY: setup setup-test setup-measure setup-docs setup-browser fetch materialize figures test test-all lint docs docs-serve bench dev dev-read-only sql clean
 
 ## uv (installed into the venv from the package index) installs in seconds what pip takes minutes for;
 ## pip is the fallback where uv cannot reach the index, and installs the torch extra (pip's configuration
@@ -97,14 +98,20 @@ lint: $(TEST_STAMP)
 docs: $(DOCS_STAMP)
 	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict
 
+## docs-serve: the site served on 127.0.0.1:$(DOCS_PORT) (8000), rebuilt as docs/ changes. site/ also works opened from
+## disk (site/index.html) and offline: mkdocs.yml's use_directory_urls, theme.font and the offline plugin.
+docs-serve: $(DOCS_STAMP)
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs serve --strict -a 127.0.0.1:$(DOCS_PORT)
+
 bench: $(TEST_STAMP)
 	for f in bench/bench_*.py; do echo "== $$f"; $(PY) $$f || exit 1; done
 
-## dev: the Dagster UI and daemons (dg dev) on 127.0.0.1:$(DEV_PORT) (3000), after marking runs left behind by a killed command as failed.
+## dev: the Dagster UI and daemons (dg dev) on 127.0.0.1:$(DEV_PORT) (3000), after marking runs left behind by a killed command as failed;
+## Ctrl-C or SIGTERM ends every process of it within 5 s (python -m pipelines dev: dg dev's own shutdown waits a minute).
 ## Loopback only; Dagster 1.13's webserver checks no Origin or Host and runs GraphQL mutations sent as GET (README, docs/getting-started.md).
 dev: $(STAMP) $(DAGSTER_HOME)/dagster.yaml
 	$(PY) -m pipelines recover
-	VIRTUAL_ENV=$(CURDIR)/$(VENV) $(VENV)/bin/dg dev --host 127.0.0.1 --port $(DEV_PORT)
+	VIRTUAL_ENV=$(CURDIR)/$(VENV) $(PY) -m pipelines dev --host 127.0.0.1 --port $(DEV_PORT)
 
 ## dev-read-only: the Dagster UI alone with dagster-webserver --read-only (no run launched, no sensor or schedule switched,
 ## from the UI or from another site's request), on 127.0.0.1:$(DEV_PORT); no daemon.

@@ -8,6 +8,8 @@ those assets, ``pipelines/defs/clusters/``, ``power/`` and ``figures/``).
 
 import dagster as dg
 
+from pipelines.defs.shared.run_tags import launched_by
+
 #: Seconds between two evaluations of the automation conditions. A new trace passes through two (its replays, then the
 #: figures that read them), after the sensor's own tick: each waits half of this on average. One evaluation of this
 #: code location costs about 1 s of CPU here (10 % of a core while `make dev` runs; Dagster's default, 30 s, costs 3 %).
@@ -18,5 +20,6 @@ automation_sensor = dg.AutomationConditionSensorDefinition(
     target=dg.AssetSelection.all(),
     default_status=dg.DefaultSensorStatus.RUNNING,
     minimum_interval_seconds=INTERVAL_S,
+    run_tags=launched_by("automation"),
     description="Runs what the automation conditions ask for (eager: downstream of a new or updated partition).",
 )

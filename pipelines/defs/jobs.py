@@ -10,6 +10,7 @@ from typing import Any
 import dagster as dg
 
 from pipelines.defs.clusters.partitions import gpu_partitions, trace_gpu_partitions, trace_partitions
+from pipelines.defs.shared.run_tags import launched_by
 
 JOBS: dict[str, dg.PartitionsDefinition | None] = {
     "unpartitioned_assets": None,
@@ -29,4 +30,5 @@ def asset_jobs(assets: Iterable[tuple[dg.AssetKey, dg.PartitionsDefinition | Non
     keys: dict[str, list[dg.AssetKey]] = {}
     for key, partitions_def in assets:
         keys.setdefault(job_name(partitions_def), []).append(key)
-    return [dg.define_asset_job(name, selection=members) for name, members in keys.items()]  # partitioned as its assets are
+    # Tagged as the UI launches them: a launcher of its own (materialize, a sensor) replaces the tag with its own.
+    return [dg.define_asset_job(name, selection=members, run_tags=launched_by("ui")) for name, members in keys.items()]  # partitioned as its assets are

@@ -25,6 +25,7 @@ import dagster as dg
 
 from pipelines.defs.jobs import job_name
 from pipelines.defs.shared.io_manager import PARTITIONS_STAND_ALONE
+from pipelines.defs.shared.run_tags import launched_by
 from pipelines.home.init import LOCATION
 
 if TYPE_CHECKING:
@@ -125,7 +126,8 @@ def launch(client: DagsterGraphQLClient, run: Run, concurrency: int) -> str:
     if os.environ.get("PIPELINES_EXECUTOR") != "dask":
         config["execution"] = {"config": {"multiprocess": {"max_concurrent": concurrency}} if run.parallel else {"in_process": {}}}
     return client.submit_job_execution(run.job, repository_location_name=LOCATION, repository_name="__repository__",
-                                       run_config=config, tags=run.tags, asset_selection=sorted(run.keys))
+                                       run_config=config, tags={**run.tags, **launched_by("materialize")},
+                                       asset_selection=sorted(run.keys))
 
 
 ENDED = (dg.DagsterRunStatus.SUCCESS, dg.DagsterRunStatus.FAILURE, dg.DagsterRunStatus.CANCELED)
@@ -173,7 +175,7 @@ def execute_plan(client: DagsterGraphQLClient, plan: list[Run], concurrency: int
 
 
 def problems(instance: dg.DagsterInstance, run_id: str, job: str) -> tuple[list[str], list[str]]:
-    """(failed steps and ERROR checks, failed WARN checks) of a finished run, one line each."""
+    """(failed steps and ERROR checks, failed WARN checks with what their descriptions say) of a finished run, one line each."""
     where, failed, warned = f"run {run_id[:8]} ({job})", [], []
     for entry in instance.all_logs(run_id, of_type=dg.DagsterEventType.STEP_FAILURE):
         event = entry.dagster_event
@@ -192,6 +194,6 @@ def problems(instance: dg.DagsterInstance, run_id: str, job: str) -> tuple[list[
         if check.severity == dg.AssetCheckSeverity.ERROR:
             failed.append(f"{where}: {'blocking ' if check.blocking else ''}ERROR {name} failed")
         else:
-            warned.append(f"{where}: {check.severity.value} {name} failed")
+            warned.append(f"{where}: {check.severity.value} {name} failed" + (f": {check.description}" if check.description else ""))
     status = instance.get_run_by_id(run_id).status  # type: ignore[union-attr]  # a run that has ended exists
     return failed or ([] if status in (dg.DagsterRunStatus.SUCCESS, dg.DagsterRunStatus.CANCELED) else [f"{where} ended {status.value}"]), warned

@@ -69,6 +69,7 @@ def test_the_sensor_registers_a_dropped_file_and_requests_its_run_once_per_chang
             ("AddDynamicPartitionsRequest", ["lab"])]
         assert [(r.partition_key, assets_of(r)) for r in first.run_requests] == [("lab", USER_RUN)]
         assert [r.tags["gpu_energy/trace"] for r in first.run_requests] == ["lab"]  # namespaced as the code location
+        assert [r.tags["gpu_energy/launched_by"] for r in first.run_requests] == ["sensor:cluster_traces_sensor"]
         assert "trace" not in first.run_requests[0].tags
         assert cluster_traces_sensor.job_name == "trace_ingest"  # a named job in the Runs list and the timeline
         assert instance.get_dynamic_partitions("trace") == ["lab"]  # no empty partitions for absent public traces

@@ -82,6 +82,7 @@ def test_a_new_measured_profile_is_ingested_by_the_sensor(setting) -> None:
     write_profile(profile_rows(), paths.measured / "lab_a100.csv")  # what `measure profile --out raw/measured/...` writes
     request = measured_profiles_sensor(context)
     assert isinstance(request, dg.RunRequest)
+    assert request.tags["gpu_energy/launched_by"] == "sensor:measured_profiles_sensor"  # the Runs page says who launched it
     assert set(request.asset_selection or ()) == {dg.AssetKey(t) for t in ("zeus_power_profiles", "power_limit_profiles")} | {
         dg.AssetKey(["quarantine", f"{t}_bad_rows"]) for t in ("zeus_power_profiles", "power_limit_profiles")}
     run = definitions.resolve_implicit_global_asset_job_def().get_subset(asset_selection=set(request.asset_selection or ()))

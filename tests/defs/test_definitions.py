@@ -45,6 +45,34 @@ def test_every_asset_is_grouped_and_described() -> None:
     assert undescribed == []
 
 
+def test_descriptions_show_as_written_and_groups_say_what_the_asset_is() -> None:
+    """The UI renders descriptions as Markdown, where ``<trace>`` is an HTML tag and vanishes: outside a code span no
+    ``<`` starts a tag. A key's folder is its group (``figures/``, ``quarantine/``), and a raw asset's prefix."""
+    import re
+
+    specs = list(defs().resolve_all_asset_specs())
+    checks = [c for a in defs().assets or [] for c in getattr(a, "check_specs", [])]
+    texts = {s.key.to_user_string(): s.description or "" for s in specs} | {c.name: c.description or "" for c in checks}
+    tags = {name: re.findall(r"<[A-Za-z/!?]", re.sub(r"`[^`]*`", "", text)) for name, text in texts.items()}
+    assert {name: found for name, found in tags.items() if found} == {}
+    for spec in specs:
+        head = spec.key.path[0]
+        expected = head if len(spec.key.path) > 1 else "raw" if head.startswith("raw_") else None
+        assert expected is None or spec.group_name == expected, (spec.key.to_user_string(), spec.group_name)
+
+
+def test_every_run_says_who_launched_it() -> None:
+    """A run of one of our jobs launched from the UI carries the jobs' tag ``ui``; the automation sensor's runs ``automation``
+    (a sensor's own runs and materialize's replace the tag: tests/defs/test_automation.py, tests/orchestration/)."""
+    from pipelines.defs.automation import automation_sensor
+
+    definitions = defs()
+    jobs = [j.name for j in definitions.jobs or []]
+    assert sorted(jobs) == ["gpu_assets", "trace_assets", "trace_gpu_assets", "trace_ingest", "unpartitioned_assets"]
+    assert {j: definitions.resolve_job_def(j).run_tags for j in jobs} == {j: {"gpu_energy/launched_by": "ui"} for j in jobs}
+    assert automation_sensor.run_tags == {"gpu_energy/launched_by": "automation"}
+
+
 def test_the_code_location_loads_without_a_warning() -> None:
     code = "from pipelines.definitions import defs; defs().resolve_asset_graph()"
     out = subprocess.run([sys.executable, "-W", "always", "-c", code], capture_output=True, text=True, check=True, cwd=REPO_ROOT)

@@ -326,7 +326,8 @@ def test_dagster_assets_write_figures_and_report_skips(materialized: Homes) -> N
     definitions = materialized.definitions()
     graph = definitions.resolve_asset_graph()
     figure_keys = dg.AssetSelection.groups("figures").resolve(graph)
-    assert {k.to_user_string() for k in figure_keys} == {f"figures/{a.key}" for f in catalog.FAMILIES for a in f.assets}
+    assert {k.to_user_string() for k in figure_keys} == {f"figures/{a.key}" for f in catalog.FAMILIES for a in f.assets} | {
+        "figures/own_cluster_report"}  # and the whatif report of each of your traces
     assert graph.get(dg.AssetKey(["figures", "acme_queueing_delay_cdf"])).parent_keys == {dg.AssetKey("acme_jobs")}
     selection = ["figures/acme_queueing_delay_cdf", "figures/acme_final_states"]
     home = materialized(Step(selection), base=materialized(INGEST), name="figures")  # on a copy of the ingested home
@@ -337,11 +338,13 @@ def test_dagster_assets_write_figures_and_report_skips(materialized: Homes) -> N
     assert "acme_queueing_delay_cdf" in meta["figures/acme_queueing_delay_cdf"]["skipped"].value  # ... so that figure is skipped
     drawn = meta["figures/acme_final_states"]
     assert drawn["figure_count"].value == 1
-    # The asset's page shows the figure first (the image as a PNG data URI the UI renders), then the first rows of the plotted data;
-    # the files by their short names, under the folder.
+    # The asset's page shows the figure first (the paths of its PNG and PDF, a thumbnail as a PNG data URI the UI renders), then
+    # the first rows of the plotted data; the files by their short names, under the folder.
     assert list(drawn)[0] == "figure"
     page = drawn["figure"].value
-    assert page.startswith("**acme_final_states**\n\n![acme_final_states](data:image/png;base64,iVBORw0KGgo")  # the PNG signature
+    png = paths.figures / "acme_final_states.png"
+    assert page.startswith(f"**acme_final_states**: `{png}` (PDF: `{png.with_suffix('.pdf')}`)\n\n"
+                           "![acme_final_states](data:image/png;base64,iVBORw0KGgo")  # the PNG signature
     plotted = pl.read_parquet(paths.figures / "acme_final_states.parquet")
     assert f"**acme_final_states**: {plotted.height} rows of plotted data in `acme_final_states.parquet`" in page
     assert "| " + " | ".join(plotted.columns) + " |" in page
@@ -351,6 +354,38 @@ def test_dagster_assets_write_figures_and_report_skips(materialized: Homes) -> N
     assert skipped.startswith("Nothing drawn: acme_queueing_delay_cdf: ") and len(skipped) < 1000  # shown inline by the UI
     states = assert_figure(paths.figures, "acme_final_states", ["cluster", "source", "basis", "state", "share"])
     assert states.filter(pl.col("source") == trace_data.PUBLISHED).height == 4 * 6  # PAI publishes no state shares
+
+
+def test_a_figure_is_a_thumbnail_and_paths_in_the_event_log(materialized: Homes, tmp_path: Path) -> None:
+    """figures/energy_power_limit_response, six panels: 0.94 MB of metadata per materialization while its images were inlined
+    at 720 px in RGBA. Now each entry holds at most 256 kB (the thumbnails, in a palette) and the paths of the full PNG and PDF,
+    and the Dagster instance on disk (SQLite: the event log keeps three copies of the metadata) stays under 1.5 MB after the run."""
+    import base64
+    import io
+    import re
+
+    import dagster as dg
+    from PIL import Image
+
+    from pipelines.defs.figures.assets import MAX_ENTRY_BYTES
+    from pipelines.vocabulary import WORKLOADS
+
+    (tmp_path / "dagster_home").mkdir()
+    with dg.DagsterInstance.local_temp(str(tmp_path / "dagster_home")) as instance:
+        home = materialized(Step(["figures/energy_power_limit_response"]), base=materialized(INGEST), instance=instance, name="plr")
+    stored = sum(f.stat().st_size for f in (tmp_path / "dagster_home").rglob("*") if f.is_file())
+    (event,) = home.result.get_asset_materialization_events()
+    metadata = event.materialization.metadata
+    assert max(len(dg.serialize_value(value)) for value in metadata.values()) <= MAX_ENTRY_BYTES
+    assert stored < 1.5 * 1024 * 1024, stored  # 3.3 MB with the images inlined
+    page = metadata["figure"].value
+    for workload in WORKLOADS:
+        png = home.paths.figures / f"energy_power_limit_response_{workload.dataset}.png"
+        assert f"**{png.stem}**: `{png}` (PDF: `{png.with_suffix('.pdf')}`)" in page
+        assert png.is_file() and png.with_suffix(".pdf").is_file()
+    thumbnails = [Image.open(io.BytesIO(base64.b64decode(b))) for b in re.findall(r"\(data:image/png;base64,([^)]+)\)", page)]
+    assert len(thumbnails) == len(WORKLOADS)
+    assert all(t.mode == "P" and 240 <= t.width <= 720 for t in thumbnails), [(t.mode, t.size) for t in thumbnails]
 
 
 def test_log_tick_labels_are_plain_numbers() -> None:

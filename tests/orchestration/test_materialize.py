@@ -140,7 +140,7 @@ def test_failed_checks_and_steps_are_named() -> None:
     def table() -> Iterator[dg.Output[int] | dg.AssetCheckResult]:
         yield dg.Output(1)
         yield dg.AssetCheckResult(check_name="no_negative", passed=False)
-        yield dg.AssetCheckResult(check_name="few_rows", passed=False, severity=dg.AssetCheckSeverity.WARN)
+        yield dg.AssetCheckResult(check_name="few_rows", passed=False, severity=dg.AssetCheckSeverity.WARN, description="1 row, fewer than 5")
 
     @dg.asset
     def downstream(table: int) -> int:
@@ -158,7 +158,7 @@ def test_failed_checks_and_steps_are_named() -> None:
     assert f"{where}: blocking ERROR check no_negative on table failed" in failed, failed
     # the step's own error, first line, not Dagster's "Error occurred while executing op" around it
     assert f"{where}: step pinned: ValueError: raw/zeus/x.csv: sha256 mismatch (pinned 11aa, file 22bb)" in failed, failed
-    assert warned == [f"{where}: WARN check few_rows on table failed"]
+    assert warned == [f"{where}: WARN check few_rows on table failed: 1 row, fewer than 5"]  # what the check says, beside it
     assert run is not None and run.status == dg.DagsterRunStatus.FAILURE  # the blocking check stopped downstream
 
 
@@ -173,6 +173,7 @@ class FakeClient:
         self.most_at_once = 0
 
     def submit_job_execution(self, job: str, **kwargs: object) -> str:
+        assert kwargs["tags"] == {"gpu_energy/launched_by": "materialize"}  # the Runs page says who launched it
         self.launched.append(job)
         self.left[job] = self.polls[job]
         self.most_at_once = max(self.most_at_once, sum(n > 0 for n in self.left.values()))

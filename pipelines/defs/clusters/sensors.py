@@ -5,10 +5,12 @@ import dagster as dg
 from pipelines.clusters import tracefiles
 from pipelines.defs.clusters.partitions import TRACE_DIMENSION, trace_partitions
 from pipelines.defs.shared.io_manager import PathsResource
+from pipelines.defs.shared.run_tags import by_sensor, launched_by
 from pipelines.home.init import LOCATION
 from pipelines.home.paths import default_mirror
 from pipelines.terminal import printable
 
+NAME = "cluster_traces_sensor"
 #: Seconds between two looks at raw/clusters/ (the sidecars only: a file is hashed when its trace is ingested).
 SENSOR_INTERVAL_S = 10
 #: The run tag naming the trace a sensor run is for (namespaced, as Dagster's own ``dagster/...`` tags are).
@@ -29,13 +31,13 @@ SENSOR_TARGET = dg.AssetSelection.assets(
                                                *(t for tables in tracefiles.PUBLIC_TABLES.values() for t in tables))}
 )
 #: The sensor's runs are runs of this job, named in the Runs list and the timeline (not an anonymous asset job).
-TRACE_INGEST_JOB = dg.define_asset_job("trace_ingest", selection=SENSOR_TARGET,
+TRACE_INGEST_JOB = dg.define_asset_job("trace_ingest", selection=SENSOR_TARGET, run_tags=launched_by("ui"),
                                        description="One trace's files ingested and its cluster_workload_jobs and cluster_capacity "
                                        "partitions (the runs of cluster_traces_sensor).")
 
 
 @dg.sensor(
-    name="cluster_traces_sensor",
+    name=NAME,
     target=TRACE_INGEST_JOB,
     minimum_interval_seconds=SENSOR_INTERVAL_S,
     default_status=dg.DefaultSensorStatus.RUNNING,
@@ -54,7 +56,7 @@ def cluster_traces_sensor(context: dg.SensorEvaluationContext, paths: PathsResou
                             f"(`clusters remove {trace}` removes its stored tables)")
     requests = [
         dg.RunRequest(run_key=key, partition_key=trace, asset_selection=[dg.AssetKey.from_user_string(a) for a in assets],
-                      tags={TRACE_TAG: trace})
+                      tags={TRACE_TAG: trace, **by_sensor(NAME)})
         for trace, key, assets in plan.runs
     ]
     if not requests and not plan.add:

@@ -53,7 +53,7 @@ FOLLOW_OWN = dg.AutomationCondition.eager().replace(
     outs={
         TABLE: dg.AssetOut(key=dg.AssetKey(TABLE), group_name="ingest", kinds={"polars", "parquet"},
                            metadata={**contract_metadata(TABLE), **OWN_TABLE},
-                           description="Every allocation of your own cluster traces (raw/clusters/<name>.sacct or .csv), times in UTC; "
+                           description="Every allocation of your own cluster traces (`raw/clusters/<name>.sacct` or `.csv`), times in UTC; "
                            "pending, running and CPU-only ones included (category). One partition per trace."),
         "quarantine": dg.AssetOut(key=QUARANTINE, group_name="quarantine", kinds={"polars", "parquet"},
                                   metadata={**contract_metadata(QUARANTINE.to_user_string()), **OWN_TABLE},
@@ -66,7 +66,8 @@ FOLLOW_OWN = dg.AutomationCondition.eager().replace(
         dg.AssetCheckSpec("every_line_accounted_for", asset=TABLE, blocking=True,
                           description="Per file: lines = header + allocations + steps skipped + quarantined."),
         dg.AssetCheckSpec("quarantine_share", asset=TABLE,
-                          description=f"At most {WARN_QUARANTINE_SHARE:.0%} of a file's rows quarantined (a warning)."),
+                          description=f"At most {WARN_QUARANTINE_SHARE:.0%} of a file's rows quarantined. Warns when more are "
+                                      "(the file's other rows are used; see quarantine/own_cluster_jobs_bad_rows)."),
     ],
 )
 def ingest_own_cluster_jobs(context: dg.AssetExecutionContext, paths: PathsResource) -> Iterator[dg.Output | dg.AssetCheckResult]:

@@ -49,13 +49,13 @@ def _stale(folder: Path, traces: set[str]) -> list[Path]:
 
 @dg.asset(
     key_prefix="figures",
-    group_name="clusters",
+    group_name="figures",
     automation_condition=FOLLOW_OWN,
     kinds={"html", "matplotlib", "dask"},  # a page of figures, not a table
     # own_cluster_summary's own resource (Dagster wants one definition per key): in the step's process unless the run
     # configures samples_dask.
     resource_defs={"samples_dask": own_cluster_summary.resource_defs["samples_dask"]},
-    description="The `whatif --html` report of each of your traces (figures/own_cluster_report_<trace>.html, one self-contained "
+    description="The `whatif --html` report of each of your traces (`figures/own_cluster_report_<trace>.html`, one self-contained "
     "page: accounting, savings with intervals, cluster power, load-duration curve, fleet, measured energy, top groups), with "
     "the numbers of own_cluster_summary, and its JSON beside it.",
 )

@@ -125,7 +125,8 @@ def cluster_power_summary(
     "from DCGM GPU_UTIL above 0 %; simulated, the running GPUs); Seren's own jobs when AcmeTrace's job CSVs are present "
     "(docs: Cluster power).",
     check_specs=[dg.AssetCheckSpec("a100_idle_is_the_measured_low_mode", asset="power_model_vs_measured",
-                                   description="The registry's A100 idle draw is the low mode of the measured distributions.")],
+                                   description="The registry's A100 idle draw is the low mode of the measured distributions. Warns when "
+                                               "they differ (the registry's cited draw disagrees with the curves).")],
 )
 def power_model_vs_measured(
     context: dg.AssetExecutionContext,

@@ -109,10 +109,11 @@ def ingest_asset(
 
     ``sources`` (names in ``pipelines.sources.SOURCES``) are verified, and restored if need be,
     before ``read`` runs. ``read`` returns None when its optional sources are missing: the table is
-    then written empty. An absent optional source is the default install's state, not a fault: the
-    asset's description names the files, each materialization's ``optional_sources`` metadata says
-    which are absent and where to put them, and the check ``optional_sources_usable`` warns only when
-    an optional source is present but the table still has no row.
+    then written empty. An absent optional source is the default install's state, not a fault, but
+    the table lacks its rows: the asset's description names the files, each materialization's
+    ``optional_sources`` metadata says which are absent and where to put them, and the check
+    ``optional_sources_usable`` fails with WARN severity (never blocking) while one is absent, or
+    when one is present but the table still has no row, and says which and why.
     """
     table = spec.table
     check_specs = [
@@ -138,8 +139,9 @@ def ingest_asset(
             dg.AssetCheckSpec(
                 "optional_sources_usable",
                 asset=table,
-                description=f"Warns when an optional source ({names}) is present but {table} has no row; an absent source passes "
-                "(the table is empty until it is supplied).",
+                description=f"Every optional source ({names}) is present and {table} has rows. Warns when one is absent, as in "
+                "the default install (the mirror has none of them: the table lacks their rows until they are supplied), or "
+                "present but yielding no row.",
             )
         )
 
@@ -240,19 +242,21 @@ def _optional_sources_table(project: ProjectPaths, optional: Sequence[str], miss
 def _optional_sources_check(
     table: str, project: ProjectPaths, optional: Sequence[str], missing: Sequence[Source], result: IngestResult
 ) -> dg.AssetCheckResult:
-    """Passes while the table has rows or every optional source is absent (the default install); WARN when one is present
-    but the table is empty (every row quarantined, or a file holding none)."""
+    """Passes when every optional source is present and the table has rows; fails with WARN severity, saying why, while one is
+    absent (the default install: the table lacks its rows) or when they are present but the table is empty (every row
+    quarantined, or a file holding none)."""
     present = [name for name in optional if name not in {s.name for s in missing}]
+    absent = " / ".join(missing_message(s, project) for s in missing)
     if result.table.height:
-        text = f"{table}: {result.table.height} rows from {', '.join(result.files)}"
+        text = f"{table}: {result.table.height} rows from {', '.join(result.files)}" + (f"; without {absent}" if missing else "")
     elif not present:
-        text = f"{table} is empty by design: " + " / ".join(missing_message(s, project) for s in missing)
+        text = f"{table} is empty by design: {absent}"
     else:
         text = f"{table} is empty although {', '.join(present)} {'is' if len(present) == 1 else 'are'} present: see {quarantine_key(table)}"
     return dg.AssetCheckResult(
         asset_key=table,
         check_name="optional_sources_usable",
-        passed=result.table.height > 0 or not present,
+        passed=result.table.height > 0 and not missing,
         severity=dg.AssetCheckSeverity.WARN,
         description=text,
         metadata={"absent": dg.MetadataValue.json({s.name: str(s.raw_path(project)) for s in missing}),

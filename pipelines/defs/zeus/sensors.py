@@ -11,6 +11,7 @@ import dagster as dg
 
 from pipelines.contracts.registry import quarantine_key
 from pipelines.defs.shared.io_manager import PathsResource
+from pipelines.defs.shared.run_tags import by_sensor
 from pipelines.defs.zeus.assets import MEASURED_FINGERPRINT
 from pipelines.ingest.zeus import measured_fingerprint
 
@@ -18,12 +19,13 @@ TABLE = dg.AssetKey("zeus_power_profiles")
 #: Each ingest writes its table and its quarantine together.
 INGEST = [key for table in (TABLE.to_user_string(), "power_limit_profiles")
           for key in (dg.AssetKey(table), dg.AssetKey.from_user_string(quarantine_key(table)))]
+NAME = "measured_profiles_sensor"
 #: Seconds between two looks at raw/measured/.
 INTERVAL_S = 30
 
 
 @dg.sensor(
-    name="measured_profiles_sensor",
+    name=NAME,
     asset_selection=INGEST,
     minimum_interval_seconds=INTERVAL_S,
     default_status=dg.DefaultSensorStatus.RUNNING,
@@ -37,4 +39,5 @@ def measured_profiles_sensor(context: dg.SensorEvaluationContext, paths: PathsRe
     recorded = event.asset_materialization.metadata.get(MEASURED_FINGERPRINT)
     if recorded is not None and recorded.value == current:
         return dg.SkipReason("raw/measured/ holds the files zeus_power_profiles was ingested from")
-    return dg.RunRequest(run_key=f"measured-{current[:16]}", asset_selection=INGEST, tags={"measured_fingerprint": current})
+    return dg.RunRequest(run_key=f"measured-{current[:16]}", asset_selection=INGEST,
+                         tags={"measured_fingerprint": current, **by_sensor(NAME)})
