@@ -8,6 +8,9 @@ then hands the replay to one of two engines that give identical tables:
 * ``fast``: this module: the groups, tables and policy packed into arrays, replayed by
   ``kernels.replay_groups_kernel`` (about 50-100x faster per run, see ``bench/bench_replay.py``).
 
+``replay_totals`` runs many replays of one trace (a sweep's (eta, beta, seed) under one policy) in
+one pass of the kernel and returns only their totals, exactly as ``math.fsum`` sums ``replay``'s runs.
+
 The engine is chosen by ``engine=`` or ``$GPU_ENERGY_REPLAY`` (``auto``, ``fast``, ``reference``).
 ``auto`` (the default) takes the fast path when numba is installed and the call is large enough
 to pay for loading the compiled code (``AUTO_MIN_JOBS`` job replays) or that code is loaded

@@ -20,15 +20,19 @@ Floating-point expressions keep the reference's operation order (no fastmath): r
 same float64 values, not merely close ones. The reference stays the readable specification and
 the test oracle (``tests/zeus/test_fast.py`` compares the two run by run).
 
-A replay covers groups ``[g_lo, g_hi)`` of one trace and one GPU. Instead of raising, it stops at
-the first group the reference would stop at and returns an error code (``ERR_*``);
-``pipelines.zeus.fast`` then replays that group with the reference, which raises the genuine
-exception and message.
+A call covers groups ``[g_lo, g_hi)`` of one trace and one GPU under one policy, for one or more
+*states* (a replay's eta, beta and seed knob). With one state it records every run (the runs of
+``replay_groups``); with many (a sweep's batch) it replays each group under every state in turn and
+keeps only each state's totals: its runs counted, their energy and time summed exactly
+(``_exact_add``: integers per binary exponent, rounded once at the end as ``math.fsum`` rounds).
+Instead of raising, a state stops at the first group the reference would stop at, with an error
+code (``ERR_*``); ``pipelines.zeus.fast`` then replays it with the reference, which raises the
+genuine exception and message.
 
 Written for numba's code generation (measured with perf; see ``bench/bench_replay.py``): the event
-loop is one function whose hot state lives in local arrays, since numba reference-counts an array
-on every call that passes it and on every read of a tuple's field inside a loop of this size
-(that cost 20x); buffers never grow inside the loop (a re-assigned array is reference-counted on
+loop of a group is one function whose hot state lives in local arrays, since numba reference-counts
+an array on every call that passes it (once per group and state is cheap, once per run is not) and
+on every read of a tuple's field inside a loop of this size (that cost 20x); buffers never grow inside the loop (a re-assigned array is reference-counted on
 every iteration); and an arm's posterior is refitted when the next prediction reads it rather
 than at every observation (the same values: a fit depends on the arm's rewards only; 35x fewer
 summed rewards on ITP).
