@@ -56,7 +56,7 @@ SLURM = "slurm"
 NAMED = (AUTO, LOCAL, NONE, SLURM)
 #: Seconds a local cluster of 2 workers costs before it runs tasks as fast as this process: its start, each worker
 #: importing the package and loading the compiled replay, the inputs scattered (2 cores; docs/benchmarks.md).
-LOCAL_START_SECONDS = 4.0
+LOCAL_START_SECONDS = 5.0
 #: Tasks ``AutoRunner`` runs in this process, timed, before it chooses (the first pays for loading code; the fastest counts).
 AUTO_PROBE_TASKS = 2
 #: Times ``DaskRunner.map`` scatters the shared inputs again after Dask lost them with a worker.

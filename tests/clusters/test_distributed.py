@@ -237,8 +237,8 @@ def test_auto_keeps_cheap_tasks_in_this_process_and_says_so(monkeypatch: pytest.
         assert runner.description.startswith("auto: in-process")
     assert sorted(finished) == list(range(12))
     assert len(notes) == 1 and notes[0].startswith("[auto] 10 tasks left at ") and notes[0].endswith("running them in this process")
-    # 10 tasks of 0.01 s: 0.1 s here against the cluster's start (4 s) + 0.05 s
-    assert "about 0.1 s in this process, 4.1 s on a local cluster (4 s to start)" in notes[0]
+    # 10 tasks of 0.01 s: 0.1 s here against the cluster's start (5 s) + 0.05 s
+    assert "about 0.1 s in this process, 5.1 s on a local cluster (5 s to start)" in notes[0]
 
 
 @pytest.mark.slow
