@@ -1,25 +1,41 @@
-"""Knob-grid sweep benchmark: one grid in-process, on a LocalCluster of 1 worker and of 2 workers, in one run.
+"""Knob-grid sweep benchmark: where the sweep's tasks should run, measured in one run with its peers.
 
 Reads the materialized inputs of the sweep command (`make figures` or `make materialize` writes
-them), keeps the public traces present, and sweeps one grid (Zeus and Default, 2 GPUs, eta
-{0, 0.5, 1}, beta 2, seeds 1-2) three ways. Prints replays per second, the scaling ratios, the
-cost of one replay per policy, checks the three tables are identical, and extrapolates the
-paper grid (``sweep.PAPER_GRID``) from the measured per-replay costs.
+them) and keeps the public traces. In one run, each line with the load average next to it:
+
+1. a small grid (ITP and ElasticFlow x v100, a40 x eta {0, .5, 1} x beta 2 x seeds 1-2, Zeus and
+   Default: 32 replays) in-process and with the default options (``auto``): the ratio (goal <= 1.15);
+2. what a LocalCluster of 2 costs before it replays as fast as this process (start, each worker
+   loading the compiled replay, the inputs scattered): what ``distributed.LOCAL_START_SECONDS`` says;
+3. the paper grid (2,240 replays) in-process, on 2 single-thread workers of a running scheduler,
+   and there again with a worker killed mid-sweep: times, ratio (goal >= 1.5x) and that the three
+   tables are identical; and the seconds per job and replay the batches took
+   (``sweep.SECONDS_PER_JOB_REPLAY``).
 """
 
 from __future__ import annotations
 
+import contextlib
+import json
 import os
+import signal
+import subprocess
+import sys
+import tempfile
 import time
+from collections.abc import Iterator
+from pathlib import Path
 
 import polars as pl
 
 from pipelines.clusters import mapping, sweep
-from pipelines.distributed import SerialRunner, connect
+from pipelines.distributed import LOCAL_START_SECONDS, SCHEDULER_ENV, SerialRunner, connect, fan_out
 from pipelines.home.paths import default_paths
+from pipelines.zeus import fast
 from pipelines.zeus.traces import Traces
 
 GRID = sweep.Grid(etas=(0.0, 0.5, 1.0), betas=(2.0,), seeds=(1, 2), gpus=("v100", "a40"), policies=("zeus", "default"))
+BIN = Path(sys.executable).parent
 
 
 def load() -> tuple[pl.DataFrame, Traces]:
@@ -28,50 +44,123 @@ def load() -> tuple[pl.DataFrame, Traces]:
     return jobs.filter(pl.col("trace").is_in(mapping.TRACES)), traces
 
 
-def per_replay_seconds(jobs: pl.DataFrame, traces: Traces, chosen: tuple[str, ...]) -> dict[str, float]:
-    """Mean seconds of one replay per policy, in this process (one of each per trace on v100)."""
-    by_trace = {t: jobs.filter(pl.col("trace") == t).select(sweep.JOB_COLUMNS) for t in chosen}
-    knobs = {"zeus": (0.5, 2.0), "grid-search": (0.5, None), "default": (None, None)}
-    cost = {}
-    for policy, (eta, beta) in knobs.items():
-        t0 = time.perf_counter()
-        for trace in chosen:
-            sweep.replay_totals(sweep.Replay(trace, "v100", policy, 1, eta, beta), by_trace, traces)
-        cost[policy] = (time.perf_counter() - t0) / len(chosen)
-    return cost
+def load_note() -> str:
+    return "load " + " ".join(f"{x:.1f}" for x in os.getloadavg())
+
+
+def _loaded(_: int) -> bool:
+    """A worker's first task: the compiled replay loaded."""
+    fast.kernels()
+    return True
+
+
+@contextlib.contextmanager
+def running_scheduler(folder: Path) -> Iterator[tuple[str, list[subprocess.Popen[bytes]]]]:
+    """A ``dask scheduler`` and 2 single-thread ``dask worker`` processes on 127.0.0.1; (address, workers); stopped on exit."""
+    from distributed import Client
+
+    env = {k: v for k, v in os.environ.items() if k != SCHEDULER_ENV}
+    scheduler_file = folder / "scheduler.json"
+    processes: list[subprocess.Popen[bytes]] = []
+
+    def start(args: list[str], log: str) -> subprocess.Popen[bytes]:
+        with open(folder / log, "wb") as out:
+            process = subprocess.Popen(args, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+        processes.append(process)
+        return process
+
+    try:
+        start([str(BIN / "dask"), "scheduler", "--host", "127.0.0.1", "--port", "0", "--no-dashboard", "--scheduler-file", str(scheduler_file)],
+              "scheduler.log")  # fmt: skip
+        while not scheduler_file.exists():
+            time.sleep(0.2)
+        time.sleep(0.2)
+        address = json.loads(scheduler_file.read_text())["address"]
+        workers = [start([str(BIN / "dask"), "worker", address, "--nthreads", "1", "--no-nanny", "--host", "127.0.0.1", "--no-dashboard",
+                          "--name", f"w{i}", "--local-directory", str(folder)], f"w{i}.log") for i in range(2)]  # fmt: skip
+        with Client(address, timeout=60) as client:
+            client.wait_for_workers(2, timeout=60)
+        yield address, workers
+    finally:
+        for process in reversed(processes):
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+
+
+def small_grid(jobs: pl.DataFrame, traces: Traces) -> None:
+    n = len(sweep.replays(GRID, sweep.present_traces(jobs)))
+    fast.kernels()  # loaded in this process for both, as a sweep command's first replay loads it
+    t0 = time.perf_counter()
+    serial = sweep.sweep(jobs, traces, GRID, SerialRunner())
+    in_process = time.perf_counter() - t0
+    notes: list[str] = []
+    t0 = time.perf_counter()
+    with connect(None, note=notes.append) as runner:  # the command's default (no $DASK_SCHEDULER_ADDRESS here)
+        table = sweep.sweep(jobs, traces, GRID, runner)
+        where = runner.description
+    default = time.perf_counter() - t0
+    same = "identical" if table.equals(serial) else "DIFFERENT"
+    print(f"1. small grid, {n} replays: in-process {in_process:.2f} s; default options {default:.2f} s ({where}; table {same}): "
+          f"{default / in_process:.2f}x the in-process time (goal <= 1.15)  [{load_note()}]")  # fmt: skip
+    for line in notes:
+        print(f"   {line}")
+
+
+def local_start(jobs: pl.DataFrame, traces: Traces) -> None:
+    shared = {"jobs": {t: jobs.filter(pl.col("trace") == t).select(sweep.JOB_COLUMNS) for t in sweep.present_traces(jobs)},
+              "traces": Traces(traces.train, traces.power)}  # fmt: skip
+    t0 = time.perf_counter()
+    with connect("local", workers=2) as runner:
+        started = time.perf_counter() - t0
+        runner.map(lambda i, **_: _loaded(i), [0, 1], shared)  # both workers: code loaded, inputs scattered
+        ready = time.perf_counter() - t0
+    print(f"2. local cluster of 2: {started:.1f} s to start, {ready:.1f} s until both workers replay "
+          f"(LOCAL_START_SECONDS = {LOCAL_START_SECONDS:g})  [{load_note()}]")
+
+
+def paper_grid(jobs: pl.DataFrame, traces: Traces) -> None:
+    chosen = sweep.present_traces(jobs)
+    n = len(sweep.replays(sweep.PAPER_GRID, chosen))
+    job_replays = sum(jobs.filter(pl.col("trace") == r.trace).height for r in sweep.replays(sweep.PAPER_GRID, chosen))
+    t0 = time.perf_counter()
+    serial = sweep.sweep(jobs, traces, sweep.PAPER_GRID, SerialRunner())
+    in_process = time.perf_counter() - t0
+    print(f"3. paper grid, {n} replays: in-process {in_process:.1f} s ({in_process / job_replays * 1e9:.0f} ns per job "
+          f"and replay)  [{load_note()}]")
+    with tempfile.TemporaryDirectory(prefix="bench-sweep-") as folder, running_scheduler(Path(folder)) as (address, workers):
+        with connect(address) as runner:
+            fan_out(runner, _loaded, [0, 1], {})  # the running workers' code loaded, as on a cluster in use
+            t0 = time.perf_counter()
+            table = sweep.sweep(jobs, traces, sweep.PAPER_GRID, runner)
+            on_two = time.perf_counter() - t0
+        same = "identical" if table.equals(serial) else "DIFFERENT"
+        print(f"   2 single-thread workers of a running scheduler: {on_two:.1f} s, {in_process / on_two:.2f}x in-process "
+              f"(goal >= 1.5x), table {same}  [{load_note()}]")  # fmt: skip
+        with connect(address) as runner:
+            victim = workers[0]
+            done: list[int] = []
+
+            def kill_after_first(_: int) -> None:
+                done.append(1)
+                if len(done) == 1:
+                    victim.send_signal(signal.SIGKILL)
+
+            original = runner.map
+            runner.map = lambda fn, tasks, shared, on_done=None: original(fn, tasks, shared, kill_after_first)  # type: ignore[method-assign]
+            t0 = time.perf_counter()
+            table = sweep.sweep(jobs, traces, sweep.PAPER_GRID, runner)
+            killed = time.perf_counter() - t0
+        same = "identical" if table.equals(serial) else "DIFFERENT"
+        print(f"   the same with a worker killed after the first task: {killed:.1f} s, table {same}  [{load_note()}]")
 
 
 def main() -> None:
     jobs, traces = load()
-    chosen = sweep.present_traces(jobs)
-    n = len(sweep.replays(GRID, chosen))
-    print(f"grid: {', '.join(chosen)} x {len(GRID.gpus)} GPUs x {len(GRID.etas)} etas x {len(GRID.seeds)} seeds, "
-          f"Zeus + Default: {n} replays ({os.cpu_count()} cores here)")
-    results: dict[str, tuple[float, pl.DataFrame]] = {}
-    t0 = time.perf_counter()
-    table = sweep.sweep(jobs, traces, GRID, SerialRunner())
-    results["in-process"] = (time.perf_counter() - t0, table)
-    for workers in (1, 2):
-        started = time.perf_counter()
-        with connect("local", workers=workers) as runner:
-            ready = time.perf_counter()
-            table = sweep.sweep(jobs, traces, GRID, runner)
-            results[f"{workers} worker{'s' if workers > 1 else ''}"] = (time.perf_counter() - ready, table)
-        print(f"  (local cluster of {workers}: {ready - started:.1f} s to start)")
-    base = results["in-process"][1]
-    for name, (seconds, table) in results.items():
-        same = "identical" if table.equals(base) else "DIFFERENT"
-        print(f"{name:>11}: {seconds:6.1f} s, {n / seconds:5.2f} replays/s, table {same}")
-    one, two = results["1 worker"][0], results["2 workers"][0]
-    print(f"scaling: 2 workers vs 1 worker {one / two:.2f}x, vs in-process {results['in-process'][0] / two:.2f}x")
-    cost = per_replay_seconds(jobs, traces, chosen)
-    print("one replay (in-process, per trace): " + ", ".join(f"{p} {s:.2f} s" for p, s in cost.items()))
-    paper = sweep.replays(sweep.PAPER_GRID, chosen)
-    serial = sum(cost[r.policy] for r in paper)
-    efficiency = one / two / 2
-    print(f"paper grid: {len(paper)} replays ({sum(r.policy == 'zeus' for r in paper)} Zeus): about {serial / 60:.1f} min "
-          f"in-process, {serial / 2 / efficiency / 60:.1f} min on 2 workers (at the {efficiency:.0%} efficiency measured here), "
-          f"{serial / 16 / 60:.1f} min on 16 workers if they scale as well")
+    print(f"{os.cpu_count()} cores here; traces {', '.join(sweep.present_traces(jobs))}")
+    small_grid(jobs, traces)
+    local_start(jobs, traces)
+    paper_grid(jobs, traces)
 
 
 if __name__ == "__main__":

@@ -4,12 +4,13 @@ Writes sacct exports (tests/support/sacct_export.py, Europe/Berlin clock, a mixe
 cluster with Slurm's energy accounting, steps included) into a temp folder, then:
 
 1. on 100,000 allocations: ``python -m pipelines whatif FILE --json`` with the default 20 samples,
-   in the child's own process (no scheduler: the default), beside the same command with
+   in the child's own process (``--scheduler none``), beside the same command with
    ``--samples 1`` (the peer: one replay) in the same run; prints both and the ratio
    (goal: the 20 samples under 30 s);
 2. on 1,000,000 allocations (about 3.2M lines, 570 MB): the same with ``--samples 20 --scheduler
    local`` (a LocalCluster, one worker per core) and prints wall time and peak RSS (aim: under
-   90 s); its counts must equal the generator's truth;
+   90 s); its counts must equal the generator's truth; then in-process (``--scheduler none``, the
+   peer) and the ratio (goal: local >= 1.4x in-process);
 3. times the parse alone, ``pipelines.ingest.slurm.read_sacct``, against pandas
    ``read_csv(sep="|")`` on the same file, and prints the ratio. ``read_csv`` only splits the
    fields and infers types (no steps, states, GPUs, time zones, accounting or quarantine), so a
@@ -158,8 +159,8 @@ def main() -> None:
             path = Path(tmp) / "small.sacct"
             truth = write(path, args.small)
             print(f"small export: {truth.lines:,} lines ({path.stat().st_size / 1e6:,.0f} MB), {truth.allocations:,} allocations; {load()}")
-            one, _, report_one = end_to_end(path, "--samples", "1")
-            many, rss, report = end_to_end(path, "--samples", str(args.samples))
+            one, _, report_one = end_to_end(path, "--samples", "1", "--scheduler", "none")
+            many, rss, report = end_to_end(path, "--samples", str(args.samples), "--scheduler", "none")
             check_counts(report, truth)
             print(f"  whatif --samples 1 (the peer): {one:.1f} s; --samples {args.samples} in-process: {many:.1f} s wall, peak RSS "
                   f"{rss:.2f} GB (goal < {GOAL_SMALL_S:.0f} s); ratio {many / one:.1f}x; {load()}")
@@ -175,6 +176,10 @@ def main() -> None:
         check_counts(report, truth)
         print(f"  whatif --samples {args.samples} --scheduler local ({report['runner']}): {wall:.1f} s wall, peak RSS of the command "
               f"{rss:.2f} GB (aim < {GOAL_LARGE_S:.0f} s); {load()}")
+        here, rss_here, report_here = end_to_end(path, "--samples", str(args.samples), "--scheduler", "none")
+        same = "the same report" if {**report_here, "runner": ""} == {**report, "runner": ""} else "a DIFFERENT report"
+        print(f"  the same in-process (--scheduler none, the peer): {here:.1f} s wall, peak RSS {rss_here:.2f} GB; local is "
+              f"{here / wall:.2f}x in-process (goal >= 1.4x), {same}; {load()}")
         print(f"  {saving(report)}")
 
         ours, result = parse_ours(path)

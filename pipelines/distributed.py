@@ -2,6 +2,10 @@
 
 A *scheduler* names where tasks run:
 
+* ``"auto"`` (``AutoRunner``): in this process where that is faster, else on a ``"local"`` cluster. The
+  first tasks of a map run here and are timed; from the rest's estimated seconds (``rest x`` the
+  measured seconds per task) against a local cluster's (``LOCAL_START_SECONDS`` + the same work spread
+  over its workers) it goes on here or starts the cluster for the rest, and says which with the estimate;
 * ``"none"``: in this process, one after another (``SerialRunner``; Dask is not imported);
 * ``"local"``: a ``distributed.LocalCluster`` started here and closed on exit: one worker process
   per core, one thread each (the replay is pure-Python CPU work, so processes, not threads),
@@ -10,7 +14,7 @@ A *scheduler* names where tasks run:
 * ``"slurm"``: workers submitted as Slurm jobs by dask-jobqueue (``pipelines.jobqueue``: the
   ``slurm`` extra), adaptive by default, the jobs cancelled on exit; waits for the first worker;
 * an address (``tcp://HOST:PORT``, anything ``distributed.Client`` accepts): that cluster;
-* ``None``: ``$DASK_SCHEDULER_ADDRESS`` when set (read at call time, never at import), else ``"local"``.
+* ``None``: ``$DASK_SCHEDULER_ADDRESS`` when set (read at call time, never at import), else ``"auto"``.
 
 ``fan_out`` sends the shared inputs to the workers once (scattered and broadcast to every worker),
 runs ``fn(task, **shared)`` per task and returns the results in task order. A task running on a
@@ -29,6 +33,8 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import sys
+import time
 import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import CancelledError
@@ -42,9 +48,17 @@ R = TypeVar("R")
 
 #: The environment variable naming an existing Dask scheduler (read when a runner is made).
 SCHEDULER_ENV = "DASK_SCHEDULER_ADDRESS"
+AUTO = "auto"
 LOCAL = "local"
 NONE = "none"
 SLURM = "slurm"
+#: The schedulers named by a word (anything else is an address).
+NAMED = (AUTO, LOCAL, NONE, SLURM)
+#: Seconds a local cluster of 2 workers costs before it runs tasks as fast as this process: its start, each worker
+#: importing the package and loading the compiled replay, the inputs scattered (2 cores; docs/benchmarks.md).
+LOCAL_START_SECONDS = 5.0
+#: Tasks ``AutoRunner`` runs in this process, timed, before it chooses (the first pays for loading code; the fastest counts).
+AUTO_PROBE_TASKS = 2
 #: Times ``DaskRunner.map`` scatters the shared inputs again after Dask lost them with a worker.
 RESUBMITS = 3
 #: How long ``connect`` tries to reach a scheduler address before it gives up (``SchedulerError``).
@@ -151,11 +165,84 @@ class DaskRunner:
         return results
 
 
+class AutoRunner:
+    """The ``"auto"`` scheduler: a map's first tasks in this process, timed; the rest here or on a local cluster,
+    whichever the measured seconds per task say is sooner (the module docstring). The cluster, once started, serves
+    the maps after it and is closed with the runner."""
+
+    def __init__(self, stack: contextlib.ExitStack, workers: int | None = None, note: Callable[[str], None] | None = None) -> None:
+        self._stack = stack
+        self._workers = workers or os.cpu_count() or 1
+        self._note = note or (lambda line: print(line, file=sys.stderr))
+        self._cluster: DaskRunner | None = None
+        self._stayed = False  # chose this process (for the description)
+
+    @property
+    def workers(self) -> int:
+        """Tasks that may run at once: the local cluster's workers (what a caller sizes its tasks for)."""
+        return self._workers
+
+    @property
+    def description(self) -> str:
+        if self._cluster is not None:
+            return f"auto: {self._cluster.description}"
+        if self._stayed:
+            return "auto: in-process (serial; the measured work did not pay for a local cluster)"
+        return f"auto: in-process, or a local cluster of {self._workers} workers where the measured work pays for it"
+
+    def map(
+        self,
+        fn: Callable[..., R],
+        tasks: Sequence[T],
+        shared: Mapping[str, object],
+        on_done: Callable[[int], None] | None = None,
+    ) -> list[R]:
+        if self._cluster is not None:
+            return self._cluster.map(fn, tasks, shared, on_done)
+        results: list[R] = []
+        fastest = float("inf")
+        for i, task in enumerate(tasks):
+            if i == AUTO_PROBE_TASKS and not self._stays_here(len(tasks) - i, fastest):
+                return [*results, *self._local().map(fn, tasks[i:], shared, _shifted(on_done, i))]
+            started = time.perf_counter()
+            results.append(fn(task, **shared))
+            fastest = min(fastest, time.perf_counter() - started)
+            if on_done is not None:
+                on_done(i)
+        return results
+
+    def _stays_here(self, rest: int, seconds: float) -> bool:
+        """Whether ``rest`` tasks of ``seconds`` each end sooner here than on a local cluster started now; says which."""
+        here = rest * seconds
+        there = LOCAL_START_SECONDS + here / self._workers
+        stay = self._workers < 2 or here <= there
+        self._stayed = self._stayed or stay
+        choice = "in this process" if stay else f"on a local cluster of {self._workers} workers"
+        self._note(f"[auto] {rest} tasks left at {seconds:.3g} s each (measured here): about {here:.1f} s in this process, "
+                   f"{there:.1f} s on a local cluster ({LOCAL_START_SECONDS:g} s to start): running them {choice}")  # fmt: skip
+        return stay
+
+    def _local(self) -> DaskRunner:
+        from distributed import Client
+
+        cluster = self._stack.enter_context(local_cluster(self._workers))
+        client = self._stack.enter_context(Client(cluster))
+        self._cluster = DaskRunner(client, f"local cluster {cluster.scheduler_address}")
+        return self._cluster
+
+
+def _shifted(on_done: Callable[[int], None] | None, by: int) -> Callable[[int], None] | None:
+    """``on_done`` for a map of ``tasks[by:]``: its task ``j`` is task ``by + j`` of the whole."""
+    if on_done is None:
+        return None
+    return lambda j: on_done(by + j)
+
+
 def resolve_scheduler(scheduler: str | None = None) -> str:
-    """``scheduler``, or ``$DASK_SCHEDULER_ADDRESS``, or ``"local"`` (see the module docstring)."""
+    """``scheduler``, or ``$DASK_SCHEDULER_ADDRESS``, or ``"auto"`` (see the module docstring)."""
     if scheduler:
         return scheduler
-    return os.environ.get(SCHEDULER_ENV) or LOCAL
+    return os.environ.get(SCHEDULER_ENV) or AUTO
 
 
 def _inside_dask_worker() -> bool:
@@ -194,19 +281,23 @@ def connect(scheduler: str | None = None, *, workers: int | None = None, slurm: 
             note: Callable[[str], None] | None = None) -> Iterator[Runner]:
     """A runner for ``scheduler`` (see the module docstring), closed (cluster stopped) on exit.
 
-    ``workers``: processes of a ``"local"`` cluster (default: one per core); ``slurm``: the jobs of
+    ``workers``: processes of a ``"local"`` (or ``"auto"``'s) cluster (default: one per core); ``slurm``: the jobs of
     a ``"slurm"`` cluster (default: Dask's ``jobqueue.slurm`` config); both ignored otherwise.
-    ``note``: where a Slurm cluster's progress lines go (its address, the wait for the first job).
+    ``note``: where a Slurm cluster's progress lines and ``"auto"``'s choice go (default for the latter: stderr).
     """
     target = resolve_scheduler(scheduler)
     if target == NONE:
         yield SerialRunner()
         return
-    if target == LOCAL and _inside_dask_worker():
+    if target in (LOCAL, AUTO) and _inside_dask_worker():
         from distributed import worker_client
 
         with worker_client() as client:
             yield DaskRunner(client, f"the Dask cluster of this worker ({client.scheduler.address})")
+        return
+    if target == AUTO:
+        with contextlib.ExitStack() as stack:
+            yield AutoRunner(stack, workers, note)
         return
     from distributed import Client
 

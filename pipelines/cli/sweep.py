@@ -109,9 +109,10 @@ def _values(kind: Callable[[str], T], name: str) -> Callable[[click.Context, cli
 @click.option("--seeds", callback=_values(int, "integers"), help="seed knob values, e.g. 1,2.")
 @click.option("--policies", callback=_values(str, "policy names"), help="default: zeus,default,grid-search (default is required).")
 @click.option("--scheduler", default=None,
-              help="local (a LocalCluster here, one worker per core), none (in-process, serial), slurm (workers as Slurm jobs: "
-                   "the --slurm-* options, the slurm extra) or a scheduler address tcp://HOST:PORT. Default: "
-                   "$DASK_SCHEDULER_ADDRESS, else local.")
+              help="auto (in-process, or a LocalCluster where the first replays' measured time says it is sooner; the choice is "
+                   "printed), local (a LocalCluster here, one worker per core), none (in-process, serial), slurm (workers as Slurm "
+                   "jobs: the --slurm-* options, the slurm extra) or a scheduler address tcp://HOST:PORT. Default: "
+                   "$DASK_SCHEDULER_ADDRESS, else auto.")
 @click.option("--workers", type=click.IntRange(min=1), default=None, help="Worker processes of a local cluster (default: one per core).")
 @click.option("--assets", "assets_dir", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Folder of the materialized tables (default: the project's assets/).")

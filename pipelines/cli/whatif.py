@@ -4,8 +4,9 @@ Prints the report of ``pipelines.clusters.whatif`` (``--json``: exactly one JSON
 stdout; the text by ``pipelines.clusters.report_text``). A file that cannot be read at all, or a
 bad option, prints one line naming the file, line and column (or the option) and exits with code
 2. Progress bars go to stderr when it is a terminal (``--progress`` / ``--no-progress`` to choose).
-The samples run in this process, or on Dask with ``--scheduler`` (``local``: a LocalCluster here,
-``slurm``: workers as Slurm jobs, or a scheduler's address); the numbers are the same either way.
+The samples run where ``--scheduler`` says (``auto``: in this process, or a LocalCluster where the
+measured samples say it is sooner; ``none``, ``local``, ``slurm`` or a scheduler's address); the numbers
+are the same either way.
 ``--html FILE`` also writes the report as one self-contained page (``pipelines.figures.whatif_html``)
 with the same numbers.
 """
@@ -100,9 +101,10 @@ def _non_negative(ctx: click.Context, param: click.Parameter, value: float | Non
               help="Draws of the workload assignment and the optimizer's seeds (1: a single replay); figures are medians with a "
                    "90 % interval.")
 @click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True, help="Base seed of the draws.")
-@click.option("--scheduler", default=None,
-              help="Run the samples on Dask: local (a LocalCluster here, one worker per core), slurm (workers as Slurm jobs: "
-                   "the --slurm-* options, the slurm extra) or a scheduler address (tcp://HOST:PORT)  [default: in this process]")
+@click.option("--scheduler", default="auto", show_default=True,
+              help="Where the samples run: auto (in this process, or a LocalCluster where the first samples' measured time says "
+                   "it is sooner; the choice is printed), none (in this process), local (a LocalCluster here, one worker per core), "
+                   "slurm (workers as Slurm jobs: the --slurm-* options, the slurm extra) or a scheduler address (tcp://HOST:PORT)")
 @click.option("--eta-knob", type=float, default=0.5, show_default=True, callback=_finite(0.0, 1.0),
               help="Energy weight of Zeus's cost, in [0, 1].")
 @click.option("--beta-knob", type=float, default=2.0, show_default=True, callback=_finite(1.0, math.inf, inf_ok=True),
@@ -222,7 +224,7 @@ def cli(
             power_limit_profiles([spec for spec in profile_specs if "=" in spec]))
         prepared = report_of.prepare(result, profiles, options)
         del result  # the draws need only the plan: the table is freed before them
-        with connect(scheduler or "none", slurm=slurm_cluster, note=note) as runner:
+        with connect(scheduler, slurm=slurm_cluster, note=note) as runner:
             report, power = report_of.run(prepared, profiles, runner=runner, keep_power=html_file is not None)
     except (IngestError, TraceError, tracefiles.TraceFileError, ValueError) as exc:
         _fail(str(exc))

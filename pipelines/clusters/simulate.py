@@ -136,6 +136,21 @@ def trace_totals(
     return runs.size, math.fsum(energy.tolist()), math.fsum(runs.time.tolist())
 
 
+def trace_totals_batch(
+    jobs: pl.DataFrame, traces: Traces, gpu: str, policy: PolicyName, knobs: list[fast.Knobs]
+) -> list[tuple[int, float, float] | None]:
+    """``trace_totals`` of many replays of one trace on ``gpu`` under ``policy``, one per (eta, beta, seed) of ``knobs``,
+    in one pass of the compiled replay over the jobs (``fast.replay_totals``): the same numbers, bit for bit.
+
+    None for a replay the batch stopped at (where ``simulate_trace`` raises, or a total that is not finite):
+    ``trace_totals`` of that replay alone raises or sums it. Needs numba (``fast.available``).
+    """
+    if jobs.height == 0:
+        return [(0, 0.0, 0.0) for _ in knobs]
+    arrays, tables, num_gpu = _prepared(jobs, traces, gpu)
+    return fast.replay_totals(arrays, tables, num_gpu, policy, knobs)
+
+
 #: ``_prepared``'s memo: (jobs, traces, gpu) by object identity -> (jobs, traces, prepared). The frames are held,
 #: so their ids cannot be reused while they are in here; ``is`` guards every hit.
 _PREPARED: dict[tuple[int, int, str], tuple[pl.DataFrame, Traces, tuple[fast.GroupArrays, dict[str, WorkloadTable], np.ndarray]]] = {}

@@ -23,13 +23,15 @@ is sorted, so the result is bit-identical for any scheduler, worker count or com
 
 from __future__ import annotations
 
+import contextlib
+import math
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import cast
 
 import polars as pl
 
-from pipelines.clusters.simulate import trace_totals
+from pipelines.clusters.simulate import trace_totals, trace_totals_batch
 from pipelines.contracts.sweep import ZeusKnobGrid
 from pipelines.distributed import Runner, fan_out
 from pipelines.home.paths import table_files
@@ -128,18 +130,82 @@ def replay_totals(task: Replay, jobs: dict[str, pl.DataFrame], traces: Traces) -
     totals are null and ``error`` names the group's failure.
     """
     frame = jobs[task.trace]
-    eta = task.eta if task.eta is not None else _UNREAD_ETA
-    beta = task.beta if task.beta is not None else _UNREAD_BETA
-    totals: dict[str, object] = {
-        "trace": task.trace, "gpu": task.gpu, "policy": task.policy, "seed": task.seed, "eta": task.eta, "beta": task.beta,
-        "jobs": frame.height, "runs": None, "energy_j": None, "time_s": None, "error": None,
-    }
     try:
         # A sweep replays many times: the compiled replay pays for loading its code on any trace size.
-        runs, energy, time = trace_totals(frame, traces, task.gpu, task.policy, eta=eta, beta=beta, seed=task.seed, engine=fast.batch_engine())
+        totals = trace_totals(frame, traces, task.gpu, task.policy, eta=_eta(task), beta=_beta(task), seed=task.seed, engine=fast.batch_engine())
     except SimulationError as exc:
-        return {**totals, "error": str(exc)}
-    return {**totals, "runs": runs, "energy_j": energy, "time_s": time}
+        return _row(task, frame.height, None, str(exc))
+    return _row(task, frame.height, totals, None)
+
+
+def _eta(task: Replay) -> float:
+    return task.eta if task.eta is not None else _UNREAD_ETA
+
+
+def _beta(task: Replay) -> float:
+    return task.beta if task.beta is not None else _UNREAD_BETA
+
+
+def _row(task: Replay, jobs: int, totals: tuple[int, float, float] | None, error: str | None) -> dict[str, object]:
+    """One replay's row of totals: runs, energy_j and time_s null where it failed (``error``)."""
+    runs, energy, time = totals if totals is not None else (None, None, None)
+    return {
+        "trace": task.trace, "gpu": task.gpu, "policy": task.policy, "seed": task.seed, "eta": task.eta, "beta": task.beta,
+        "jobs": jobs, "runs": runs, "energy_j": energy, "time_s": time, "error": error,
+    }  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Batch:
+    """Replays of one trace on one GPU under one policy, run together: one task of a sweep."""
+
+    replays: tuple[Replay, ...]
+
+
+#: Seconds of compiled replay per trace job and replay (``fast.replay_totals``, 2 cores, bench/bench_sweep.py): what
+#: a batch's size is estimated from, so that a task on a worker carries about ``TASK_SECONDS`` of work, not milliseconds.
+SECONDS_PER_JOB_REPLAY = 1.5e-7
+TASK_SECONDS = 1.0
+#: At least this many tasks per worker thread, where the grid has enough replays: a worker that finishes early takes more.
+TASKS_PER_WORKER = 4
+
+
+def batches(tasks: list[Replay], jobs: dict[str, int], workers: int) -> list[Batch]:
+    """``tasks`` as batches of one (trace, gpu, policy) each, in ``tasks``' order (``jobs``: each trace's job count).
+
+    A batch holds the replays of about ``TASK_SECONDS`` of work (from ``SECONDS_PER_JOB_REPLAY``), and fewer where
+    the grid would otherwise give fewer than ``TASKS_PER_WORKER`` tasks per worker thread; a (trace, gpu, policy)
+    is split into batches of equal size (within one).
+    """
+    runs: dict[tuple[str, str, str], list[Replay]] = {}
+    for task in tasks:
+        runs.setdefault((task.trace, task.gpu, task.policy), []).append(task)
+    balanced = math.ceil(len(tasks) / (TASKS_PER_WORKER * max(1, workers)))
+    out: list[Batch] = []
+    for (trace, _, _), replays in runs.items():
+        worth = math.ceil(TASK_SECONDS / (SECONDS_PER_JOB_REPLAY * max(1, jobs[trace])))
+        parts = math.ceil(len(replays) / max(1, min(balanced, worth)))
+        size, extra = divmod(len(replays), parts)
+        at = 0
+        for part in range(parts):
+            n = size + (part < extra)
+            out.append(Batch(tuple(replays[at : at + n])))
+            at += n
+    return out
+
+
+def batch_totals(batch: Batch, jobs: dict[str, pl.DataFrame], traces: Traces) -> list[dict[str, object]]:
+    """``replay_totals`` of each replay of ``batch`` (runs on a worker), in one pass over the trace's jobs where the
+    compiled replay runs; a replay the batch stopped at is replayed alone (its error, or its totals)."""
+    first = batch.replays[0]
+    frame = jobs[first.trace]
+    found: list[tuple[int, float, float] | None] = [None] * len(batch.replays)
+    if fast.batch_engine() == "fast":
+        knobs: list[fast.Knobs] = [(_eta(task), _beta(task), task.seed) for task in batch.replays]
+        with contextlib.suppress(SimulationError):  # a trace the replay refuses: each replay alone says why
+            found = trace_totals_batch(frame, traces, first.gpu, first.policy, knobs)
+    return [_row(task, frame.height, totals, None) if totals is not None else replay_totals(task, jobs, traces)
+            for task, totals in zip(batch.replays, found, strict=True)]  # fmt: skip
 
 
 #: The materialized tables a sweep reads: every trace's jobs and the Zeus traces.
@@ -186,9 +252,9 @@ def sweep(jobs: pl.DataFrame, traces: Traces, grid: Grid, runner: Runner, *, pro
     """
     chosen = check_inputs(jobs, traces, grid)
     by_trace = {t: jobs.filter(pl.col("trace") == t).select(JOB_COLUMNS) for t in chosen}
-    tasks = replays(grid, chosen)
+    tasks = batches(replays(grid, chosen), {t: frame.height for t, frame in by_trace.items()}, runner.workers)
     shared = {"jobs": by_trace, "traces": Traces(traces.train, traces.power)}  # no memoized lookups on the wire
-    totals = fan_out(runner, replay_totals, tasks, shared, progress=progress, label="replays")
+    totals = [row for rows in fan_out(runner, batch_totals, tasks, shared, progress=progress, label="batches") for row in rows]
     return expand(totals, replace(grid, traces=chosen))
 
 

@@ -8,6 +8,9 @@ then hands the replay to one of two engines that give identical tables:
 * ``fast``: this module: the groups, tables and policy packed into arrays, replayed by
   ``kernels.replay_groups_kernel`` (about 50-100x faster per run, see ``bench/bench_replay.py``).
 
+``replay_totals`` runs many replays of one trace (a sweep's (eta, beta, seed) under one policy) in
+one pass of the kernel and returns only their totals, exactly as ``math.fsum`` sums ``replay``'s runs.
+
 The engine is chosen by ``engine=`` or ``$GPU_ENERGY_REPLAY`` (``auto``, ``fast``, ``reference``).
 ``auto`` (the default) takes the fast path when numba is installed and the call is large enough
 to pay for loading the compiled code (``AUTO_MIN_JOBS`` job replays) or that code is loaded
@@ -116,11 +119,12 @@ def _compile_lock() -> Iterator[None]:
 def _warm_up(module: ModuleType) -> None:
     """Compile (or load) the kernel's one signature: one group of one job, every argument typed as ``replay`` types it."""
     i1, f1, i2, f2 = np.zeros(1, np.int64), np.ones(1, np.float64), np.ones((1, 1), np.int64), np.ones((1, 1), np.float64)
-    jobs = module.Jobs(np.array([0, 1], np.int64), i1.copy(), np.ones(1, np.uint64), np.zeros(0, np.uint64), f1 - 1, f1.copy(), f1.copy())
+    jobs = module.Jobs(np.array([0, 1], np.int64), i1.copy(), np.ones(1, np.uint64), f1 - 1, f1.copy(), f1.copy(), f1.copy())
     tables = module.Tables(i1 + 1, i1.copy(), f1.copy(), i2.copy(), i2.copy(), f2.copy(), f2.copy(), i2.copy(), np.ones((1, 1, 1), np.int64),
                            np.ones((1, 1, 1), np.float64), np.ones((1, 1, 1), np.float64), i2 - 1, i2.copy(), f1.copy())  # fmt: skip
-    policy = module.PolicyArrays(module.POLICY_FIXED, np.zeros(1, np.bool_), i2.copy(), i1 + 1, i1 + 1, np.zeros(2, np.int64),
-                                 np.zeros(0, np.int64), np.zeros(0, np.int64), 0.5, math.inf, 1.0)  # fmt: skip
+    policy = module.PolicyArrays(module.POLICY_FIXED, 1.0, np.zeros(2, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64), f1 / 2,
+                                 f1 * math.inf, np.zeros((1, 1), np.uint64), i1.copy(), np.zeros((1, 1), np.bool_), np.ones((1, 1, 1), np.int64),
+                                 i2.copy(), i2.copy())  # fmt: skip
     module.replay_groups_kernel(0, 1, jobs, tables, policy, 1, 1)
 
 
@@ -222,14 +226,17 @@ def _uint32_words(value: int) -> list[int]:
     return words
 
 
-def _pack(datasets: list[str], tables: dict[str, WorkloadTable], eta: float, beta: float, policy: PolicyName) -> tuple[Any, Any]:
-    """The kernel's ``Tables`` and ``PolicyArrays`` of ``datasets`` (in that order)."""
+#: One replay's knobs: (eta, beta, seed knob or None for the artifact's seeding).
+Knobs = tuple[float, float, int | None]
+
+
+def _tables(datasets: list[str], tables: dict[str, WorkloadTable]) -> Any:
+    """The kernel's ``Tables`` of ``datasets`` (in that order); ValueError for tables of different GPUs."""
     kern = kernels()
     n = len(datasets)
     ordered = [tables[ds] for ds in datasets]
-    powers = {t.max_power for t in ordered}
-    if len(powers) != 1:
-        raise ValueError(f"tables of different GPUs: MaxPower {sorted(powers)}")
+    if len({t.max_power for t in ordered}) != 1:
+        raise ValueError(f"tables of different GPUs: MaxPower {sorted({t.max_power for t in ordered})}")
     nb = max(len(t.batch_sizes) for t in ordered)
     nl = max(len(t.by_batch_size[bs].power_limits) for t in ordered for bs in t.batch_sizes)
     i1, f1, i2, f2 = (np.zeros(n, np.int64), np.zeros(n, np.float64), np.zeros((n, nb), np.int64), np.zeros((n, nb), np.float64))
@@ -238,16 +245,8 @@ def _pack(datasets: list[str], tables: dict[str, WorkloadTable], eta: float, bet
         first_time=f2.copy(), n_lim=i2.copy(), lim_value=np.zeros((n, nb, nl), np.int64), energy_per_epoch=np.zeros((n, nb, nl), np.float64),
         time_per_epoch=np.zeros((n, nb, nl), np.float64), target_offset=i2.copy(), n_targets=i2.copy(), targets=None,
     )  # fmt: skip
-    setup_failed, jit_pl, fixed_bs, fixed_pl, grid_offset = np.zeros(n, np.bool_), i2.copy(), i1 - 1, i1 - 1, np.zeros(n + 1, np.int64)
     targets: list[float] = []
-    grid: list[tuple[int, int]] = []
     for d, table in enumerate(ordered):
-        try:
-            # What the reference builds per group; whatever it raises, it raises again when that group is replayed.
-            pol = make_policy(policy, table, eta, 0, concurrency=True)
-        except Exception:  # the reference raises it at the dataset's first group (_raise_as_reference)
-            setup_failed[d] = True
-            pol = None
         tab.n_bs[d] = len(table.batch_sizes)
         tab.max_epochs[d] = float(table.spec.max_epochs)
         if table.spec.default_bs in table.batch_sizes:
@@ -260,20 +259,64 @@ def _pack(datasets: list[str], tables: dict[str, WorkloadTable], eta: float, bet
             tab.lim_value[d, k, :m], tab.energy_per_epoch[d, k, :m], tab.time_per_epoch[d, k, :m] = t.power_limits, t.energy_per_epoch, t.time_per_epoch
             tab.target_offset[d, k], tab.n_targets[d, k] = len(targets), len(t.target_epochs)
             targets.extend(t.target_epochs)
+    return tab._replace(targets=np.array(targets, np.float64))
+
+
+def _policy(datasets: list[str], tables: dict[str, WorkloadTable], policy: PolicyName, knobs: list[Knobs]) -> Any:
+    """The kernel's ``PolicyArrays``: ``policy`` on the tables of ``datasets`` (in that order), one state per entry of ``knobs``."""
+    kern = kernels()
+    ordered = [tables[ds] for ds in datasets]
+    n, ns = len(ordered), len(knobs)
+    nb = max(len(t.batch_sizes) for t in ordered)
+    setup_failed, jit_pl = np.zeros((ns, n), np.bool_), np.zeros((ns, n, nb), np.int64)
+    fixed_bs, fixed_pl = np.full((ns, n), -1, np.int64), np.full((ns, n), -1, np.int64)
+    words = [_uint32_words(seed) if seed is not None else [] for _, _, seed in knobs]
+    knob_words = np.zeros((ns, max(1, *(len(w) for w in words))), np.uint64)
+    for s, w in enumerate(words):
+        knob_words[s, : len(w)] = w
+    grid: list[tuple[int, int]] = []
+    grid_offset = np.zeros(n + 1, np.int64)
+    by_eta: dict[float, int] = {}  # the first state of each eta: what is packed per eta is the same for the others
+    for s, (eta, _, _) in enumerate(knobs):
+        if eta in by_eta:
+            first = by_eta[eta]
+            setup_failed[s], jit_pl[s], fixed_bs[s], fixed_pl[s] = setup_failed[first], jit_pl[first], fixed_bs[first], fixed_pl[first]
+            continue
+        by_eta[eta] = s
+        grid.clear()
+        for d, table in enumerate(ordered):
+            try:
+                # What the reference builds per group; whatever it raises, it raises again when that group is replayed.
+                pol = make_policy(policy, table, eta, 0, concurrency=True)
+            except Exception:  # the reference raises it at the dataset's first group (_raise_as_reference)
+                setup_failed[s, d] = True
+                pol = None
             if policy == "zeus":
-                jit_pl[d, k] = t.best_power_limit(eta)
-        if isinstance(pol, FixedPolicy):
-            fixed_bs[d], fixed_pl[d] = pol.config
-        if policy == "grid-search" and pol is not None:
-            grid.extend(table.configs())
-        grid_offset[d + 1] = len(grid)
+                for k, bs in enumerate(table.batch_sizes):
+                    jit_pl[s, d, k] = table.by_batch_size[bs].best_power_limit(eta)
+            if isinstance(pol, FixedPolicy):
+                fixed_bs[s, d], fixed_pl[s, d] = pol.config
+            if policy == "grid-search" and pol is not None:
+                grid.extend(table.configs())  # the same for every eta: configs() does not read it
+            grid_offset[d + 1] = len(grid)
     kind = {"zeus": kern.POLICY_ZEUS, "grid-search": kern.POLICY_GRID}.get(policy, kern.POLICY_FIXED)
-    arrays = kern.PolicyArrays(
-        kind=kind, setup_failed=setup_failed, jit_pl=jit_pl, fixed_bs=fixed_bs, fixed_pl=fixed_pl, grid_offset=grid_offset,
+    return kern.PolicyArrays(
+        kind=kind, max_power=float(ordered[0].max_power), grid_offset=grid_offset,
         grid_bs=np.array([bs for bs, _ in grid], np.int64), grid_pl=np.array([limit for _, limit in grid], np.int64),
-        eta=float(eta), beta=float(beta) if policy == "zeus" else math.inf, max_power=float(powers.pop()),
+        eta=np.array([float(eta) for eta, _, _ in knobs]), beta=np.array([float(beta) if policy == "zeus" else math.inf for _, beta, _ in knobs]),
+        knob_words=knob_words, knob_len=np.array([len(w) for w in words], np.int64),
+        setup_failed=setup_failed, jit_pl=jit_pl, fixed_bs=fixed_bs, fixed_pl=fixed_pl,
     )  # fmt: skip
-    return tab._replace(targets=np.array(targets, np.float64)), arrays
+
+
+def _jobs(arrays: GroupArrays, weight: np.ndarray | None = None) -> Any:
+    """The kernel's ``Jobs`` of ``arrays``; ``weight``: each job's energy factor in the totals (num_gpu, replay order)."""
+    return kernels().Jobs(
+        bounds=arrays.bounds, dataset=arrays.dataset,
+        seed=np.array([zlib.adler32(name.encode("utf-8")) for name in arrays.names], np.uint64),
+        start=arrays.start, end=arrays.end, ratio=arrays.ratio,
+        weight=np.ones(arrays.start.size, np.float64) if weight is None else np.asarray(weight, dtype=np.float64),
+    )  # fmt: skip
 
 
 def replay(
@@ -295,13 +338,8 @@ def replay(
     kern = kernels()
     if seed is not None:
         group_seed(arrays.names[0], seed)  # the reference's check of the knob (ValueError when negative)
-    tab, pol = _pack(arrays.datasets, tables, eta, beta, policy)
-    jobs = kern.Jobs(
-        bounds=arrays.bounds, dataset=arrays.dataset,
-        seed=np.array([zlib.adler32(name.encode("utf-8")) for name in arrays.names], np.uint64),
-        knob_words=np.array(_uint32_words(seed) if seed is not None else [], np.uint64),
-        start=arrays.start, end=arrays.end, ratio=arrays.ratio,
-    )  # fmt: skip
+    tab, pol = _tables(arrays.datasets, tables), _policy(arrays.datasets, tables, policy, [(eta, beta, seed)])
+    jobs = _jobs(arrays)
     n_groups = len(arrays.names)
     chunks = _chunks(arrays.bounds, _PROGRESS_CHUNK_JOBS) if progress else [(0, n_groups)]
     parts: list[np.ndarray] = []
@@ -315,13 +353,14 @@ def replay(
             g_lo = chunk_start
             runs_capacity, history_capacity = _capacities(arrays.bounds, g_lo, g_hi)
             while True:  # a group that outgrows the buffers starts over, with twice the room
-                runs, n_runs, error = kern.replay_groups_kernel(g_lo, g_hi, jobs, tab, pol, runs_capacity, history_capacity)
+                runs, n_runs, errors, _, _ = kern.replay_groups_kernel(g_lo, g_hi, jobs, tab, pol, runs_capacity, history_capacity)
                 parts.append(runs[:, :n_runs])
-                if error[0] == kern.OK:
+                code, group = int(errors[0, 0]), int(errors[0, 1])
+                if code == kern.OK:
                     break
-                if error[0] != kern.ERR_CAPACITY:
-                    _raise_as_reference(arrays, tables, int(error[1]), int(error[0]), eta, beta, seed, policy)
-                g_lo = int(error[1])
+                if code != kern.ERR_CAPACITY:
+                    _raise_as_reference(arrays, tables, group, code, eta, beta, seed, policy)
+                g_lo = group
                 runs_capacity, history_capacity = 2 * runs_capacity, 2 * history_capacity
             if bar is not None:
                 bar.update(g_hi - chunk_start)
@@ -340,6 +379,28 @@ def replay(
         time=np.ascontiguousarray(runs[kern.COL_TIME]),
         reached=runs[kern.COL_REACHED] != 0.0,
     )
+
+
+#: A replay's totals: (reported runs, energy J, time s), or None where the batch could not sum it (replay it alone).
+Totals = tuple[int, float, float] | None
+
+
+def replay_totals(arrays: GroupArrays, tables: dict[str, WorkloadTable], weight: np.ndarray, policy: PolicyName, knobs: list[Knobs]) -> list[Totals]:
+    """Many replays of one trace on one GPU under ``policy``, one per entry of ``knobs``, in one pass over the jobs.
+
+    Each entry is (runs, energy, time) exactly as ``replay`` gives them, summed as ``math.fsum``
+    sums them (energy x ``weight``, each job's num_gpu in replay order), or None for a replay the
+    batch stopped (where the reference raises, or a total that is not finite): the caller replays
+    it alone, which raises or sums it as the single replay does.
+    """
+    kern = kernels()
+    for _, _, seed in knobs:
+        if seed is not None:
+            group_seed(arrays.names[0], seed)  # the reference's check of the knob (ValueError when negative)
+    tab, pol = _tables(arrays.datasets, tables), _policy(arrays.datasets, tables, policy, knobs)
+    _, history_capacity = _capacities(arrays.bounds, 0, len(arrays.names))
+    _, _, errors, counts, sums = kern.replay_groups_kernel(0, len(arrays.names), _jobs(arrays, weight), tab, pol, 0, history_capacity)
+    return [None if errors[s, 0] != kern.OK else (int(counts[s]), float(sums[s, 0]), float(sums[s, 1])) for s in range(len(knobs))]
 
 
 def _capacities(bounds: np.ndarray, g_lo: int, g_hi: int) -> tuple[int, int]:

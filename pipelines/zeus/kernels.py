@@ -20,15 +20,19 @@ Floating-point expressions keep the reference's operation order (no fastmath): r
 same float64 values, not merely close ones. The reference stays the readable specification and
 the test oracle (``tests/zeus/test_fast.py`` compares the two run by run).
 
-A replay covers groups ``[g_lo, g_hi)`` of one trace and one GPU. Instead of raising, it stops at
-the first group the reference would stop at and returns an error code (``ERR_*``);
-``pipelines.zeus.fast`` then replays that group with the reference, which raises the genuine
-exception and message.
+A call covers groups ``[g_lo, g_hi)`` of one trace and one GPU under one policy, for one or more
+*states* (a replay's eta, beta and seed knob). With one state it records every run (the runs of
+``replay_groups``); with many (a sweep's batch) it replays each group under every state in turn and
+keeps only each state's totals: its runs counted, their energy and time summed exactly
+(``_exact_add``: integers per binary exponent, rounded once at the end as ``math.fsum`` rounds).
+Instead of raising, a state stops at the first group the reference would stop at, with an error
+code (``ERR_*``); ``pipelines.zeus.fast`` then replays it with the reference, which raises the
+genuine exception and message.
 
 Written for numba's code generation (measured with perf; see ``bench/bench_replay.py``): the event
-loop is one function whose hot state lives in local arrays, since numba reference-counts an array
-on every call that passes it and on every read of a tuple's field inside a loop of this size
-(that cost 20x); buffers never grow inside the loop (a re-assigned array is reference-counted on
+loop of a group is one function whose hot state lives in local arrays, since numba reference-counts
+an array on every call that passes it (once per group and state is cheap, once per run is not) and
+on every read of a tuple's field inside a loop of this size (that cost 20x); buffers never grow inside the loop (a re-assigned array is reference-counted on
 every iteration); and an arm's posterior is refitted when the next prediction reads it rather
 than at every observation (the same values: a fit depends on the arm's rewards only; 35x fewer
 summed rewards on ITP).
@@ -69,6 +73,8 @@ ERR_ZERO_DIVISION = 9
 ERR_UNKNOWN_BATCH_SIZE = 10
 #: not an error: the buffers are full; go on from this group with larger ones (detail: the group's runs or rewards so far).
 ERR_CAPACITY = 11
+#: not an error either: a total that ``math.fsum`` would not sum exactly (a value that is not finite); replay the state alone.
+ERR_INEXACT = 12
 
 #: Runs of one trace job after which its group is declared stuck (``groups._MAX_ATTEMPTS``).
 MAX_ATTEMPTS = 1_000
@@ -420,10 +426,10 @@ class Jobs(NamedTuple):
     bounds: np.ndarray  # int64, groups + 1: group g holds jobs bounds[g]:bounds[g + 1]
     dataset: np.ndarray  # int64 per group: its dataset's index d
     seed: np.ndarray  # uint64 per group: adler32(group id), the artifact's seed
-    knob_words: np.ndarray  # uint64: the seed knob as SeedSequence words; empty for the artifact's seeding
     start: np.ndarray  # float64 per job, s
     end: np.ndarray  # float64 per job, s
     ratio: np.ndarray  # float64 per job: runtime_ratio
+    weight: np.ndarray  # float64 per job: what its energy is multiplied by in the totals (num_gpu); unread when runs are recorded
 
 
 class Tables(NamedTuple):
@@ -446,19 +452,46 @@ class Tables(NamedTuple):
 
 
 class PolicyArrays(NamedTuple):
-    """Who chooses, with the knobs."""
+    """Who chooses, and the knobs of each *state*: one replay of the trace (an optimizer per group) at its (eta, beta, seed)."""
 
-    kind: int  # POLICY_*
-    setup_failed: np.ndarray  # bool [d]: make_policy raised for that dataset
-    jit_pl: np.ndarray  # int64 [d, k]: Zeus's JIT-profiled limit at eta, W
-    fixed_bs: np.ndarray  # int64 [d]: Default's or the Oracle's batch size
-    fixed_pl: np.ndarray  # int64 [d]: its power limit, W
+    kind: int  # POLICY_*, the same for every state
+    max_power: float  # W: MaxPower of the hybrid cost
     grid_offset: np.ndarray  # int64 [d + 1]: Grid Search's configurations of d are grid_bs/grid_pl[offset[d]:offset[d + 1]]
     grid_bs: np.ndarray  # int64: in the reference's order (batch sizes, then limits, ascending)
     grid_pl: np.ndarray  # int64, W
-    eta: float
-    beta: float  # inf for policies without early stopping
-    max_power: float  # W: MaxPower of the hybrid cost
+    eta: np.ndarray  # float64 [s]
+    beta: np.ndarray  # float64 [s]: inf for policies without early stopping
+    knob_words: np.ndarray  # uint64 [s, w]: the seed knob as SeedSequence words (``knob_len[s]`` of them) ...
+    knob_len: np.ndarray  # int64 [s]: ... 0 for the artifact's seeding
+    setup_failed: np.ndarray  # bool [s, d]: make_policy raised for that dataset
+    jit_pl: np.ndarray  # int64 [s, d, k]: Zeus's JIT-profiled limit at the state's eta, W
+    fixed_bs: np.ndarray  # int64 [s, d]: Default's or the Oracle's batch size
+    fixed_pl: np.ndarray  # int64 [s, d]: its power limit, W
+
+
+class Buffers(NamedTuple):
+    """The working state of one group's replay, allocated once per kernel call and reset per group and state."""
+
+    is_: np.ndarray  # int64 [N_INT_SLOTS, slot]: the runs in flight (a job has at most one)
+    fs: np.ndarray  # float64 [N_FLOAT_SLOTS, slot]
+    heap: np.ndarray  # int64: a heap of slots, earliest end first
+    free: np.ndarray  # int64: the free slots
+    sampler: np.ndarray  # uint64 stream: the run sampler's generator
+    profiled: np.ndarray  # bool [k]: Zeus profiled the batch size's limits already
+    hist_n: np.ndarray  # int64 [k]: rewards (negated costs) per batch size ...
+    hist: np.ndarray  # float64 [k, history capacity]: ... and their values
+    scratch: np.ndarray  # float64 [history capacity]
+    survivors: np.ndarray  # int64 [k]: the pruning walk's survivors, ascending
+    directions: np.ndarray  # int64 [2, k]: this round's two directions (down from the default, default included; then up)
+    dir_len: np.ndarray  # int64 [2]
+    dir_pos: np.ndarray  # int64 [2]
+    good: np.ndarray  # int64 [k]: the batch sizes that reached the target this round
+    arm_of: np.ndarray  # int64 [k]: Thompson Sampling's arm of a batch size (-1: none) ...
+    arm_k: np.ndarray  # int64 [arm]: ... and its batch size
+    arm_mean: np.ndarray  # float64 [arm]
+    arm_scale: np.ndarray  # float64 [arm]
+    arm_stale: np.ndarray  # bool [arm]: observed since its last fit
+    bandit_rng: np.ndarray  # uint64 stream: the bandit's generator
 
 
 #: Rows of the int64 state of the runs in flight (``is_[row, slot]``).
@@ -515,319 +548,423 @@ def _thompson(rng: np.ndarray, n: int, mean: np.ndarray, scale: np.ndarray) -> i
             best_i, best = i, sample
     return best_i
 
+# ---------------------------------------------------------------------------------------------
+# exact totals: math.fsum's value (the exactly rounded sum), kept as integers per binary exponent
+
+#: Bins of an exact sum: a finite x >= 0 is m x 2**(e - 53) with m < 2**53 (``math.frexp``), added to bin e - 53 + _BIN_ZERO.
+_BIN_ZERO = 1_126
+EXACT_BINS = 2_240
+#: A bin above this carries into the bin 53 up (2**53 times its weight): a bin stays below 2**63 (one add is below 2**53).
+_BIN_CARRY = np.int64(1) << np.int64(62)
+_MANTISSA = 9007199254740992.0  # 2**53
+#: Below this a bin's halves could be subnormal (inexact in ``_exact_total``): such a value is not taken.
+_TINY = 2.0**-960
+_LOW_BITS = np.int64(0xFFFFFFFF)
+
+
+@njit(cache=True, inline="always")
+def _exact_add(bins: np.ndarray, x: float) -> bool:
+    """Add ``x`` to the exact sum in ``bins`` (int64 [EXACT_BINS]); False for a value it does not take (negative, not
+    finite): the totals then come from the runs, as ``math.fsum`` sums them."""
+    if x == 0.0:
+        return True
+    if not (_TINY <= x < math.inf):
+        return False
+    m, e = math.frexp(x)
+    i = e - 53 + _BIN_ZERO
+    bins[i] += np.int64(m * _MANTISSA)
+    while bins[i] > _BIN_CARRY:  # rare: after about 500 adds to one bin
+        if i + 53 >= EXACT_BINS:
+            return False
+        bins[i + 53] += bins[i] >> np.int64(53)
+        bins[i] &= (np.int64(1) << np.int64(53)) - np.int64(1)
+        i += 53
+    return True
+
+
+@njit(cache=True, inline="always")
+def _partials_add(partials: np.ndarray, n: int, value: float) -> int:
+    """``math.fsum``'s step (CPython's ``Modules/mathmodule.c``, Shewchuk's partials): ``value`` added to ``partials[:n]``
+    (non-overlapping, increasing magnitude), exactly; returns their new count."""
+    x, i = value, 0
+    for j in range(n):
+        y = partials[j]
+        if abs(x) < abs(y):
+            x, y = y, x
+        hi = x + y
+        lo = y - (hi - x)
+        if lo != 0.0:
+            partials[i] = lo
+            i += 1
+        x = hi
+    if x != 0.0:
+        partials[i] = x
+        i += 1
+    return i
+
 
 @njit(cache=True)
-def replay_groups_kernel(  # noqa: PLR0915 - one event loop as groups.replay_group; numba wants the hot state in locals (module docstring)
-    g_lo: int, g_hi: int, jobs: Jobs, t: Tables, p: PolicyArrays, runs_capacity: int, history_capacity: int
-) -> tuple[np.ndarray, int, np.ndarray]:
-    """Replay groups ``[g_lo, g_hi)`` of ``jobs``; returns (runs, number of runs, error).
+def _exact_total(bins: np.ndarray, partials: np.ndarray) -> float:
+    """The sum kept in ``bins``, rounded once to the nearest float64 (ties to even): ``math.fsum``'s value of the values
+    added. Each bin is split into two exactly representable floats, summed as ``math.fsum`` sums (exact on exact
+    inputs, then rounded once); ``partials`` holds 2 x EXACT_BINS floats."""
+    n = 0
+    for i in range(EXACT_BINS):
+        v = bins[i]
+        if v != 0:
+            n = _partials_add(partials, n, math.ldexp(float(v >> np.int64(32)), i - _BIN_ZERO + 32))
+            n = _partials_add(partials, n, math.ldexp(float(v & _LOW_BITS), i - _BIN_ZERO))
+    hi, lo = 0.0, 0.0
+    if n > 0:
+        n -= 1
+        hi = partials[n]
+        while n > 0:
+            x = hi
+            n -= 1
+            y = partials[n]
+            hi = x + y
+            lo = y - (hi - x)
+            if lo != 0.0:
+                break
+        if n > 0 and ((lo < 0.0 and partials[n - 1] < 0.0) or (lo > 0.0 and partials[n - 1] > 0.0)):
+            y = lo * 2.0
+            x = hi + y
+            if y == x - hi:
+                hi = x
+    return hi
 
-    ``runs`` is a (N_COLUMNS, runs_capacity) float64 array, one column per reported run in replay
-    order (rows ``COL_*``). ``error`` is int64 [code, group, detail]: ``OK``, or the ``ERR_*`` of
-    the first group (in order) where the reference raises, or ``ERR_CAPACITY`` where the runs or
-    a batch size's rewards (``history_capacity`` per group) would not fit: the runs of the groups
-    before it are complete, and the caller goes on from that group with larger buffers (buffers
-    never grow here: an array re-assigned in the loop costs reference counting on every run).
+
+@njit(cache=True)
+def _replay_group(  # noqa: PLR0915 - one event loop as groups.replay_group; numba wants the hot state in locals (module docstring)
+    g: int, s: int, jobs: Jobs, t: Tables, p: PolicyArrays, b: Buffers, runs: np.ndarray, n_runs: int, sums: np.ndarray
+) -> tuple[int, int, int]:
+    """Replay group ``g`` under state ``s``: (``OK`` or the ``ERR_*`` where the reference raises, its detail, runs after it).
+
+    Records its runs in ``runs`` from column ``n_runs`` on, or, where ``runs`` has no column (totals only), adds their
+    energy and time to the exact sums ``sums[0]`` and ``sums[1]`` (``_exact_add``) and counts them in the runs returned.
     """
     # Inputs read once into locals: numba reference-counts each read of a tuple's field in a loop this size.
-    bounds, group_dataset, group_seed, knob_words = jobs.bounds, jobs.dataset, jobs.seed, jobs.knob_words
-    start, end, ratio = jobs.start, jobs.end, jobs.ratio
+    bounds, group_dataset, group_seed, start, end, ratio, weight = jobs.bounds, jobs.dataset, jobs.seed, jobs.start, jobs.end, jobs.ratio, jobs.weight
     n_bs, b0_index, max_epochs, bs_value, max_pl = t.n_bs, t.b0_index, t.max_epochs, t.bs_value, t.max_pl
     first_energy, first_time, n_lim, lim_value = t.first_energy, t.first_time, t.n_lim, t.lim_value
     energy_per_epoch, time_per_epoch, target_offset, n_targets, targets = t.energy_per_epoch, t.time_per_epoch, t.target_offset, t.n_targets, t.targets
-    kind, setup_failed, jit_pl, fixed_bs, fixed_pl = p.kind, p.setup_failed, p.jit_pl, p.fixed_bs, p.fixed_pl
-    grid_offset, grid_bs, grid_pl, eta, beta, max_power = p.grid_offset, p.grid_bs, p.grid_pl, p.eta, p.beta, p.max_power
+    kind, max_power, grid_offset, grid_bs, grid_pl = p.kind, p.max_power, p.grid_offset, p.grid_bs, p.grid_pl
+    eta, beta, knob_words, knob_len = p.eta[s], p.beta[s], p.knob_words[s], p.knob_len[s]
+    setup_failed, jit_pl, fixed_bs, fixed_pl = p.setup_failed[s], p.jit_pl[s], p.fixed_bs[s], p.fixed_pl[s]
+    is_, fs, heap, free, sampler, profiled, hist_n, hist, scratch = b.is_, b.fs, b.heap, b.free, b.sampler, b.profiled, b.hist_n, b.hist, b.scratch
+    survivors, directions, dir_len, dir_pos, good = b.survivors, b.directions, b.dir_len, b.dir_pos, b.good
+    arm_of, arm_k, arm_mean, arm_scale, arm_stale, bandit_rng = b.arm_of, b.arm_k, b.arm_mean, b.arm_scale, b.arm_stale, b.bandit_rng
+    runs_capacity, history_capacity = runs.shape[1], hist.shape[1]
+    energy_sum, time_sum = sums[0], sums[1]
 
-    error = np.zeros(3, dtype=np.int64)
-    runs = np.empty((N_COLUMNS, runs_capacity), dtype=np.float64)
-    n_runs = 0
-    max_jobs = 1
-    for g in range(g_lo, g_hi):
-        max_jobs = max(max_jobs, bounds[g + 1] - bounds[g])
-    nb = bs_value.shape[1]
-    # runs in flight (a job has at most one): their state by slot, a heap of slots, the free slots
-    is_ = np.zeros((N_INT_SLOTS, max_jobs), dtype=np.int64)
-    fs = np.zeros((N_FLOAT_SLOTS, max_jobs), dtype=np.float64)
-    heap = np.zeros(max_jobs, dtype=np.int64)
-    free = np.zeros(max_jobs, dtype=np.int64)
-    sampler = np.zeros(STREAM_WORDS, dtype=np.uint64)
-    # Zeus (``ZeusPolicy``, ``PruningGTSOptimizer``): batch sizes profiled, rewards (negated costs) per batch size
-    profiled = np.zeros(nb, dtype=np.bool_)
-    hist_n = np.zeros(nb, dtype=np.int64)
-    hist = np.empty((nb, history_capacity), dtype=np.float64)
-    scratch = np.empty(history_capacity, dtype=np.float64)
-    # the pruning walk (``PruningExplorer``; batch sizes as indices k): survivors ascending, this round's
-    # two directions (down from the default, default included; then up) and the k that reached the target
-    survivors = np.zeros(nb, dtype=np.int64)
-    directions = np.zeros((2, nb), dtype=np.int64)
-    dir_len = np.zeros(2, dtype=np.int64)
-    dir_pos = np.zeros(2, dtype=np.int64)
-    good = np.zeros(nb, dtype=np.int64)
-    # Thompson Sampling (``GaussianThompson``) over the survivors, on its own generator
-    arm_of = np.full(nb, -1, dtype=np.int64)
-    arm_k = np.zeros(nb, dtype=np.int64)
-    arm_mean = np.zeros(nb, dtype=np.float64)
-    arm_scale = np.zeros(nb, dtype=np.float64)
-    arm_stale = np.zeros(nb, dtype=np.bool_)  # observed since its last fit
-    bandit_rng = np.zeros(STREAM_WORDS, dtype=np.uint64)
+    d = group_dataset[g]
+    if setup_failed[d]:
+        return ERR_SETUP, d, n_runs
+    seed = group_seed[g] if knob_len == 0 else spawned_seed(group_seed[g], knob_words[:knob_len])
+    seed_stream(sampler, seed)
+    # the group's best known configuration (``groups._GroupState``)
+    best_k, best_pl, min_cost = b0_index[d], -1, math.inf
+    # Zeus
+    profiled[:] = False
+    hist_n[:] = 0
+    n_surv = n_bs[d]
+    for k in range(n_surv):
+        survivors[k] = k
+    walk_default, expecting, prune_round, n_dirs, n_good, round_best = b0_index[d], -1, 0, 0, 0, math.inf
+    has_result, result_k, result_cost, result_reached = False, -1, 0.0, False
+    walk_started, walk_done, n_arms = False, False, 0
+    arm_of[:] = -1
+    # Grid Search
+    grid_next, grid_best_bs, grid_best_pl, grid_best_cost = grid_offset[d], -1, -1, math.inf
 
-    for g in range(g_lo, g_hi):
-        d = group_dataset[g]
-        if setup_failed[d]:
-            error[0], error[1], error[2] = ERR_SETUP, g, d
-            return runs, n_runs, error
-        seed = group_seed[g] if knob_words.size == 0 else spawned_seed(group_seed[g], knob_words)
-        seed_stream(sampler, seed)
-        # the group's best known configuration (``groups._GroupState``)
-        best_k, best_pl, min_cost = b0_index[d], -1, math.inf
-        # Zeus
-        profiled[:] = False
-        hist_n[:] = 0
-        n_surv = n_bs[d]
-        for k in range(n_surv):
-            survivors[k] = k
-        walk_default, expecting, prune_round, n_dirs, n_good, round_best = b0_index[d], -1, 0, 0, 0, math.inf
-        has_result, result_k, result_cost, result_reached = False, -1, 0.0, False
-        walk_started, walk_done, n_arms = False, False, 0
-        arm_of[:] = -1
-        # Grid Search
-        grid_next, grid_best_bs, grid_best_pl, grid_best_cost = grid_offset[d], -1, -1, math.inf
-
-        lo, hi = bounds[g], bounds[g + 1]
-        group_runs = n_runs  # where this group's runs start: kept if it has to start over
-        for i in range(hi - lo):
-            free[i] = i
-        n_free, heap_n, seq, job = hi - lo, 0, 0, lo
-        while True:
-            # ---- the next event: the earliest-ending run if it ends by the next arrival, else that arrival
-            if heap_n > 0 and (job >= hi or fs[_F_T1, heap[0]] <= start[job]):
-                # pop the heap's root, sift its last entry down (inline: a call would reference-count its arrays)
-                slot = heap[0]
-                heap_n -= 1
-                if heap_n > 0:
-                    moving, i = heap[heap_n], 0
-                    t1m, seqm = fs[_F_T1, moving], is_[_F_SEQ, moving]
-                    while True:
-                        c = 2 * i + 1
-                        if c >= heap_n:
-                            break
-                        if c + 1 < heap_n and (fs[_F_T1, heap[c + 1]] < fs[_F_T1, heap[c]] or (
-                                fs[_F_T1, heap[c + 1]] == fs[_F_T1, heap[c]] and is_[_F_SEQ, heap[c + 1]] < is_[_F_SEQ, heap[c]])):
-                            c += 1
-                        if not (fs[_F_T1, heap[c]] < t1m or (fs[_F_T1, heap[c]] == t1m and is_[_F_SEQ, heap[c]] < seqm)):
-                            break
-                        heap[i] = heap[c]
-                        i = c
-                    heap[i] = moving
-                free[n_free] = slot
-                n_free += 1
-                k, limit, reached, cost = is_[_F_K, slot], is_[_F_PL, slot], is_[_F_REACHED, slot] != 0, fs[_F_COST, slot]
-                # the policy observes (``Policy.observe``)
-                if kind == POLICY_ZEUS:
-                    if hist_n[k] == history_capacity:
-                        error[0], error[1], error[2] = ERR_CAPACITY, g, hist_n[k]
-                        return runs, group_runs, error
-                    hist[k, hist_n[k]] = -cost
-                    hist_n[k] += 1
-                    if n_arms > 0:
-                        # A fit is a pure function of the arm's rewards and only the next prediction reads it:
-                        # refit then, once (the same values as refitting at every observation).
-                        if arm_of[k] >= 0:
-                            arm_stale[arm_of[k]] = True
-                    elif expecting == k:  # concurrency: only the result the walk waits on is reported
-                        expecting = -1
-                        has_result, result_k, result_cost, result_reached = True, k, cost, reached
-                elif kind == POLICY_GRID and reached and cost < grid_best_cost:
-                    grid_best_bs, grid_best_pl, grid_best_cost = bs_value[d, k], limit, cost
-                energy, time, r = fs[_F_ENERGY, slot], fs[_F_TIME, slot], fs[_F_RATIO, slot]
-                if energy != 0 or time != 0 or reached:  # a run that could not afford an epoch is not reported
+    lo, hi = bounds[g], bounds[g + 1]
+    group_runs = n_runs  # where this group's runs start: kept if it has to start over
+    for i in range(hi - lo):
+        free[i] = i
+    n_free, heap_n, seq, job = hi - lo, 0, 0, lo
+    while True:
+        # ---- the next event: the earliest-ending run if it ends by the next arrival, else that arrival
+        if heap_n > 0 and (job >= hi or fs[_F_T1, heap[0]] <= start[job]):
+            # pop the heap's root, sift its last entry down (inline: a call would reference-count its arrays)
+            slot = heap[0]
+            heap_n -= 1
+            if heap_n > 0:
+                moving, i = heap[heap_n], 0
+                t1m, seqm = fs[_F_T1, moving], is_[_F_SEQ, moving]
+                while True:
+                    c = 2 * i + 1
+                    if c >= heap_n:
+                        break
+                    if c + 1 < heap_n and (fs[_F_T1, heap[c + 1]] < fs[_F_T1, heap[c]] or (
+                            fs[_F_T1, heap[c + 1]] == fs[_F_T1, heap[c]] and is_[_F_SEQ, heap[c + 1]] < is_[_F_SEQ, heap[c]])):
+                        c += 1
+                    if not (fs[_F_T1, heap[c]] < t1m or (fs[_F_T1, heap[c]] == t1m and is_[_F_SEQ, heap[c]] < seqm)):
+                        break
+                    heap[i] = heap[c]
+                    i = c
+                heap[i] = moving
+            free[n_free] = slot
+            n_free += 1
+            k, limit, reached, cost = is_[_F_K, slot], is_[_F_PL, slot], is_[_F_REACHED, slot] != 0, fs[_F_COST, slot]
+            # the policy observes (``Policy.observe``)
+            if kind == POLICY_ZEUS:
+                if hist_n[k] == history_capacity:
+                    return ERR_CAPACITY, hist_n[k], group_runs
+                hist[k, hist_n[k]] = -cost
+                hist_n[k] += 1
+                if n_arms > 0:
+                    # A fit is a pure function of the arm's rewards and only the next prediction reads it:
+                    # refit then, once (the same values as refitting at every observation).
+                    if arm_of[k] >= 0:
+                        arm_stale[arm_of[k]] = True
+                elif expecting == k:  # concurrency: only the result the walk waits on is reported
+                    expecting = -1
+                    has_result, result_k, result_cost, result_reached = True, k, cost, reached
+            elif kind == POLICY_GRID and reached and cost < grid_best_cost:
+                grid_best_bs, grid_best_pl, grid_best_cost = bs_value[d, k], limit, cost
+            energy, time, r = fs[_F_ENERGY, slot], fs[_F_TIME, slot], fs[_F_RATIO, slot]
+            if energy != 0 or time != 0 or reached:  # a run that could not afford an epoch is not reported
+                if runs_capacity == 0:  # totals only: the run's energy (x its job's weight) and time, summed exactly
+                    n_runs += 1
+                    if not (_exact_add(energy_sum, energy * r * weight[is_[_F_JOB, slot]]) and _exact_add(time_sum, time * r)):
+                        return ERR_INEXACT, 0, n_runs
+                else:
                     if n_runs == runs_capacity:
-                        error[0], error[1], error[2] = ERR_CAPACITY, g, n_runs - group_runs
-                        return runs, group_runs, error
+                        return ERR_CAPACITY, n_runs - group_runs, group_runs
                     runs[COL_GROUP, n_runs], runs[COL_JOB, n_runs] = g, is_[_F_JOB, slot] - lo
                     runs[COL_T0, n_runs], runs[COL_T1, n_runs] = fs[_F_T0, slot], fs[_F_T1, slot]
                     runs[COL_BS, n_runs], runs[COL_PL, n_runs] = bs_value[d, k], limit
                     runs[COL_ENERGY, n_runs], runs[COL_TIME, n_runs] = energy * r, time * r
                     runs[COL_REACHED, n_runs] = 1.0 if reached else 0.0
                     n_runs += 1
-                if reached:
-                    if min_cost > cost:
-                        best_k, best_pl, min_cost = k, limit, cost
-                    continue
-                # a miss is retried at once: it starts at the run's end and takes the same wall time
-                t0, t1 = fs[_F_T0, slot], fs[_F_T1, slot]
-                new_job, attempt, new_t0, new_t1, new_r = is_[_F_JOB, slot], is_[_F_ATTEMPT, slot] + 1, t1, t1 + (t1 - t0), r
-            elif job < hi:
-                new_job, attempt, new_t0, new_t1, new_r = job, 1, start[job], end[job], ratio[job]
-                job += 1
-            else:
-                break
+            if reached:
+                if min_cost > cost:
+                    best_k, best_pl, min_cost = k, limit, cost
+                continue
+            # a miss is retried at once: it starts at the run's end and takes the same wall time
+            t0, t1 = fs[_F_T0, slot], fs[_F_T1, slot]
+            new_job, attempt, new_t0, new_t1, new_r = is_[_F_JOB, slot], is_[_F_ATTEMPT, slot] + 1, t1, t1 + (t1 - t0), r
+        elif job < hi:
+            new_job, attempt, new_t0, new_t1, new_r = job, 1, start[job], end[job], ratio[job]
+            job += 1
+        else:
+            break
 
-            # ---- submit a run (``replay_group.submit``): its configuration ...
-            if attempt > MAX_ATTEMPTS:
-                error[0], error[1], error[2] = ERR_STUCK, g, new_job - lo
-                return runs, n_runs, error
-            profile = False
-            if heap_n > 0:  # concurrent: the best known batch size and its limit (``Policy.power_limit`` when none is known)
-                k = best_k
-                if best_pl >= 0:
-                    limit = best_pl
-                elif kind == POLICY_ZEUS:
-                    if not profiled[k]:
-                        error[0], error[1], error[2] = ERR_POWER_NOT_PROFILED, g, k
-                        return runs, n_runs, error
-                    limit = jit_pl[d, k]
-                elif kind == POLICY_FIXED:
-                    limit = fixed_pl[d]
-                else:
-                    limit = max_pl[d, k]
+        # ---- submit a run (``replay_group.submit``): its configuration ...
+        if attempt > MAX_ATTEMPTS:
+            return ERR_STUCK, new_job - lo, n_runs
+        profile = False
+        if heap_n > 0:  # concurrent: the best known batch size and its limit (``Policy.power_limit`` when none is known)
+            k = best_k
+            if best_pl >= 0:
+                limit = best_pl
             elif kind == POLICY_ZEUS:
-                # ``PruningGTSOptimizer.predict``: the pruning walk (``PruningExplorer.next_batch_size``), then Thompson Sampling.
-                # The walk is asked only when nothing is in flight, so its last result is always in (the reference's
-                # 'asked before the last result was reported' cannot happen in a group replay).
-                k = -1
-                if n_arms == 0 and not walk_done:
-                    new_round = False
-                    if not walk_started:
-                        walk_started, new_round = True, True
-                    elif has_result:
-                        has_result = False
-                        if result_reached:
-                            if round_best > result_cost:
-                                round_best, walk_default = result_cost, result_k
-                            good[n_good] = result_k
-                            n_good += 1
-                        else:
-                            n_dirs -= 1  # the rest of this direction is pruned
-                    while True:
-                        if new_round:  # ``PruningExplorer._start_round``
-                            new_round = False
-                            idx = -1
-                            for i in range(n_surv):
-                                if survivors[i] == walk_default:
-                                    idx = i
-                            if idx < 0:
-                                error[0], error[1], error[2] = ERR_PRUNED_DEFAULT, g, walk_default
-                                return runs, n_runs, error
-                            for i in range(idx + 1):
-                                directions[0, i] = survivors[idx - i]
-                            for i in range(idx + 1, n_surv):
-                                directions[1, i - idx - 1] = survivors[i]
-                            dir_len[0], dir_len[1], dir_pos[0], dir_pos[1] = idx + 1, n_surv - idx - 1, 0, 0
-                            n_dirs, n_good, round_best = 2, 0, math.inf
-                        while n_dirs > 0 and dir_pos[2 - n_dirs] == dir_len[2 - n_dirs]:
-                            n_dirs -= 1
-                        if n_dirs > 0:  # the head direction's next batch size
-                            head = 2 - n_dirs
-                            k = directions[head, dir_pos[head]]
-                            dir_pos[head] += 1
-                            expecting = k
-                            break
-                        expecting = -1
-                        n_surv = n_good
-                        _copy(good, survivors, n_good)
-                        _sort(survivors, n_surv)
-                        prune_round += 1
-                        if prune_round == NUM_PRUNING_ROUNDS:
-                            walk_done = True
-                            break
-                        new_round = True
-                if k < 0:
-                    if n_arms == 0:  # the bandit starts over the survivors, on a fresh generator with the group's seed
-                        if n_surv == 0:
-                            error[0], error[1], error[2] = ERR_EMPTY_BANDIT, g, 0
-                            return runs, n_runs, error
-                        seed_stream(bandit_rng, seed)
-                        n_arms = n_surv
-                        for a in range(n_arms):
-                            arm_k[a], arm_of[survivors[a]], arm_stale[a] = survivors[a], a, False
-                        for a in range(n_arms):
-                            if hist_n[arm_k[a]] < 2:
-                                error[0], error[1], error[2] = ERR_FEW_OBSERVATIONS, g, arm_k[a]
-                                return runs, n_runs, error
-                            arm_mean[a], arm_scale[a] = _fit(hist[arm_k[a]], hist_n[arm_k[a]], scratch)
-                    for a in range(n_arms):
-                        if arm_stale[a]:
-                            arm_stale[a] = False
-                            arm_mean[a], arm_scale[a] = _fit(hist[arm_k[a]], hist_n[arm_k[a]], scratch)
-                    k = arm_k[_thompson(bandit_rng, n_arms, arm_mean, arm_scale)]
-                # ``ZeusPolicy.choose``: the first run of a batch size profiles its power limits
+                if not profiled[k]:
+                    return ERR_POWER_NOT_PROFILED, k, n_runs
                 limit = jit_pl[d, k]
-                profile = not profiled[k]
-                profiled[k] = True
             elif kind == POLICY_FIXED:
-                k, limit = -1, fixed_pl[d]
-                for i in range(n_bs[d]):
-                    if bs_value[d, i] == fixed_bs[d]:
-                        k = i
-            else:  # ``GridSearchPolicy.choose``
-                if grid_next < grid_offset[d + 1]:
-                    bs, limit = grid_bs[grid_next], grid_pl[grid_next]
-                    grid_next += 1
-                elif grid_best_bs >= 0:
-                    bs, limit = grid_best_bs, grid_best_pl
-                else:
-                    bs, limit = bs_value[d, b0_index[d]], max_pl[d, b0_index[d]]
-                k = -1
-                for i in range(n_bs[d]):
-                    if bs_value[d, i] == bs:
-                        k = i
-
-            # ---- ... and its outcome (``RunSampler.run``)
-            if k < 0:  # a batch size without rows (an Oracle's concurrent run at a b0 the table lacks)
-                error[0], error[1], error[2] = ERR_UNKNOWN_BATCH_SIZE, g, 0
-                return runs, n_runs, error
-            if n_targets[d, k] == 0:
-                error[0], error[1], error[2] = ERR_NO_TRAIN_RUN, g, k
-                return runs, n_runs, error
-            m = -1
-            for i in range(n_lim[d, k]):
-                if lim_value[d, k, i] == limit:
-                    m = i
-            if m < 0:
-                error[0], error[1], error[2] = ERR_LIMIT_INDEX, g, k
-                return runs, n_runs, error
-            epe, tpe = energy_per_epoch[d, k, m], time_per_epoch[d, k, m]
-            target = targets[target_offset[d, k] + bounded(sampler, n_targets[d, k] - 1)]
-            cost_bound = beta * min_cost
-            if cost_bound == math.inf:
-                budget = max_epochs[d]
+                limit = fixed_pl[d]
             else:
-                epoch_cost = eta * epe + (1 - eta) * max_pl[d, k] * tpe
-                if epoch_cost == 0.0:
-                    error[0], error[1], error[2] = ERR_ZERO_DIVISION, g, k
-                    return runs, n_runs, error
-                budget = py_floordiv(cost_bound, epoch_cost)
-                # min(budget, max_epochs) as Python takes it: the first unless the second is smaller (a NaN stays)
-                budget = max_epochs[d] if max_epochs[d] < budget else budget
-            if budget == 0:
-                energy, time, reached = 0.0, 0.0, False
+                limit = max_pl[d, k]
+        elif kind == POLICY_ZEUS:
+            # ``PruningGTSOptimizer.predict``: the pruning walk (``PruningExplorer.next_batch_size``), then Thompson Sampling.
+            # The walk is asked only when nothing is in flight, so its last result is always in (the reference's
+            # 'asked before the last result was reported' cannot happen in a group replay).
+            k = -1
+            if n_arms == 0 and not walk_done:
+                new_round = False
+                if not walk_started:
+                    walk_started, new_round = True, True
+                elif has_result:
+                    has_result = False
+                    if result_reached:
+                        if round_best > result_cost:
+                            round_best, walk_default = result_cost, result_k
+                        good[n_good] = result_k
+                        n_good += 1
+                    else:
+                        n_dirs -= 1  # the rest of this direction is pruned
+                while True:
+                    if new_round:  # ``PruningExplorer._start_round``
+                        new_round = False
+                        idx = -1
+                        for i in range(n_surv):
+                            if survivors[i] == walk_default:
+                                idx = i
+                        if idx < 0:
+                            return ERR_PRUNED_DEFAULT, walk_default, n_runs
+                        for i in range(idx + 1):
+                            directions[0, i] = survivors[idx - i]
+                        for i in range(idx + 1, n_surv):
+                            directions[1, i - idx - 1] = survivors[i]
+                        dir_len[0], dir_len[1], dir_pos[0], dir_pos[1] = idx + 1, n_surv - idx - 1, 0, 0
+                        n_dirs, n_good, round_best = 2, 0, math.inf
+                    while n_dirs > 0 and dir_pos[2 - n_dirs] == dir_len[2 - n_dirs]:
+                        n_dirs -= 1
+                    if n_dirs > 0:  # the head direction's next batch size
+                        head = 2 - n_dirs
+                        k = directions[head, dir_pos[head]]
+                        dir_pos[head] += 1
+                        expecting = k
+                        break
+                    expecting = -1
+                    n_surv = n_good
+                    _copy(good, survivors, n_good)
+                    _sort(survivors, n_surv)
+                    prune_round += 1
+                    if prune_round == NUM_PRUNING_ROUNDS:
+                        walk_done = True
+                        break
+                    new_round = True
+            if k < 0:
+                if n_arms == 0:  # the bandit starts over the survivors, on a fresh generator with the group's seed
+                    if n_surv == 0:
+                        return ERR_EMPTY_BANDIT, 0, n_runs
+                    seed_stream(bandit_rng, seed)
+                    n_arms = n_surv
+                    for a in range(n_arms):
+                        arm_k[a], arm_of[survivors[a]], arm_stale[a] = survivors[a], a, False
+                    for a in range(n_arms):
+                        if hist_n[arm_k[a]] < 2:
+                            return ERR_FEW_OBSERVATIONS, arm_k[a], n_runs
+                        arm_mean[a], arm_scale[a] = _fit(hist[arm_k[a]], hist_n[arm_k[a]], scratch)
+                for a in range(n_arms):
+                    if arm_stale[a]:
+                        arm_stale[a] = False
+                        arm_mean[a], arm_scale[a] = _fit(hist[arm_k[a]], hist_n[arm_k[a]], scratch)
+                k = arm_k[_thompson(bandit_rng, n_arms, arm_mean, arm_scale)]
+            # ``ZeusPolicy.choose``: the first run of a batch size profiles its power limits
+            limit = jit_pl[d, k]
+            profile = not profiled[k]
+            profiled[k] = True
+        elif kind == POLICY_FIXED:
+            k, limit = -1, fixed_pl[d]
+            for i in range(n_bs[d]):
+                if bs_value[d, i] == fixed_bs[d]:
+                    k = i
+        else:  # ``GridSearchPolicy.choose``
+            if grid_next < grid_offset[d + 1]:
+                bs, limit = grid_bs[grid_next], grid_pl[grid_next]
+                grid_next += 1
+            elif grid_best_bs >= 0:
+                bs, limit = grid_best_bs, grid_best_pl
             else:
-                reached = not math.isnan(target) and target <= budget
-                epochs = target if reached else budget
-                if profile:
-                    energy, time = first_energy[d, k] + epe * (epochs - 1), first_time[d, k] + tpe * (epochs - 1)
-                else:
-                    energy, time = epe * epochs, tpe * epochs
+                bs, limit = bs_value[d, b0_index[d]], max_pl[d, b0_index[d]]
+            k = -1
+            for i in range(n_bs[d]):
+                if bs_value[d, i] == bs:
+                    k = i
 
-            # ---- in flight until its end
-            n_free -= 1
-            slot = free[n_free]
-            is_[_F_SEQ, slot], is_[_F_JOB, slot], is_[_F_ATTEMPT, slot] = seq, new_job, attempt
-            is_[_F_K, slot], is_[_F_PL, slot], is_[_F_REACHED, slot] = k, limit, 1 if reached else 0
-            fs[_F_T1, slot], fs[_F_T0, slot], fs[_F_RATIO, slot] = new_t1, new_t0, new_r
-            fs[_F_TIME, slot], fs[_F_ENERGY, slot] = time, energy
-            fs[_F_COST, slot] = eta * energy + (1 - eta) * max_power * time  # ``runs.hybrid_cost``
-            seq += 1
-            # push: sift up from the end (ends tie rarely; then the earlier submission first, as heapq's tuples)
-            i = heap_n
-            heap_n += 1
-            while i > 0:
-                parent = (i - 1) // 2
-                q = heap[parent]
-                if not (new_t1 < fs[_F_T1, q] or (new_t1 == fs[_F_T1, q] and seq - 1 < is_[_F_SEQ, q])):
-                    break
-                heap[i] = q
-                i = parent
-            heap[i] = slot
-    return runs, n_runs, error
+        # ---- ... and its outcome (``RunSampler.run``)
+        if k < 0:  # a batch size without rows (an Oracle's concurrent run at a b0 the table lacks)
+            return ERR_UNKNOWN_BATCH_SIZE, 0, n_runs
+        if n_targets[d, k] == 0:
+            return ERR_NO_TRAIN_RUN, k, n_runs
+        m = -1
+        for i in range(n_lim[d, k]):
+            if lim_value[d, k, i] == limit:
+                m = i
+        if m < 0:
+            return ERR_LIMIT_INDEX, k, n_runs
+        epe, tpe = energy_per_epoch[d, k, m], time_per_epoch[d, k, m]
+        target = targets[target_offset[d, k] + bounded(sampler, n_targets[d, k] - 1)]
+        cost_bound = beta * min_cost
+        if cost_bound == math.inf:
+            budget = max_epochs[d]
+        else:
+            epoch_cost = eta * epe + (1 - eta) * max_pl[d, k] * tpe
+            if epoch_cost == 0.0:
+                return ERR_ZERO_DIVISION, k, n_runs
+            budget = py_floordiv(cost_bound, epoch_cost)
+            # min(budget, max_epochs) as Python takes it: the first unless the second is smaller (a NaN stays)
+            budget = max_epochs[d] if max_epochs[d] < budget else budget
+        if budget == 0:
+            energy, time, reached = 0.0, 0.0, False
+        else:
+            reached = not math.isnan(target) and target <= budget
+            epochs = target if reached else budget
+            if profile:
+                energy, time = first_energy[d, k] + epe * (epochs - 1), first_time[d, k] + tpe * (epochs - 1)
+            else:
+                energy, time = epe * epochs, tpe * epochs
+
+        # ---- in flight until its end
+        n_free -= 1
+        slot = free[n_free]
+        is_[_F_SEQ, slot], is_[_F_JOB, slot], is_[_F_ATTEMPT, slot] = seq, new_job, attempt
+        is_[_F_K, slot], is_[_F_PL, slot], is_[_F_REACHED, slot] = k, limit, 1 if reached else 0
+        fs[_F_T1, slot], fs[_F_T0, slot], fs[_F_RATIO, slot] = new_t1, new_t0, new_r
+        fs[_F_TIME, slot], fs[_F_ENERGY, slot] = time, energy
+        fs[_F_COST, slot] = eta * energy + (1 - eta) * max_power * time  # ``runs.hybrid_cost``
+        seq += 1
+        # push: sift up from the end (ends tie rarely; then the earlier submission first, as heapq's tuples)
+        i = heap_n
+        heap_n += 1
+        while i > 0:
+            parent = (i - 1) // 2
+            q = heap[parent]
+            if not (new_t1 < fs[_F_T1, q] or (new_t1 == fs[_F_T1, q] and seq - 1 < is_[_F_SEQ, q])):
+                break
+            heap[i] = q
+            i = parent
+        heap[i] = slot
+    return OK, 0, n_runs
+
+
+@njit(cache=True)
+def replay_groups_kernel(
+    g_lo: int, g_hi: int, jobs: Jobs, t: Tables, p: PolicyArrays, runs_capacity: int, history_capacity: int
+) -> tuple[np.ndarray, int, np.ndarray, np.ndarray, np.ndarray]:
+    """Replay groups ``[g_lo, g_hi)`` of ``jobs`` under each state of ``p``; returns (runs, number of runs, errors, counts, sums).
+
+    With ``runs_capacity`` > 0 (one state), ``runs`` is a (N_COLUMNS, runs_capacity) float64 array, one column per
+    reported run in replay order (rows ``COL_*``), and ``errors[0]`` is int64 [code, group, detail]: ``OK``, or the
+    ``ERR_*`` of the first group (in order) where the reference raises, or ``ERR_CAPACITY`` where the runs or a batch
+    size's rewards (``history_capacity`` per group) would not fit: the runs of the groups before it are complete, and the
+    caller goes on from that group with larger buffers (buffers never grow here: an array re-assigned in the loop costs
+    reference counting on every run).
+
+    With ``runs_capacity`` 0 (totals only, any number of states), each group is replayed under every state in turn
+    (one pass over the jobs, the states side by side), and state ``s`` gets ``counts[s]`` (its reported runs) and
+    ``sums[s]`` (the exactly rounded sums of their energy x ``jobs.weight`` and of their time: ``math.fsum``'s values),
+    or its error in ``errors[s]`` (the state is then left out of the groups after it; ``ERR_CAPACITY`` and
+    ``ERR_INEXACT`` too: the caller replays that state alone).
+    """
+    n_states = p.eta.size
+    errors = np.zeros((n_states, 3), dtype=np.int64)
+    counts = np.zeros(n_states, dtype=np.int64)
+    bins = np.zeros((n_states, 2, EXACT_BINS), dtype=np.int64)
+    sums = np.zeros((n_states, 2), dtype=np.float64)
+    runs = np.empty((N_COLUMNS, runs_capacity), dtype=np.float64)
+    max_jobs = 1
+    for g in range(g_lo, g_hi):
+        max_jobs = max(max_jobs, jobs.bounds[g + 1] - jobs.bounds[g])
+    nb = t.bs_value.shape[1]
+    b = Buffers(
+        is_=np.zeros((N_INT_SLOTS, max_jobs), dtype=np.int64), fs=np.zeros((N_FLOAT_SLOTS, max_jobs), dtype=np.float64),
+        heap=np.zeros(max_jobs, dtype=np.int64), free=np.zeros(max_jobs, dtype=np.int64), sampler=np.zeros(STREAM_WORDS, dtype=np.uint64),
+        profiled=np.zeros(nb, dtype=np.bool_), hist_n=np.zeros(nb, dtype=np.int64), hist=np.empty((nb, history_capacity), dtype=np.float64),
+        scratch=np.empty(history_capacity, dtype=np.float64), survivors=np.zeros(nb, dtype=np.int64), directions=np.zeros((2, nb), dtype=np.int64),
+        dir_len=np.zeros(2, dtype=np.int64), dir_pos=np.zeros(2, dtype=np.int64), good=np.zeros(nb, dtype=np.int64),
+        arm_of=np.full(nb, -1, dtype=np.int64), arm_k=np.zeros(nb, dtype=np.int64), arm_mean=np.zeros(nb, dtype=np.float64),
+        arm_scale=np.zeros(nb, dtype=np.float64), arm_stale=np.zeros(nb, dtype=np.bool_), bandit_rng=np.zeros(STREAM_WORDS, dtype=np.uint64),
+    )  # fmt: skip
+    n_runs = 0
+    for g in range(g_lo, g_hi):
+        for s in range(n_states):
+            if errors[s, 0] != OK:
+                continue
+            code, detail, after = _replay_group(g, s, jobs, t, p, b, runs, counts[s] if runs_capacity == 0 else n_runs, bins[s])
+            if code != OK:
+                errors[s, 0], errors[s, 1], errors[s, 2] = code, g, detail
+                if runs_capacity > 0:
+                    return runs, after, errors, counts, sums
+            elif runs_capacity == 0:
+                counts[s] = after
+            else:
+                n_runs = after
+    partials = np.empty(EXACT_BINS * 2, dtype=np.float64)
+    for s in range(n_states):
+        if errors[s, 0] == OK:
+            sums[s, 0], sums[s, 1] = _exact_total(bins[s, 0], partials), _exact_total(bins[s, 1], partials)
+    return runs, n_runs, errors, counts, sums

@@ -218,3 +218,40 @@ def test_an_address_nothing_listens_on_is_one_error_naming_it(monkeypatch: pytes
     monkeypatch.setattr(distributed, "CONNECT_TIMEOUT", "1s")
     with pytest.raises(distributed.SchedulerError, match=f"^Dask scheduler {address}: .*{address}"), connect(address):
         pass
+
+
+def _slow_square(x: int, pause: float) -> int:
+    time.sleep(pause)
+    return x * x
+
+
+def test_auto_keeps_cheap_tasks_in_this_process_and_says_so(monkeypatch: pytest.MonkeyPatch) -> None:
+    from pipelines import distributed
+
+    monkeypatch.delenv(distributed.SCHEDULER_ENV, raising=False)
+    notes: list[str] = []
+    finished: list[int] = []
+    with connect(None, workers=2, note=notes.append) as runner:  # the default: auto
+        assert isinstance(runner, distributed.AutoRunner) and runner.workers == 2
+        assert runner.map(_slow_square, list(range(12)), {"pause": 0.01}, on_done=finished.append) == [x * x for x in range(12)]
+        assert runner.description.startswith("auto: in-process")
+    assert sorted(finished) == list(range(12))
+    assert len(notes) == 1 and notes[0].startswith("[auto] 10 tasks left at ") and notes[0].endswith("running them in this process")
+    # 10 tasks of 0.01 s: 0.1 s here against the cluster's start (5 s) + 0.05 s
+    assert "about 0.1 s in this process, 5.1 s on a local cluster (5 s to start)" in notes[0]
+
+
+@pytest.mark.slow
+def test_auto_starts_a_local_cluster_for_work_that_pays_for_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Tasks of 0.5 s against a cluster that costs nothing to start: the rest goes to a local cluster, results in order."""
+    from pipelines import distributed
+
+    monkeypatch.setattr(distributed, "LOCAL_START_SECONDS", 0.0)
+    notes: list[str] = []
+    finished: list[int] = []
+    with connect("auto", workers=2, note=notes.append) as runner:
+        assert runner.map(_slow_square, list(range(8)), {"pause": 0.5}, on_done=finished.append) == [x * x for x in range(8)]
+        assert runner.description.startswith("auto: local cluster tcp://127.0.0.1:") and runner.workers == 2
+        assert runner.map(_slow_square, [3], {"pause": 0.0}) == [9]  # the cluster serves the next map
+    assert sorted(finished) == list(range(8))
+    assert len(notes) == 1 and notes[0].startswith("[auto] 6 tasks left at 0.5") and notes[0].endswith("on a local cluster of 2 workers")

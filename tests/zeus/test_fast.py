@@ -38,6 +38,7 @@ from pipelines.vocabulary import POLICIES
 from pipelines.zeus import fast
 from pipelines.zeus import kernels as kern
 from pipelines.zeus.bandit import GaussianThompson
+from pipelines.zeus.errors import SimulationError
 from pipelines.zeus.exact import Uint32Draws
 from pipelines.zeus.groups import replay_groups
 from pipelines.zeus.reference import group_seed
@@ -180,6 +181,34 @@ def test_pairwise_sum_and_variance_match_numpy() -> None:
             assert k.sum_and_var(np.concatenate([x, [1e300]]), n, np.empty(n)) == (x.sum(), np.var(x)), n
 
 
+@njit(cache=False)
+def _exact_sum(values: np.ndarray) -> float:
+    bins = np.zeros(kern.EXACT_BINS, dtype=np.int64)
+    for x in values:
+        if not kern._exact_add(bins, x):
+            return -1.0
+    return kern._exact_total(bins, np.empty(2 * kern.EXACT_BINS))
+
+
+def test_exact_totals_are_math_fsum() -> None:
+    """The batch's exact sums against CPython's math.fsum: magnitudes 1e-200..1e300, bins that carry, ties to even."""
+    rng = np.random.default_rng(3)
+    cases = [
+        np.zeros(0),
+        np.zeros(5),
+        rng.uniform(0, 1e6, 70_000),  # energies of a replay
+        rng.uniform(0, 1, 5_000) * 10.0 ** rng.integers(-200, 300, 5_000),
+        np.full(100_000, np.nextafter(1.0, 0.0)),  # one bin, carried about 200 times
+        np.array([1.0, 2.0**-53, 2.0**-106]),  # rounds up only because of the last value
+        np.array([1.0, 2.0**-53]),  # a tie: to even (1.0)
+        np.array([1.0 + 2.0**-52, 2.0**-53]),  # a tie: to even (up)
+        np.array([2.0**1000] * 3 + [1e-250] * 7),
+    ]
+    for values in cases:
+        assert _exact_sum(values) == math.fsum(values.tolist()), values[:3]
+    assert _exact_sum(np.array([1.0, -1.0])) == _exact_sum(np.array([math.inf])) == _exact_sum(np.array([2.0**-1000])) == -1.0  # not taken
+
+
 def test_float_floor_division_matches_python() -> None:
     k = kern
     rng = np.random.default_rng(2)
@@ -251,9 +280,32 @@ def test_the_sweep_totals_are_the_reference_totals(traces: Traces, cluster_jobs:
             assert simulate.trace_totals(rows, traces, "v100", policy, seed=seed, engine="fast") == reference
             assert simulate.trace_totals(rows, traces, "v100", policy, seed=seed, engine="fast") == reference  # memoized inputs
     grid = sweep.Grid(etas=(0.0, 1.0), betas=(2.0,), seeds=(1,), gpus=("v100",), policies=("zeus", "default", "grid-search"))
+    assert len(sweep.batches(sweep.replays(grid, ("itp", "elasticflow")), {"itp": 10, "elasticflow": 10}, 1)) == 6  # a pass per policy
     fast_table = sweep.sweep(jobs, traces, grid, SerialRunner())
     monkeypatch.setenv(fast.ENGINE_ENV, "reference")
     assert sweep.sweep(jobs, traces, grid, SerialRunner()).equals(fast_table)
+
+
+def test_a_batch_of_replays_side_by_side_is_each_replay_alone(traces: Traces, cluster_jobs: pl.DataFrame) -> None:
+    """``fast.replay_totals``: many (eta, beta, seed) in one pass, each state's totals those of its own replay (the
+    reference's for some), and None exactly where the replay alone raises; the knobs in any order change nothing."""
+    # cluster10 and testbed, and two groups that prune every batch size on a40 at beta 1.5 (eta 0.3; ElasticFlow's at 0.9 too)
+    failing = ["cluster03/1gpu/2^12s", "cluster02/vgg16/bs256/1gpu"]
+    jobs = cluster_jobs.filter(pl.col("cluster").is_in(["cluster10", "testbed"]) | pl.col("group").is_in(failing))
+    knobs = [(eta, beta, seed) for eta in (0.0, 0.3, 0.9, 1.0) for beta in (1.5, 5.0) for seed in (None, 2)]
+    for trace, policy in (("itp", "zeus"), ("elasticflow", "zeus"), ("itp", "grid-search"), ("elasticflow", "default")):
+        rows = jobs.filter(pl.col("trace") == trace)
+        got = simulate.trace_totals_batch(rows, traces, "a40", policy, knobs)
+        for i, (eta, beta, seed) in enumerate(knobs):
+            engine = "reference" if i % 7 == 0 else "fast"
+            try:
+                alone: tuple[int, float, float] | None = simulate.trace_totals(rows, traces, "a40", policy, eta=eta, beta=beta, seed=seed, engine=engine)
+            except SimulationError:
+                alone = None
+            assert got[i] == alone, (trace, policy, eta, beta, seed)
+        assert simulate.trace_totals_batch(rows, traces, "a40", policy, knobs[::-1]) == got[::-1]
+        if policy == "zeus":
+            assert 0 < got.count(None) < len(knobs)  # states stopped while the others went on
 
 
 # ---------------------------------------------------------------------------------------------

@@ -5,8 +5,9 @@
   on V100 at eta 0.5, beta 2 (the cluster layer's knobs) and on A40 at eta 1, beta 1.5.
 * The retry path itself: a group of overlapping jobs whose runs miss the target and are retried.
 
-Both replay engines are compared (``engine``: the pure-Python reference and the compiled fast path);
-the published runs are computed once per module.
+Both replay engines are compared (``engine``: the pure-Python reference and the compiled fast path), and
+the sweep's batched replay (many knob states in one pass, totals only); the published runs are computed
+once per module.
 
 The published ``HistoryEntry`` carries no times; ``Peer.timed_groups`` (tests/support/zeus_peer.py) reads
 them from the simulator's own in-flight records, so a retry's start and duration are compared with
@@ -17,11 +18,13 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import polars as pl
 import pytest
 
 from pipelines.clusters.mapping import map_elasticflow
-from pipelines.zeus.groups import replay_groups
+from pipelines.zeus import fast
+from pipelines.zeus.groups import group_frame, replay_groups, workload_tables
 from pipelines.zeus.traces import Traces
 from tests.support.zeus_cases import MAX_JOBS, RETRY_JOBS
 
@@ -78,6 +81,21 @@ def test_every_elasticflow_group_of_up_to_40_jobs(
     assert not differing, f"{len(differing)} of {len(theirs)} groups differ, first {first}: {ours.get(first)} != {theirs.get(first)}"
     # The retry path is exercised: runs that missed the target and were run again (148 and 340 of them).
     assert got.height - small_groups.height > 100
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("gpu", ["v100", "a40"])
+def test_a_batch_of_knobs_in_one_pass_sums_the_published_runs(published_small, traces: Traces, small_groups: pl.DataFrame, gpu: str) -> None:
+    """The sweep's batched replay (``fast.replay_totals``: both knob pairs side by side in one pass over the jobs) against
+    zeus==0.16.0: per state, the published runs' count and their energy and time summed by ``math.fsum``."""
+    groups = group_frame(small_groups)
+    arrays = fast.group_arrays(groups)
+    knobs = [(0.5, 2.0, None), (1.0, 1.5, None)]
+    got = fast.replay_totals(arrays, workload_tables(groups, traces, gpu), np.ones(groups.height), "zeus", knobs)
+    for (eta, beta, _), totals in zip(knobs, got, strict=True):
+        runs = published_small(gpu, eta, beta)
+        energy, time = COLUMNS.index("energy"), COLUMNS.index("time")
+        assert totals == (len(runs), math.fsum(r[energy] for r in runs), math.fsum(r[time] for r in runs)), (gpu, eta, beta)
 
 
 @pytest.mark.parametrize("engine", ENGINES)

@@ -64,7 +64,7 @@ def zeus_knob_grid(
         return dg.Output(partition_tables(context, out), metadata={"grid": config.grid.value, "replays": 0})
     n = len(replays(grid, traces))
     started = time.perf_counter()
-    with dask.runner() as runner:
+    with dask.runner(note=context.log.info) as runner:
         context.log.info(f"{config.grid.value} grid: {n} replays of {', '.join(traces)} on {runner.description}")
         table = sweep(cluster_workload_jobs, from_frames(zeus_train_runs, zeus_power_profiles), grid, runner)
         where = runner.description

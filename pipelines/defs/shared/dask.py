@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import dagster as dg
 
@@ -13,9 +13,9 @@ from pipelines.distributed import Runner, connect
 class DaskResource(dg.ConfigurableResource):
     """Dask for the sweeps' tasks.
 
-    ``scheduler``: empty = ``$DASK_SCHEDULER_ADDRESS`` when set at run time, else a LocalCluster
-    started for the step (one worker process per core); ``"none"`` = in the step's process;
-    ``"local"``; or a scheduler address ``tcp://HOST:PORT``. ``workers``: processes of a local
+    ``scheduler``: empty = ``$DASK_SCHEDULER_ADDRESS`` when set at run time, else ``"auto"`` (in the
+    step's process, or a LocalCluster started for the step where the measured work pays for it);
+    ``"none"`` = in the step's process; ``"local"``; or a scheduler address ``tcp://HOST:PORT``. ``workers``: processes of a local
     cluster (0 = one per core).
     """
 
@@ -23,6 +23,7 @@ class DaskResource(dg.ConfigurableResource):
     workers: int = 0
 
     @contextlib.contextmanager
-    def runner(self) -> Iterator[Runner]:
-        with connect(self.scheduler or None, workers=self.workers or None) as runner:
+    def runner(self, note: Callable[[str], None] | None = None) -> Iterator[Runner]:
+        """The runner of this configuration; ``note``: where ``"auto"``'s choice is said (default: stderr)."""
+        with connect(self.scheduler or None, workers=self.workers or None, note=note) as runner:
             yield runner
