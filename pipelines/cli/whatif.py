@@ -30,6 +30,7 @@ from pipelines.clusters import whatif as report_of
 from pipelines.clusters.profiles import with_measured
 from pipelines.clusters.report_text import render
 from pipelines.distributed import connect
+from pipelines.home.outputs import OutputRefused, check_output
 from pipelines.home.paths import ProjectPaths, find_home
 from pipelines.ingest.common import IngestError
 from pipelines.ingest.owntrace import check_timezone
@@ -104,6 +105,7 @@ def _non_negative(ctx: click.Context, param: click.Parameter, value: float | Non
 @click.option("--progress/--no-progress", default=None, help="Progress bars on stderr  [default: when stderr is a terminal]")
 @click.option("--html", "html_file", type=click.Path(path_type=Path), default=None,
               help="Also write the report as one self-contained HTML page (figures embedded, nothing fetched) to this file.")
+@click.option("--parents", "make_parents", is_flag=True, help="Make --html's missing folders (else a missing folder is an error).")
 @slurm_options
 def cli(
     file: Path,
@@ -127,6 +129,7 @@ def cli(
     as_json: bool,
     progress: bool | None,
     html_file: Path | None,
+    make_parents: bool,
     **slurm: Any,
 ) -> None:
     """What would Zeus save on your cluster? Replays a Slurm sacct export or a job-log CSV; writes nothing."""
@@ -135,7 +138,7 @@ def cli(
     if file.is_dir():
         _fail(f"{file}: is a folder; give the export file")
     if html_file is not None:
-        _check_html(html_file)
+        _check_html(html_file, (file, *profile_files, *([trace_dir] if trace_dir else [])), make_parents)
     slurm_cluster = slurm_settings(scheduler, slurm)
     try:
         check_timezone(timezone)
@@ -178,15 +181,15 @@ def cli(
 
 
 #: Parameters that change no number of the report (where it goes, how it is shown).
-_PRESENTATION = ("file", "as_json", "progress", "html_file")
+_PRESENTATION = ("file", "as_json", "progress", "html_file", "make_parents")
 
 
-def _check_html(path: Path) -> None:
-    """One line and exit 2, before any work, for an --html path that cannot be written."""
-    if path.is_dir():
-        _fail(f"--html {path}: is a folder; give a file name, e.g. {path / 'report.html'}")
-    if not path.parent.is_dir():
-        _fail(f"--html {path}: the folder {path.parent} does not exist")
+def _check_html(path: Path, inputs: tuple[Path, ...], make_parents: bool) -> None:
+    """One line and exit 2, before any work, for an --html path that must not be written (``check_output``)."""
+    try:
+        check_output(path, "--html", find_home(), inputs=inputs, make_parents=make_parents)
+    except OutputRefused as exc:
+        _fail(str(exc))
 
 
 def _options_used() -> dict[str, str]:
