@@ -22,7 +22,7 @@ from typing import Any, NoReturn
 import click
 
 from pipelines.cli import invoked_as
-from pipelines.cli.clusters import delimiter_option
+from pipelines.cli.clusters import delimiter_option, read_limit_options, read_limits
 from pipelines.cli.simulate import _finite
 from pipelines.cli.sweep import note, slurm_options, slurm_settings
 from pipelines.clusters import tracefiles
@@ -106,6 +106,7 @@ def _non_negative(ctx: click.Context, param: click.Parameter, value: float | Non
 @click.option("--html", "html_file", type=click.Path(path_type=Path), default=None,
               help="Also write the report as one self-contained HTML page (figures embedded, nothing fetched) to this file.")
 @click.option("--parents", "make_parents", is_flag=True, help="Make --html's missing folders (else a missing folder is an error).")
+@read_limit_options
 @slurm_options
 def cli(
     file: Path,
@@ -130,6 +131,9 @@ def cli(
     progress: bool | None,
     html_file: Path | None,
     make_parents: bool,
+    max_rows: int,
+    max_line_bytes: int,
+    max_bytes: int,
     **slurm: Any,
 ) -> None:
     """What would Zeus save on your cluster? Replays a Slurm sacct export or a job-log CSV; writes nothing."""
@@ -156,7 +160,8 @@ def cli(
     try:
         # only the columns the report reads are kept (the full table never exists)
         result = tracefiles.read_trace(file, report_of.trace_name_for(file), file_format, timezone, field_list, source_file=str(file),
-                                       digest=html_file is not None, delimiter=delimiter, columns=report_of.REPORT_COLUMNS)
+                                       digest=html_file is not None, delimiter=delimiter, columns=report_of.REPORT_COLUMNS,
+                                       limits=read_limits(max_rows, max_line_bytes, max_bytes))
         sha256 = result.sha256
         traces, origin = report_of.load_zeus_traces(trace_dir, home, published)
         profiles = with_measured(traces, profile_files, ProjectPaths(home).raw / "measured")
@@ -181,7 +186,7 @@ def cli(
 
 
 #: Parameters that change no number of the report (where it goes, how it is shown).
-_PRESENTATION = ("file", "as_json", "progress", "html_file", "make_parents")
+_PRESENTATION = ("file", "as_json", "progress", "html_file", "make_parents", "max_rows", "max_line_bytes", "max_bytes")
 
 
 def _check_html(path: Path, inputs: tuple[Path, ...], make_parents: bool) -> None:
