@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 import json
-import math
 import re
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import click
 import duckdb
@@ -17,7 +15,7 @@ import polars as pl
 from pipelines.cli import invoked_as
 from pipelines.sql.interrupt import QueryTimeout, interruptible
 from pipelines.sql.views import READ_ONLY, connect, first_line, sql_file, stream_sql, view_names
-from pipelines.terminal import printable
+from pipelines.terminal import json_safe, printable
 
 #: Rows the table format prints by default; the rest are counted, not held (``--rows``).
 PREVIEW_ROWS = 50
@@ -162,21 +160,6 @@ def frame_json(frame: pl.DataFrame) -> str:
     if not nested_floats and not (floats and frame.select(pl.any_horizontal(pl.col(floats).is_finite().not_())).to_series().any()):
         return frame.write_json()
     return json.dumps(json_safe(frame.to_dicts()), default=str, allow_nan=False)
-
-
-#: How ``frame_json`` writes a float that JSON has no number for.
-NON_FINITE = {"nan": "NaN", "inf": "Infinity", "-inf": "-Infinity"}
-
-
-def json_safe(value: Any) -> Any:
-    """``value`` (rows: dicts, lists, numbers) with each NaN or infinite float replaced by its ``NON_FINITE`` string."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return NON_FINITE[str(value)]
-    if isinstance(value, dict):
-        return {k: json_safe(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [json_safe(v) for v in value]
-    return value
 
 
 def _write_preview(frames: Iterator[pl.DataFrame], preview_rows: int) -> None:

@@ -35,8 +35,9 @@ from pipelines.home.paths import ProjectPaths, find_home
 from pipelines.ingest.common import IngestError
 from pipelines.ingest.owntrace import check_timezone
 from pipelines.ingest.slurm import DEFAULT_DELIMITER, parse_fields
-from pipelines.terminal import printable
+from pipelines.terminal import json_safe, printable
 from pipelines.vocabulary import PAPER_ORDER
+from pipelines.zeus.errors import SimulationError
 from pipelines.zeus.traces import TraceError
 
 
@@ -170,11 +171,11 @@ def cli(
         with connect(scheduler or "none", slurm=slurm_cluster, note=note) as runner:
             report, power = report_of.replay_with_power(prepared, profiles, runner) if html_file is not None else (
                 report_of.replay(prepared, profiles, runner), None)
-    except (IngestError, TraceError, tracefiles.TraceFileError, ValueError) as exc:
+    except (IngestError, TraceError, tracefiles.TraceFileError, ValueError, SimulationError) as exc:
         _fail(str(exc))
     report["zeus_traces"] = origin
     if as_json:
-        click.echo(json.dumps(report, allow_nan=False))
+        click.echo(json.dumps(json_safe(report), allow_nan=False))
     else:
         click.echo(render(report))
     if html_file is not None and power is not None:
