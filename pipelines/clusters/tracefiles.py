@@ -32,12 +32,15 @@ and ``alibaba`` (``alibaba_groups.csv.xz``). Nothing here imports Dagster.
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
+import os
 import re
 import shutil
 import stat
 import tomllib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -341,6 +344,31 @@ def add_trace(raw: Path, name: str, file: Path, *, fmt: Format, timezone: str, f
     if cluster_gpus is not None:
         check_setting(cluster_gpus, "--cluster-gpus")
     base = folder(raw)
+    with traces_lock(raw):
+        return _add_locked(raw, base, name, file, fmt, timezone, fields, replace, delimiter, cluster_gpus, limits)
+
+
+@contextlib.contextmanager
+def traces_lock(raw: Path) -> Iterator[None]:
+    """Held while ``raw/clusters/`` changes (``add_trace``, ``remove_trace``): one change at a time, across processes.
+
+    Two ``clusters add R --replace`` at once, one with ``R.sacct`` and one with ``R.sacct.xz``, each
+    listed the old files before the other renamed its own, and could leave both files and a sidecar
+    hashing the unused one (issue 39). The lock is ``raw/.clusters.lock`` (``flock``; released when
+    its process ends, however it ends).
+    """
+    raw.mkdir(parents=True, exist_ok=True)
+    fd = os.open(raw / ".clusters.lock", os.O_CREAT | os.O_RDWR, 0o666)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
+
+
+def _add_locked(raw: Path, base: Path, name: str, file: Path, fmt: Format, timezone: str, fields: tuple[str, ...] | None,
+                replace: bool, delimiter: str, cluster_gpus: int | None,
+                limits: ReadLimits | None) -> tuple[TraceFile, OwnTraceResult]:
     ext = ".csv" if fmt == "csv" else ".sacct"
     compression = file.suffix.lower() if file.suffix.lower() in COMPRESSED_SUFFIXES else ""
     target = base / f"{name}{ext}{compression}"
@@ -373,9 +401,10 @@ def add_trace(raw: Path, name: str, file: Path, *, fmt: Format, timezone: str, f
 def remove_trace(raw: Path, name: str) -> list[Path]:
     """Remove the files of user trace ``name`` (data files, then the sidecar); the paths removed ([] when there was none)."""
     check_name(name)
-    files = trace_files(raw, name)
-    for path in files:
-        path.unlink(missing_ok=True)
+    with traces_lock(raw):
+        files = trace_files(raw, name)
+        for path in files:
+            path.unlink(missing_ok=True)
     return files
 
 
