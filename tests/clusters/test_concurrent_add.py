@@ -11,6 +11,8 @@ import time
 import tomllib
 from pathlib import Path
 
+import pytest
+
 from pipelines.sources.fetch import sha256_of
 from tests.support.sacct_export import write_export
 
@@ -29,7 +31,7 @@ def test_an_add_waits_for_the_change_in_progress(tmp_path: Path) -> None:
     fcntl.flock(fd, fcntl.LOCK_EX)  # another add or remove holds raw/clusters/
     process = add(home, plain)
     try:
-        time.sleep(6)
+        time.sleep(4)
         assert process.poll() is None and not (home / "raw" / "clusters" / "lab.sacct").exists()
     finally:
         os.close(fd)
@@ -38,6 +40,7 @@ def test_an_add_waits_for_the_change_in_progress(tmp_path: Path) -> None:
     assert (home / "raw" / "clusters" / "lab.sacct").is_file()
 
 
+@pytest.mark.slow  # six `clusters add` processes, two at a time: about 10 s
 def test_concurrent_replaces_leave_one_file_and_its_sidecar(tmp_path: Path) -> None:
     home = tmp_path / "home"
     plain = tmp_path / "lab.sacct"
