@@ -9,6 +9,7 @@ character. JSON output needs none of this (``json.dumps`` escapes control charac
 
 from __future__ import annotations
 
+import math
 import re
 from typing import Any
 
@@ -23,6 +24,23 @@ def _escape(match: re.Match[str]) -> str:
 def printable(text: str) -> str:
     """``text`` with every control character and bidirectional override written as its escape (``\\x1b``, ``\\n``, ``\\u202e``)."""
     return _UNSAFE.sub(_escape, text)
+
+
+#: How ``json_safe`` writes a float that JSON has no number for (the spellings JavaScript's ``Number()`` and Python's
+#: ``float()`` read back); every command's JSON output follows this one rule (``sql --format json``, ``whatif --json``).
+NON_FINITE = {"nan": "NaN", "inf": "Infinity", "-inf": "-Infinity"}
+
+
+def json_safe(value: Any) -> Any:
+    """``value`` (dicts, lists, numbers) with each NaN or infinite float replaced by its ``NON_FINITE`` string, so that
+    ``json.dumps(..., allow_nan=False)`` writes valid JSON."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return NON_FINITE[str(value)]
+    if isinstance(value, dict):
+        return {k: json_safe(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [json_safe(v) for v in value]
+    return value
 
 
 def printable_data(value: Any) -> Any:

@@ -14,8 +14,9 @@ from __future__ import annotations
 import errno
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import NoReturn
+from typing import Any, NoReturn, TypeVar
 
 import click
 
@@ -23,6 +24,7 @@ from pipelines.cli import invoked_as
 from pipelines.clusters import tracefiles
 from pipelines.home.paths import default_mirror, default_paths
 from pipelines.ingest.common import IngestError
+from pipelines.ingest.owntrace import ReadLimits
 from pipelines.ingest.slurm import DEFAULT_DELIMITER, check_delimiter, parse_fields
 from pipelines.terminal import printable
 
@@ -47,6 +49,29 @@ def delimiter_option(ctx: click.Context, param: click.Parameter, value: str) -> 
         raise click.BadParameter(str(exc)) from None
 
 
+F = TypeVar("F", bound=Callable[..., Any])
+_LIMITS = ReadLimits()
+
+
+def read_limit_options(command: F) -> F:
+    """Add ``--max-rows``, ``--max-line-bytes`` and ``--max-bytes`` (``ReadLimits``, defaults shown) to a command that
+    reads an own-trace file; ``read_limits`` makes them a ``ReadLimits``."""
+    for option in reversed((
+        click.option("--max-rows", type=click.IntRange(min=1), default=_LIMITS.rows, show_default=True,
+                     help="Lines of the file read at most (header included); more is an error."),
+        click.option("--max-line-bytes", type=click.IntRange(min=1), default=_LIMITS.line_bytes, show_default=True,
+                     help="Bytes of one line at most; a longer line is an error."),
+        click.option("--max-bytes", type=click.IntRange(min=1), default=_LIMITS.decompressed_bytes, show_default=True,
+                     help="Bytes a compressed file may decompress to at most; more is an error."),
+    )):
+        command = option(command)
+    return command
+
+
+def read_limits(max_rows: int, max_line_bytes: int, max_bytes: int) -> ReadLimits:
+    return ReadLimits(rows=max_rows, line_bytes=max_line_bytes, decompressed_bytes=max_bytes)
+
+
 @click.group("clusters")
 def cli() -> None:
     """Your own cluster traces (raw/clusters/): add a Slurm export or job-log CSV, list them, remove one."""
@@ -64,8 +89,9 @@ def cli() -> None:
 @click.option("--cluster-gpus", type=click.IntRange(min=1), default=None,
               help="GPUs of the cluster, for the idle draw of cluster power (at least the trace's peak concurrent GPUs)  "
                    "[default: the trace's peak concurrent GPUs]")
+@read_limit_options
 def add(name: str, file: Path, fmt: str | None, timezone: str, fields: str | None, delimiter: str, replace: bool,
-        cluster_gpus: int | None) -> None:
+        cluster_gpus: int | None, max_rows: int, max_line_bytes: int, max_bytes: int) -> None:
     """Copy FILE into raw/clusters/ as trace NAME, recording its sha256 and how to read it.
 
     FILE may be compressed (.gz, .xz, .zst): it is kept so, and read streamed.
@@ -77,7 +103,8 @@ def add(name: str, file: Path, fmt: str | None, timezone: str, fields: str | Non
         file_format = tracefiles.format_of(file, fmt)
         field_list = tuple(parse_fields(fields)) if fields else None
         added, result = tracefiles.add_trace(default_paths().raw, name, file, fmt=file_format, timezone=timezone, fields=field_list,
-                                             replace=replace, delimiter=delimiter, cluster_gpus=cluster_gpus)
+                                             replace=replace, delimiter=delimiter, cluster_gpus=cluster_gpus,
+                                             limits=read_limits(max_rows, max_line_bytes, max_bytes))
     except (IngestError, tracefiles.TraceFileError, ValueError) as exc:
         _fail(str(exc))
     except OSError as exc:  # ENOSPC, EIO, a permission: the old trace is as it was

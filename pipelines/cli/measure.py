@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING, NoReturn
 
 import click
 
+from pipelines.home.outputs import OutputRefused, check_output
+from pipelines.home.paths import default_paths
 from pipelines.measure.harness import ProfileConfig, ProfileError, write_profile
 from pipelines.measure.harness import profile as run_profile
 from pipelines.measure.monitor import probe_gpus
@@ -104,7 +106,9 @@ def devices() -> None:
 @click.option("--poll-interval", type=float, default=0.1, show_default=True, help="Power polling interval (s).")
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("--threads", type=int, default=None, help="torch CPU threads (default: torch's choice).")
-@click.option("--out", type=click.Path(dir_okay=False, path_type=Path), required=True, help="CSV to write, e.g. raw/measured/NAME.csv.")
+@click.option("--out", type=click.Path(path_type=Path), required=True,
+              help="CSV to write, e.g. raw/measured/NAME.csv (the one folder of raw/ it may write).")
+@click.option("--parents", "make_parents", is_flag=True, help="Make --out's missing folders (else a missing folder is an error).")
 @click.option("--quiet", is_flag=True, help="No progress bar.")
 def profile(
     workload: str,
@@ -121,6 +125,7 @@ def profile(
     seed: int,
     threads: int | None,
     out: Path,
+    make_parents: bool,
     quiet: bool,
 ) -> None:
     """Profile time per epoch (s) and average power (W) per batch size (and power limit) into a CSV.
@@ -128,6 +133,11 @@ def profile(
     Each batch size measured at two or more power limits also goes to Zeus's profile JSON beside
     the CSV (``NAME.bs<B>.zeus.json``), which GlobalPowerLimitOptimizer loads.
     """
+    home = default_paths()
+    try:
+        check_output(out, "--out", home.root, make_parents=make_parents, allowed=[home.measured])
+    except OutputRefused as exc:
+        _fail(str(exc))
     if importlib.util.find_spec("torch") is None:
         _fail("measure profile needs torch, which is not installed: run `make setup-measure` "
               "(pip install -e '.[measure]', torch==2.13.0)")

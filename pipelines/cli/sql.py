@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -12,10 +13,16 @@ import duckdb
 import polars as pl
 
 from pipelines.cli import invoked_as
-from pipelines.sql.views import READ_ONLY, connect, sql_file, stream_sql, view_names
+from pipelines.sql.interrupt import QueryTimeout, interruptible
+from pipelines.sql.views import READ_ONLY, connect, first_line, sql_file, stream_sql, view_names
+from pipelines.terminal import json_safe, printable
 
 #: Rows the table format prints by default; the rest are counted, not held (``--rows``).
 PREVIEW_ROWS = 50
+#: Seconds a query may run by default before it is interrupted (``--timeout``).
+TIMEOUT_S = 300.0
+#: Bytes of SQL read from ``--file`` (or one statement of the shell) at most: a script, not a data file.
+MAX_SQL_BYTES = 16 * 2**20
 
 
 def flatten_nested(frame: pl.DataFrame) -> pl.DataFrame:
@@ -31,7 +38,8 @@ def flatten_nested(frame: pl.DataFrame) -> pl.DataFrame:
 
 @click.command("sql")
 @click.argument("query", required=False)
-@click.option("--file", "file", type=click.Path(exists=True, dir_okay=False, path_type=Path), help="Read the SQL from a file.")
+@click.option("--file", "file", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help=f"Read the SQL from a file (at most {MAX_SQL_BYTES // 2**20} MiB).")
 @click.option("--example", default=None, help="Run a shipped example query by name (see --list-examples).")
 @click.option("--list-examples", is_flag=True, help="List the shipped example queries and exit.")
 @click.option("--format", "fmt", type=click.Choice(["table", "csv", "json"]), default="table", show_default=True,
@@ -41,12 +49,19 @@ def flatten_nested(frame: pl.DataFrame) -> pl.DataFrame:
 @click.option("--shell", is_flag=True,
               help="Read statements (each ended by ';') from standard input, with a prompt on a terminal, and print each "
                    "one's result as a table (make sql).")
+@click.option("--timeout", "timeout_s", type=click.FloatRange(min=0), default=TIMEOUT_S, show_default=True,
+              help="Seconds a statement may run before it is interrupted (0: no limit).")
+@click.option("--memory-limit", default=None, metavar="SIZE",
+              help="DuckDB's memory limit, e.g. 4GB (default: half this machine's RAM); a query needing more fails.")
+@click.option("--allow-read", "allow_read", multiple=True, type=click.Path(exists=True, path_type=Path), metavar="PATH",
+              help="Also read files under PATH (repeatable); by default only the data home and the upstream mirror.")
 def cli(query: str | None, file: Path | None, example: str | None, list_examples: bool, fmt: str, preview_rows: int,
-        shell: bool) -> None:
+        shell: bool, timeout_s: float, memory_limit: str | None, allow_read: tuple[Path, ...]) -> None:
     """Run QUERY (or --file, or --example) over in-memory DuckDB views of every materialized table.
 
     The session is read-only: files are read (the views, and read_parquet(getvariable('home') ||
-    '/figures/x.parquet')), never written.
+    '/figures/x.parquet')), never written, and only under the data home, the upstream mirror and
+    --allow-read folders. Ctrl-C or --timeout interrupts a statement.
     """
     examples = {p.name.removesuffix(".sql"): p for p in sql_file("examples").iterdir() if p.name.endswith(".sql")}
     if list_examples:
@@ -56,29 +71,59 @@ def cli(query: str | None, file: Path | None, example: str | None, list_examples
     if shell:
         if any(x is not None for x in (query, file, example)):
             raise click.UsageError("--shell reads the statements from standard input: give no QUERY, --file or --example")
-        _shell(connect(quiet=True), preview_rows)
+        _shell(_connect(allow_read, memory_limit), preview_rows, timeout_s)
         return
     if sum(x is not None for x in (query, file, example)) != 1:
         raise click.UsageError("give exactly one of QUERY, --file, --example or --shell")
     if example is not None and example not in examples:
         raise click.BadParameter(f"no example {example!r}; examples: {', '.join(sorted(examples))}", param_hint="'--example'")
-    text = examples[example].read_text() if example is not None else file.read_text() if file is not None else query
+    text = examples[example].read_text() if example is not None else read_sql_file(file) if file is not None else query
     assert text is not None
-    con = connect(quiet=True)
+    con = _connect(allow_read, memory_limit)
     frames = stream_sql(con, text)
     try:
-        if fmt == "csv":
-            for i, frame in enumerate(frames):
-                sys.stdout.write(flatten_nested(frame).write_csv(include_header=i == 0))
-        elif fmt == "json":
-            _write_json(frames)
-        else:
-            _write_preview(frames, preview_rows)
+        with interruptible(con, timeout_s):
+            if fmt == "csv":
+                for i, frame in enumerate(frames):
+                    sys.stdout.write(flatten_nested(frame).write_csv(include_header=i == 0))
+            elif fmt == "json":
+                _write_json(frames)
+            else:
+                _write_preview(frames, preview_rows)
     except duckdb.CatalogException as exc:
         raise click.ClickException(f"{one_line(exc)} (views: {', '.join(view_names(con))}; "
                                    f"a missing table may not be materialized yet: {invoked_as('materialize')})") from exc
     except duckdb.Error as exc:
         raise click.ClickException(one_line(exc)) from exc
+    except QueryTimeout as exc:
+        raise click.ClickException(str(exc)) from exc
+
+
+def _connect(allow_read: tuple[Path, ...], memory_limit: str | None) -> duckdb.DuckDBPyConnection:
+    """``connect``'s session for the command line; a memory limit DuckDB does not take is a usage error."""
+    try:
+        return connect(quiet=True, allow_read=allow_read, memory_limit=memory_limit)
+    except duckdb.Error as exc:
+        if memory_limit is not None and "memory" in str(exc).lower():
+            raise click.BadParameter(first_line(exc), param_hint="'--memory-limit'") from exc
+        raise
+
+
+def read_sql_file(path: Path, limit: int = MAX_SQL_BYTES) -> str:
+    """The text of ``path``, read ``limit`` bytes at most (``/dev/zero`` ends as soon as the limit is passed)."""
+    with path.open("rb") as fh:
+        data = fh.read(limit + 1)
+    if len(data) > limit:
+        raise click.BadParameter(f"{printable(str(path))} holds more than {limit // 2**20} MiB: a SQL script, not data, "
+                                 "is read with --file", param_hint="'--file'")
+    try:
+        return data.decode()
+    except UnicodeDecodeError as exc:
+        raise click.BadParameter(f"{printable(str(path))} is not UTF-8 text (byte {exc.start})", param_hint="'--file'") from exc
+
+
+#: The exception's name that starts the last line of a Python traceback (``pipelines.sql.views.ReadRefused: ...``).
+_EXCEPTION_NAME = re.compile(r"^[\w.]+: ")
 
 
 def one_line(exc: duckdb.Error) -> str:
@@ -87,7 +132,7 @@ def one_line(exc: duckdb.Error) -> str:
     An error raised inside a registered file system comes back as a Python traceback: its last line is the message.
     """
     lines = [line for line in str(exc).splitlines() if line.strip()] or [type(exc).__name__]
-    message = lines[-1].removeprefix("PermissionError: ") if lines[0].startswith("Traceback") else lines[0]
+    message = _EXCEPTION_NAME.sub("", lines[-1]) if lines[0].startswith("Traceback") else lines[0]
     if "LocalFileSystem has been disabled" in message:
         message += (f" (the SQL session is read-only: it writes no file, and reads files through {READ_ONLY}:// only, "
                     "e.g. read_parquet(getvariable('home') || '/figures/NAME.parquet'))")
@@ -95,15 +140,26 @@ def one_line(exc: duckdb.Error) -> str:
 
 
 def _write_json(frames: Iterator[pl.DataFrame]) -> None:
-    """One JSON array of row objects, written a frame at a time."""
+    """One JSON array of row objects, written a frame at a time; NaN and infinities as ``json_safe`` writes them."""
     sys.stdout.write("[")
     first = True
     for frame in frames:
-        rows = frame.write_json()[1:-1]  # the frame's array without its brackets
+        rows = frame_json(frame)[1:-1]  # the frame's array without its brackets
         if rows:
             sys.stdout.write(rows if first else "," + rows)
             first = False
     sys.stdout.write("]\n")
+
+
+def frame_json(frame: pl.DataFrame) -> str:
+    """``frame`` as a JSON array of row objects. A float that is NaN or infinite is the string ``"NaN"``,
+    ``"Infinity"`` or ``"-Infinity"`` (polars alone writes null, as it writes a missing value). Frames with such
+    floats (or floats inside lists and structs) go through ``json.dumps``; others stay in polars."""
+    floats = [name for name, dtype in frame.schema.items() if dtype.is_float()]
+    nested_floats = any(dtype.is_nested() and "Float" in str(dtype) for dtype in frame.schema.values())
+    if not nested_floats and not (floats and frame.select(pl.any_horizontal(pl.col(floats).is_finite().not_())).to_series().any()):
+        return frame.write_json()
+    return json.dumps(json_safe(frame.to_dicts()), default=str, allow_nan=False)
 
 
 def _write_preview(frames: Iterator[pl.DataFrame], preview_rows: int) -> None:
@@ -121,7 +177,7 @@ def _write_preview(frames: Iterator[pl.DataFrame], preview_rows: int) -> None:
     click.echo(f"{total:,} row{'s' if total != 1 else ''}{shown}")
 
 
-def _shell(con: duckdb.DuckDBPyConnection, preview_rows: int) -> None:
+def _shell(con: duckdb.DuckDBPyConnection, preview_rows: int, timeout_s: float) -> None:
     """Statements from standard input, each run when complete (a line ending in ';', or the end of the input) and its
     result printed as ``_write_preview``; an error prints one line and the shell goes on. Exit status 1 when a statement
     failed and the input was a script (not a terminal)."""
@@ -132,12 +188,15 @@ def _shell(con: duckdb.DuckDBPyConnection, preview_rows: int) -> None:
     failed, buffer = False, ""
     while (line := _read_line(interactive, "...> " if buffer else "sql> ")) is not None:
         buffer += line
+        if len(buffer) > MAX_SQL_BYTES:
+            raise click.ClickException(f"a statement of more than {MAX_SQL_BYTES // 2**20} MiB on standard input "
+                                       "(a statement ends with ';')")
         if buffer.rstrip().endswith(";"):
-            done, ok = _run_statements(con, buffer, preview_rows)
+            done, ok = _run_statements(con, buffer, preview_rows, timeout_s)
             buffer = "" if done else buffer
             failed |= not ok
     if buffer.strip():
-        failed |= not _run_statements(con, buffer, preview_rows, last=True)[1]
+        failed |= not _run_statements(con, buffer, preview_rows, timeout_s, last=True)[1]
     if failed and not interactive:
         sys.exit(1)
 
@@ -145,14 +204,15 @@ def _shell(con: duckdb.DuckDBPyConnection, preview_rows: int) -> None:
 def _read_line(interactive: bool, prompt: str) -> str | None:
     """The next line of standard input with its line break; None at its end."""
     if not interactive:
-        return sys.stdin.readline() or None
+        return sys.stdin.readline(MAX_SQL_BYTES + 1) or None
     try:
         return input(prompt) + "\n"
     except EOFError:
         return None
 
 
-def _run_statements(con: duckdb.DuckDBPyConnection, text: str, preview_rows: int, *, last: bool = False) -> tuple[bool, bool]:
+def _run_statements(con: duckdb.DuckDBPyConnection, text: str, preview_rows: int, timeout_s: float, *,
+                    last: bool = False) -> tuple[bool, bool]:
     """Run ``text``'s statements, printing each result: (whether ``text`` was complete, whether every statement ran).
 
     A ';' inside a quoted string ends no statement: unless ``last``, such ``text`` waits for more lines.
@@ -167,7 +227,11 @@ def _run_statements(con: duckdb.DuckDBPyConnection, text: str, preview_rows: int
     ok = True
     for statement in statements:
         try:
-            _write_preview(stream_sql(con, statement.query), preview_rows)
+            with interruptible(con, timeout_s):
+                _write_preview(stream_sql(con, statement.query), preview_rows)
+        except QueryTimeout as exc:
+            ok = False
+            click.echo(f"Error: {exc}", err=True)
         except duckdb.Error as exc:
             ok = False
             click.echo(f"Error: {one_line(exc)}", err=True)

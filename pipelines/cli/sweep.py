@@ -18,9 +18,11 @@ import click
 from pipelines.cli import invoked_as
 from pipelines.clusters.sweep import GRIDS, SweepError, check_inputs, read_inputs, replays, sweep
 from pipelines.distributed import SLURM, SchedulerError, connect
+from pipelines.home.outputs import OutputRefused, check_output
 from pipelines.home.paths import default_paths
 from pipelines.home.storage import write_parquet_atomic
 from pipelines.jobqueue import DEFAULT_JOBS, WALLTIME_FORMATS, SlurmError, SlurmOptions, check, check_walltime
+from pipelines.terminal import printable
 
 T = TypeVar("T")
 F = TypeVar("F", bound=Callable[..., Any])
@@ -116,7 +118,9 @@ def _values(kind: Callable[[str], T], name: str) -> Callable[[click.Context, cli
 @click.option("--workers", type=click.IntRange(min=1), default=None, help="Worker processes of a local cluster (default: one per core).")
 @click.option("--assets", "assets_dir", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Folder of the materialized tables (default: the project's assets/).")
-@click.option("--output", type=click.Path(dir_okay=False, path_type=Path), required=True, help="Parquet file to write.")
+@click.option("--output", type=click.Path(path_type=Path), required=True,
+              help="Parquet file to write (not a device, FIFO, input or a file of the data home's assets/, raw/).")
+@click.option("--parents", "make_parents", is_flag=True, help="Make --output's missing folders (else a missing folder is an error).")
 @click.option("--progress/--no-progress", default=True, show_default=True, help="Progress bar on stderr.")
 @slurm_options
 def cli(
@@ -131,6 +135,7 @@ def cli(
     workers: int | None,
     assets_dir: Path | None,
     output: Path,
+    make_parents: bool,
     progress: bool,
     **slurm: Any,
 ) -> None:
@@ -140,6 +145,11 @@ def cli(
     saving vs Default. The table is the same, bit for bit, whatever the scheduler.
     """
 
+    home = default_paths()
+    try:
+        check_output(output, "--output", home.root, inputs=[assets_dir or home.assets], make_parents=make_parents)
+    except OutputRefused as exc:
+        raise click.UsageError(printable(str(exc))) from exc
     slurm_cluster = slurm_settings(scheduler, slurm)
     changes = {k: v for k, v in {"traces": traces, "gpus": gpus, "etas": etas, "betas": betas, "seeds": seeds,
                                   "policies": policies}.items() if v is not None}
@@ -148,7 +158,7 @@ def cli(
     except SweepError as exc:
         raise click.UsageError(str(exc)) from exc
     try:
-        jobs, trace_tables = read_inputs(assets_dir or default_paths().assets)
+        jobs, trace_tables = read_inputs(assets_dir or home.assets)
     except SweepError as exc:
         raise click.ClickException(f"{exc}: run `{invoked_as('materialize')}` first") from exc
     try:
@@ -165,4 +175,4 @@ def cli(
     seconds = time.perf_counter() - started
     write_parquet_atomic(table, output)
     n = len(replays(grid, tuple(sorted(table["trace"].unique().to_list()))))
-    click.echo(f"[sweep] {n} replays, {table.height} rows -> {output} in {seconds:.1f} s ({n / seconds:.2f} replays/s)", err=True)
+    click.echo(f"[sweep] {n} replays, {table.height} rows -> {printable(str(output))} in {seconds:.1f} s ({n / seconds:.2f} replays/s)", err=True)

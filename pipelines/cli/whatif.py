@@ -23,7 +23,7 @@ from typing import Any, NoReturn
 import click
 
 from pipelines.cli import invoked_as
-from pipelines.cli.clusters import delimiter_option
+from pipelines.cli.clusters import delimiter_option, read_limit_options, read_limits
 from pipelines.cli.simulate import _finite
 from pipelines.cli.sweep import note, slurm_options, slurm_settings
 from pipelines.clusters import tracefiles
@@ -32,6 +32,7 @@ from pipelines.clusters.anchoring import ANCHORED, ENERGY_MODELS, EnergyModel
 from pipelines.clusters.profiles import power_limit_profiles, with_measured
 from pipelines.clusters.report_text import render
 from pipelines.distributed import connect
+from pipelines.home.outputs import OutputRefused, check_output
 from pipelines.home.paths import ProjectPaths, find_home
 from pipelines.ingest import grid as grid_mod
 from pipelines.ingest.common import IngestError
@@ -39,8 +40,9 @@ from pipelines.ingest.grid import Rate
 from pipelines.ingest.owntrace import check_timezone
 from pipelines.ingest.simulator_inputs import resolve_traces
 from pipelines.ingest.slurm import DEFAULT_DELIMITER, parse_fields
-from pipelines.terminal import printable
+from pipelines.terminal import json_safe, printable
 from pipelines.vocabulary import PAPER_ORDER
+from pipelines.zeus.errors import SimulationError
 from pipelines.zeus.traces import TraceError
 
 
@@ -148,6 +150,8 @@ def _non_negative(ctx: click.Context, param: click.Parameter, value: float | Non
 @click.option("--progress/--no-progress", default=None, help="Progress bars on stderr  [default: when stderr is a terminal]")
 @click.option("--html", "html_file", type=click.Path(path_type=Path), default=None,
               help="Also write the report as one self-contained HTML page (figures embedded, nothing fetched) to this file.")
+@click.option("--parents", "make_parents", is_flag=True, help="Make --html's missing folders (else a missing folder is an error).")
+@read_limit_options
 @slurm_options
 def cli(
     file: Path,
@@ -181,15 +185,22 @@ def cli(
     as_json: bool,
     progress: bool | None,
     html_file: Path | None,
+    make_parents: bool,
+    max_rows: int,
+    max_line_bytes: int,
+    max_bytes: int,
     **slurm: Any,
 ) -> None:
-    """What would Zeus save on your cluster? Replays a Slurm sacct export or a job-log CSV; writes nothing."""
+    """What would Zeus save on your cluster? Replays a Slurm sacct export or a job-log CSV; writes nothing but --html."""
     if not file.exists():
         _fail(f"{file}: no such file")
     if file.is_dir():
         _fail(f"{file}: is a folder; give the export file")
+    profile_files = [Path(spec) for spec in profile_specs if "=" not in spec]
     if html_file is not None:
-        _check_html(html_file)
+        inputs = (file, *profile_files, *(Path(spec.partition("=")[2]) for spec in profile_specs if "=" in spec),
+                  *(p for p in (grid_file, price_file, trace_dir) if p is not None))
+        _check_html(html_file, inputs, make_parents)
     slurm_cluster = slurm_settings(scheduler, slurm)
     timezone_source = "given" if timezone is not None else "assumed"
     timezone = timezone or "UTC"
@@ -213,10 +224,10 @@ def cli(
     try:
         # only the columns the report reads are kept (the full table never exists)
         result = tracefiles.read_trace(file, report_of.trace_name_for(file), file_format, timezone, field_list, source_file=str(file),
-                                       digest=html_file is not None, delimiter=delimiter, columns=report_of.REPORT_COLUMNS)
+                                       digest=html_file is not None, delimiter=delimiter, columns=report_of.REPORT_COLUMNS,
+                                       limits=read_limits(max_rows, max_line_bytes, max_bytes))
         sha256 = result.sha256
         traces, origin = resolve_traces(trace_dir, home, published)
-        profile_files = [Path(spec) for spec in profile_specs if "=" not in spec]
         missing = [p for p in profile_files if not p.is_file()]
         if missing:
             _fail(f"--profiles {missing[0]}: no such file")
@@ -226,11 +237,11 @@ def cli(
         del result  # the draws need only the plan: the table is freed before them
         with connect(scheduler, slurm=slurm_cluster, note=note) as runner:
             report, power = report_of.run(prepared, profiles, runner=runner, keep_power=html_file is not None)
-    except (IngestError, TraceError, tracefiles.TraceFileError, ValueError) as exc:
+    except (IngestError, TraceError, tracefiles.TraceFileError, ValueError, SimulationError) as exc:
         _fail(str(exc))
     report["zeus_traces"] = origin
     if as_json:
-        click.echo(json.dumps(report, allow_nan=False))
+        click.echo(json.dumps(json_safe(report), allow_nan=False))
     else:
         click.echo(render(report))
     if html_file is not None:
@@ -258,15 +269,15 @@ def _rates(region: str | None, grid_file: Path | None, grid_flat: float | None, 
 
 
 #: Parameters that change no number of the report (where it goes, how it is shown).
-_PRESENTATION = ("file", "as_json", "progress", "html_file")
+_PRESENTATION = ("file", "as_json", "progress", "html_file", "make_parents", "max_rows", "max_line_bytes", "max_bytes")
 
 
-def _check_html(path: Path) -> None:
-    """One line and exit 2, before any work, for an --html path that cannot be written."""
-    if path.is_dir():
-        _fail(f"--html {path}: is a folder; give a file name, e.g. {path / 'report.html'}")
-    if not path.parent.is_dir():
-        _fail(f"--html {path}: the folder {path.parent} does not exist")
+def _check_html(path: Path, inputs: tuple[Path, ...], make_parents: bool) -> None:
+    """One line and exit 2, before any work, for an --html path that must not be written (``check_output``)."""
+    try:
+        check_output(path, "--html", find_home(), inputs=inputs, make_parents=make_parents)
+    except OutputRefused as exc:
+        _fail(str(exc))
 
 
 def _options_used() -> dict[str, str]:

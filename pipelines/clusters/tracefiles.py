@@ -32,12 +32,15 @@ and ``alibaba`` (``alibaba_groups.csv.xz``). Nothing here imports Dagster.
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
+import os
 import re
 import shutil
 import stat
 import tomllib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -48,7 +51,7 @@ from pipelines.contracts.registry import quarantine_key
 from pipelines.home.storage import atomic_path
 from pipelines.ingest import joblog, slurm
 from pipelines.ingest.compressed import COMPRESSED_SUFFIXES, plain_file, uncompressed_name
-from pipelines.ingest.owntrace import OwnTraceResult, check_timezone
+from pipelines.ingest.owntrace import OwnTraceResult, ReadLimits, check_timezone
 from pipelines.sources.fetch import sha256_of
 from pipelines.vocabulary import CLUSTER_TRACES, TRACE_NAME_REGEX
 
@@ -142,9 +145,10 @@ class TraceFile:
 
 def read_trace(path: Path | bytes, name: str, fmt: Format, timezone: str, fields: tuple[str, ...] | list[str] | None = None, *,
                source_file: str, digest: bool = True, delimiter: str = slurm.DEFAULT_DELIMITER,
-               columns: Sequence[str] | None = None) -> OwnTraceResult:
+               columns: Sequence[str] | None = None, limits: ReadLimits | None = None) -> OwnTraceResult:
     """Read a sacct export or a job-log CSV (``pipelines.ingest.slurm`` / ``pipelines.ingest.joblog``); ``columns``: the
-    table's columns (default: all of ``own_cluster_jobs``'s).
+    table's columns (default: all of ``own_cluster_jobs``'s); ``limits``: the bounds on rows, line length and
+    decompressed size (``ReadLimits``' defaults).
 
     A compressed file (``.gz``, ``.xz``, ``.zst``) is streamed into a temporary file under the
     decompressed-size cap (``pipelines.ingest.compressed.plain_file``) and read from there; its
@@ -155,20 +159,23 @@ def read_trace(path: Path | bytes, name: str, fmt: Format, timezone: str, fields
     if fmt != "sacct" and delimiter != slurm.DEFAULT_DELIMITER:
         raise TraceFileError("a delimiter is for a sacct export written with --delimiter; a job-log CSV is comma-separated")
     if isinstance(path, bytes):
-        return _read_plain(path, name, fmt, timezone, fields, source_file, digest, delimiter, columns)
-    with plain_file(path, name=source_file, digest=digest) as (plain, sha):
-        result = _read_plain(plain, name, fmt, timezone, fields, source_file, digest and sha is None, delimiter, columns)
+        return _read_plain(path, name, fmt, timezone, fields, source_file, digest, delimiter, columns, limits)
+    limits = limits or ReadLimits()
+    with plain_file(path, name=source_file, digest=digest, limit=limits.decompressed_bytes) as (plain, sha):
+        result = _read_plain(plain, name, fmt, timezone, fields, source_file, digest and sha is None, delimiter, columns, limits)
     if sha is not None:
         result.sha256 = sha
     return result
 
 
 def _read_plain(path: Path | bytes, name: str, fmt: Format, timezone: str, fields: tuple[str, ...] | list[str] | None,
-                source_file: str, digest: bool, delimiter: str, columns: Sequence[str] | None) -> OwnTraceResult:
+                source_file: str, digest: bool, delimiter: str, columns: Sequence[str] | None,
+                limits: ReadLimits | None) -> OwnTraceResult:
     if fmt == "sacct":
         return slurm.read_sacct(path, trace=name, source_file=source_file, timezone=timezone, fields=fields, digest=digest,
-                                delimiter=delimiter, columns=columns)
-    return joblog.read_joblog(path, trace=name, source_file=source_file, timezone=timezone, digest=digest, columns=columns)
+                                delimiter=delimiter, columns=columns, limits=limits)
+    return joblog.read_joblog(path, trace=name, source_file=source_file, timezone=timezone, digest=digest, columns=columns,
+                              limits=limits)
 
 
 def folder(raw: Path) -> Path:
@@ -318,7 +325,7 @@ SLOT_COLUMNS = ("category", "state", "start_time", "end_time", "num_gpus")
 
 def add_trace(raw: Path, name: str, file: Path, *, fmt: Format, timezone: str, fields: tuple[str, ...] | None = None,
               replace: bool = False, delimiter: str = slurm.DEFAULT_DELIMITER,
-              cluster_gpus: int | None = None) -> tuple[TraceFile, OwnTraceResult]:
+              cluster_gpus: int | None = None, limits: ReadLimits | None = None) -> tuple[TraceFile, OwnTraceResult]:
     """Copy ``file`` to ``raw/clusters/<name>.<ext>`` (keeping a compression suffix: ``<name>.sacct.zst``), record its
     sha256 and options in ``<name>.toml``; return the trace and the copy as read (its table holds only the columns of
     its replay slots, ``SLOT_COLUMNS``: the full table of a multi-GB export is never held).
@@ -337,6 +344,31 @@ def add_trace(raw: Path, name: str, file: Path, *, fmt: Format, timezone: str, f
     if cluster_gpus is not None:
         check_setting(cluster_gpus, "--cluster-gpus")
     base = folder(raw)
+    with traces_lock(raw):
+        return _add_locked(raw, base, name, file, fmt, timezone, fields, replace, delimiter, cluster_gpus, limits)
+
+
+@contextlib.contextmanager
+def traces_lock(raw: Path) -> Iterator[None]:
+    """Held while ``raw/clusters/`` changes (``add_trace``, ``remove_trace``): one change at a time, across processes.
+
+    Two ``clusters add R --replace`` at once, one with ``R.sacct`` and one with ``R.sacct.xz``, each
+    listed the old files before the other renamed its own, and could leave both files and a sidecar
+    hashing the unused one (issue 39). The lock is ``raw/.clusters.lock`` (``flock``; released when
+    its process ends, however it ends).
+    """
+    raw.mkdir(parents=True, exist_ok=True)
+    fd = os.open(raw / ".clusters.lock", os.O_CREAT | os.O_RDWR, 0o666)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
+
+
+def _add_locked(raw: Path, base: Path, name: str, file: Path, fmt: Format, timezone: str, fields: tuple[str, ...] | None,
+                replace: bool, delimiter: str, cluster_gpus: int | None,
+                limits: ReadLimits | None) -> tuple[TraceFile, OwnTraceResult]:
     ext = ".csv" if fmt == "csv" else ".sacct"
     compression = file.suffix.lower() if file.suffix.lower() in COMPRESSED_SUFFIXES else ""
     target = base / f"{name}{ext}{compression}"
@@ -349,7 +381,8 @@ def add_trace(raw: Path, name: str, file: Path, *, fmt: Format, timezone: str, f
         shutil.copyfile(file, data_tmp)
         if _identity(file) != before:
             raise TraceFileError(f"{file}: changed while it was being copied; add it again once it is complete")
-        result = read_trace(data_tmp, name, fmt, timezone, fields, source_file=str(file), delimiter=delimiter, columns=SLOT_COLUMNS)
+        result = read_trace(data_tmp, name, fmt, timezone, fields, source_file=str(file), delimiter=delimiter, columns=SLOT_COLUMNS,
+                            limits=limits)
         if cluster_gpus is not None:
             resolve(name, own_slots(result.table), cluster_gpus)
         sha = result.sha256 or sha256_of(data_tmp)
@@ -368,9 +401,10 @@ def add_trace(raw: Path, name: str, file: Path, *, fmt: Format, timezone: str, f
 def remove_trace(raw: Path, name: str) -> list[Path]:
     """Remove the files of user trace ``name`` (data files, then the sidecar); the paths removed ([] when there was none)."""
     check_name(name)
-    files = trace_files(raw, name)
-    for path in files:
-        path.unlink(missing_ok=True)
+    with traces_lock(raw):
+        files = trace_files(raw, name)
+        for path in files:
+            path.unlink(missing_ok=True)
     return files
 
 

@@ -35,6 +35,9 @@ from pipelines.hetero.model import CostModel, gpu_cost, left_sum, published_tota
 
 #: Largest number of candidates scored by enumeration (~30 s of numpy on one core for the sync model).
 DEFAULT_MAX_CANDIDATES = 1_000_000_000
+#: Most steps (global batch / granularity) a ``Grid`` has: a GPU's tables hold one entry per step, so memory grows with
+#: them (``--global-batch 99999999999`` ran out of memory in numpy); the published grid has 4,096.
+MAX_UNITS = 1_000_000
 #: Elements per chunk of the sync enumeration (splits x limit combinations): bounds memory to ~100 MB.
 CHUNK_ELEMENTS = 1 << 21
 #: The published global batch and the published even split's share.
@@ -59,6 +62,9 @@ class Grid:
             raise ValueError(f"global batch {self.global_batch} and granularity {self.granularity} must be >= 1")
         if self.global_batch % self.granularity:
             raise ValueError(f"global batch {self.global_batch} is not a multiple of the granularity {self.granularity}")
+        if self.units > MAX_UNITS:
+            raise ValueError(f"global batch {self.global_batch:,} in steps of {self.granularity:,} is {self.units:,} steps; at most "
+                             f"{MAX_UNITS:,} (each GPU's tables hold one entry per step): give a coarser --granularity")
 
     @property
     def units(self) -> int:

@@ -171,7 +171,7 @@ def _decompress(fh: Any, kind: str, limit: int, display: str) -> Iterator[bytes]
         if size > limit:
             raise IngestError(
                 display,
-                f"decompresses to more than {limit:,} bytes (the cap, pipelines.ingest.compressed.MAX_DECOMPRESSED_BYTES); "
+                f"decompresses to more than {limit:,} bytes (the cap on decompressed size; --max-bytes raises it); "
                 "refusing it as a possible decompression bomb",
             )
         if out:

@@ -59,8 +59,33 @@ from pipelines.contracts.base import polars_schema, split_valid
 from pipelines.contracts.limits import EARLIEST_RECORD_S, FUTURE_SLACK_S, MAX_JOB_S
 from pipelines.contracts.owncluster import OwnClusterJobs, OwnClusterTraces
 from pipelines.ingest.common import LINE, IngestError, empty_quarantine, quarantine_frame
+from pipelines.ingest.compressed import COMPRESSED_SUFFIXES, MAGIC, MAX_DECOMPRESSED_BYTES
 
 TABLE = "own_cluster_jobs"
+
+
+@dataclass(frozen=True)
+class ReadLimits:
+    """How much of an own-trace file is read at most; past a bound the read stops with one ``IngestError`` line.
+
+    Bytes alone do not bound memory: a 92 kB ``.gz`` of 20,971,520 empty lines held 3.3 GB, and one
+    900 MB line 12.9 GB (issue 39). ``rows``: lines of the file (header included); ``line_bytes``:
+    bytes of one line; ``decompressed_bytes``: bytes a compressed file may expand to. Each has a flag
+    in ``whatif`` and ``clusters add`` (``--max-rows``, ``--max-line-bytes``, ``--max-bytes``).
+    """
+
+    rows: int = 5_000_000
+    line_bytes: int = 1 << 20
+    decompressed_bytes: int = MAX_DECOMPRESSED_BYTES
+
+    def check_rows(self, name: str, lines: int) -> None:
+        if lines > self.rows:
+            raise IngestError(name, f"more than {self.rows:,} lines (the bound on rows per file; --max-rows raises it)")
+
+    def check_line(self, name: str, line: int, length: int) -> None:
+        if length > self.line_bytes:
+            raise IngestError(name, f"a line longer than {self.line_bytes:,} bytes (the bound on one line; --max-line-bytes "
+                                    "raises it)", line=line)
 #: Lines are read in blocks of about this many bytes (whole lines; a longer line makes its block longer).
 CHUNK_BYTES = 32 << 20
 #: Rows the contract checks at a time (``finish``): its intermediate columns for that many rows are all it holds beside
@@ -145,9 +170,18 @@ def check_header_text(head: str, name: str, expected: str) -> None:
     is never real. ``expected`` names what the file should be (``a sacct export``).
     """
     at = head.find("\ufffd")
-    if at >= 0:
-        raise IngestError(name, f"not UTF-8 text (an undecodable byte at character {at + 1}): not {expected}; a compressed "
-                          "export must end in .gz, .xz or .zst", line=1)
+    if at < 0:
+        return
+    inner = next((kind for start, kind in _COMPRESSED_STARTS.items() if head.startswith(start)), None)
+    if inner is not None and name.lower().endswith(tuple(COMPRESSED_SUFFIXES)):
+        raise IngestError(name, f"its content is compressed again ({inner} inside the file's own compression): decompress "
+                          "it once (e.g. gunzip, unxz, unzstd) and give the result", line=1)
+    raise IngestError(name, f"not UTF-8 text (an undecodable byte at character {at + 1}): not {expected}; a compressed "
+                      "export must end in .gz, .xz or .zst", line=1)
+
+
+#: The compressions' magic numbers (``compressed.MAGIC``) as a first line decoded with replacement characters reads them.
+_COMPRESSED_STARTS = {magic.decode("utf-8", "replace"): kind for magic, kind in MAGIC.items()}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -170,8 +204,10 @@ class Source:
     ``blocks`` or ``count`` has run to the end.
     """
 
-    def __init__(self, source: Path | bytes, name: str, *, chunk_bytes: int = CHUNK_BYTES, digest: bool = True) -> None:
+    def __init__(self, source: Path | bytes, name: str, *, chunk_bytes: int = CHUNK_BYTES, digest: bool = True,
+                 limits: ReadLimits | None = None) -> None:
         self.source, self.name, self.chunk_bytes = source, name, chunk_bytes
+        self.limits = limits or ReadLimits()
         self._want_digest = digest
         self._digest = hashlib.sha256() if digest else None
         self.lines = 0
@@ -221,6 +257,7 @@ class Source:
                 cut = len(data) if end >= len(data) else data.rfind(b"\n", at, end) + 1
                 if cut <= at:  # a line longer than a piece
                     nxt = data.find(b"\n", end)
+                    self.limits.check_line(self.name, self.lines + 1, (len(data) if nxt < 0 else nxt) - at)
                     cut = len(data) if nxt < 0 else nxt + 1
                 yield bytes(view[at:cut])
                 at = cut
@@ -232,6 +269,7 @@ class Source:
                     cut = piece.rfind(b"\n") + 1
                     if len(piece) < self.chunk_bytes or cut == 0:  # the end, or a line longer than a piece: keep reading
                         carry += piece
+                        self.limits.check_line(self.name, self.lines + 1, len(carry) - (carry.rfind(b"\n") + 1))
                         if len(piece) < self.chunk_bytes:
                             break
                         continue
@@ -293,8 +331,12 @@ class Source:
                 self._digest.update(block)
             self.size += len(block)
             count = block.count(b"\n") + (0 if block.endswith(b"\n") else 1)
+            self.limits.check_rows(self.name, line - 1 + count)
+            longest, at = _longest_line(block)
+            self.limits.check_line(self.name, line + at, longest)
             yield Block(block, line, count)
             line += count
+            self.lines = line - 1
         self.lines = line - 1
 
     def first_line(self) -> str:
@@ -336,6 +378,15 @@ class Source:
                 for n in wanted:
                     found[n] = split[n - block.first_line].decode("utf-8", "replace").removesuffix("\r")
         return found
+
+
+def _longest_line(data: bytes) -> tuple[int, int]:
+    """(bytes of the longest line of ``data``, its index among ``data``'s lines, from 0), line breaks not counted."""
+    breaks = np.flatnonzero(np.frombuffer(data, dtype=np.uint8) == ord("\n"))
+    ends = np.append(breaks, len(data))
+    lengths = ends - np.concatenate(([0], breaks + 1))
+    at = int(np.argmax(lengths))
+    return int(lengths[at]), at
 
 
 def block_lines(block: Block) -> pl.DataFrame:

@@ -67,6 +67,7 @@ from pipelines.ingest.owntrace import (
     Block,
     Check,
     OwnTraceResult,
+    ReadLimits,
     Source,
     apply_checks,
     at_most,
@@ -535,6 +536,7 @@ def read_sacct(
     digest: bool = True,
     delimiter: str = DEFAULT_DELIMITER,
     columns: Sequence[str] | None = None,
+    limits: ReadLimits | None = None,
 ) -> OwnTraceResult:
     """One sacct export -> its allocation rows, quarantine and line accounting (see the module docstring).
 
@@ -551,7 +553,7 @@ def read_sacct(
         check_delimiter(delimiter)
     except ValueError as exc:
         raise IngestError(source_file, str(exc)) from None
-    reader = Source(source, source_file, digest=digest)
+    reader = Source(source, source_file, digest=digest, limits=limits)
     with reader.whole_read():
         return _read(reader, source_file, trace, timezone, fields, delimiter, columns)
 

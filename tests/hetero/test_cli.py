@@ -119,3 +119,12 @@ def test_other_file_names_take_the_stem_as_gpu(tmp_path: Path, mirror: Path) -> 
     assert code == 0, err
     (row,) = [json.loads(line) for line in out.splitlines()]
     assert (row["workload"], row["gpus"], row["batch_split"]) == ("-", ["fast", "slow"], [1874, 2222])
+
+
+def test_a_huge_global_batch_is_one_line_before_any_allocation(mirror: Path) -> None:
+    """Issue 39, item 13: --global-batch 99999999999 was a numpy _ArrayMemoryError traceback, its memory growing with it."""
+    code, out, err = run("--profiles", *profiles(mirror), "--global-batch", "99999999999")
+    assert code == 2 and out == ""
+    assert err.strip() == ("Error: global batch 99,999,999,999 in steps of 1 is 99,999,999,999 steps; at most 1,000,000 "
+                           "(each GPU's tables hold one entry per step): give a coarser --granularity")
+    assert run("--profiles", *profiles(mirror), "--global-batch", "1000000", "--granularity", "1000", "--method", "sync")[0] == 0

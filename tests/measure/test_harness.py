@@ -73,7 +73,7 @@ def test_cli_writes_the_profile_csv(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     result = CliRunner().invoke(
         measure,
         ["profile", "--workload", "cifar100", "--batch-sizes", "2", "4", "--device", "cpu", "--warmup", "1", "--iters", "2",
-         "--threads", "1", "--quiet", "--gpu-name", "my-cpu", "--out", str(out)],
+         "--threads", "1", "--quiet", "--gpu-name", "my-cpu", "--out", str(out), "--parents"],
     )  # fmt: skip
     assert result.exit_code == 0, result.output
     rows = pl.read_csv(out)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -10,6 +11,7 @@ import polars as pl
 
 from pipelines.contracts.base import Contract, ContractError, polars_schema
 from pipelines.contracts.registry import table_contract
+from pipelines.terminal import printable
 
 PREVIEW_ROWS = 10
 COLUMN_SCHEMA = "dagster/column_schema"
@@ -55,10 +57,16 @@ def table_metadata(df: pl.DataFrame, path: Path | None = None, contract: Contrac
 
 
 def markdown_preview(df: pl.DataFrame) -> str:
-    """``df`` as a markdown table; floats to 6 significant digits (the Parquet file keeps them whole)."""
+    """``df`` as a markdown table; floats to 6 significant digits (the Parquet file keeps them whole).
+
+    Every cell and column name is text from the data (an own trace's job names and users), so it is
+    shown as written: control characters as their escapes (``pipelines.terminal.printable``: ANSI
+    ``ESC[31m`` shows as ``\\x1b[31m``) and Markdown's own characters backslash-escaped (``markdown_text``), so no
+    ``**bold**``, ``[link](...)``, ``|`` or HTML in a cell becomes Markdown.
+    """
     if df.width == 0:
         return "(no columns)"
-    header = "| " + " | ".join(df.columns) + " |"
+    header = "| " + " | ".join(markdown_text(c) for c in df.columns) + " |"
     rule = "|" + "---|" * df.width
     rows = ["| " + " | ".join(_cell(v) for v in row) + " |" for row in df.iter_rows()]
     return "\n".join([header, rule, *rows])
@@ -67,4 +75,15 @@ def markdown_preview(df: pl.DataFrame) -> str:
 def _cell(value: object) -> str:
     if value is None:
         return ""
-    return f"{value:.6g}" if isinstance(value, float) else str(value)
+    return markdown_text(f"{value:.6g}" if isinstance(value, float) else str(value))
+
+
+#: The characters that make Markdown inside a table cell (emphasis, code, links, HTML, entities, strikethrough, cell
+#: breaks), and an underscore that is not inside a word (``_x_``; ``energy_j`` is plain text in CommonMark).
+_MARKUP = re.compile(r"""[\\`*\[\]<>&|~]|(?<![A-Za-z0-9])_|_(?![A-Za-z0-9])""")
+
+
+def markdown_text(text: str) -> str:
+    """``text`` as literal Markdown: ``printable`` (control characters as escapes), then each ``_MARKUP`` character
+    backslash-escaped (CommonMark shows an escaped punctuation character as itself)."""
+    return _MARKUP.sub(lambda m: "\\" + m.group(), printable(text))
