@@ -22,7 +22,7 @@ SUBCOMMANDS: dict[str, str] = {
     "sql": "Run QUERY (or --file, or --example) over in-memory DuckDB views of every materialized table.",
     "materialize": "Materialize every selected asset and partition (what `make figures` runs).",
     "simulate": "Trace-driven Zeus simulation (identical results to the published simulator).",
-    "whatif": "What would Zeus save on your cluster? Replays a Slurm sacct export or a job-log CSV; writes nothing.",
+    "whatif": "What would Zeus save on your cluster? Replays a Slurm sacct export or a job-log CSV; writes nothing but --html.",
     "clusters": "Your own cluster traces (raw/clusters/): add a Slurm export or job-log CSV, list them, remove one.",
     "hetero": "Split a global batch over heterogeneous GPUs and pick their power limits (Zeus²).",
     "measure": "Measure time and energy of training on this machine (NVML on GPUs, RAPL on CPUs).",

@@ -53,7 +53,7 @@ def test_cli_writes_the_json_beside_the_csv(tmp_path: Path, monkeypatch: pytest.
     monkeypatch.setattr(measure_cli, "run_profile", lambda config, progress: ProfileResult(profile_rows().filter(pl.col("batch_size") == 64)))
     out = tmp_path / "measured" / "lab.csv"
     result = CliRunner().invoke(measure, ["profile", "--workload", "cifar100", "--batch-sizes", "64", "--power-limits", "200", "250",
-                                          "300", "400", "--device", "cpu", "--quiet", "--out", str(out)])
+                                          "300", "400", "--device", "cpu", "--quiet", "--out", str(out), "--parents"])
     assert result.exit_code == 0, result.output
     path = out.with_name("lab.bs64.zeus.json")
     assert f"wrote {path}: Zeus's profile JSON" in result.stderr
