@@ -45,6 +45,21 @@ class AnchoringError(RuntimeError):
     """A history that anchoring cannot size: a job named twice, or a run of a job that was not replayed (a broken invariant)."""
 
 
+def job_index(history: pl.DataFrame, jobs: pl.DataFrame) -> tuple[pl.DataFrame, np.ndarray]:
+    """(``jobs`` in replay order, groups sorted and jobs by start, with their index ``_job``; each run's job as that index).
+
+    A job is its group and id; ``AnchoringError`` for an id twice in a group or a run of no job of ``jobs``.
+    """
+    keys = jobs.with_row_index("_row").sort("group", "start_time_s", "_row").drop("_row").with_row_index("_job")
+    if keys.select(pl.struct("group", "job_id").is_duplicated().any()).item():
+        raise AnchoringError("a job id appears twice in one recurring group: its runs cannot be told apart")
+    job = history.select("group", "job_id").join(keys.select("group", "job_id", "_job"), on=["group", "job_id"], how="left",
+                                                 maintain_order="left")["_job"]
+    if job.null_count():
+        raise AnchoringError("the history has runs of a job that was not replayed")
+    return keys, job.to_numpy()
+
+
 def anchor(history: pl.DataFrame, jobs: pl.DataFrame) -> pl.DataFrame:
     """``history`` (``simulate_trace`` of ``jobs``) with each job's runs scaled so that its Default time is its elapsed time.
 
@@ -56,18 +71,12 @@ def anchor(history: pl.DataFrame, jobs: pl.DataFrame) -> pl.DataFrame:
     """
     if history.height == 0:
         return history
-    keys = jobs.select("group", "job_id", (pl.col("end_time_s") - pl.col("start_time_s")).alias("_elapsed")).with_row_index("_job")
-    if keys.select(pl.struct("group", "job_id").is_duplicated().any()).item():
-        raise AnchoringError("a job id appears twice in one recurring group: its runs cannot be told apart")
-    job = history.select("group", "job_id").join(keys, on=["group", "job_id"], how="left", maintain_order="left")["_job"]
-    if job.null_count():
-        raise AnchoringError("the history has runs of a job that was not replayed")
-    index = job.to_numpy()
+    keys, index = job_index(history, jobs)
     is_default = (history["policy"] == "default").to_numpy()
     if not is_default.any():
         raise AnchoringError("anchoring needs the Default policy's runs")
     default_s = np.bincount(index[is_default], weights=history["time_s"].to_numpy()[is_default], minlength=keys.height)
-    scale = (keys["_elapsed"].to_numpy() / default_s)[index]
+    scale = ((keys["end_time_s"] - keys["start_time_s"]).to_numpy() / default_s)[index]
     return history.with_columns(pl.col("energy_j") * scale, pl.col("time_s") * scale)
 
 
@@ -127,8 +136,7 @@ def horizon_totals(history: pl.DataFrame, jobs: pl.DataFrame, ratios: dict[str, 
     """
     if history.height == 0 or period_s <= 0:
         return 0.0, 0.0
-    keys = jobs.with_row_index("_row").sort("group", "start_time_s", "_row").select("group", "job_id", "dataset").with_row_index("_job")
-    index = history.select("group", "job_id").join(keys, on=["group", "job_id"], how="left", maintain_order="left")["_job"].to_numpy()
+    keys, index = job_index(history, jobs)
     energy = history["energy_j"].to_numpy()
     n = keys.height
     per_policy = {}
