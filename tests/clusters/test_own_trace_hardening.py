@@ -63,6 +63,7 @@ def test_whatif_quarantines_the_hostile_rows_and_replays_the_rest_as_without_the
         assert bad[key] == good[key], key  # the hostile rows change no number (before: 7.5e12 MWh)
 
 
+@pytest.mark.slow
 def test_whatif_reads_a_process_substitution_and_escapes_the_job_names(tmp_path: Path, mirror: Path) -> None:
     export = write(tmp_path / "lab.sacct", [*GOOD, row("9", name="\x1b[2J\x1b]0;owned\x07x")])
     zeus = str(mirror / "zeus")
