@@ -17,8 +17,8 @@ import polars as pl
 from pipelines.contracts.base import conform, empty, polars_schema
 from pipelines.contracts.clusters import ZeusClusterHistory, ZeusSingleJobSweep
 from pipelines.ingest.simulator_inputs import conform_groups
-from pipelines.units import J_PER_MWH
 from pipelines.vocabulary import POLICIES, REPLAYED_POLICIES, PolicyName
+from pipelines.vocabulary.units import J_PER_MWH
 from pipelines.zeus import fast
 from pipelines.zeus.errors import SimulationError
 from pipelines.zeus.groups import group_job_spec, replay_groups, workload_tables

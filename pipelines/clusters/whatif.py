@@ -42,8 +42,8 @@ from pipelines.ingest.common import empty_quarantine
 from pipelines.ingest.compressed import uncompressed_name
 from pipelines.ingest.grid import Rate
 from pipelines.ingest.owntrace import OwnTraceResult, TraceCounts
-from pipelines.units import J_PER_KWH, KWH_PER_MWH, S_PER_DAY, S_PER_H
 from pipelines.vocabulary import GPU_BY_NAME, ZEUS_DATASETS
+from pipelines.vocabulary.units import J_PER_KWH, KWH_PER_MWH, S_PER_DAY, S_PER_H
 from pipelines.zeus.traces import TraceError
 
 #: How jobs meet GPUs: each on the GPU its allocation names (``as-exported``), or every job on each GPU given.

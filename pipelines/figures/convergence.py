@@ -15,8 +15,8 @@ from pipelines.contracts.base import conform
 from pipelines.contracts.figures import ConvergenceRecurrences
 from pipelines.figures import style
 from pipelines.figures.errors import NoData
-from pipelines.units import J_PER_MJ, S_PER_H
 from pipelines.vocabulary import dataset_label, gpu_label
+from pipelines.vocabulary.units import J_PER_MJ, S_PER_H
 
 POLICY_LABELS: dict[str, str] = {"zeus": "Zeus", "default": "Default", "grid-search": "Grid Search", "oracle": "Oracle"}
 #: (column, scale, axis label) of each row of the figure; y axes are logarithmic where values span 4x.

@@ -22,7 +22,7 @@ from pipelines.figures import whatif as figures
 from pipelines.figures import whatif_html
 from pipelines.ingest.simulator_inputs import read_trace_dir
 from pipelines.ingest.slurm import read_sacct
-from pipelines.units import KW_PER_W
+from pipelines.vocabulary.units import KW_PER_W
 from tests.support.sacct_export import write_export
 
 

@@ -1,8 +1,9 @@
 """The project's vocabulary, declared once: GPUs, Zeus workloads (jobs), policies, traces, Zeus² methods.
 
-Next to a leaf: it imports nothing of the package but the cited idle readings (``pipelines.gpu_idle``,
-a leaf), so the contracts, the simulator, the figures, the command line and the Dagster partitions
-all read their closed sets of names from here.
+A leaf package: it imports nothing of the package outside it, so the contracts, the simulator, the
+figures, the command line and the Dagster partitions all read their closed sets of names from here.
+Its modules: ``idle`` (the cited idle readings behind the GPUs' idle draws) and ``units`` (the unit
+factors).
 
 * ``Job``: a recurring training job, shaped like the published ``zeus._legacy.job.Job``
   (dataset, network, optimizer, target metric, epoch budget, default batch size b0 and learning
@@ -19,7 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from pipelines.gpu_idle import idle_source, median_idle_w
+from pipelines.vocabulary.idle import idle_source, median_idle_w
 
 # --------------------------------------------------------------------------------------------
 # Policies
@@ -105,7 +106,7 @@ class Gpu:
 #: (``fleet_power_cdf``), the densest 5 W window below 50% TDP, averaged over the two clusters (63.6 W
 #: and 63.6 W). ``pipelines.clusters.fleet.measured_idle_w`` derives it from the table; a test holds
 #: this constant to that derivation. Every other GPU's idle draw is the median of its cited public
-#: nvidia-smi readings of an idle board (``pipelines.gpu_idle``).
+#: nvidia-smi readings of an idle board (``pipelines.vocabulary.idle``).
 A100_MEASURED_IDLE_W = 63.6
 
 
