@@ -1,13 +1,13 @@
 """``python -m pipelines whatif FILE``: what would Zeus save on your cluster (no Dagster, nothing written).
 
 Prints the report of ``pipelines.clusters.whatif`` (``--json``: exactly one JSON object on
-stdout; the text by ``pipelines.clusters.report_text``). A file that cannot be read at all, or a
+stdout; the text by ``pipelines.report.text``). A file that cannot be read at all, or a
 bad option, prints one line naming the file, line and column (or the option) and exits with code
 2. Progress bars go to stderr when it is a terminal (``--progress`` / ``--no-progress`` to choose).
 The samples run where ``--scheduler`` says (``auto``: in this process, or a LocalCluster where the
 measured samples say it is sooner; ``none``, ``local``, ``slurm`` or a scheduler's address); the numbers
 are the same either way.
-``--html FILE`` also writes the report as one self-contained page (``pipelines.figures.whatif_html``)
+``--html FILE`` also writes the report as one self-contained page (``pipelines.report.html``)
 with the same numbers.
 """
 
@@ -30,7 +30,6 @@ from pipelines.clusters import tracefiles
 from pipelines.clusters import whatif as report_of
 from pipelines.clusters.anchoring import ANCHORED, ENERGY_MODELS, EnergyModel
 from pipelines.clusters.profiles import power_limit_profiles, with_measured
-from pipelines.clusters.report_text import render
 from pipelines.distributed import connect
 from pipelines.home.outputs import OutputRefused, check_output
 from pipelines.home.paths import ProjectPaths, find_home
@@ -40,6 +39,7 @@ from pipelines.ingest.grid import Rate
 from pipelines.ingest.owntrace import check_timezone
 from pipelines.ingest.simulator_inputs import resolve_traces
 from pipelines.ingest.slurm import DEFAULT_DELIMITER, parse_fields
+from pipelines.report.text import render
 from pipelines.terminal import json_safe, printable
 from pipelines.vocabulary import PAPER_ORDER
 from pipelines.zeus.errors import SimulationError
@@ -245,7 +245,7 @@ def cli(
     else:
         click.echo(render(report))
     if html_file is not None:
-        from pipelines.figures import whatif_html  # matplotlib: only for the page
+        from pipelines.report import html as whatif_html  # matplotlib: only for the page
 
         provenance = whatif_html.Provenance.now(file.name, sha256, _options_used(), _command_line(file))
         whatif_html.write(html_file, report, power, provenance, grid)

@@ -11,7 +11,7 @@ seeds, on the Dask layer when a runner is given), and turned into energy totals 
 (``power.power_bins`` / ``power_summary``, with their defaults). Every figure is the median over
 the draws with its 90 % interval. Where the export carries the scheduler's energy accounting, the
 jobs it measured are compared with the model (``measured``). The report is a plain dict (what
-``--json`` prints); ``pipelines.clusters.report_text.render`` writes it for a terminal.
+``--json`` prints); ``pipelines.report.text.render`` writes it for a terminal.
 
 Zeus's power traces come from ``pipelines.ingest.simulator_inputs.resolve_traces`` (the one resolver
 every command uses). Energy is anchored to the export's GPU-hours by default, or sized as in the Zeus

@@ -16,11 +16,11 @@ import polars as pl
 from matplotlib.figure import Figure
 
 from pipelines.clusters.power import load_duration
-from pipelines.clusters.report_text import energy_unit
 from pipelines.clusters.samples import FLEET
 from pipelines.figures import cluster_power, style
 from pipelines.figures.errors import NoData
 from pipelines.ingest.grid import Rate
+from pipelines.report.text import energy_unit
 from pipelines.vocabulary import gpu_label
 
 #: The label of the whole cluster's row.
