@@ -3,7 +3,7 @@
 Every command ``NAME`` is the module ``pipelines/cli/NAME.py`` (``-`` written ``_``: ``power-limit`` is
 ``power_limit.py``), whose click command (or group) is named ``cli``. Register it in ``SUBCOMMANDS`` as ``NAME: "short help"``, the short help being its
 docstring's first line (a test keeps the two equal): ``--help`` lists the commands from this
-table without importing any of them.
+table without importing any of them. ``options.py`` is no command: it holds the options the commands share.
 """
 
 from __future__ import annotations

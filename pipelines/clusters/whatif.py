@@ -42,7 +42,7 @@ from pipelines.ingest.common import empty_quarantine
 from pipelines.ingest.compressed import uncompressed_name
 from pipelines.ingest.grid import Rate
 from pipelines.ingest.owntrace import OwnTraceResult, TraceCounts
-from pipelines.vocabulary import GPU_BY_NAME, ZEUS_DATASETS
+from pipelines.vocabulary import DEFAULT_BETA, DEFAULT_ETA, GPU_BY_NAME, ZEUS_DATASETS
 from pipelines.vocabulary.units import J_PER_KWH, KWH_PER_MWH, S_PER_DAY, S_PER_H
 from pipelines.zeus.traces import TraceError
 
@@ -79,8 +79,8 @@ class Options:
 
     gpus: tuple[str, ...] | None = None
     fallback_gpu: str = REFERENCE_GPU
-    eta: float = 0.5
-    beta: float = 2.0
+    eta: float = DEFAULT_ETA
+    beta: float = DEFAULT_BETA
     price_per_kwh: float | None = None
     grid_gco2_per_kwh: float | None = None
     top: int = 10

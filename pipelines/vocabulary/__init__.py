@@ -11,7 +11,8 @@ factors).
 * ``Gpu``: a GPU the project knows by name (``gpu`` columns, partition keys, ``--gpu`` options):
   its label, its board power (TDP, W) and its idle draw (W), each with the source of that number,
   and the power limits its published Zeus trace profiles. ``GPUS`` is in the Zeus paper's order.
-* ``PolicyName``: who picks each run's configuration (Zeus or a baseline).
+* ``PolicyName``: who picks each run's configuration (Zeus or a baseline); ``DEFAULT_ETA`` and
+  ``DEFAULT_BETA``: Zeus's knobs by default.
 * ``CLUSTER_TRACES``: the public cluster traces mapped onto Zeus workloads.
 """
 
@@ -32,6 +33,16 @@ POLICIES: tuple[PolicyName, ...] = ("zeus", "default", "grid-search", "oracle")
 #: cluster could run (the Oracle needs hindsight and serves as the reference of regret instead).
 REPLAYED_POLICIES: tuple[PolicyName, ...] = ("zeus", "default", "grid-search")
 
+
+# --------------------------------------------------------------------------------------------
+# Knobs
+
+#: Zeus's knobs by default (the paper's, its artifact's and GlobalPowerLimitOptimizer's): ``eta``, the energy
+#: weight of the cost ``eta x energy + (1 - eta) x max power x time``, in [0, 1]; ``beta``, early stopping of a
+#: run at ``beta`` x the minimum cost seen, >= 1 (inf: never). Every command's ``--eta-knob`` and
+#: ``--beta-knob``, every replay and every figure that holds a knob fixed default to these.
+DEFAULT_ETA = 0.5
+DEFAULT_BETA = 2.0
 
 # --------------------------------------------------------------------------------------------
 # Workloads
