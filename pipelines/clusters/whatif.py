@@ -43,7 +43,7 @@ from pipelines.ingest.compressed import uncompressed_name
 from pipelines.ingest.grid import Rate
 from pipelines.ingest.owntrace import OwnTraceResult, TraceCounts
 from pipelines.vocabulary import DEFAULT_BETA, DEFAULT_ETA, GPU_BY_NAME, ZEUS_DATASETS
-from pipelines.vocabulary.units import J_PER_KWH, KWH_PER_MWH, S_PER_DAY, S_PER_H
+from pipelines.vocabulary.units import J_PER_KWH, KWH_PER_MWH, S_PER_DAY, S_PER_H, duration_s
 from pipelines.zeus.traces import TraceError
 
 #: How jobs meet GPUs: each on the GPU its allocation names (``as-exported``), or every job on each GPU given.
@@ -136,7 +136,7 @@ def _pct_saved(zeus: float, default: float) -> float | None:
 
 
 def _gpu_hours(jobs: pl.DataFrame) -> float:
-    seconds = (jobs["end_time"] - jobs["start_time"]).dt.total_microseconds().cast(pl.Float64) / 1e6
+    seconds = duration_s(jobs["end_time"] - jobs["start_time"])
     return float((seconds * jobs["num_gpus"]).sum() or 0.0) / S_PER_H
 
 
