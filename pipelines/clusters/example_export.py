@@ -1,7 +1,8 @@
 """A realistic Slurm ``sacct`` export, written fast (vectorized), with the truth about what is in it.
 
-Used by the tests (tests/ingest, tests/clusters, tests/cli), bench/bench_whatif.py (1,000,000 allocations, about 3M lines) and by hand
-(``python tests/support/sacct_export.py --allocations 3000 --out my.sacct``). The file looks like
+For trying ``whatif`` with no cluster at hand (``gpu-energy example-export FILE``), and used by the tests
+(tests/ingest, tests/clusters, tests/cli) and the benchmarks (bench/bench_whatif.py: 1,000,000 allocations,
+about 3M lines). The file looks like
 ``sacct --allusers --parsable2 --format=JobID,JobIDRaw,JobName,User,Account,Partition,Submit,Start,End,Elapsed,State,ExitCode,AllocTRES,NNodes``
 on a GPU cluster whose clock runs in ``timezone`` (default Europe/Berlin; the default span crosses the
 end of daylight saving time on 2024-10-27, so some local times are ambiguous):
@@ -31,16 +32,16 @@ own arrays, not by reading the file back).
 
 from __future__ import annotations
 
-import argparse
 import gzip
-import json
 import lzma
 import re
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import polars as pl
+
+from pipelines.home.storage import atomic_path
 
 FIELDS = ("JobID", "JobIDRaw", "JobName", "User", "Account", "Partition", "Submit", "Start", "End", "Elapsed", "State", "ExitCode",
           "AllocTRES", "NNodes")
@@ -248,7 +249,7 @@ def write_export(path: Path, allocations: int, *, seed: int = 7, timezone: str =
 
 
 def _write(path: Path, data: bytes) -> None:
-    """``data`` to ``path``, compressed by its suffix (.gz, .xz, .zst)."""
+    """``data`` to ``path``, compressed by its suffix (.gz, .xz, .zst), atomically."""
     suffix = path.suffix.lower()
     if suffix == ".gz":
         data = gzip.compress(data, mtime=0)
@@ -258,27 +259,5 @@ def _write(path: Path, data: bytes) -> None:
         import zstandard
 
         data = zstandard.ZstdCompressor().compress(data)
-    path.write_bytes(data)
-
-
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--allocations", type=int, default=3000)
-    parser.add_argument("--out", type=Path, required=True)
-    parser.add_argument("--seed", type=int, default=7)
-    parser.add_argument("--timezone", default="Europe/Berlin")
-    parser.add_argument("--parsable", action="store_true", help="--parsable form (a trailing | on every line)")
-    parser.add_argument("--no-steps", action="store_true", help="as sacct -X: allocations only")
-    parser.add_argument("--malformed", type=int, default=0, help="lines cut one field short")
-    parser.add_argument("--energy", choices=["measured", "zero"], default=None, help="add ConsumedEnergyRaw and TRESUsageInTot")
-    parser.add_argument("--delimiter", default="|", help="sacct's --delimiter (one character)")
-    parser.add_argument("--gpu-types", default=",".join(GPU_TYPES), help="the GPU types of the cluster, comma-separated")
-    args = parser.parse_args()
-    truth = write_export(args.out, args.allocations, seed=args.seed, timezone=args.timezone, steps=not args.no_steps,
-                         parsable=args.parsable, malformed=args.malformed, energy=args.energy, delimiter=args.delimiter,
-                         gpu_types=tuple(args.gpu_types.split(",")))
-    print(json.dumps(asdict(truth)))
-
-
-if __name__ == "__main__":
-    main()
+    with atomic_path(path) as tmp:
+        tmp.write_bytes(data)

@@ -1,8 +1,5 @@
 """The example Slurm export of the tests: the package's (``pipelines.clusters.example_export``, ``gpu-energy example-export``)."""
 
-from pipelines.clusters.example_export import JOB_NAMES, Truth, main, write_export
+from pipelines.clusters.example_export import JOB_NAMES, Truth, write_export
 
 __all__ = ["JOB_NAMES", "Truth", "write_export"]
-
-if __name__ == "__main__":
-    main()
