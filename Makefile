@@ -54,7 +54,7 @@ setup-measure: $(MEASURE_STAMP)
 setup-browser:
 	@command -v chromium >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; }
 
-## setup-docs: mkdocs, mkdocs-material, mkdocs-click and mkdocstrings (the docs extra, pinned).
+## setup-docs: mkdocs, mkdocs-material, mkdocs-click, mkdocstrings, mkdocs-gen-files and mkdocs-literate-nav (the docs extra, pinned).
 $(DOCS_STAMP): $(STAMP)
 	$(UV) -e '.[docs]' || $(PIP) -e '.[docs]'
 	touch $(DOCS_STAMP)
