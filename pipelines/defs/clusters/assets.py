@@ -17,10 +17,11 @@ from pipelines.clusters.workloads import REFERENCE_GPU, workloads_by_default_tta
 from pipelines.defs.clusters.partitions import ONE_RUN, by_partition, trace_gpu, trace_gpu_partitions, trace_partitions
 from pipelines.defs.shared.io_manager import partition_tables
 from pipelines.defs.shared.metadata import contract_metadata
+from pipelines.vocabulary import DEFAULT_BETA, DEFAULT_ETA
 from pipelines.zeus.traces import from_frames
 
-ETA = 0.5
-BETA = 2.0
+ETA = DEFAULT_ETA
+BETA = DEFAULT_BETA
 
 #: Downstream of cluster_workload_jobs: materialized when an upstream partition updates or a partition is new.
 FOLLOW = dg.AutomationCondition.eager()

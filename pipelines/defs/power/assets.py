@@ -13,8 +13,8 @@ from pipelines.defs.clusters.assets import BETA, ETA
 from pipelines.defs.clusters.partitions import ONE_RUN, by_partition, trace_gpu_partitions, trace_partitions
 from pipelines.defs.shared.io_manager import PathsResource, partition_tables
 from pipelines.defs.shared.metadata import contract_metadata, markdown_preview
-from pipelines.units import KW_PER_W
 from pipelines.vocabulary import GPU_BY_NAME
+from pipelines.vocabulary.units import KW_PER_W
 from pipelines.zeus.traces import from_frames
 
 FOLLOW = dg.AutomationCondition.eager()
