@@ -14,37 +14,49 @@ DOCS_PORT ?= 8000
 
 .PHONY: setup setup-test setup-measure setup-docs setup-browser fetch materialize figures test test-all lint docs docs-serve bench dev dev-read-only sql clean
 
-## uv (installed into the venv from the package index) installs in seconds what pip takes minutes for;
-## pip is the fallback where uv cannot reach the index, and installs the torch extra (pip's configuration
-## can pin torch to a CPU build, as it does here; uv does not read it).
+## Installs follow uv.lock (committed; `uv lock` rewrites it after a change to pyproject.toml, and a test checks that
+## the two agree): `uv sync --locked` installs exactly the locked versions, and fails if the lock no longer matches
+## pyproject.toml instead of resolving anew. --inexact: each target adds its extras to what the venv holds (a plain
+## sync would remove the other targets' extras, torch, and uv itself). uv (installed into the venv from the package
+## index) installs in seconds what pip takes minutes for.
+## pip fallback, where uv cannot reach the index but pip can (pip's own configuration: a mirror, a proxy): the same
+## locked versions, exported from uv.lock by uv (which needs no network for that), installed by pip.
 ## Bytecode: each module is compiled on its first import (Python writes its .pyc), not every module at install: uv's
 ## --compile-bytecode compiled all of site-packages (pandas, numba, bokeh... that make figures never imports), 10 s of the
 ## 2-minute budget. Where PYTHONDONTWRITEBYTECODE is set (some CI images, this machine) no .pyc would ever be written, and
 ## every Dagster run and step process would compile dagster, polars, matplotlib... again (about 2 s of CPU each): make's
 ## commands unset it, so the venv's cache is written once (docs/benchmarks.md, make figures).
 unexport PYTHONDONTWRITEBYTECODE
-UV := $(VENV)/bin/uv pip install -q --python $(PY)
+UV := $(VENV)/bin/uv
 PIP := $(VENV)/bin/pip install -q
+## $(call locked,--extra X ...): the package (editable) and those extras at uv.lock's versions, with uv, else with pip.
+EXPORT = $(UV) export -q --locked --no-hashes --no-emit-project --no-header --no-annotate $(1)
+locked = $(UV) sync -q --locked --inexact $(1) \
+	|| { $(call EXPORT,$(1)) -o $(VENV)/locked.txt && $(PIP) -r $(VENV)/locked.txt && $(PIP) --no-deps -e . ; }
 
 ## setup: the package and what it needs to run (make figures, dev, sql); the other targets add their extras.
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml uv.lock
 	$(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/pip install -q uv
-	$(UV) -e . || $(PIP) -e .
+	$(call locked,)
 	touch $(STAMP)
 
 setup: $(STAMP)
 
 ## setup-test: the test peers (zeus==0.16.0, pandas, scipy), the wheel tools and the linters.
 $(TEST_STAMP): $(STAMP)
-	$(UV) -e '.[test,lint]' || $(PIP) -e '.[test,lint]'
+	$(call locked,--extra test --extra lint)
 	touch $(TEST_STAMP)
 
 setup-test: $(TEST_STAMP)
 
-## setup-measure: the torch extra for the measurement harness (torch==2.13.0: a CPU build from local disk here).
+## setup-measure: the torch extra for the measurement harness, installed by pip within uv.lock's versions (the lock
+## is a constraint file here), because pip reads pip's configuration and uv does not: where that configuration offers a
+## CPU build of torch==2.13.0 (here: a wheel on local disk, 2.13.0+cpu) pip takes it, where uv would install
+## PyPI's torch==2.13.0 with its CUDA libraries (several GB). The measure extra is torch alone.
 $(MEASURE_STAMP): $(TEST_STAMP)
-	$(PIP) -e '.[test,lint,measure]'
+	$(call EXPORT,--extra measure) -o $(VENV)/measure-constraints.txt
+	$(PIP) -c $(VENV)/measure-constraints.txt torch
 	touch $(MEASURE_STAMP)
 
 setup-measure: $(MEASURE_STAMP)
@@ -56,7 +68,7 @@ setup-browser:
 
 ## setup-docs: mkdocs, mkdocs-material, mkdocs-click, mkdocstrings, mkdocs-gen-files and mkdocs-literate-nav (the docs extra, pinned).
 $(DOCS_STAMP): $(STAMP)
-	$(UV) -e '.[docs]' || $(PIP) -e '.[docs]'
+	$(call locked,--extra docs)
 	touch $(DOCS_STAMP)
 
 setup-docs: $(DOCS_STAMP)

@@ -178,6 +178,7 @@ def test_every_sql_example_in_every_format(home: ProjectPaths, example: Path) ->
     assert csv.columns == data.columns or csv.height == 0
 
 
+@pytest.mark.slow
 def test_make_sql_takes_a_here_doc(home: ProjectPaths) -> None:
     env = {**os.environ, "GPU_ENERGY_HOME": str(home.root)}
     done = subprocess.run(

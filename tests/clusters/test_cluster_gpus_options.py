@@ -36,6 +36,7 @@ def run(*args: str, home: Path | None = None) -> subprocess.CompletedProcess[str
     return subprocess.run([sys.executable, "-m", "pipelines", *args], capture_output=True, text=True, check=False, cwd=REPO_ROOT, env=env)
 
 
+@pytest.mark.slow
 def test_whatif_charges_the_idle_draw_of_the_cluster_given_and_refuses_one_below_the_peak(export, mirror: Path) -> None:
     path, peak = export
     # every job on the V100 (the export names GPU types: as exported is the default), one replay (--samples 1)

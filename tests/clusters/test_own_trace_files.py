@@ -149,6 +149,7 @@ def test_recover_removes_stale_temp_files_under_raw(home: Path) -> None:
     assert result.removed == [stale] and fresh.exists()
 
 
+@pytest.mark.slow
 def test_clusters_remove_removes_files_stored_partitions_report_and_partition(home: Path, tmp_path: Path) -> None:
     export = tmp_path / "export.sacct"
     write_export(export, 20, seed=7)

@@ -151,6 +151,7 @@ def test_command_writes_the_grid(jobs: pl.DataFrame, traces: Traces, tmp_path: P
     assert usage.exit_code == 2 and "comma-separated list of numbers" in usage.output
 
 
+@pytest.mark.slow
 def test_local_cluster_gives_the_same_table(jobs: pl.DataFrame, traces: Traces) -> None:
     grid = sweep.Grid(etas=(0.25, 0.75), betas=(2.0,), seeds=(1, 2), gpus=("v100",))
     with connect("local", workers=1) as runner:

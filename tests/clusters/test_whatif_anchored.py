@@ -168,6 +168,7 @@ def test_few_jobs_get_no_interval_and_say_so(tmp_path: Path, traces: Traces) -> 
     assert "no interval: v100 (too few jobs (4) for an interval); all GPUs (too few jobs (4) for an interval)" in render(report)
 
 
+@pytest.mark.slow
 def test_the_clock_is_named_when_assumed(tmp_path: Path, mirror: Path) -> None:
     path = job_log(tmp_path / "clock.csv", [{"hours": 1}] * 3)
     common = ("--trace-dir", str(mirror / "zeus"), "--samples", "1", "--no-progress")

@@ -176,6 +176,7 @@ def test_carbon_aware_needs_a_series(tmp_path: Path, mirror: Path) -> None:
     assert done.returncode == 2 and "--carbon-aware takes each job's eta from the grid's intensity" in done.stderr
 
 
+@pytest.mark.slow
 def test_the_html_page_draws_the_series_with_the_hours_the_jobs_ran(tmp_path: Path, mirror: Path) -> None:
     path = job_log(tmp_path / "lab.csv", [{"hours": 3, "day": k / 2} for k in range(8)])
     grid = series(tmp_path / "grid.csv", [150.0 if 8 <= k % 24 < 18 else 450.0 for k in range(24 * 6)])

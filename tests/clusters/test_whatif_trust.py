@@ -113,6 +113,7 @@ def test_one_sample_is_the_single_replay_and_intervals_bracket_the_medians(mixed
     assert many["samples"] == 6 and many["seed"] == 4
 
 
+@pytest.mark.slow
 def test_samples_on_dask_equal_samples_in_process_bit_for_bit(mixed, traces: Traces) -> None:
     _, _, result = mixed
     profiles = profiles_of(traces)

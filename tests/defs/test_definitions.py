@@ -144,6 +144,7 @@ def test_no_group_holds_a_single_asset() -> None:
         "hetero_allocations", "zeus_single_job_sweep"}
 
 
+@pytest.mark.slow
 def test_steps_fork_from_a_forkserver_unless_the_run_config_says_otherwise(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The code location's executor: Dagster's multi_or_in_process_executor with the same run config, but the step
     processes of a run whose config names no start method (the UI's, the automation's) fork from a forkserver.

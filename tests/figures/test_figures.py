@@ -356,6 +356,7 @@ def test_dagster_assets_write_figures_and_report_skips(materialized: Homes) -> N
     assert states.filter(pl.col("source") == trace_data.PUBLISHED).height == 4 * 6  # PAI publishes no state shares
 
 
+@pytest.mark.slow
 def test_a_figure_is_a_thumbnail_and_paths_in_the_event_log(materialized: Homes, tmp_path: Path) -> None:
     """figures/energy_power_limit_response, six panels: 0.94 MB of metadata per materialization while its images were inlined
     at 720 px in RGBA. Now each entry holds at most 256 kB (the thumbnails, in a palette) and the paths of the full PNG and PDF,

@@ -292,6 +292,7 @@ def _home(tmp_path: Path) -> Path:
     return home
 
 
+@pytest.mark.slow
 def test_recover_marks_runs_of_dead_processes_and_removes_stale_temp_files(tmp_path: Path) -> None:
     home, root = _home(tmp_path), tmp_path / "project"
     env = {**os.environ, "DAGSTER_HOME": str(home), "GPU_ENERGY_HOME": str(root)}

@@ -480,6 +480,7 @@ def _make_read_only(folder: Path) -> None:
         (folder / "probe").mkdir()
 
 
+@pytest.mark.slow
 def test_a_read_only_install_caches_in_the_user_wide_folder() -> None:
     """numba's cache beside kernels.py cannot be written: it goes to $XDG_CACHE_HOME/numba, and the next process loads it."""
     root = Path(tempfile.mkdtemp(prefix="gpu-energy-readonly-"))

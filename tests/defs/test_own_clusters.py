@@ -104,6 +104,7 @@ def test_public_traces_are_partitions_only_when_their_files_are_present(home: Pa
         assert instance.get_dynamic_partitions("trace") == ["acme", "itp"]
 
 
+@pytest.mark.slow
 def test_clusters_add_copies_the_file_and_records_its_sha256_and_options(home: Path, tmp_path: Path) -> None:
     export = tmp_path / "export.txt"
     write_export(export, 30, seed=3)
