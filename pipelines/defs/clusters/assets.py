@@ -14,16 +14,14 @@ import polars as pl
 
 from pipelines.clusters import mapping, simulate
 from pipelines.clusters.workloads import REFERENCE_GPU, workloads_by_default_tta
-from pipelines.defs.clusters.partitions import ONE_RUN, by_partition, trace_gpu, trace_gpu_partitions, trace_partitions
+from pipelines.defs.clusters.partitions import by_partition, trace_gpu, trace_gpu_partitions, trace_partitions
 from pipelines.defs.shared.io_manager import partition_tables
-from pipelines.defs.shared.metadata import contract_metadata
+from pipelines.defs.shared.table_assets import table_asset
 from pipelines.zeus.traces import from_frames
 
 ETA = 0.5
 BETA = 2.0
 
-#: Downstream of cluster_workload_jobs: materialized when an upstream partition updates or a partition is new.
-FOLLOW = dg.AutomationCondition.eager()
 #: cluster_workload_jobs follows updates of the ingested tables, except own_cluster_jobs (partitioned by trace as it is: a
 #: partition reads its own trace's): a new trace is run, ingest and cluster_workload_jobs, by cluster_traces_sensor, and the
 #: own-trace partitions of public traces are never materialized (following them would wait for them forever). So it is
@@ -37,13 +35,9 @@ FOLLOW_TABLES = (
 ).with_label("eager, but not when newly missing").ignore(dg.AssetSelection.assets("own_cluster_jobs"))
 
 
-@dg.asset(
-    group_name="clusters",
+@table_asset(
     partitions_def=trace_partitions,
-    backfill_policy=ONE_RUN,
     automation_condition=FOLLOW_TABLES,
-    kinds={"polars", "parquet"},
-    metadata=contract_metadata("cluster_workload_jobs"),
     description="One trace's jobs as recurring groups of Zeus workloads, with runtime_ratio (docs: Cluster traces and replay); a public trace from its "
     "ingested table, a user trace from own_cluster_jobs.",
     check_specs=[dg.AssetCheckSpec("runtime_ratio_means_one", asset="cluster_workload_jobs", blocking=True,
@@ -78,13 +72,8 @@ def cluster_workload_jobs(
     yield dg.AssetCheckResult(check_name="runtime_ratio_means_one", passed=worst < 1e-9, metadata={"max_abs_deviation": worst})
 
 
-@dg.asset(
-    group_name="clusters",
+@table_asset(
     partitions_def=trace_gpu_partitions,
-    backfill_policy=ONE_RUN,
-    automation_condition=FOLLOW,
-    kinds={"polars", "parquet"},
-    metadata=contract_metadata("zeus_cluster_history"),
     description=f"Per-run history of Zeus, Default and Grid Search replaying every group of a trace on a GPU "
     f"(eta {ETA}, beta {BETA}); energy in J for the whole job (x num_gpu), time in s.",
 )
@@ -105,13 +94,8 @@ def zeus_cluster_history(
     return partition_tables(context, out)
 
 
-@dg.asset(
-    group_name="clusters",
+@table_asset(
     partitions_def=trace_gpu_partitions,
-    backfill_policy=ONE_RUN,
-    automation_condition=FOLLOW,
-    kinds={"polars", "parquet"},
-    metadata=contract_metadata("zeus_cluster_summary"),
     description="Per trace, workload and GPU: energy (J, MWh) and time (s) of Zeus, Default and Grid Search, and Zeus's savings (%).",
     check_specs=[dg.AssetCheckSpec("matches_history", asset="zeus_cluster_summary",
                                    description="Energy and time totals equal the sums over the history.")],

@@ -20,10 +20,6 @@ TRACE_DIMENSION = "trace"
 trace_partitions = dg.DynamicPartitionsDefinition(name=TRACE_DIMENSION)
 #: Keys read ``gpu|trace`` (``v100|itp``): Dagster orders the dimensions by name; the stored files keep that order.
 trace_gpu_partitions = dg.MultiPartitionsDefinition({TRACE_DIMENSION: trace_partitions, "gpu": gpu_partitions})
-#: Every partitioned asset materializes any set of its partitions in one run (one step, one process: a
-#: backfill of all trace x GPU partitions is one run, not one run process each); the step returns
-#: {partition key: frame} and the IO manager writes one file per partition.
-ONE_RUN = dg.BackfillPolicy.single_run()
 
 
 def trace_gpu(key: str) -> tuple[str, str]:
