@@ -46,8 +46,16 @@ def partitions_text(partitions_def: dg.PartitionsDefinition | None) -> str | Non
     return type(partitions_def).__name__
 
 
+def mapping_text(graph: dg.AssetGraph, key: dg.AssetKey, parent: dg.AssetKey) -> str | None:
+    """How the partitions of ``key`` map to those of ``parent`` (its partition mapping's class), where either is partitioned."""
+    if graph.get(key).partitions_def is None and graph.get(parent).partitions_def is None:
+        return None
+    return type(graph.get_partition_mapping(key, parent)).__name__
+
+
 def graph_snapshot(definitions: dg.Definitions) -> dict[str, Any]:
-    """Every materializable asset (key, group, kinds, deps, partitions, backfill policy, checks, automation condition) and
+    """Every materializable asset (key, group, kinds, deps with their partition mappings, partitions, backfill policy, checks,
+    automation condition) and
     every automation condition in full, each once, under the name the assets refer to it by (its label, numbered when two
     differ)."""
     graph = definitions.resolve_asset_graph()
@@ -67,7 +75,7 @@ def graph_snapshot(definitions: dg.Definitions) -> dict[str, Any]:
         assets[key.to_user_string()] = {
             "group": node.group_name,
             "kinds": sorted(node.kinds),
-            "deps": sorted(k.to_user_string() for k in node.parent_keys),
+            "deps": {parent.to_user_string(): mapping_text(graph, key, parent) for parent in sorted(node.parent_keys)},
             "partitions": partitions_text(node.partitions_def),
             "backfill_policy": str(node.backfill_policy.policy_type.value) if node.backfill_policy else None,
             "checks": {c.name: {"blocking": graph.get_check_spec(c).blocking} for c in sorted(node.check_keys, key=lambda c: c.name)},

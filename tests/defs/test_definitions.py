@@ -68,7 +68,8 @@ def test_every_run_says_who_launched_it() -> None:
 
     definitions = defs()
     jobs = [j.name for j in definitions.jobs or []]
-    assert sorted(jobs) == ["gpu_assets", "trace_assets", "trace_gpu_assets", "trace_ingest", "unpartitioned_assets"]
+    assert sorted(jobs) == ["gpu_assets", "own_trace_assets", "own_trace_ingest", "trace_assets", "trace_gpu_assets", "trace_ingest",
+                            "unpartitioned_assets"]
     assert {j: definitions.resolve_job_def(j).run_tags for j in jobs} == {j: {"gpu_energy/launched_by": "ui"} for j in jobs}
     assert automation_sensor.run_tags == {"gpu_energy/launched_by": "automation"}
 

@@ -22,22 +22,26 @@ from pipelines.zeus.traces import from_frames
 ETA = 0.5
 BETA = 2.0
 
-#: cluster_workload_jobs follows updates of the ingested tables, except own_cluster_jobs (partitioned by trace as it is: a
-#: partition reads its own trace's): a new trace is run, ingest and cluster_workload_jobs, by cluster_traces_sensor, and the
-#: own-trace partitions of public traces are never materialized (following them would wait for them forever). So it is
-#: ``eager()`` without its ``newly_missing()``: a partition the sensor has just added is that sensor run's to fill, and a
-#: run of the automation beside it would read an own_cluster_jobs partition not written yet.
+#: cluster_workload_jobs follows updates of the ingested tables, own_cluster_jobs included (a partition of yours follows
+#: its own trace's ingest: the own-trace partition of its name; a public trace's partition has none). It is ``eager()``
+#: without its ``newly_missing()``: a public trace's new partition is cluster_traces_sensor's run to fill, and a run of the
+#: automation beside it would read tables not ingested yet.
 FOLLOW_TABLES = (
     dg.AutomationCondition.any_deps_updated().since_last_handled()
     & ~dg.AutomationCondition.any_deps_missing()
     & ~dg.AutomationCondition.any_deps_in_progress()
     & ~dg.AutomationCondition.in_progress()
-).with_label("eager, but not when newly missing").ignore(dg.AssetSelection.assets("own_cluster_jobs"))
+).with_label("eager, but not when newly missing")
+#: own_cluster_jobs, partitioned by your own traces: a trace partition depends on the own-trace partition of its name,
+#: which a public trace's has not. A dependency, not an input: Dagster refuses to load an input partition that does not
+#: exist, so the step reads the partitions present itself (``ParquetIOManager.load_present``).
+OWN_JOBS = dg.AssetKey("own_cluster_jobs")
 
 
 @table_asset(
     partitions_def=trace_partitions,
     automation_condition=FOLLOW_TABLES,
+    deps=[dg.AssetDep(OWN_JOBS, partition_mapping=dg.IdentityPartitionMapping())],
     description="One trace's jobs as recurring groups of Zeus workloads, with runtime_ratio (docs: Cluster traces and replay); a public trace from its "
     "ingested table, a user trace from own_cluster_jobs.",
     check_specs=[dg.AssetCheckSpec("runtime_ratio_means_one", asset="cluster_workload_jobs", blocking=True,
@@ -49,12 +53,12 @@ def cluster_workload_jobs(
     itp_jobs: pl.DataFrame,
     elasticflow_jobs: pl.DataFrame,
     acme_jobs: pl.DataFrame,
-    own_cluster_jobs: pl.DataFrame,
     zeus_train_runs: pl.DataFrame,
     zeus_power_profiles: pl.DataFrame,
 ) -> Iterator[dg.Output[dict[str, pl.DataFrame]] | dg.AssetCheckResult]:
     order = workloads_by_default_tta(from_frames(zeus_train_runs, zeus_power_profiles))
     context.log.info(f"runtime-based mapping order (default TTA on {REFERENCE_GPU}, shortest first): {order}")
+    own_cluster_jobs = context.resources.io_manager.load_present(OWN_JOBS, context.partition_keys)
     tables = {"alibaba_groups": alibaba_groups, "itp_jobs": itp_jobs, "elasticflow_jobs": elasticflow_jobs, "acme_jobs": acme_jobs,
               "own_cluster_jobs": own_cluster_jobs}
     out = {trace: mapping.map_trace(trace, tables, order) for trace in context.partition_keys}

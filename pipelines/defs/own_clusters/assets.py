@@ -1,5 +1,6 @@
-"""A user's own cluster traces: their ingest from ``raw/clusters/``, one ``trace`` partition per trace (the sensor
-that makes each one a partition is ``pipelines.defs.clusters.sensors``). What whatif reports on them:
+"""A user's own cluster traces: their ingest from ``raw/clusters/``, one ``own_trace`` partition per trace of yours, a
+partition space of their own (the public traces are none of its partitions; the sensor that makes each one a partition
+is ``pipelines.defs.clusters.sensors``). What whatif reports on them:
 ``defs/clusters/own_cluster_summary.py`` and ``defs/figures/own_cluster_report.py``.
 
 Thin wrappers: the readers are ``pipelines.ingest.slurm`` / ``joblog``, the files
@@ -7,20 +8,19 @@ Thin wrappers: the readers are ``pipelines.ingest.slurm`` / ``joblog``, the file
 """
 
 from collections.abc import Iterator
+from pathlib import Path
 from typing import cast
 
 import dagster as dg
 import polars as pl
 
 from pipelines.clusters import tracefiles
-from pipelines.contracts.base import empty
-from pipelines.contracts.owncluster import OwnClusterJobs, OwnClusterTraces
 from pipelines.contracts.registry import quarantine_key
-from pipelines.defs.clusters.partitions import trace_partitions
+from pipelines.defs.clusters.partitions import own_trace_partitions
 from pipelines.defs.shared.io_manager import PARTITIONS_STAND_ALONE, PathsResource, partition_tables
 from pipelines.defs.shared.metadata import contract_metadata
 from pipelines.defs.shared.table_assets import ONE_RUN
-from pipelines.ingest.common import IngestError, empty_quarantine
+from pipelines.ingest.common import IngestError
 from pipelines.ingest.owntrace import OwnTraceResult
 from pipelines.terminal import printable
 from pipelines.vocabulary import CLUSTER_TRACES
@@ -31,20 +31,29 @@ QUARANTINE = dg.AssetKey.from_user_string(quarantine_key(TABLE))
 WARN_QUARANTINE_SHARE = 0.01
 
 
-#: The own-trace tables: one partition per trace of yours, each standing alone (a public trace's partition has no rows, and
-#: may be absent, as may that of a trace that could not be read; `materialize` ingests each trace in a run of its own).
+#: The own-trace tables: one partition per trace of yours, each standing alone (that of a trace that could not be read
+#: may be absent; `materialize` ingests each trace in a run of its own).
 OWN_TABLE = {PARTITIONS_STAND_ALONE: True}
-#: Eager, except that a partition of the own-trace tables never materialized (a public trace's, or a trace of yours that
-#: could not be read) does not hold back what reads them all: it reads the partitions present.
+#: Eager, except that a partition of the own-trace tables never materialized (a trace of yours that could not be read)
+#: does not hold back what reads them all: it reads the partitions present.
 FOLLOW_OWN = dg.AutomationCondition.eager().replace(
     "any_deps_missing",
     dg.AutomationCondition.any_deps_missing().ignore(dg.AssetSelection.assets(TABLE, "own_cluster_traces", QUARANTINE)),
 )
 
 
+def refused_partition(key: str, raw: Path) -> str:
+    """Why the own-trace partition ``key`` has nothing to ingest (one line): a public trace's name, or no usable file."""
+    if key in CLUSTER_TRACES:
+        return (f"own trace {printable(key)}: a public trace, not one of yours (its tables are ingested from raw/ by the "
+                "public traces' assets); this partition has no file to read: delete it")
+    return (f"own trace {printable(key)}: no usable file {raw / 'clusters' / printable(key)}.sacct or .csv (see the 'not used' "
+            f"lines; `python -m pipelines clusters add {printable(key)} FILE` adds one, `clusters remove` drops the trace)")
+
+
 @dg.multi_asset(
     name="ingest_own_cluster_jobs",
-    partitions_def=trace_partitions,
+    partitions_def=own_trace_partitions,
     backfill_policy=ONE_RUN,  # one backfill policy per job (Dagster warns otherwise); `materialize` runs a trace each (OWN_TABLE)
     outs={
         TABLE: dg.AssetOut(key=dg.AssetKey(TABLE), group_name="ingest", kinds={"polars", "parquet"},
@@ -67,7 +76,8 @@ FOLLOW_OWN = dg.AutomationCondition.eager().replace(
     ],
 )
 def ingest_own_cluster_jobs(context: dg.AssetExecutionContext, paths: PathsResource) -> Iterator[dg.Output | dg.AssetCheckResult]:
-    """Each trace partition of the run reads its own file only: one that cannot be read fails its run, not another trace's."""
+    """Each partition of the run reads its own trace's file only: one that cannot be read fails its run, not another trace's,
+    and a partition with no file (a key added by hand in the UI's launch dialog) fails its run, saying so in one line."""
     traces, problems = tracefiles.user_traces(paths.paths().raw)
     by_name = {t.name: t for t in traces}
     for problem in problems:
@@ -79,12 +89,7 @@ def ingest_own_cluster_jobs(context: dg.AssetExecutionContext, paths: PathsResou
     for key in context.partition_keys:
         trace = by_name.get(key)
         if trace is None:
-            if key not in CLUSTER_TRACES:
-                raise ValueError(f"trace {key}: no usable file in raw/clusters/ (see the 'not used' lines); "
-                                 f"`clusters remove {key}` drops the trace")
-            context.log.info(f"trace {key}: a public trace, no file of yours: no rows")
-            tables[key], quarantines[key], summaries[key] = empty(OwnClusterJobs), empty_quarantine(), empty(OwnClusterTraces)
-            continue
+            raise ValueError(refused_partition(key, paths.paths().raw))
         try:
             result = trace.read()
             tracefiles.check_recorded_sha256(trace, cast(str, result.sha256))  # read with its digest
