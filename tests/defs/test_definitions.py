@@ -182,3 +182,5 @@ def test_folders_and_groups_match_one_to_one() -> None:
             if group not in stages:
                 folders.setdefault(group_of(module), set()).add(group)
     assert folders == {"clusters": {"clusters"}, "zeus": {"zeus"}, "figures": {"figures"}}
+    with pytest.raises(ValueError, match="a folder of pipelines/defs/"):
+        group_of("pipelines.defs.automation")  # a module of no folder names no group
