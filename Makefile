@@ -54,7 +54,7 @@ setup-measure: $(MEASURE_STAMP)
 setup-browser:
 	@command -v chromium >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; }
 
-## setup-docs: mkdocs, mkdocs-material, mkdocs-click and mkdocstrings (the docs extra, pinned).
+## setup-docs: mkdocs, mkdocs-material, mkdocs-click, mkdocstrings, mkdocs-gen-files and mkdocs-literate-nav (the docs extra, pinned).
 $(DOCS_STAMP): $(STAMP)
 	$(UV) -e '.[docs]' || $(PIP) -e '.[docs]'
 	touch $(DOCS_STAMP)
@@ -99,7 +99,7 @@ docs: $(DOCS_STAMP)
 	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict
 
 ## docs-serve: the site served on 127.0.0.1:$(DOCS_PORT) (8000), rebuilt as docs/ changes. site/ also works opened from
-## disk (site/index.html) and offline: mkdocs.yml's use_directory_urls, theme.font and the offline plugin.
+## disk (site/index.html) and offline: mkdocs.yml's use_directory_urls and theme.font (search alone needs the server).
 docs-serve: $(DOCS_STAMP)
 	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs serve --strict -a 127.0.0.1:$(DOCS_PORT)
 

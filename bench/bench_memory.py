@@ -3,7 +3,7 @@
 Issue 25 measured, on 3,000,000 allocations (a 1.66 GB export): ``whatif`` 3.77 GB peak RSS and
 ``clusters add`` 3.5 GB (the goal: any export a laptop can hold under 2 GB). This benchmark:
 
-1. writes the export (tests/support/sacct_export.py, Europe/Berlin clock, steps, no energy
+1. writes the export (``python -m pipelines example-export``, Europe/Berlin clock, steps, no energy
    fields: about 9.7M lines, 1.63 GB) into a temp folder, by a child process;
 2. checks out the old code (``--baseline``, default: the commit before the streaming readers) as a
    detached git worktree beside it; the same interpreter runs it with that checkout as the working
@@ -16,7 +16,7 @@ Issue 25 measured, on 3,000,000 allocations (a 1.66 GB export): ``whatif`` 3.77 
 4. deletes the export, the homes and the worktree.
 
 Usage: ``.venv/bin/python bench/bench_memory.py [--allocations N] [--samples N] [--baseline REF]``; ``--export FILE
---truth JSON`` reuses an export written by ``tests/support/sacct_export.py`` (its stdout in JSON), which is kept.
+--truth JSON`` reuses an export written by ``python -m pipelines example-export`` (its stdout in JSON), which is kept.
 """
 
 from __future__ import annotations
@@ -44,8 +44,7 @@ GOAL_GB = 2.0
 
 
 def write(path: Path, allocations: int) -> Truth:
-    argv = [sys.executable, str(REPO_ROOT / "tests" / "support" / "sacct_export.py"), "--allocations", str(allocations),
-            "--timezone", TIMEZONE, "--out", str(path)]
+    argv = [sys.executable, "-m", "pipelines", "example-export", str(path), "--allocations", str(allocations), "--timezone", TIMEZONE]
     done = subprocess.run(argv, capture_output=True, text=True, check=True, cwd=REPO_ROOT)
     return Truth(**json.loads(done.stdout))
 
@@ -90,7 +89,7 @@ def main() -> None:
     parser.add_argument("--allocations", type=int, default=3_000_000)
     parser.add_argument("--samples", type=int, default=1, help="whatif's --samples (1: one replay; the reader dominates memory)")
     parser.add_argument("--baseline", default=BASELINE, help="the git revision of the old code")
-    parser.add_argument("--export", type=Path, default=None, help="an export written by tests/support/sacct_export.py (kept)")
+    parser.add_argument("--export", type=Path, default=None, help="an export written by python -m pipelines example-export (kept)")
     parser.add_argument("--truth", type=Path, default=None, help="with --export: the generator's stdout (JSON)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="bench-memory-") as tmp_name:

@@ -49,13 +49,13 @@ from pipelines.contracts.zeus import ZeusGroupRuns
 from pipelines.distributed import connect, fan_out
 from pipelines.home.paths import REPO_ROOT, default_mirror, default_paths
 from pipelines.ingest.simulator_inputs import conform_groups
-from pipelines.vocabulary import POLICIES
+from pipelines.vocabulary import DEFAULT_BETA, DEFAULT_ETA, POLICIES, REFERENCE_GPU
 from pipelines.zeus import fast
 from pipelines.zeus.groups import replay_groups, workload_tables
 from pipelines.zeus.reference import group_seed, iter_groups, replay_group
 from pipelines.zeus.traces import Traces
 
-GPU, ETA, BETA = "v100", 0.5, 2.0
+GPU, ETA, BETA = REFERENCE_GPU, DEFAULT_ETA, DEFAULT_BETA
 SUBSET = 16
 
 

@@ -1,6 +1,6 @@
 """whatif on large Slurm exports with error bars: end to end (time, peak RSS), and the parse alone against pandas.
 
-Writes sacct exports (tests/support/sacct_export.py, Europe/Berlin clock, a mixed A100/V100/A40/H100
+Writes sacct exports (``python -m pipelines example-export``, Europe/Berlin clock, a mixed A100/V100/A40/H100
 cluster with Slurm's energy accounting, steps included) into a temp folder, then:
 
 1. on 100,000 allocations: ``python -m pipelines whatif FILE --json`` with the default 20 samples,
@@ -50,9 +50,9 @@ GOAL_SMALL_S, GOAL_LARGE_S = 30.0, 90.0
 
 
 def write(path: Path, allocations: int) -> Any:
-    """The export, written by a child process; its truth (tests/support/sacct_export.py's ``Truth``)."""
-    argv = [sys.executable, str(REPO_ROOT / "tests" / "support" / "sacct_export.py"), "--allocations", str(allocations),
-            "--timezone", TIMEZONE, "--energy", "measured", "--out", str(path)]
+    """The export, written by a child process; its truth (``pipelines.clusters.example_export.Truth``)."""
+    argv = [sys.executable, "-m", "pipelines", "example-export", str(path), "--allocations", str(allocations), "--timezone", TIMEZONE,
+            "--energy", "measured"]
     done = subprocess.run(argv, capture_output=True, text=True, check=True, cwd=REPO_ROOT)
     return Truth(**json.loads(done.stdout))
 

@@ -3,7 +3,7 @@
 Every command ``NAME`` is the module ``pipelines/cli/NAME.py`` (``-`` written ``_``: ``power-limit`` is
 ``power_limit.py``), whose click command (or group) is named ``cli``. Register it in ``SUBCOMMANDS`` as ``NAME: "short help"``, the short help being its
 docstring's first line (a test keeps the two equal): ``--help`` lists the commands from this
-table without importing any of them.
+table without importing any of them. ``options.py`` is no command: it holds the options the commands share.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ SUBCOMMANDS: dict[str, str] = {
     "materialize": "Materialize every selected asset and partition (what `make figures` runs).",
     "simulate": "Trace-driven Zeus simulation (identical results to the published simulator).",
     "whatif": "What would Zeus save on your cluster? Replays a Slurm sacct export or a job-log CSV; writes nothing but --html.",
+    "example-export": "Write a generated Slurm sacct export to FILE, to try whatif on; print what it holds as JSON.",
     "clusters": "Your own cluster traces (raw/clusters/): add a Slurm export or job-log CSV, list them, remove one.",
     "hetero": "Split a global batch over heterogeneous GPUs and pick their power limits (Zeus²).",
     "measure": "Measure time and energy of training on this machine (NVML on GPUs, RAPL on CPUs).",

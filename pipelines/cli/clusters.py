@@ -16,22 +16,18 @@ import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, NoReturn, TypeVar
+from typing import Any, TypeVar
 
 import click
 
 from pipelines.cli import invoked_as
+from pipelines.cli.options import fail
 from pipelines.clusters import tracefiles
 from pipelines.home.paths import default_mirror, default_paths
 from pipelines.ingest.common import IngestError
 from pipelines.ingest.owntrace import ReadLimits
 from pipelines.ingest.slurm import DEFAULT_DELIMITER, check_delimiter, parse_fields
 from pipelines.terminal import printable
-
-
-def _fail(message: str) -> NoReturn:
-    click.echo(f"Error: {printable(' '.join(message.split()))}", err=True)
-    sys.exit(2)
 
 
 def os_error(exc: OSError) -> str:
@@ -97,7 +93,7 @@ def add(name: str, file: Path, fmt: str | None, timezone: str, fields: str | Non
     FILE may be compressed (.gz, .xz, .zst): it is kept so, and read streamed.
     """
     if not file.is_file():
-        _fail(f"{file}: no such file")
+        fail(f"{file}: no such file")
     try:
         tracefiles.check_name(name)
         file_format = tracefiles.format_of(file, fmt)
@@ -106,9 +102,9 @@ def add(name: str, file: Path, fmt: str | None, timezone: str, fields: str | Non
                                              replace=replace, delimiter=delimiter, cluster_gpus=cluster_gpus,
                                              limits=read_limits(max_rows, max_line_bytes, max_bytes))
     except (IngestError, tracefiles.TraceFileError, ValueError) as exc:
-        _fail(str(exc))
+        fail(str(exc))
     except OSError as exc:  # ENOSPC, EIO, a permission: the old trace is as it was
-        _fail(f"{file}: not added ({os_error(exc)}); trace {name!r} is as it was")
+        fail(f"{file}: not added ({os_error(exc)}); trace {name!r} is as it was")
     except KeyboardInterrupt:
         click.echo(f"Error: interrupted; {file} not added, trace {name!r} is as it was", err=True)
         sys.exit(130)
@@ -152,18 +148,18 @@ def remove(name: str) -> None:
         for path in reports:
             path.unlink()
     except tracefiles.TraceFileError as exc:
-        _fail(str(exc))
+        fail(str(exc))
     except OSError as exc:
-        _fail(f"trace {name!r}: not removed ({os_error(exc)})")
+        fail(f"trace {name!r}: not removed ({os_error(exc)})")
     graph = loaded().resolve_asset_graph()
     try:
         with home_instance() as instance:
             registered = instance.has_dynamic_partition(TRACE_DIMENSION, name)
             stored = forget_trace(instance, [(k, graph.get(k).partitions_def) for k in graph.materializable_asset_keys], paths, name)
     except StorageError as exc:
-        _fail(str(exc))
+        fail(str(exc))
     if not (removed or reports or stored or registered):
-        _fail(f"trace {name!r}: nothing to remove (no file raw/clusters/{name}.*, no stored partition); `clusters list` names the traces")
+        fail(f"trace {name!r}: nothing to remove (no file raw/clusters/{name}.*, no stored partition); `clusters list` names the traces")
     click.echo(f"removed trace {name}: {len(removed)} file(s) in raw/clusters/ ({', '.join(p.name for p in removed) or 'none left'}), "
                f"{len(stored)} stored partition file(s), {len(reports)} report file(s)"
                + (", its partition" if registered else ""))

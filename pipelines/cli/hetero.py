@@ -16,26 +16,21 @@ import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any
 
 import click
 
+from pipelines.cli.options import AliasedCommand, eta_knob_option, fail
 from pipelines.hetero import compositions
 from pipelines.hetero.allocations import allocation_rows
 from pipelines.hetero.fit import FitError, fit_gpu
 from pipelines.hetero.search import Grid, Progress
 from pipelines.ingest.zeus2 import ProfileFormatError, profile_name, read_profile
-from pipelines.terminal import printable
 from pipelines.vocabulary import ModelKind, TimePrice
 
 _METHODS = ("all", "brute", "heuristic", "baseline", "sync")
 #: Show a progress bar for searches with more splits than this (two GPUs never need one).
 _PROGRESS_MIN_SPLITS = 200_000
-
-
-def _fail(message: str) -> NoReturn:
-    click.echo(f"Error: {printable(message)}", err=True)
-    sys.exit(2)
 
 
 def _selection(method: str) -> tuple[tuple[str, ...], tuple[ModelKind, ...], bool]:
@@ -70,14 +65,14 @@ def _table(rows: list[dict[str, Any]]) -> str:
     return "\n".join([fmt(header), fmt(["-" * w for w in widths]), *(fmt(line) for line in body)])
 
 
-@click.command("hetero")
+@click.command("hetero", cls=AliasedCommand, aliases={"--eta": "--eta-knob"})
 @click.option("--profiles", "profiles", multiple=True, type=click.Path(dir_okay=False, path_type=Path),
               help="Profile JSON files, strongest GPU first (<workload>_<gpu>.json); the files may also follow as arguments.")
 @click.argument("more_profiles", nargs=-1, type=click.Path(dir_okay=False, path_type=Path))
 @click.option("--global-batch", type=int, default=4096, show_default=True, help="Global batch (samples) to split.")
 @click.option("--granularity", type=int, default=1, show_default=True, help="Each GPU's share is a positive multiple of this.")
 @click.option("--method", type=click.Choice(_METHODS), default="all", show_default=True)
-@click.option("--eta", type=float, default=0.5, show_default=True, help="Energy weight of the cost (Zeus eta knob), in [0, 1].")
+@eta_knob_option("Energy weight of the cost (Zeus's eta), in [0, 1].")
 @click.option("--time-price", type=click.Choice(["power_limit", "max_power_limit"]), default="power_limit", show_default=True,
               help="Watts charged per second of time: the chosen limit (published) or the GPU's highest (Zeus MaxPower).")
 @click.option("--idle-power", "idle_power", type=float, multiple=True,
@@ -89,7 +84,7 @@ def cli(
     global_batch: int,
     granularity: int,
     method: str,
-    eta: float,
+    eta_knob: float,
     time_price: TimePrice,
     idle_power: tuple[float, ...],
     output_format: str,
@@ -100,7 +95,7 @@ def cli(
 
     paths = [*profiles, *more_profiles]
     if len(paths) < 2:
-        _fail("give at least two profiles (--profiles A.json B.json), strongest GPU first")
+        fail("give at least two profiles (--profiles A.json B.json), strongest GPU first")
     try:
         fits = []
         for path in paths:
@@ -110,11 +105,11 @@ def cli(
                 workload, gpu = "-", path.stem
             fits.append(fit_gpu(read_profile(path, workload=workload, gpu=gpu)))
         if len({f.workload for f in fits}) > 1:
-            _fail(f"profiles of different workloads: {', '.join(f'{p.name} ({f.workload})' for p, f in zip(paths, fits, strict=True))}")
+            fail(f"profiles of different workloads: {', '.join(f'{p.name} ({f.workload})' for p, f in zip(paths, fits, strict=True))}")
         if len({f.gpu for f in fits}) < len(fits):
-            _fail(f"the same GPU twice: {[f.gpu for f in fits]}")
+            fail(f"the same GPU twice: {[f.gpu for f in fits]}")
         if idle_power and len(idle_power) != len(fits):
-            _fail(f"{len(idle_power)} --idle-power values for {len(fits)} GPUs: give one per GPU, in order")
+            fail(f"{len(idle_power)} --idle-power values for {len(fits)} GPUs: give one per GPU, in order")
         grid = Grid(global_batch, granularity)
         methods, models, as_written = _selection(method)
         big = compositions.count(grid.units, len(fits)) > _PROGRESS_MIN_SPLITS
@@ -129,18 +124,18 @@ def cli(
 
         try:
             rows = allocation_rows(
-                fits, grid, eta=eta, time_price=time_price, idle_power_w=idle_power or None,
+                fits, grid, eta=eta_knob, time_price=time_price, idle_power_w=idle_power or None,
                 methods=methods, models=models, as_written=as_written, progress=progress,
             )
         finally:
             for bar in bars:
                 bar.close()
     except (ProfileFormatError, FitError, ValueError) as exc:
-        _fail(str(exc))
+        fail(str(exc))
     if output_format == "json":
         for row in rows:
             sys.stdout.write(json.dumps(row) + "\n")
     else:
         gpus = " + ".join(fits[i].gpu for i in range(len(fits)))
-        click.echo(f"{fits[0].workload}: {gpus}, global batch {global_batch} in steps of {granularity}, eta {eta}")
+        click.echo(f"{fits[0].workload}: {gpus}, global batch {global_batch} in steps of {granularity}, eta {eta_knob}")
         click.echo(_table(rows))

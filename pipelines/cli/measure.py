@@ -9,12 +9,12 @@ atomically and only when at least one configuration was measured.
 from __future__ import annotations
 
 import importlib.util
-import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, NoReturn
+from typing import TYPE_CHECKING
 
 import click
 
+from pipelines.cli.options import fail
 from pipelines.home.outputs import OutputRefused, check_output
 from pipelines.home.paths import default_paths
 from pipelines.measure.harness import ProfileConfig, ProfileError, write_profile
@@ -24,16 +24,10 @@ from pipelines.measure.nvml import NvmlNotSupported, NvmlUnavailable
 from pipelines.measure.rapl import probe_rapl
 from pipelines.measure.workloads import OPTIMIZERS, WORKLOADS
 from pipelines.measure.zeus_json import write_zeus_profiles
-from pipelines.terminal import printable
 from pipelines.vocabulary import PUBLISHED_GPUS
 
 if TYPE_CHECKING:  # the monitor (and NVML) load only when a subcommand runs
     from pipelines.measure.monitor import MethodChoice
-
-
-def _fail(message: str, code: int = 2) -> NoReturn:
-    click.echo(f"Error: {printable(' '.join(message.split()))}", err=True)
-    sys.exit(code)
 
 
 class _ListOptions(click.Command):
@@ -137,13 +131,13 @@ def profile(
     try:
         check_output(out, "--out", home.root, make_parents=make_parents, allowed=[home.measured])
     except OutputRefused as exc:
-        _fail(str(exc))
+        fail(str(exc))
     if importlib.util.find_spec("torch") is None:
-        _fail("measure profile needs torch, which is not installed: run `make setup-measure` "
+        fail("measure profile needs torch, which is not installed: run `make setup-measure` "
               "(pip install -e '.[measure]', torch==2.13.0)")
 
     if gpu_name in PUBLISHED_GPUS:
-        _fail(f"--gpu-name {gpu_name!r} is a GPU of the published trace: pick another name")
+        fail(f"--gpu-name {gpu_name!r} is a GPU of the published trace: pick another name")
     try:
         config = ProfileConfig(
             WORKLOADS[workload],
@@ -162,11 +156,11 @@ def profile(
         )
         result = run_profile(config, progress=not quiet)
     except (ProfileError, ValueError, NvmlNotSupported, NvmlUnavailable) as exc:
-        _fail(str(exc))
+        fail(str(exc))
     for message in [*result.warnings, *result.skipped]:
         click.echo(f"Warning: {message}", err=True)
     if result.rows.height == 0:
-        _fail("no configuration could be measured; nothing written", code=1)
+        fail("no configuration could be measured; nothing written", code=1)
     write_profile(result.rows, out)
     energy = result.rows["method"][0]
     click.echo(f"wrote {result.rows.height} rows to {out} (energy: {energy})", err=True)

@@ -9,23 +9,17 @@ line (file, line, field) to stderr and exits with code 2.
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
-from typing import NoReturn
 
 import click
 
+from pipelines.cli.options import eta_knob_option, fail
 from pipelines.ingest.common import IngestError
 from pipelines.ingest.power_limit_profiles import PowerLimitProfile, read_profile
 from pipelines.terminal import printable
-from pipelines.zeus.power_limit import DEFAULT_ETA, SELECTORS, Compared, Selector, SelectorName, at_max_limit, choose, compare
+from pipelines.zeus.power_limit import SELECTORS, Compared, Selector, SelectorName, at_max_limit, choose, compare
 
 FORMATS = {"zeus-log": "ZeusMonitor log", "zeus-json": "Zeus profile JSON", "measured": "measure profile CSV"}
-
-
-def _fail(message: str) -> NoReturn:
-    click.echo(f"Error: {printable(' '.join(message.split()))}", err=True)
-    sys.exit(2)
 
 
 def _world_size(profile: PowerLimitProfile, gpus: int | None) -> int:
@@ -33,7 +27,7 @@ def _world_size(profile: PowerLimitProfile, gpus: int | None) -> int:
     if profile.world_size is None:
         return gpus or 1
     if gpus is not None and gpus != profile.world_size:
-        _fail(f"--gpus {gpus}: {profile.source} holds the energy of {profile.world_size} GPU(s); --gpus is for a JSON profile")
+        fail(f"--gpus {gpus}: {profile.source} holds the energy of {profile.world_size} GPU(s); --gpus is for a JSON profile")
     return profile.world_size
 
 
@@ -80,8 +74,7 @@ def _as_text(profile: PowerLimitProfile, selector: Selector, chosen: Compared, r
 @click.argument("profile", type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @click.option("--selector", "name", type=click.Choice(SELECTORS), default="zeus-cost", show_default=True,
               help="Zeus's optimum selector: ZeusCost, Energy, Time or MaxSlowdownConstraint.")
-@click.option("--eta-knob", type=float, default=DEFAULT_ETA, show_default=True,
-              help="eta of the Zeus cost, 0 (time) to 1 (energy); also the cost column for the other selectors.")
+@eta_knob_option("eta of the Zeus cost, 0 (time) to 1 (energy); also the cost column for the other selectors.")
 @click.option("--max-slowdown", type=float, default=1.1, show_default=True,
               help="max-slowdown: the lowest limit whose time is at most this factor x the time at the highest limit.")
 @click.option("--gpus", type=click.IntRange(min=1), default=None,
@@ -99,13 +92,13 @@ def cli(profile: Path, name: SelectorName, eta_knob: float, max_slowdown: float,
     try:
         read = read_profile(profile, str(profile), batch_size)
     except IngestError as exc:
-        _fail(str(exc))
+        fail(str(exc))
     if batch_size is not None and read.format != "measured":
-        _fail(f"--batch-size {batch_size}: {profile} is a {FORMATS[read.format]}, which has no batch sizes")
+        fail(f"--batch-size {batch_size}: {profile} is a {FORMATS[read.format]}, which has no batch sizes")
     try:
         selector = Selector(name, eta=eta_knob, world_size=_world_size(read, gpus), max_slowdown=max_slowdown)
     except ValueError as exc:
-        _fail(str(exc))
+        fail(str(exc))
     rows = compare(read.measurements, selector)
     limit = choose(read.measurements, selector)
     chosen = next(r for r in rows if r.measurement.power_limit_w == limit)

@@ -17,15 +17,15 @@ import dataclasses
 import json
 import math
 import sys
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any
 
 import click
 
+from pipelines.cli.options import AliasedCommand, beta_knob_option, eta_knob_option, fail, finite, gpu_option
 from pipelines.home.paths import find_home
 from pipelines.ingest.simulator_inputs import read_group_file, resolve_traces
-from pipelines.terminal import printable
 from pipelines.vocabulary import POLICIES, Job, PolicyName
 from pipelines.zeus.errors import SimulationError
 from pipelines.zeus.groups import GroupTableError, group_job_spec, replay_groups
@@ -49,56 +49,10 @@ ARTIFACT_ALIASES: dict[str, str] = {
 }
 
 
-def _translate(args: list[str]) -> list[str]:
-    """``args`` with the artifact's option names replaced by ours (``--b_0 192`` and ``--b_0=192``)."""
-    out = []
-    for arg in args:
-        name, sep, value = arg.partition("=")
-        out.append(ARTIFACT_ALIASES.get(name, name) + sep + value if name in ARTIFACT_ALIASES else arg)
-    return out
-
-
-class ArtifactCommand(click.Command):
-    """A command that also takes the artifact's underscore option names, without listing them in --help."""
-
-    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
-        return super().parse_args(ctx, _translate(args))
-
-
-def _finite(lo: float, hi: float, *, inf_ok: bool = False) -> Callable[[click.Context, click.Parameter, float | None], float | None]:
-    """A click callback accepting values in [lo, hi] (NaN never; +inf only with ``inf_ok``)."""
-    if lo == -math.inf and hi == math.inf:
-        wanted = "a finite number"
-    elif hi == math.inf:
-        wanted = f">= {lo:g}" + (" (or inf)" if inf_ok else " and finite")
-    else:
-        wanted = f"in [{lo:g}, {hi:g}]"
-
-    def check(ctx: click.Context, param: click.Parameter, value: float | None) -> float | None:
-        if value is None or (inf_ok and value == math.inf):
-            return value
-        if not math.isfinite(value) or not lo <= value <= hi:
-            raise click.BadParameter(f"{value} is not {wanted}")
-        return value
-
-    return check
-
-
-_ETA = click.option(
-    "--eta-knob", type=float, default=0.5, show_default=True, callback=_finite(0.0, 1.0),
-    help="Energy weight of the hybrid cost, in [0, 1].",
-)
-_BETA = click.option(
-    "--beta-knob", type=float, default=2.0, show_default=True, callback=_finite(1.0, math.inf, inf_ok=True),
-    help="Early stopping at beta x min cost, >= 1 (inf: never).",
-)
-_GPU = click.option("--gpu", default="v100", show_default=True, help="GPU of the power trace.")
+_ETA = eta_knob_option()
+_BETA = beta_knob_option()
+_GPU = gpu_option()
 _POLICY = click.option("--policy", type=click.Choice(POLICIES), default="zeus", show_default=True, help="Zeus or a baseline.")
-
-
-def _fail(message: str, code: int = 2) -> NoReturn:
-    click.echo(f"Error: {printable(' '.join(message.split()))}", err=True)
-    sys.exit(code)
 
 
 def _load_traces(trace_dir: Path | None, gpu: str) -> Traces:
@@ -133,11 +87,11 @@ def _resolve_spec(traces: Traces, gpu: str, dataset: str | None, overrides: dict
     return dataclasses.replace(base, **given)
 
 
-@cli.command(cls=ArtifactCommand)
+@cli.command(cls=AliasedCommand, aliases=ARTIFACT_ALIASES)
 @click.option("--dataset", default=None, help="Zeus workload  [default: run_single.py's job, librispeech]")
 @click.option("--model", default=None, help="Network of the train trace  [default: the dataset's]")
 @click.option("--optimizer", default=None, help="[default: the dataset's]")
-@click.option("--target-metric", type=float, default=None, callback=_finite(-math.inf, math.inf),
+@click.option("--target-metric", type=float, default=None, callback=finite(-math.inf, math.inf),
               help="Target validation metric  [default: the dataset's]")
 @click.option("--max-epochs", type=click.IntRange(min=1), default=None, help="[default: the dataset's]")
 @click.option("--b0", type=click.IntRange(min=1), default=None, help="The user's default batch size  [default: the dataset's]")
@@ -168,23 +122,23 @@ def single(
     try:
         traces = _load_traces(trace_dir, gpu)
         if dataset is not None and dataset not in set(traces.train["dataset"].unique().to_list()):
-            _fail(f"unknown dataset {dataset!r}")
+            fail(f"unknown dataset {dataset!r}")
         spec = _resolve_spec(traces, gpu, dataset, overrides)
         table = build_table(traces, gpu, spec)
     except (TraceError, GroupTableError) as exc:
-        _fail(str(exc))
+        fail(str(exc))
     if spec.default_bs not in table.batch_sizes:
-        _fail(f"b0 {spec.default_bs} is not a batch size of {spec.dataset}/{spec.network}/{spec.optimizer} on {gpu}: {list(table.batch_sizes)}")
+        fail(f"b0 {spec.default_bs} is not a batch size of {spec.dataset}/{spec.network}/{spec.optimizer} on {gpu}: {list(table.batch_sizes)}")
     if not any(t.target_epochs for t in table.by_batch_size.values()):
-        _fail(f"the train trace has no runs of {spec.dataset}/{spec.network}/{spec.optimizer} at target metric {spec.target_metric}")
+        fail(f"the train trace has no runs of {spec.dataset}/{spec.network}/{spec.optimizer} at target metric {spec.target_metric}")
     try:
         runs = simulate_single(table, eta_knob, beta_knob, seed, num_recurrence, policy)
     except SimulationError as exc:
-        _fail(str(exc), code=1)
+        fail(str(exc), code=1)
     _emit({"bs": r.bs, "pl": r.pl, "energy": r.energy, "time": r.time, "reached": r.reached} for r in runs)
 
 
-@cli.command(cls=ArtifactCommand)
+@cli.command(cls=AliasedCommand, aliases=ARTIFACT_ALIASES)
 @click.option("--groups", "groups_file", type=click.Path(dir_okay=False, path_type=Path), required=True, help="Group table (.csv, .csv.xz, .parquet).")
 @_GPU
 @_ETA
@@ -198,9 +152,9 @@ def groups(groups_file: Path, gpu: str, eta_knob: float, beta_knob: float, trace
         traces = _load_traces(trace_dir, gpu)
         result = replay_groups(table, traces, gpu, eta_knob, beta_knob, policy, progress=True)
     except (TraceError, GroupTableError) as exc:
-        _fail(str(exc))
+        fail(str(exc))
     except SimulationError as exc:
-        _fail(str(exc), code=1)
+        fail(str(exc), code=1)
     _emit(
         {"group": g, "bs": bs, "pl": limit, "energy": e, "time": t, "reached": r}
         for g, bs, limit, e, t, r in result.select("group", "bs", "pl", "energy", "time", "reached").iter_rows()

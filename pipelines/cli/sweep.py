@@ -16,77 +16,15 @@ from typing import Any, TypeVar
 import click
 
 from pipelines.cli import invoked_as
+from pipelines.cli.options import AliasedCommand, note, scheduler_option, slurm_options, slurm_settings
 from pipelines.clusters.sweep import GRIDS, SweepError, check_inputs, read_inputs, replays, sweep
-from pipelines.distributed import SLURM, SchedulerError, connect
+from pipelines.distributed import SchedulerError, connect
 from pipelines.home.outputs import OutputRefused, check_output
 from pipelines.home.paths import default_paths
 from pipelines.home.storage import write_parquet_atomic
-from pipelines.jobqueue import DEFAULT_JOBS, WALLTIME_FORMATS, SlurmError, SlurmOptions, check, check_walltime
 from pipelines.terminal import printable
 
 T = TypeVar("T")
-F = TypeVar("F", bound=Callable[..., Any])
-#: The options of a Slurm cluster (``--scheduler slurm``), by parameter name.
-SLURM_PARAMS = ("slurm_queue", "slurm_account", "slurm_walltime", "slurm_cores", "slurm_memory", "slurm_job_extra", "slurm_jobs",
-                "slurm_adapt")
-
-
-def _walltime(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
-    if value is None:
-        return None
-    try:
-        return check_walltime(value)
-    except SlurmError as exc:
-        raise click.UsageError(str(exc), ctx) from None
-
-
-def slurm_options(command: F) -> F:
-    """Add the options of ``--scheduler slurm`` (dask-jobqueue's SLURMCluster) to a click command; ``slurm_settings`` reads them."""
-    given = "[default: Dask's config jobqueue.slurm]"
-    for option in reversed((
-        click.option("--slurm-queue", default=None, help=f"Slurm partition of the worker jobs (sbatch -p)  {given}"),
-        click.option("--slurm-account", default=None, help=f"Account charged (sbatch -A)  {given}"),
-        click.option("--slurm-walltime", default=None, callback=_walltime,
-                     help=f"Time limit of each job: {WALLTIME_FORMATS}  {given}"),
-        click.option("--slurm-cores", type=click.IntRange(min=1), default=None,
-                     help=f"Cores per job, one single-threaded worker each  {given}"),
-        click.option("--slurm-memory", default=None, help=f"Memory per job, e.g. 32GB  {given}"),
-        click.option("--slurm-job-extra", multiple=True, help="One more #SBATCH directive, e.g. --slurm-job-extra=--constraint=skylake; "
-                                                              "repeatable (added to jobqueue.slurm.job-extra-directives)"),
-        click.option("--slurm-jobs", type=click.IntRange(min=1), default=None,
-                     help=f"Jobs at most (adaptive) or exactly (--slurm-fixed)  [default: {DEFAULT_JOBS}]"),
-        click.option("--slurm-adapt/--slurm-fixed", default=True, show_default=True,
-                     help="Scale between 1 job and --slurm-jobs as the work asks, or hold --slurm-jobs jobs."),
-    )):
-        command = option(command)
-    return command
-
-
-def slurm_settings(scheduler: str | None, params: dict[str, Any]) -> SlurmOptions | None:
-    """The ``SlurmOptions`` of ``--scheduler slurm`` (checked: the extra, sbatch, walltime, cores and memory), else None.
-
-    A ``--slurm-*`` option without ``--scheduler slurm``, or a failed check, is a one-line usage error (exit code 2).
-    """
-    ctx = click.get_current_context()
-    if scheduler != SLURM:
-        given = [f"--{n.replace('_', '-')}" for n in SLURM_PARAMS
-                 if ctx.get_parameter_source(n) == click.core.ParameterSource.COMMANDLINE]
-        if given:
-            raise click.UsageError(f"{given[0]} needs --scheduler slurm", ctx)
-        return None
-    options = SlurmOptions(queue=params["slurm_queue"], account=params["slurm_account"], walltime=params["slurm_walltime"],
-                           cores=params["slurm_cores"], memory=params["slurm_memory"], job_extra_directives=tuple(params["slurm_job_extra"]),
-                           jobs=params["slurm_jobs"], adaptive=params["slurm_adapt"])
-    try:
-        check(options)
-    except SlurmError as exc:
-        raise click.UsageError(str(exc), ctx) from None
-    return options
-
-
-def note(line: str) -> None:
-    """A progress line on stderr."""
-    click.echo(line, err=True)
 
 
 def _values(kind: Callable[[str], T], name: str) -> Callable[[click.Context, click.Parameter, str | None], tuple[T, ...] | None]:
@@ -101,20 +39,16 @@ def _values(kind: Callable[[str], T], name: str) -> Callable[[click.Context, cli
     return parse
 
 
-@click.command("sweep")
+@click.command("sweep", cls=AliasedCommand, aliases={"--eta": "--eta-knob", "--beta": "--beta-knob"})
 @click.option("--grid", "preset", type=click.Choice(["default", "paper"]), default="default", show_default=True,
               help="Knob values to start from; the options below replace its values.")
 @click.option("--traces", callback=_values(str, "trace names"), help="e.g. itp,elasticflow (default: every trace with jobs).")
 @click.option("--gpus", callback=_values(str, "GPU names"), help="e.g. v100,a40 (default: the grid's, the four published GPUs).")
-@click.option("--eta", "etas", callback=_values(float, "numbers"), help="eta knob values, e.g. 0,0.5,1.")
-@click.option("--beta", "betas", callback=_values(float, "numbers"), help="beta knob values, e.g. 2 or 1.5,2,inf.")
+@click.option("--eta-knob", "etas", callback=_values(float, "numbers"), help="eta knob values, e.g. 0,0.5,1.")
+@click.option("--beta-knob", "betas", callback=_values(float, "numbers"), help="beta knob values, e.g. 2 or 1.5,2,inf.")
 @click.option("--seeds", callback=_values(int, "integers"), help="seed knob values, e.g. 1,2.")
 @click.option("--policies", callback=_values(str, "policy names"), help="default: zeus,default,grid-search (default is required).")
-@click.option("--scheduler", default=None,
-              help="auto (in-process, or a LocalCluster where the first replays' measured time says it is sooner; the choice is "
-                   "printed), local (a LocalCluster here, one worker per core), none (in-process, serial), slurm (workers as Slurm "
-                   "jobs: the --slurm-* options, the slurm extra) or a scheduler address tcp://HOST:PORT. Default: "
-                   "$DASK_SCHEDULER_ADDRESS, else auto.")
+@scheduler_option(None, "$DASK_SCHEDULER_ADDRESS, else auto")
 @click.option("--workers", type=click.IntRange(min=1), default=None, help="Worker processes of a local cluster (default: one per core).")
 @click.option("--assets", "assets_dir", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Folder of the materialized tables (default: the project's assets/).")

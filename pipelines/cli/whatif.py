@@ -1,13 +1,13 @@
 """``python -m pipelines whatif FILE``: what would Zeus save on your cluster (no Dagster, nothing written).
 
 Prints the report of ``pipelines.clusters.whatif`` (``--json``: exactly one JSON object on
-stdout; the text by ``pipelines.clusters.report_text``). A file that cannot be read at all, or a
+stdout; the text by ``pipelines.report.text``). A file that cannot be read at all, or a
 bad option, prints one line naming the file, line and column (or the option) and exits with code
 2. Progress bars go to stderr when it is a terminal (``--progress`` / ``--no-progress`` to choose).
 The samples run where ``--scheduler`` says (``auto``: in this process, or a LocalCluster where the
 measured samples say it is sooner; ``none``, ``local``, ``slurm`` or a scheduler's address); the numbers
 are the same either way.
-``--html FILE`` also writes the report as one self-contained page (``pipelines.figures.whatif_html``)
+``--html FILE`` also writes the report as one self-contained page (``pipelines.report.html``)
 with the same numbers.
 """
 
@@ -18,19 +18,28 @@ import math
 import shlex
 import sys
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any
 
 import click
 
 from pipelines.cli import invoked_as
 from pipelines.cli.clusters import delimiter_option, read_limit_options, read_limits
-from pipelines.cli.simulate import _finite
-from pipelines.cli.sweep import note, slurm_options, slurm_settings
+from pipelines.cli.options import (
+    beta_knob_option,
+    eta_knob_option,
+    fail,
+    finite,
+    gpu_option,
+    non_negative,
+    note,
+    scheduler_option,
+    slurm_options,
+    slurm_settings,
+)
 from pipelines.clusters import tracefiles
 from pipelines.clusters import whatif as report_of
 from pipelines.clusters.anchoring import ANCHORED, ENERGY_MODELS, EnergyModel
 from pipelines.clusters.profiles import power_limit_profiles, with_measured
-from pipelines.clusters.report_text import render
 from pipelines.distributed import connect
 from pipelines.home.outputs import OutputRefused, check_output
 from pipelines.home.paths import ProjectPaths, find_home
@@ -40,15 +49,11 @@ from pipelines.ingest.grid import Rate
 from pipelines.ingest.owntrace import check_timezone
 from pipelines.ingest.simulator_inputs import resolve_traces
 from pipelines.ingest.slurm import DEFAULT_DELIMITER, parse_fields
+from pipelines.report.text import render
 from pipelines.terminal import json_safe, printable
 from pipelines.vocabulary import PAPER_ORDER
 from pipelines.zeus.errors import SimulationError
 from pipelines.zeus.traces import TraceError
-
-
-def _fail(message: str) -> NoReturn:
-    click.echo(f"Error: {printable(' '.join(message.split()))}", err=True)
-    sys.exit(2)
 
 
 def _gpus(ctx: click.Context, param: click.Parameter, value: str | None) -> tuple[str, ...] | None:
@@ -73,12 +78,6 @@ def _horizon(ctx: click.Context, param: click.Parameter, value: float | None) ->
     return value
 
 
-def _non_negative(ctx: click.Context, param: click.Parameter, value: float | None) -> float | None:
-    if value is not None and not (math.isfinite(value) and value >= 0):
-        raise click.BadParameter(f"{value} is not a number >= 0")
-    return value
-
-
 @click.command("whatif")
 @click.argument("file", type=click.Path(path_type=Path))
 @click.option("--format", "fmt", type=click.Choice(["sacct", "csv"]), default=None,
@@ -93,8 +92,7 @@ def _non_negative(ctx: click.Context, param: click.Parameter, value: float | Non
               help="as-exported: each job on the GPU its allocation names (its profile, else --fallback-gpu); or GPUs to replay "
                    "every job on, comma-separated: v100,a40,rtx6000,p100, a measured GPU, or all  [default: as-exported when "
                    "the export names GPU types, else the fallback GPU]")
-@click.option("--fallback-gpu", default="v100", show_default=True,
-              help="The profile of jobs whose GPU type has none (or that name no type).")
+@gpu_option("--fallback-gpu", "The profile of jobs whose GPU type has none (or that name no type).")
 @click.option("--profiles", "profile_specs", multiple=True,
               help="A profile measured with `measure profile` (CSV), replayed under its gpu name; or GPU=FILE, Zeus's profile JSON "
                    "or a ZeusMonitor log (or a measure CSV): that GPU's jobs replay power-limit-only, as Zeus's "
@@ -103,16 +101,11 @@ def _non_negative(ctx: click.Context, param: click.Parameter, value: float | Non
               help="Draws of the workload assignment and the optimizer's seeds (1: a single replay); figures are medians with a "
                    "90 % interval.")
 @click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True, help="Base seed of the draws.")
-@click.option("--scheduler", default="auto", show_default=True,
-              help="Where the samples run: auto (in this process, or a LocalCluster where the first samples' measured time says "
-                   "it is sooner; the choice is printed), none (in this process), local (a LocalCluster here, one worker per core), "
-                   "slurm (workers as Slurm jobs: the --slurm-* options, the slurm extra) or a scheduler address (tcp://HOST:PORT)")
-@click.option("--eta-knob", type=float, default=0.5, show_default=True, callback=_finite(0.0, 1.0),
-              help="Energy weight of Zeus's cost, in [0, 1].")
-@click.option("--beta-knob", type=float, default=2.0, show_default=True, callback=_finite(1.0, math.inf, inf_ok=True),
-              help="Early stopping at beta x the minimum cost, >= 1 (inf: never).")
-@click.option("--price-per-kwh", type=float, default=None, callback=_non_negative, help="Electricity price (per kWh): adds cost saved.")
-@click.option("--grid-gco2-per-kwh", type=float, default=None, callback=_non_negative,
+@scheduler_option("auto", "auto")
+@eta_knob_option()
+@beta_knob_option()
+@click.option("--price-per-kwh", type=float, default=None, callback=non_negative, help="Electricity price (per kWh): adds cost saved.")
+@click.option("--grid-gco2-per-kwh", type=float, default=None, callback=non_negative,
               help="Grid carbon intensity (g CO2e per kWh): adds CO2e saved.")
 @click.option("--region", default=None,
               help="Where the energy was used: an ISO 3166 country (DE or DEU), a US state (US-CA) or a Nordic zone (SE3): its "
@@ -126,9 +119,9 @@ def _non_negative(ctx: click.Context, param: click.Parameter, value: float | Non
 @click.option("--carbon-aware", is_flag=True,
               help="Also replay a carbon-aware Zeus beside plain Zeus: each job's eta from --grid-intensity at its start, linearly "
                    "from --eta-clean at the series' lowest to --eta-dirty at its highest.")
-@click.option("--eta-clean", type=float, default=None, callback=_finite(0.0, 1.0),
+@click.option("--eta-clean", type=float, default=None, callback=finite(0.0, 1.0),
               help="The carbon-aware eta at the series' cleanest hour, in [0, 1]  [default: --eta-knob]")
-@click.option("--eta-dirty", type=float, default=0.9, show_default=True, callback=_finite(0.0, 1.0),
+@click.option("--eta-dirty", type=float, default=0.9, show_default=True, callback=finite(0.0, 1.0),
               help="The carbon-aware eta at the series' dirtiest hour, in [0, 1].")
 @click.option("--trace-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Folder with Zeus's summary_train.csv and summary_power_{gpu}.csv  [default: the data home's tables, then its "
@@ -141,7 +134,7 @@ def _non_negative(ctx: click.Context, param: click.Parameter, value: float | Non
               help="anchored: each job's energy is the replay's power for its workload and GPU times its exported GPU-hours; "
                    "runtime-ratio: the Zeus artifact's sizing (durations normalised per workload)")
 @click.option("--min-gpu-util", "min_gpu_util", type=float, default=report_of.DEFAULT_MIN_GPU_UTIL_PCT, show_default=True,
-              callback=_finite(0.0, 100.0),
+              callback=finite(0.0, 100.0),
               help="Jobs below this GPU utilisation (%, gres/gpuutil or gpu_util_pct) are idle allocations: not replayed, "
                    "counted at the idle draw.")
 @click.option("--horizon", "horizon_days", type=float, default=None, callback=_horizon,
@@ -193,9 +186,9 @@ def cli(
 ) -> None:
     """What would Zeus save on your cluster? Replays a Slurm sacct export or a job-log CSV; writes nothing but --html."""
     if not file.exists():
-        _fail(f"{file}: no such file")
+        fail(f"{file}: no such file")
     if file.is_dir():
-        _fail(f"{file}: is a folder; give the export file")
+        fail(f"{file}: is a folder; give the export file")
     profile_files = [Path(spec) for spec in profile_specs if "=" not in spec]
     if html_file is not None:
         inputs = (file, *profile_files, *(Path(spec.partition("=")[2]) for spec in profile_specs if "=" in spec),
@@ -208,7 +201,7 @@ def cli(
         check_timezone(timezone)
         field_list = parse_fields(fields) if fields else None
     except ValueError as exc:
-        _fail(f"--timezone/--fields: {exc}")
+        fail(f"--timezone/--fields: {exc}")
     file_format = tracefiles.format_of(file, fmt)
     grid, prices = _rates(region, grid_file, grid_gco2_per_kwh, price_file, price_per_kwh, timezone)
     options = report_of.Options(gpus=gpus, fallback_gpu=fallback_gpu.strip().lower(), eta=eta_knob, beta=beta_knob,
@@ -230,7 +223,7 @@ def cli(
         traces, origin = resolve_traces(trace_dir, home, published)
         missing = [p for p in profile_files if not p.is_file()]
         if missing:
-            _fail(f"--profiles {missing[0]}: no such file")
+            fail(f"--profiles {missing[0]}: no such file")
         profiles = with_measured(traces, profile_files, ProjectPaths(home).raw / "measured").with_power_limit(
             power_limit_profiles([spec for spec in profile_specs if "=" in spec]))
         prepared = report_of.prepare(result, profiles, options)
@@ -238,14 +231,14 @@ def cli(
         with connect(scheduler, slurm=slurm_cluster, note=note) as runner:
             report, power = report_of.run(prepared, profiles, runner=runner, keep_power=html_file is not None)
     except (IngestError, TraceError, tracefiles.TraceFileError, ValueError, SimulationError) as exc:
-        _fail(str(exc))
+        fail(str(exc))
     report["zeus_traces"] = origin
     if as_json:
         click.echo(json.dumps(json_safe(report), allow_nan=False))
     else:
         click.echo(render(report))
     if html_file is not None:
-        from pipelines.figures import whatif_html  # matplotlib: only for the page
+        from pipelines.report import html as whatif_html  # matplotlib: only for the page
 
         provenance = whatif_html.Provenance.now(file.name, sha256, _options_used(), _command_line(file))
         whatif_html.write(html_file, report, power, provenance, grid)
@@ -256,15 +249,15 @@ def _rates(region: str | None, grid_file: Path | None, grid_flat: float | None, 
            timezone: str) -> tuple[Rate | None, Rate | None]:
     """The carbon intensity and price series or region given (one of each kind at most); one line and exit 2 on bad input."""
     if sum(x is not None for x in (region, grid_file, grid_flat)) > 1:
-        _fail("give one of --region, --grid-intensity and --grid-gco2-per-kwh")
+        fail("give one of --region, --grid-intensity and --grid-gco2-per-kwh")
     if price_file is not None and price_flat is not None:
-        _fail("give one of --price and --price-per-kwh")
+        fail("give one of --price and --price-per-kwh")
     try:
         grid = (Rate.constant((r := grid_mod.find_region(region)).gco2_per_kwh, r.describe()) if region is not None else
                 grid_mod.read_series(grid_file, grid_mod.INTENSITY, timezone) if grid_file is not None else None)
         prices = grid_mod.read_series(price_file, grid_mod.PRICE, timezone) if price_file is not None else None
     except (IngestError, ValueError) as exc:
-        _fail(str(exc))
+        fail(str(exc))
     return grid, prices
 
 
@@ -277,7 +270,7 @@ def _check_html(path: Path, inputs: tuple[Path, ...], make_parents: bool) -> Non
     try:
         check_output(path, "--html", find_home(), inputs=inputs, make_parents=make_parents)
     except OutputRefused as exc:
-        _fail(str(exc))
+        fail(str(exc))
 
 
 def _options_used() -> dict[str, str]:

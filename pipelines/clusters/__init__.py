@@ -1,1 +1,1 @@
-"""Cluster traces joined to Zeus workloads (recurring groups, workload, runtime_ratio). No Dagster here."""
+"""Cluster traces as Zeus workloads: mapping, replay, cluster power, the knob-grid sweep and ``whatif``. No Dagster here."""

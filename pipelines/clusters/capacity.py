@@ -25,6 +25,7 @@ import numpy as np
 import polars as pl
 
 from pipelines.clusters.mapping import own_replay_candidates
+from pipelines.vocabulary.units import epoch_s
 
 
 class CapacityError(ValueError):
@@ -120,8 +121,8 @@ def peak_concurrent_gpus(jobs: pl.DataFrame) -> int:
 def own_slots(jobs: pl.DataFrame) -> pl.DataFrame:
     """The slots (start_time_s, end_time_s, num_gpu; s since 1970) of the allocations of an own trace the replay uses."""
     return own_replay_candidates(jobs).select(
-        (pl.col("start_time").dt.epoch("us") / 1e6).alias("start_time_s"),
-        (pl.col("end_time").dt.epoch("us") / 1e6).alias("end_time_s"),
+        epoch_s(pl.col("start_time")).alias("start_time_s"),
+        epoch_s(pl.col("end_time")).alias("end_time_s"),
         pl.col("num_gpus").alias("num_gpu"),
     )
 

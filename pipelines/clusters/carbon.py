@@ -15,8 +15,8 @@ import polars as pl
 
 from pipelines.contracts.base import conform
 from pipelines.contracts.grid import ZeusClusterCo2e
-from pipelines.units import J_PER_KWH
 from pipelines.vocabulary import CLUSTER_TRACES
+from pipelines.vocabulary.units import J_PER_KWH
 
 #: The regions of ``zeus_cluster_co2e`` by default: grids from low to high carbon intensity where GPU clusters stand.
 DEFAULT_REGIONS: tuple[str, ...] = ("SE3", "FR", "US-CA", "GB", "DE", "US-VA", "CN", "IN")

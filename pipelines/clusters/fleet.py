@@ -44,6 +44,7 @@ from pipelines.clusters.distributions import Polyline, ks_distance, mode_window,
 from pipelines.contracts.base import polars_schema
 from pipelines.contracts.fleet import OCCUPANCIES, PowerModelVsMeasured
 from pipelines.vocabulary import GPU_BY_NAME
+from pipelines.vocabulary.units import S_PER_H
 from pipelines.zeus.traces import Traces
 
 #: The measured clusters every row is compared with, and their GPU.
@@ -171,7 +172,7 @@ def fleets(summary: pl.DataFrame) -> list[Fleet]:
         gpu = GPU_BY_NAME.get(r["gpu"])
         if gpu is None:
             continue
-        out.append(Fleet(r["trace"], r["gpu"], r["policy"], gpu.tdp_w, r["gpu_idle_w"], r["cluster_gpus"], r["idle_gpu_h"] * 3600,
+        out.append(Fleet(r["trace"], r["gpu"], r["policy"], gpu.tdp_w, r["gpu_idle_w"], r["cluster_gpus"], r["idle_gpu_h"] * S_PER_H,
                          f"simulated: {r['trace']} on the {gpu.label} ({r['cluster_gpus']:,} GPUs, idle {r['gpu_idle_w']:g} W each)"))
     return out
 
@@ -251,7 +252,7 @@ def same_cluster(
     draws = busy_draws(runs)
     out = []
     for r in summary.sort("policy").iter_rows(named=True):
-        fleet = Fleet(f"{trace}/{cluster}", gpu, r["policy"], registry.tdp_w, registry.idle_w, size.cluster_gpus, r["idle_gpu_h"] * 3600,
+        fleet = Fleet(f"{trace}/{cluster}", gpu, r["policy"], registry.tdp_w, registry.idle_w, size.cluster_gpus, r["idle_gpu_h"] * S_PER_H,
                       f"{why}; {size.cluster_gpus:,} GPUs ({size.source})")
         out.append((fleet, draws.filter(pl.col("policy") == r["policy"])))
     return out

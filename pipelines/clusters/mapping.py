@@ -39,6 +39,7 @@ from pipelines.contracts import base
 from pipelines.contracts.clusters import ClusterWorkloadJobs
 from pipelines.ingest.owntrace import replayable
 from pipelines.vocabulary import CLUSTER_TRACES, ZEUS_DATASETS
+from pipelines.vocabulary.units import duration_s, epoch_s
 
 TRACES = CLUSTER_TRACES
 
@@ -143,8 +144,8 @@ def map_acme(jobs: pl.DataFrame, workload_order: Sequence[str]) -> pl.DataFrame:
                             & pl.col("end_time").is_not_null())
     keyed = completed.with_columns(
         pl.format("{}/{}/{}/{}gpu", "cluster", pl.col("user").fill_null("?"), pl.col("type").fill_null("?"), "gpu_num").alias("group"),
-        (pl.col("start_time").dt.epoch("us") / 1e6).alias("start_time_s"),
-        (pl.col("end_time").dt.epoch("us") / 1e6).alias("end_time_s"),
+        epoch_s(pl.col("start_time")).alias("start_time_s"),
+        epoch_s(pl.col("end_time")).alias("end_time_s"),
         pl.col("gpu_num").alias("num_gpu"),
     )
     return _finish(assign_by_runtime(keyed, workload_order), "acme")
@@ -158,7 +159,7 @@ def own_replay_candidates(jobs: pl.DataFrame) -> pl.DataFrame:
 
 def own_group(jobs: pl.DataFrame) -> pl.Expr:
     """The recurring group of an own-cluster job: user/name/GPUs where both names exist, else the ITP rule."""
-    seconds = (pl.col("end_time") - pl.col("start_time")).dt.total_microseconds() / 1e6
+    seconds = duration_s(pl.col("end_time") - pl.col("start_time"))
     bucket = seconds.clip(1).log(2).floor().cast(pl.Int64)
     named = pl.col("user").is_not_null() & pl.col("job_name").is_not_null()
     by_size = pl.format("{}gpu/2^{}s", "num_gpus", bucket)
@@ -173,8 +174,8 @@ def own_keyed(jobs: pl.DataFrame, trace: str) -> pl.DataFrame:
     return completed.with_columns(
         own_group(completed).alias("group"),
         pl.lit(trace).alias("cluster"),
-        (pl.col("start_time").dt.epoch("us") / 1e6).alias("start_time_s"),
-        (pl.col("end_time").dt.epoch("us") / 1e6).alias("end_time_s"),
+        epoch_s(pl.col("start_time")).alias("start_time_s"),
+        epoch_s(pl.col("end_time")).alias("end_time_s"),
         pl.col("num_gpus").alias("num_gpu"),
     )
 

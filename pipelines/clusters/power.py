@@ -56,8 +56,8 @@ import polars as pl
 
 from pipelines.clusters.capacity import Capacity
 from pipelines.contracts.power import ClusterPower, ClusterPowerSummary
-from pipelines.units import KW_PER_W, S_PER_H
 from pipelines.vocabulary import GPU_BY_NAME
+from pipelines.vocabulary.units import KW_PER_W, S_PER_H
 
 #: Default bin length (s).
 BIN_S = 300.0

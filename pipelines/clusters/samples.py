@@ -31,8 +31,8 @@ from pipelines.clusters.capacity import Capacity
 from pipelines.clusters.profiles import POWER_LIMIT_ONLY, PowerLimitOnly
 from pipelines.distributed import Runner, fan_out
 from pipelines.ingest.grid import Rate
-from pipelines.units import J_PER_KWH
 from pipelines.vocabulary import PolicyName
+from pipelines.vocabulary.units import J_PER_KWH
 from pipelines.zeus import fast
 from pipelines.zeus.power_limit_replay import replay_power_limit_only
 from pipelines.zeus.traces import Traces

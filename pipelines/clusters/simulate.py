@@ -17,8 +17,8 @@ import polars as pl
 from pipelines.contracts.base import conform, empty, polars_schema
 from pipelines.contracts.clusters import ZeusClusterHistory, ZeusSingleJobSweep
 from pipelines.ingest.simulator_inputs import conform_groups
-from pipelines.units import J_PER_MWH
-from pipelines.vocabulary import POLICIES, REPLAYED_POLICIES, PolicyName
+from pipelines.vocabulary import DEFAULT_BETA, DEFAULT_ETA, POLICIES, REPLAYED_POLICIES, PolicyName
+from pipelines.vocabulary.units import J_PER_MWH
 from pipelines.zeus import fast
 from pipelines.zeus.errors import SimulationError
 from pipelines.zeus.groups import group_job_spec, replay_groups, workload_tables
@@ -36,8 +36,8 @@ def simulate_trace(
     traces: Traces,
     gpu: str,
     *,
-    eta: float = 0.5,
-    beta: float = 2.0,
+    eta: float = DEFAULT_ETA,
+    beta: float = DEFAULT_BETA,
     policies: tuple[PolicyName, ...] = GROUP_POLICIES,
     log: Callable[[str], None] | None = None,
     seed: int | None = None,
@@ -112,8 +112,8 @@ def trace_totals(
     gpu: str,
     policy: PolicyName,
     *,
-    eta: float = 0.5,
-    beta: float = 2.0,
+    eta: float = DEFAULT_ETA,
+    beta: float = DEFAULT_BETA,
     seed: int | None = None,
     engine: str | None = None,
 ) -> tuple[int, float, float]:

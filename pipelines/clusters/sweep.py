@@ -35,7 +35,7 @@ from pipelines.clusters.simulate import trace_totals, trace_totals_batch
 from pipelines.contracts.sweep import ZeusKnobGrid
 from pipelines.distributed import Runner, fan_out
 from pipelines.home.paths import table_files
-from pipelines.vocabulary import PUBLISHED_GPUS, REPLAYED_POLICIES, PolicyName
+from pipelines.vocabulary import DEFAULT_BETA, DEFAULT_ETA, PUBLISHED_GPUS, REPLAYED_POLICIES, PolicyName
 from pipelines.zeus import fast
 from pipelines.zeus.errors import SimulationError
 from pipelines.zeus.traces import Traces, from_frames
@@ -48,7 +48,7 @@ JOB_COLUMNS: tuple[str, ...] = (
 )
 KEY: tuple[str, ...] = ("trace", "gpu", "eta", "beta", "seed", "policy")
 #: Values passed for the knobs a policy does not read (they change none of its runs).
-_UNREAD_ETA, _UNREAD_BETA = 0.5, 2.0
+_UNREAD_ETA, _UNREAD_BETA = DEFAULT_ETA, DEFAULT_BETA
 
 
 class SweepError(ValueError):

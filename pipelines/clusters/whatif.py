@@ -11,7 +11,7 @@ seeds, on the Dask layer when a runner is given), and turned into energy totals 
 (``power.power_bins`` / ``power_summary``, with their defaults). Every figure is the median over
 the draws with its 90 % interval. Where the export carries the scheduler's energy accounting, the
 jobs it measured are compared with the model (``measured``). The report is a plain dict (what
-``--json`` prints); ``pipelines.clusters.report_text.render`` writes it for a terminal.
+``--json`` prints); ``pipelines.report.text.render`` writes it for a terminal.
 
 Zeus's power traces come from ``pipelines.ingest.simulator_inputs.resolve_traces`` (the one resolver
 every command uses). Energy is anchored to the export's GPU-hours by default, or sized as in the Zeus
@@ -42,8 +42,8 @@ from pipelines.ingest.common import empty_quarantine
 from pipelines.ingest.compressed import uncompressed_name
 from pipelines.ingest.grid import Rate
 from pipelines.ingest.owntrace import OwnTraceResult, TraceCounts
-from pipelines.units import J_PER_KWH, KWH_PER_MWH, S_PER_DAY, S_PER_H
-from pipelines.vocabulary import GPU_BY_NAME, ZEUS_DATASETS
+from pipelines.vocabulary import DEFAULT_BETA, DEFAULT_ETA, GPU_BY_NAME, ZEUS_DATASETS
+from pipelines.vocabulary.units import J_PER_KWH, KWH_PER_MWH, S_PER_DAY, S_PER_H, duration_s
 from pipelines.zeus.traces import TraceError
 
 #: How jobs meet GPUs: each on the GPU its allocation names (``as-exported``), or every job on each GPU given.
@@ -79,8 +79,8 @@ class Options:
 
     gpus: tuple[str, ...] | None = None
     fallback_gpu: str = REFERENCE_GPU
-    eta: float = 0.5
-    beta: float = 2.0
+    eta: float = DEFAULT_ETA
+    beta: float = DEFAULT_BETA
     price_per_kwh: float | None = None
     grid_gco2_per_kwh: float | None = None
     top: int = 10
@@ -136,7 +136,7 @@ def _pct_saved(zeus: float, default: float) -> float | None:
 
 
 def _gpu_hours(jobs: pl.DataFrame) -> float:
-    seconds = (jobs["end_time"] - jobs["start_time"]).dt.total_microseconds().cast(pl.Float64) / 1e6
+    seconds = duration_s(jobs["end_time"] - jobs["start_time"])
     return float((seconds * jobs["num_gpus"]).sum() or 0.0) / S_PER_H
 
 

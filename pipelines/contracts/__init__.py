@@ -17,7 +17,8 @@ Each column has its type, constraints and a ``description=`` with its unit. Modu
 * ``limits``: the physically sane bounds and text lengths the ingested and measured tables declare;
 * ``base``: ``polars_schema``, ``empty``, ``descriptions``, ``conform``, ``split_valid``,
   ``validate``, ``one_of``, ``ContractError``;
-* ``registry``: asset key -> contract (``table_contract``), figure name -> contract (``figure_contract``).
+* ``registry``: asset key -> contract (``table_contract``); a figure's data contract is declared with the figure, in
+  ``pipelines.figures.catalog``.
 
 No module here imports Dagster or pandas.
 

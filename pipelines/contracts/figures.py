@@ -1,6 +1,6 @@
 """Contracts of the figure data: ``figures/<name>.parquet``, exactly the numbers each figure plots.
 
-Some figures plot rows of a stored table and reuse its contract (``registry.FIGURE_DATA``);
+Some figures plot rows of a stored table and reuse its contract (``FigureAsset.data`` in ``pipelines.figures.catalog``);
 the rest are declared here, one per shape. The intermediate frames the energy and trace
 figures are computed from (``ConfigExpectations``, ``TraceJobs``) are declared here too.
 """

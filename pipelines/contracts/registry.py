@@ -1,14 +1,13 @@
-"""Which contract each stored table and each figure's data follows.
+"""Which contract each stored table follows.
 
 ``TABLES`` maps an asset key (``zeus_train_runs``) to its contract; every table's quarantine,
-``quarantine/<table>_bad_rows`` (``quarantine_key``), follows ``Quarantine``. ``FIGURE_DATA`` maps a figure's file stem, or its prefix for figures
-drawn once per GPU or workload (``energy_eta_vs_tta_``), to the contract of its
-``figures/<name>.parquet``.
+``quarantine/<table>_bad_rows`` (``quarantine_key``), follows ``Quarantine``. A figure's data file follows the
+contract its ``FigureAsset`` declares (``pipelines.figures.catalog.FIGURE_DATA``).
 """
 
 from __future__ import annotations
 
-from pipelines.contracts import clusters, figures, fleet, grid, hetero, measure, owncluster, power, sources, sweep
+from pipelines.contracts import clusters, fleet, grid, hetero, measure, owncluster, power, sources, sweep
 from pipelines.contracts.base import Contract
 
 TABLES: dict[str, Contract] = {
@@ -48,45 +47,9 @@ def quarantine_key(table: str) -> str:
     """The asset key (``a/b`` form) of the rows ``table``'s ingest rejected: ``quarantine/<table>_bad_rows``."""
     return f"{QUARANTINE_PREFIX}{table}{QUARANTINE_SUFFIX}"
 
-#: Figure name (or prefix ending in ``_``) -> contract of its data file.
-FIGURE_DATA: dict[str, Contract] = {
-    "energy_eta_vs_tta_": figures.EtaVsTta,
-    "energy_savings_vs_default": figures.SavingsVsDefault,
-    "energy_eta_sensitivity": figures.EtaSweep,
-    "energy_power_limit_response_": figures.PowerLimitResponse,
-    "energy_convergence_": figures.ConvergenceRecurrences,
-    "measured_profiles": sources.ZeusPowerProfiles,
-    "power_limit_choice": measure.PowerLimitChoices,
-    "clusters_savings_by_trace": figures.SavingsByTrace,
-    "clusters_co2e_by_region": grid.ZeusClusterCo2e,
-    "clusters_timeline_energy": figures.EnergyTimeline,
-    "clusters_timeline_power": power.PowerTimeline,
-    "clusters_power_load_duration": power.LoadDuration,
-    "clusters_fleet_power_cdf": fleet.FleetPowerCdfFigure,
-    "knob_grid_savings": sweep.KnobSavings,
-    "traces_job_duration_cdf": figures.DurationCdf,
-    "traces_gpu_count_cdf": figures.GpuCountCdf,
-    "traces_submissions": figures.Submissions,
-    "acme_final_states": figures.StateShares,
-    "acme_queueing_delay_cdf": figures.QueueingDelayCdf,
-    "acme_cluster_stats": figures.SummaryStatistics,
-    "hetero_cost_split": figures.SplitCurves,
-    "hetero_methods": figures.MethodBars,
-}
-
 
 def table_contract(key: str) -> Contract | None:
     """The contract of the table stored under asset key ``key`` (``a/b`` for a multi-part key); None if it has none."""
     if key.startswith(QUARANTINE_PREFIX):
         return sources.Quarantine
     return TABLES.get(key)
-
-
-def figure_contract(name: str) -> Contract:
-    """The contract of ``figures/<name>.parquet``; ``KeyError`` for a figure with none (declare it in ``FIGURE_DATA``)."""
-    if name in FIGURE_DATA:
-        return FIGURE_DATA[name]
-    for prefix, contract in FIGURE_DATA.items():
-        if prefix.endswith("_") and name.startswith(prefix):
-            return contract
-    raise KeyError(f"figure {name!r} has no data contract: add it to pipelines.contracts.registry.FIGURE_DATA")

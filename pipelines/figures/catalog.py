@@ -22,7 +22,11 @@ from typing import TYPE_CHECKING
 
 import polars as pl
 
+from pipelines.contracts import figures as figure_data
+from pipelines.contracts import fleet, grid, measure, power, sources, sweep
+from pipelines.contracts.base import Contract, validate
 from pipelines.figures.errors import NoData
+from pipelines.vocabulary import DEFAULT_BETA, DEFAULT_ETA
 
 if TYPE_CHECKING:  # matplotlib loads only when a figure is drawn
     from matplotlib.figure import Figure
@@ -44,10 +48,17 @@ class Plan:
 
 @dataclass(frozen=True)
 class FigureAsset:
-    key: str  # Dagster asset key
+    """One asset of figures: ``key`` (its Dagster asset key below ``figures/``, and the file stem of what it draws),
+    ``inputs`` (the asset keys of the tables it reads), ``plan`` (what it draws), ``data`` (the contract of every
+    ``figures/<name>.parquet`` it writes) and ``panels`` (one figure per GPU or workload, named ``<key>_<panel>``;
+    else the one figure ``<key>``)."""
+
+    key: str
     description: str
-    inputs: tuple[str, ...]  # asset keys of the tables it reads
+    inputs: tuple[str, ...]
     plan: Callable[[Frames], Plan]
+    data: Contract
+    panels: bool = False
 
 
 @dataclass(frozen=True)
@@ -81,10 +92,8 @@ def render(asset: FigureAsset, frames: Frames, folder: Path) -> Report:
 
     A figure whose render raises ``NoData`` writes nothing and its files from an earlier run are
     removed, so figures/ never shows a figure of data that is gone. Each figure's data is checked
-    against its contract (``pipelines.contracts.registry.figure_contract``) before anything is written.
+    against its contract (``FigureAsset.data``) before anything is written.
     """
-    from pipelines.contracts.base import validate
-    from pipelines.contracts.registry import figure_contract
     from pipelines.figures import style
 
     plan = asset.plan(frames)
@@ -154,15 +163,15 @@ def _convergence(frames: Frames) -> Plan:
 
 
 #: The artifact's defaults for the single-job runs (run_single.py): one point of zeus_single_job_sweep's grid.
-CONVERGENCE_ETA, CONVERGENCE_BETA, CONVERGENCE_SEED = 0.5, 2.0, 1
+CONVERGENCE_ETA, CONVERGENCE_BETA, CONVERGENCE_SEED = DEFAULT_ETA, DEFAULT_BETA, 1
 ZEUS = ("zeus_train_runs", "zeus_power_profiles")
 ENERGY = FigureFamily("energy_figures", (
     FigureAsset("energy_eta_vs_tta", "ETA vs TTA of every (batch size, power limit), Pareto front and Default; one figure per GPU.",
-                ZEUS, _eta_vs_tta),
+                ZEUS, _eta_vs_tta, data=figure_data.EtaVsTta, panels=True),
     FigureAsset("energy_savings_vs_default", "Energy and time saved vs Default by the min-ETA and the min-cost (eta 0.5) configuration.",
-                ZEUS, _savings),
+                ZEUS, _savings, data=figure_data.SavingsVsDefault),
     FigureAsset("energy_eta_sensitivity", "Energy and time of the least-cost configuration relative to Default as eta goes 0 -> 1.",
-                ZEUS, _eta_sensitivity),
+                ZEUS, _eta_sensitivity, data=figure_data.EtaSweep),
 ), slow=True)
 def _measured(frames: Frames) -> Plan:
     from pipelines.figures import measured
@@ -179,23 +188,23 @@ def _power_limit_choice(frames: Frames) -> Plan:
 POWER = FigureFamily("power_profile_figures", (
     FigureAsset("energy_power_limit_response",
                 "Time per epoch and average power vs power limit, per batch size; one figure per workload.",
-                ("zeus_power_profiles",), _power_limit_response),
+                ("zeus_power_profiles",), _power_limit_response, data=figure_data.PowerLimitResponse, panels=True),
     FigureAsset("measured_profiles",
                 "Profiles measured here (raw/measured, `python -m pipelines measure profile`): epoch time and power vs batch size.",
-                ("zeus_power_profiles",), _measured),
+                ("zeus_power_profiles",), _measured, data=sources.ZeusPowerProfiles),
 ), slow=True)
 #: Its own family: the power-limit figures above do not wait for power_limit_profiles, nor this one for zeus_power_profiles.
 POWER_LIMIT = FigureFamily("power_limit_figures", (
     FigureAsset("power_limit_choice",
                 "Zeus's profiles in raw/measured (ZeusMonitor logs, profile JSON): energy and time per power limit, and the limit "
                 "each GlobalPowerLimitOptimizer selector chooses.",
-                ("power_limit_profiles",), _power_limit_choice),
+                ("power_limit_profiles",), _power_limit_choice, data=measure.PowerLimitChoices),
 ))
 SIMULATION = FigureFamily("simulation_figures", (
     FigureAsset("energy_convergence",
                 "Zeus vs Default vs Grid Search over a job's recurrences (zeus_single_job_sweep at eta 0.5, beta 2, seed 1), "
                 "vs Oracle; one figure per GPU.",
-                ("zeus_single_job_sweep",), _convergence),
+                ("zeus_single_job_sweep",), _convergence, data=figure_data.ConvergenceRecurrences, panels=True),
 ), slow=True)
 
 
@@ -223,11 +232,11 @@ def _cluster_timeline(frames: Frames) -> Plan:
 
 CLUSTERS = FigureFamily("cluster_figures", (
     FigureAsset("clusters_savings_by_trace", "Energy and time Zeus saves vs Default (%), per trace, workload and GPU.",
-                ("zeus_cluster_summary",), _cluster_savings),
+                ("zeus_cluster_summary",), _cluster_savings, data=figure_data.SavingsByTrace),
     FigureAsset("clusters_co2e_by_region", "CO2e Zeus saves vs Default (kg or t) per region's yearly grid intensity, per public "
-                "trace and GPU.", ("zeus_cluster_co2e",), _cluster_co2e),
+                "trace and GPU.", ("zeus_cluster_co2e",), _cluster_co2e, data=grid.ZeusClusterCo2e),
     FigureAsset("clusters_timeline_energy", "Cumulative energy (MWh) over each trace's timeline, Zeus vs Grid Search vs Default, per GPU.",
-                ("zeus_cluster_history",), _cluster_timeline),
+                ("zeus_cluster_history",), _cluster_timeline, data=figure_data.EnergyTimeline),
 ))
 
 
@@ -247,10 +256,10 @@ def _cluster_power_load_duration(frames: Frames) -> Plan:
 CLUSTER_POWER = FigureFamily("cluster_power_figures", (
     FigureAsset("clusters_timeline_power",
                 "Cluster power (kW, 5-min bins) over each trace's time on the V100, Default vs Zeus, peaks marked.",
-                ("cluster_power",), _cluster_power_timeline),
+                ("cluster_power",), _cluster_power_timeline, data=power.PowerTimeline),
     FigureAsset("clusters_power_load_duration",
                 "Load-duration curve (cluster power sorted descending vs hours at or above it) per trace on the V100, Default vs Zeus.",
-                ("cluster_power",), _cluster_power_load_duration),
+                ("cluster_power",), _cluster_power_load_duration, data=power.LoadDuration),
 ))
 
 
@@ -265,7 +274,7 @@ FLEET_POWER = FigureFamily("fleet_power_figures", (
     FigureAsset("clusters_fleet_power_cdf",
                 "Per-GPU draw (% TDP) over GPU-time: AcmeTrace's measured Seren and Kalos beside the simulated Default and Zeus "
                 "fleets of ITP and ElasticFlow on the V100, idle GPUs included (top row) and busy GPUs only (bottom row).",
-                ("fleet_power_cdf", "zeus_cluster_history", "cluster_power_summary"), _fleet_power_cdf),
+                ("fleet_power_cdf", "zeus_cluster_history", "cluster_power_summary"), _fleet_power_cdf, data=fleet.FleetPowerCdfFigure),
 ))
 
 
@@ -278,7 +287,7 @@ def _knob_grid(frames: Frames) -> Plan:
 KNOB_GRID = FigureFamily("knob_grid_figures", (
     FigureAsset("knob_grid_savings",
                 "Energy and time Zeus saves vs Default over each whole trace as eta (and beta) vary, per GPU; spread over seeds.",
-                ("zeus_knob_grid",), _knob_grid),
+                ("zeus_knob_grid",), _knob_grid, data=sweep.KnobSavings),
 ))
 
 
@@ -334,17 +343,17 @@ def _acme_queueing(frames: Frames) -> Plan:
 
 TRACES = FigureFamily("trace_figures", (
     FigureAsset("traces_job_duration_cdf", "Job-duration CDF (log s) per trace, and per ITP cluster.",
-                JOB_TABLES, _trace_plan("traces_job_duration_cdf", "job_duration_cdf")),
+                JOB_TABLES, _trace_plan("traces_job_duration_cdf", "job_duration_cdf"), data=figure_data.DurationCdf),
     FigureAsset("traces_gpu_count_cdf", "GPUs-per-job CDF by job count and by GPU time, per trace.",
-                JOB_TABLES, _trace_plan("traces_gpu_count_cdf", "gpu_count_cdf")),
+                JOB_TABLES, _trace_plan("traces_gpu_count_cdf", "gpu_count_cdf"), data=figure_data.GpuCountCdf),
     FigureAsset("traces_submissions", "Jobs submitted per day (per hour for short traces), per trace and cluster.",
-                JOB_TABLES, _trace_plan("traces_submissions", "submissions_heatmap")),
+                JOB_TABLES, _trace_plan("traces_submissions", "submissions_heatmap"), data=figure_data.Submissions),
     FigureAsset("acme_final_states", "AcmeTrace final-state shares by GPU-job count and GPU time: published and from our ingest.",
-                ("acme_jobs", "acme_cluster_summary"), _acme_final_states),
+                ("acme_jobs", "acme_cluster_summary"), _acme_final_states, data=figure_data.StateShares),
     FigureAsset("acme_queueing_delay_cdf", "AcmeTrace queueing-delay CDF of GPU jobs per cluster (needs the job CSVs).",
-                ("acme_jobs",), _acme_queueing),
+                ("acme_jobs",), _acme_queueing, data=figure_data.QueueingDelayCdf),
     FigureAsset("acme_cluster_stats", "AcmeTrace's published cluster_summary beside the same statistics computed from acme_jobs.",
-                ("acme_jobs", "acme_cluster_summary"), _acme_summary),
+                ("acme_jobs", "acme_cluster_summary"), _acme_summary, data=figure_data.SummaryStatistics),
 ), slow=True)
 
 
@@ -371,12 +380,23 @@ def _hetero_methods(frames: Frames) -> Plan:
 HETERO = FigureFamily("hetero_figures", (
     FigureAsset("hetero_cost_split",
                 "Zeus² cost over the batch split for every pair of power limits, each method's optimum marked, per workload and cost model.",
-                ("hetero_gpu_profiles", "hetero_allocations"), _hetero_cost_split),
+                ("hetero_gpu_profiles", "hetero_allocations"), _hetero_cost_split, data=figure_data.SplitCurves),
     FigureAsset("hetero_methods", "Zeus² methods (baseline, heuristic, brute force, synchronous optimum) compared under both cost models.",
-                ("hetero_allocations",), _hetero_methods),
+                ("hetero_allocations",), _hetero_methods, data=figure_data.MethodBars),
 ))
 
 #: Every family, each one Dagster step.
 FAMILIES: tuple[FigureFamily, ...] = (ENERGY, POWER, POWER_LIMIT, SIMULATION, CLUSTERS, CLUSTER_POWER, FLEET_POWER, KNOB_GRID, TRACES, HETERO)
+#: Figure name (or the prefix ``<key>_`` of an asset drawn once per GPU or workload) -> the contract of its data file,
+#: read from the assets above.
+FIGURE_DATA: dict[str, Contract] = {f"{a.key}_" if a.panels else a.key: a.data for family in FAMILIES for a in family.assets}
 
 
+def figure_contract(name: str) -> Contract:
+    """The contract of ``figures/<name>.parquet``; ``KeyError`` for a figure of no asset (declare it in a ``FigureAsset``)."""
+    if name in FIGURE_DATA:
+        return FIGURE_DATA[name]
+    for prefix, contract in FIGURE_DATA.items():
+        if prefix.endswith("_") and name.startswith(prefix):
+            return contract
+    raise KeyError(f"figure {name!r} has no data contract: no FigureAsset of pipelines.figures.catalog draws it")

@@ -20,11 +20,11 @@ from pipelines.clusters.power import P99, load_duration
 from pipelines.figures import style
 from pipelines.figures.clusters import TRACE_ORDER, trace_label
 from pipelines.figures.errors import NoData
-from pipelines.units import KW_PER_W, S_PER_DAY
-from pipelines.vocabulary import gpu_label
+from pipelines.vocabulary import REFERENCE_GPU, gpu_label
+from pipelines.vocabulary.units import KW_PER_W, S_PER_DAY
 
 #: The GPU drawn (the Zeus paper's reference GPU).
-FIGURE_GPU = "v100"
+FIGURE_GPU = REFERENCE_GPU
 #: (policy value, label), drawn in this order: Default underneath, Zeus on top.
 POLICIES: tuple[tuple[str, str], ...] = (("default", "Default"), ("zeus", "Zeus"))
 

@@ -16,8 +16,8 @@ from pipelines.contracts.base import conform, empty
 from pipelines.contracts.figures import EnergyTimeline, SavingsByTrace
 from pipelines.figures import style
 from pipelines.figures.errors import NoData
-from pipelines.units import J_PER_MWH, S_PER_DAY
 from pipelines.vocabulary import dataset_label, gpu_label
+from pipelines.vocabulary.units import J_PER_MWH, S_PER_DAY
 
 #: Traces in drawing order (the mapping's order; anything else after, alphabetically).
 TRACE_ORDER: tuple[str, ...] = ("itp", "elasticflow", "acme", "alibaba")

@@ -15,8 +15,8 @@ from pipelines.contracts.base import conform
 from pipelines.contracts.figures import ConvergenceRecurrences
 from pipelines.figures import style
 from pipelines.figures.errors import NoData
-from pipelines.units import J_PER_MJ, S_PER_H
-from pipelines.vocabulary import dataset_label, gpu_label
+from pipelines.vocabulary import DEFAULT_BETA, DEFAULT_ETA, dataset_label, gpu_label
+from pipelines.vocabulary.units import J_PER_MJ, S_PER_H
 
 POLICY_LABELS: dict[str, str] = {"zeus": "Zeus", "default": "Default", "grid-search": "Grid Search", "oracle": "Oracle"}
 #: (column, scale, axis label) of each row of the figure; y axes are logarithmic where values span 4x.
@@ -38,7 +38,7 @@ def _policy_styles() -> dict[str, dict[str, object]]:
     }
 
 
-def convergence(sweep: pl.DataFrame, gpu: str, eta: float = 0.5, beta: float = 2.0, seed: int = 1) -> tuple[Figure, pl.DataFrame]:
+def convergence(sweep: pl.DataFrame, gpu: str, eta: float = DEFAULT_ETA, beta: float = DEFAULT_BETA, seed: int = 1) -> tuple[Figure, pl.DataFrame]:
     """Per workload (column) on ``gpu``: energy and time per recurrence, and cumulative energy and time
     relative to the Oracle's expectation (1 + regret / (k x Oracle's expected value per recurrence)).
 

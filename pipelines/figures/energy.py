@@ -19,8 +19,8 @@ from pipelines.contracts.base import conform
 from pipelines.contracts.figures import EtaVsTta, PowerLimitResponse
 from pipelines.figures import style
 from pipelines.figures.errors import NoData
-from pipelines.units import J_PER_MJ, S_PER_H
 from pipelines.vocabulary import WORKLOAD_BY_DATASET, Job, dataset_label, gpu_label
+from pipelines.vocabulary.units import J_PER_MJ, S_PER_H
 
 _LINESTYLES = ("-", "--", "-.", ":")
 

@@ -19,10 +19,10 @@ from pipelines.contracts.sweep import KnobSavings
 from pipelines.figures import style
 from pipelines.figures.clusters import TRACE_ORDER, trace_label
 from pipelines.figures.errors import NoData
-from pipelines.vocabulary import gpu_label
+from pipelines.vocabulary import DEFAULT_BETA, DEFAULT_ETA, gpu_label
 
 #: The knob held fixed while the other varies: beta 2 and eta 0.5 (the artifact's defaults), else the closest value in the grid.
-REFERENCE_BETA, REFERENCE_ETA = 2.0, 0.5
+REFERENCE_BETA, REFERENCE_ETA = DEFAULT_BETA, DEFAULT_ETA
 METRICS: tuple[tuple[str, str], ...] = (
     ("energy_savings_vs_default_pct", "energy saved vs Default (%)"),
     ("time_savings_vs_default_pct", "time saved vs Default (%)"),

@@ -17,7 +17,8 @@ from matplotlib.figure import Figure
 
 from pipelines.figures import style
 from pipelines.figures.errors import NoData
-from pipelines.zeus.power_limit import DEFAULT_ETA, Measurement, Selector, choose
+from pipelines.vocabulary import DEFAULT_ETA
+from pipelines.zeus.power_limit import Measurement, Selector, choose
 
 #: The slowdown factor of the MaxSlowdownConstraint drawn.
 MAX_SLOWDOWN = 1.1

@@ -28,6 +28,7 @@ import polars as pl
 
 from pipelines.contracts.base import empty, polars_schema
 from pipelines.contracts.figures import StateShares, SummaryStatistics, TraceJobs
+from pipelines.vocabulary.units import S_PER_DAY, S_PER_H, duration_s
 
 #: Columns, types and units of the job frame: the contract ``TraceJobs``.
 JOB_COLUMNS = polars_schema(TraceJobs)
@@ -73,7 +74,7 @@ def acme_gpu_jobs(acme: pl.DataFrame) -> pl.DataFrame:
             (pl.lit("Acme ") + pl.col("cluster").str.to_titlecase()).alias("trace"),
             pl.col("cluster").str.to_titlecase().alias("cluster"),
             (day0.dt.strftime("%Y-%m-%d") + pl.lit(" 00:00 UTC")).alias("origin"),
-            ((pl.col("submit_time") - day0).dt.total_microseconds() / 1e6).alias("submit_s"),
+            duration_s(pl.col("submit_time") - day0).alias("submit_s"),
             pl.col("duration").alias("duration_s"),
             pl.col("gpu_num").alias("num_gpu"),
             pl.col("queue").alias("queue_s"),
@@ -92,7 +93,7 @@ def alibaba_jobs(groups: pl.DataFrame) -> pl.DataFrame:
 
 
 def _seconds(later: str, earlier: str) -> pl.Expr:
-    return (pl.col(later) - pl.col(earlier)).dt.total_microseconds() / 1e6
+    return duration_s(pl.col(later) - pl.col(earlier))
 
 
 def own_jobs(own: pl.DataFrame) -> pl.DataFrame:
@@ -108,7 +109,7 @@ def own_jobs(own: pl.DataFrame) -> pl.DataFrame:
             pl.col("trace"),
             pl.coalesce("slurm_partition", "trace").alias("cluster"),
             (day0.dt.strftime("%Y-%m-%d") + pl.lit(" 00:00 UTC")).alias("origin"),
-            ((pl.col("submit_time") - day0).dt.total_microseconds() / 1e6).alias("submit_s"),
+            duration_s(pl.col("submit_time") - day0).alias("submit_s"),
             _seconds("end_time", "start_time").alias("duration_s"),
             pl.col("num_gpus").alias("num_gpu"),
             _seconds("start_time", "submit_time").alias("queue_s"),
@@ -160,13 +161,13 @@ def ecdf(jobs: pl.DataFrame, value: str, by: Sequence[str], weight: str | None =
     )
 
 
-def submissions(jobs: pl.DataFrame, short_span_s: float = 7 * 86400.0) -> pl.DataFrame:
+def submissions(jobs: pl.DataFrame, short_span_s: float = 7 * S_PER_DAY) -> pl.DataFrame:
     """Jobs submitted per bin, per trace and cluster; bins are days, or hours for a trace spanning < ``short_span_s``.
 
     Columns: trace, cluster, origin, bin (``"day"`` or ``"hour"``), bin_start (bins since origin), jobs.
     """
     span = pl.col("submit_s").max().over("trace") - pl.col("submit_s").min().over("trace")
-    width = pl.when(span < short_span_s).then(pl.lit(3600.0)).otherwise(pl.lit(86400.0))
+    width = pl.when(span < short_span_s).then(pl.lit(S_PER_H)).otherwise(pl.lit(S_PER_DAY))
     return (
         jobs.filter(pl.col("submit_s").is_not_null())
         .with_columns(

@@ -19,9 +19,9 @@ import polars as pl
 from pipelines.contracts.base import polars_schema
 from pipelines.contracts.hetero import AS_WRITTEN, HeteroAllocations
 from pipelines.hetero.fit import GpuFit, fit_profiles
-from pipelines.hetero.model import DEFAULT_ETA, CostModel
+from pipelines.hetero.model import CostModel
 from pipelines.hetero.search import PUBLISHED_GLOBAL_BATCH, Allocation, Grid, Progress, baseline, baseline_as_written, brute_force, evaluate, heuristic
-from pipelines.vocabulary import HETERO_METHODS, ModelKind, TimePrice
+from pipelines.vocabulary import DEFAULT_ETA, HETERO_METHODS, ModelKind, TimePrice
 
 #: GPUs from strongest to weakest (the published code takes the stronger first; A10 > T4 by datasheet FLOPS).
 GPU_STRENGTH_ORDER: tuple[str, ...] = ("a10", "t4")

@@ -29,10 +29,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from pipelines.hetero.fit import GpuFit
-from pipelines.vocabulary import MODEL_KINDS, TIME_PRICES, ModelKind, TimePrice
+from pipelines.vocabulary import DEFAULT_ETA, MODEL_KINDS, TIME_PRICES, ModelKind, TimePrice
 
-#: The published fixed weights: 0.5 x average power + 0.5 x power limit.
-DEFAULT_ETA = 0.5
 #: Default idle power of a GPU waiting at the all-reduce, as a fraction of its lowest profiled power limit.
 DEFAULT_IDLE_FRACTION = 0.2
 

@@ -1,0 +1,1 @@
+"""Where the project's files live (the data home), atomic writes, the checks of a file a command writes, and ``gpu-energy init``."""

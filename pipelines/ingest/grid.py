@@ -39,6 +39,7 @@ import polars as pl
 
 from pipelines.contracts.grid import SOURCES
 from pipelines.ingest.common import IngestError
+from pipelines.vocabulary.units import S_PER_H, epoch_s
 
 #: The bundled table's file (package data); what each of its ``source`` keys means is ``contracts.grid.SOURCES``.
 TABLE = "grid_intensity.csv"
@@ -170,7 +171,7 @@ def read_series(path: Path, column: str, timezone: str) -> Rate:
         i = int(order[0]) + 1
         raise IngestError(name, f"{frame['text'][i]!r} is not after the timestamp before it ({frame['text'][i - 1]!r}): the series must "
                           "be in time order, each timestamp once", line=int(frame["line"][i]), column="timestamp")
-    step = float(np.median(np.diff(times))) if len(times) > 1 else 3600.0
+    step = float(np.median(np.diff(times))) if len(times) > 1 else S_PER_H
     describe: dict[str, object] = {"file": path.name, "points": len(times), "step_s": step, "timezone": timezone,
                                    f"mean_{column}": float(np.mean(value.to_numpy()))}
     rate = Rate(value.to_numpy().astype(np.float64), describe, times, step)
@@ -193,9 +194,9 @@ def _utc_seconds(frame: pl.DataFrame, timezone: str, name: str) -> np.ndarray:
     sign = pl.select(pl.when(offset.str.starts_with("-")).then(-1).otherwise(1)).to_series()
     offset_s = pl.select(pl.when(offset == "Z").then(0).otherwise(
         sign * (digits.str.slice(0, 2).cast(pl.Int64, strict=False) * 3600 + digits.str.slice(2, 2).cast(pl.Int64, strict=False) * 60))).to_series()
-    exact = naive.dt.epoch("us") / 1e6 - offset_s.cast(pl.Float64)
-    early = naive.dt.replace_time_zone(timezone, ambiguous="earliest", non_existent="null").dt.epoch("us") / 1e6
-    late = naive.dt.replace_time_zone(timezone, ambiguous="latest", non_existent="null").dt.epoch("us") / 1e6
+    exact = epoch_s(naive) - offset_s.cast(pl.Float64)
+    early = epoch_s(naive.dt.replace_time_zone(timezone, ambiguous="earliest", non_existent="null"))
+    late = epoch_s(naive.dt.replace_time_zone(timezone, ambiguous="latest", non_existent="null"))
     gap = frame.filter(offset.is_null() & early.is_null())
     if gap.height:
         raise IngestError(name, f"{gap['text'][0]!r} does not exist in {timezone} (the hour skipped when clocks go forward): the wrong "

@@ -8,6 +8,7 @@ import polars as pl
 
 from pipelines.contracts.sources import ElasticflowJobs, ItpJobs
 from pipelines.ingest.common import IngestResult, TableSpec, ingest_files
+from pipelines.vocabulary.units import S_PER_H
 
 #: Published totals (elasticflow-traces README): 10 clusters, 69,351 jobs, 1,632,719.7 GPU-hours.
 ITP_CLUSTERS = tuple(f"cluster{i:02d}" for i in range(1, 11))
@@ -44,7 +45,7 @@ def read_elasticflow(folder: Path) -> IngestResult:
 
 def gpu_hours(jobs: pl.DataFrame) -> float:
     """Sum of duration x num_gpu, in GPU-hours."""
-    return float((jobs["duration"] * jobs["num_gpu"]).sum()) / 3600.0
+    return float((jobs["duration"] * jobs["num_gpu"]).sum()) / S_PER_H
 
 
 def elasticflow_vs_itp(elasticflow: pl.DataFrame, itp: pl.DataFrame) -> dict[str, int]:

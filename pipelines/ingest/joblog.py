@@ -71,6 +71,7 @@ from pipelines.ingest.owntrace import (
     unknown_time,
     utc_times,
 )
+from pipelines.vocabulary.units import US_PER_S
 
 #: Columns of the generic CSV and whether a file must have them.
 COLUMNS: dict[str, bool] = {
@@ -167,7 +168,7 @@ def _times(frame: pl.DataFrame, timezone: str) -> pl.DataFrame:
                                                                     + digits.str.slice(2, 2).cast(pl.Int64) * 60))
         exact = (pl.col(f"_naive_text_{c}").str.to_datetime("%Y-%m-%dT%H:%M:%S", time_unit="us", strict=False).dt.replace_time_zone("UTC")
                  - pl.duration(seconds=offset_s))
-        fraction = pl.duration(microseconds=(("0" + parts.struct.field("3")).cast(pl.Float64) * 1e6).round().cast(pl.Int64).fill_null(0))
+        fraction = pl.duration(microseconds=(("0" + parts.struct.field("3")).cast(pl.Float64) * US_PER_S).round().cast(pl.Int64).fill_null(0))
         updates += [
             (pl.when(offset.is_not_null()).then(exact).otherwise(pl.col(c)) + fraction).alias(c),
             (pl.col(f"_gap_{c}") & offset.is_null()).alias(f"_gap_{c}"),

@@ -60,6 +60,7 @@ from pipelines.contracts.limits import EARLIEST_RECORD_S, FUTURE_SLACK_S, MAX_JO
 from pipelines.contracts.owncluster import OwnClusterJobs, OwnClusterTraces
 from pipelines.ingest.common import LINE, IngestError, empty_quarantine, quarantine_frame
 from pipelines.ingest.compressed import COMPRESSED_SUFFIXES, MAGIC, MAX_DECOMPRESSED_BYTES
+from pipelines.vocabulary.units import S_PER_DAY, US_PER_S
 
 TABLE = "own_cluster_jobs"
 
@@ -474,7 +475,7 @@ def utc_times(frame: pl.DataFrame, columns: dict[str, str], timezone: str, elaps
     s_e, s_l, e_e, e_l = (pl.col(f"_{when}_{c}") for c in (start, end) for when in ("early", "late"))
     fallback_end = pl.when(s_e.is_null() | (e_e >= s_e)).then(e_e).otherwise(e_l)
     if elapsed is not None:
-        spent = pl.duration(microseconds=(pl.col(elapsed) * 1e6).round().cast(pl.Int64))
+        spent = pl.duration(microseconds=(pl.col(elapsed) * US_PER_S).round().cast(pl.Int64))
         pairs = [(s_e, e_e), (s_e, e_l), (s_l, e_e), (s_l, e_l)]
         ambiguous = (s_e != s_l) | (e_e != e_l)  # only these rows need the pairs
         start_expr = pl.when(ambiguous).then(pl.coalesce([*(pl.when((e - s) == spent).then(s) for s, e in pairs), s_e])).otherwise(s_e)
@@ -589,7 +590,7 @@ def time_bounds(times: dict[str, tuple[str, str]], *, start: str, end: str, now:
     length = (pl.col(times[end][1]) - pl.col(times[start][1])).dt.total_seconds()
     checks.append(Check(end, length > MAX_JOB_S,
                         pl.format(f"{end}: the job lasts {{}} days from {start} {{}}, more than a year (366 days)",
-                                  (length / 86_400).round(0).cast(pl.Int64), quoted(times[start][0]))))
+                                  (length / S_PER_DAY).round(0).cast(pl.Int64), quoted(times[start][0]))))
     return checks
 
 

@@ -42,7 +42,7 @@ from typing import Any, Literal
 import numpy as np
 import polars as pl
 
-from pipelines.vocabulary import PolicyName
+from pipelines.vocabulary import DEFAULT_BETA, DEFAULT_ETA, PolicyName
 from pipelines.zeus.policies import FixedPolicy, make_policy
 from pipelines.zeus.reference import group_seed, replay_group
 from pipelines.zeus.traces import WorkloadTable
@@ -322,8 +322,8 @@ def _jobs(arrays: GroupArrays, weight: np.ndarray | None = None) -> Any:
 def replay(
     arrays: GroupArrays,
     tables: dict[str, WorkloadTable],
-    eta: float = 0.5,
-    beta: float = 2.0,
+    eta: float = DEFAULT_ETA,
+    beta: float = DEFAULT_BETA,
     seed: int | None = None,
     policy: PolicyName = "zeus",
     progress: bool = False,

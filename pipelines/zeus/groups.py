@@ -19,7 +19,7 @@ import numpy as np
 import polars as pl
 from tqdm import tqdm
 
-from pipelines.vocabulary import WORKLOAD_BY_DATASET, Job, PolicyName
+from pipelines.vocabulary import DEFAULT_BETA, DEFAULT_ETA, WORKLOAD_BY_DATASET, Job, PolicyName
 from pipelines.zeus import fast
 from pipelines.zeus.reference import group_seed, iter_group_values, iter_groups, replay_group
 from pipelines.zeus.traces import TraceError, Traces, WorkloadTable, build_table, workload_columns
@@ -67,8 +67,8 @@ def replay_groups(
     groups: pl.DataFrame,
     traces: Traces,
     gpu: str,
-    eta: float = 0.5,
-    beta: float = 2.0,
+    eta: float = DEFAULT_ETA,
+    beta: float = DEFAULT_BETA,
     policy: PolicyName = "zeus",
     progress: bool = False,
     seed: int | None = None,

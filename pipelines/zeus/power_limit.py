@@ -22,10 +22,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal, get_args
 
+from pipelines.vocabulary import DEFAULT_ETA
+
 SelectorName = Literal["zeus-cost", "energy", "time", "max-slowdown"]
 SELECTORS: tuple[SelectorName, ...] = get_args(SelectorName)
-#: GlobalPowerLimitOptimizer's default selector is ZeusCost with eta 0.5.
-DEFAULT_ETA = 0.5
 
 
 @dataclass(frozen=True)

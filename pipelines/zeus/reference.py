@@ -26,7 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 import polars as pl
 
-from pipelines.vocabulary import PolicyName
+from pipelines.vocabulary import DEFAULT_BETA, DEFAULT_ETA, PolicyName
 from pipelines.zeus.errors import SimulationError
 from pipelines.zeus.policies import make_policy
 from pipelines.zeus.runs import RunSampler, hybrid_cost
@@ -60,8 +60,8 @@ def replay_group(
     start: np.ndarray,
     end: np.ndarray,
     ratio: np.ndarray,
-    eta: float = 0.5,
-    beta: float = 2.0,
+    eta: float = DEFAULT_ETA,
+    beta: float = DEFAULT_BETA,
     seed: int = 0,
     policy: PolicyName = "zeus",
     job_eta: np.ndarray | None = None,

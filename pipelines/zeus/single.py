@@ -12,7 +12,7 @@ import math
 
 import polars as pl
 
-from pipelines.vocabulary import PolicyName
+from pipelines.vocabulary import DEFAULT_BETA, DEFAULT_ETA, PolicyName
 from pipelines.zeus.errors import SimulationError
 from pipelines.zeus.policies import make_policy
 from pipelines.zeus.runs import JobRun, RunSampler, hybrid_cost
@@ -21,8 +21,8 @@ from pipelines.zeus.traces import WorkloadTable
 
 def simulate_single(
     table: WorkloadTable,
-    eta: float = 0.5,
-    beta: float = 2.0,
+    eta: float = DEFAULT_ETA,
+    beta: float = DEFAULT_BETA,
     seed: int = 1,
     num_recurrence: int | None = None,
     policy: PolicyName = "zeus",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import os
 import subprocess
 import sys
@@ -21,8 +22,9 @@ def test_listed_help_is_the_commands_own(name: str) -> None:
 
 
 def test_every_module_of_the_cli_package_is_a_listed_command() -> None:
-    modules = {p.stem for p in (REPO_ROOT / "pipelines" / "cli").glob("*.py") if p.stem != "__init__"}
+    modules = {p.stem for p in (REPO_ROOT / "pipelines" / "cli").glob("*.py") if p.stem not in ("__init__", "options")}
     assert modules == {name.replace("-", "_") for name in SUBCOMMANDS}
+    assert not hasattr(importlib.import_module("pipelines.cli.options"), "cli")  # the shared options, no command
 
 
 def test_top_level_help_imports_no_subcommand() -> None:

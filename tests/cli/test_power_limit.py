@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from pipelines.cli import load
+from pipelines.cli import load, main
 from tests.support.zeus_plo import load_profile
 
 # 4 GPUs' worth of energy: ZeusCost's MaxPower is 4 x 300 W, which makes time weigh 4x more than for 1 GPU
@@ -70,11 +70,13 @@ def test_bad_profile_is_one_line_with_file_line_field(tmp_path: Path) -> None:
     assert done.stderr.splitlines() == [f"Error: {path}:3: column 'gpu0_energy': energy is not a number: 'four'"]
 
 
-def test_bad_knob_is_one_line(tmp_path: Path) -> None:
+def test_bad_knob_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     path = tmp_path / "profile.json"
     path.write_text(json.dumps(PROFILE))
-    result = CliRunner().invoke(load("power-limit"), [str(path), "--eta-knob", "2"])
-    assert result.exit_code == 2 and result.output.strip() == "Error: eta must be between 0 and 1, inclusive, got 2.0"
+    with pytest.raises(SystemExit) as exit_:
+        main(["power-limit", str(path), "--eta-knob", "2"], prog_name="gpu-energy")
+    assert exit_.value.code == 2 and capsys.readouterr().err.splitlines() == [
+        "Error: Invalid value for '--eta-knob': 2.0 is not in [0, 1] (see 'gpu-energy power-limit --help')"]
 
 
 def test_the_worked_example_of_the_docs_is_what_the_command_prints(mirror: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

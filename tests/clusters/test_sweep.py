@@ -135,7 +135,7 @@ def test_command_writes_the_grid(jobs: pl.DataFrame, traces: Traces, tmp_path: P
 
     assets = write_sweep_inputs(tmp_path / "assets", jobs, traces)
     out = tmp_path / "grid.parquet"
-    args = ["sweep", "--traces", "elasticflow", "--gpus", "v100", "--eta", "0,1", "--beta", "2,5", "--seeds", "1,2",
+    args = ["sweep", "--traces", "elasticflow", "--gpus", "v100", "--eta-knob", "0,1", "--beta-knob", "2,5", "--seeds", "1,2",
             "--scheduler", "none", "--assets", str(assets), "--output", str(out), "--no-progress"]
     result = CliRunner().invoke(cli, args)
     assert result.exit_code == 0, result.output

@@ -16,11 +16,11 @@ import pytest
 
 from pipelines.clusters import anchoring, tracefiles, whatif
 from pipelines.clusters.profiles import profiles_of
-from pipelines.clusters.report_text import co2e_text, plural, render
 from pipelines.home.paths import REPO_ROOT
 from pipelines.ingest.owntrace import OwnTraceResult
 from pipelines.ingest.simulator_inputs import read_trace_dir
 from pipelines.ingest.slurm import EXPORT_COMMAND
+from pipelines.report.text import co2e_text, plural, render
 from pipelines.vocabulary import GPU_BY_NAME
 from pipelines.zeus.traces import Traces
 from tests.support.sacct_export import write_export
@@ -192,7 +192,7 @@ def test_units_read_by_magnitude_and_counts_agree_with_their_nouns(tmp_path: Pat
 
 
 def test_the_html_title_holds_the_files_name_not_its_path(tmp_path: Path, traces: Traces) -> None:
-    from pipelines.figures import whatif_html
+    from pipelines.report import html as whatif_html
 
     folder = tmp_path / "private" / "home"
     folder.mkdir(parents=True)

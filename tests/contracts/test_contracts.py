@@ -21,7 +21,9 @@ HEAVY = ("pandas", "pandera", "dagster")
 
 
 def test_every_contract_column_has_a_description() -> None:
-    contracts = {*registry.TABLES.values(), *registry.FIGURE_DATA.values()}
+    from pipelines.figures import catalog
+
+    contracts = {*registry.TABLES.values(), *catalog.FIGURE_DATA.values()}
     undescribed = {c.__name__: [n for n, d in descriptions(c).items() if not d] for c in contracts}
     assert {k: v for k, v in undescribed.items() if v} == {}
 
@@ -98,10 +100,33 @@ def test_every_figure_of_the_catalog_has_a_data_contract() -> None:
         "acme_cluster_stats", "hetero_cost_split", "hetero_methods", "clusters_timeline_power", "clusters_power_load_duration",
         "knob_grid_savings", "clusters_fleet_power_cdf", "power_limit_choice",
     ]
-    assert all(registry.figure_contract(n) for n in names)
+    assert all(catalog.figure_contract(n) for n in names)
     assert len(catalog.FAMILIES) == 10
     with pytest.raises(KeyError, match="no data contract"):
-        registry.figure_contract("made_up")
+        catalog.figure_contract("made_up")
+    with pytest.raises(KeyError, match="no data contract"):
+        catalog.figure_contract("energy_savings_vs_default_v100")  # one figure, no panels
+
+
+def test_figure_data_read_from_the_catalog_is_the_mapping_it_replaced() -> None:
+    """FIGURE_DATA, once written out in pipelines/contracts/registry.py, is now read from the catalog's assets: the same
+    mapping, name for name and contract for contract (issue 38)."""
+    from pipelines.contracts import figures, fleet, grid, measure, power, sources, sweep
+    from pipelines.figures import catalog
+
+    assert {
+        "energy_eta_vs_tta_": figures.EtaVsTta, "energy_savings_vs_default": figures.SavingsVsDefault,
+        "energy_eta_sensitivity": figures.EtaSweep, "energy_power_limit_response_": figures.PowerLimitResponse,
+        "energy_convergence_": figures.ConvergenceRecurrences, "measured_profiles": sources.ZeusPowerProfiles,
+        "power_limit_choice": measure.PowerLimitChoices, "clusters_savings_by_trace": figures.SavingsByTrace,
+        "clusters_co2e_by_region": grid.ZeusClusterCo2e, "clusters_timeline_energy": figures.EnergyTimeline,
+        "clusters_timeline_power": power.PowerTimeline, "clusters_power_load_duration": power.LoadDuration,
+        "clusters_fleet_power_cdf": fleet.FleetPowerCdfFigure, "knob_grid_savings": sweep.KnobSavings,
+        "traces_job_duration_cdf": figures.DurationCdf, "traces_gpu_count_cdf": figures.GpuCountCdf,
+        "traces_submissions": figures.Submissions, "acme_final_states": figures.StateShares,
+        "acme_queueing_delay_cdf": figures.QueueingDelayCdf, "acme_cluster_stats": figures.SummaryStatistics,
+        "hetero_cost_split": figures.SplitCurves, "hetero_methods": figures.MethodBars,
+    } == catalog.FIGURE_DATA
 
 
 def test_contracts_load_without_dataframelys_optional_integrations_which_stay_importable() -> None:

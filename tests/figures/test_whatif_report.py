@@ -18,11 +18,11 @@ import pytest
 
 from pipelines.clusters import whatif
 from pipelines.clusters.profiles import profiles_of
-from pipelines.figures import whatif as figures
-from pipelines.figures import whatif_html
 from pipelines.ingest.simulator_inputs import read_trace_dir
 from pipelines.ingest.slurm import read_sacct
-from pipelines.units import KW_PER_W
+from pipelines.report import figures
+from pipelines.report import html as whatif_html
+from pipelines.vocabulary.units import KW_PER_W
 from tests.support.sacct_export import write_export
 
 

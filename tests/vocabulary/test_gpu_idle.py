@@ -6,9 +6,9 @@ import re
 
 import pytest
 
-from pipelines.gpu_idle import IDLE_READINGS, idle_source, readings
 from pipelines.home.paths import REPO_ROOT
 from pipelines.vocabulary import A100_MEASURED_IDLE_W, GPU_BY_NAME, GPUS
+from pipelines.vocabulary.idle import IDLE_READINGS, idle_source, readings
 
 _COMMIT = re.compile(r"^[0-9a-f]{40}$")
 _REPO = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*/[A-Za-z0-9][A-Za-z0-9_.-]*$")
@@ -23,7 +23,7 @@ def test_each_gpu_but_the_measured_a100_idles_at_the_median_of_its_readings() ->
         middle = len(watts) // 2
         by_hand = watts[middle] if len(watts) % 2 else (watts[middle - 1] + watts[middle]) / 2
         assert watts and gpu.idle_w == by_hand, gpu.name
-        assert gpu.idle_source == idle_source(gpu.name) and "pipelines.gpu_idle.IDLE_READINGS" in gpu.idle_source
+        assert gpu.idle_source == idle_source(gpu.name) and "pipelines.vocabulary.idle.IDLE_READINGS" in gpu.idle_source
     # the values the docs' tables and numbers were computed with (docs: Cluster power, Idle draw and Fleet energy)
     assert {g.name: g.idle_w for g in GPUS} == {"v100": 36, "a40": 27.5, "rtx6000": 43, "p100": 27, "a10": 81, "t4": 13, "a100": 63.6}
     assert idle_source("a10").startswith("one cited public nvidia-smi reading of an idle board (81 W, P0;")

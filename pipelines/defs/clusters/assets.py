@@ -17,10 +17,11 @@ from pipelines.clusters.workloads import REFERENCE_GPU, workloads_by_default_tta
 from pipelines.defs.clusters.partitions import by_partition, trace_gpu, trace_gpu_partitions, trace_partitions
 from pipelines.defs.shared.io_manager import partition_tables
 from pipelines.defs.shared.table_assets import table_asset
+from pipelines.vocabulary import DEFAULT_BETA, DEFAULT_ETA
 from pipelines.zeus.traces import from_frames
 
-ETA = 0.5
-BETA = 2.0
+ETA = DEFAULT_ETA
+BETA = DEFAULT_BETA
 
 #: cluster_workload_jobs follows updates of the ingested tables, own_cluster_jobs included (a partition of yours follows
 #: its own trace's ingest: the own-trace partition of its name; a public trace's partition has none). It is ``eager()``

@@ -14,8 +14,8 @@ from pipelines.defs.clusters.partitions import by_partition, trace_gpu_partition
 from pipelines.defs.shared.io_manager import PathsResource, partition_tables
 from pipelines.defs.shared.metadata import markdown_preview
 from pipelines.defs.shared.table_assets import table_asset
-from pipelines.units import KW_PER_W
 from pipelines.vocabulary import GPU_BY_NAME
+from pipelines.vocabulary.units import KW_PER_W
 from pipelines.zeus.traces import from_frames
 
 

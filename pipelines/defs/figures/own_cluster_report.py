@@ -3,7 +3,7 @@
 ``figures/own_cluster_report`` (its key names the folder of its files, as a figure's does) replays every trace
 of ``own_cluster_traces`` as ``own_cluster_summary`` does (as exported, the V100 as the fallback, its samples
 and seed: the same numbers, bit for bit) and writes ``figures/own_cluster_report_<trace>.html``
-(``pipelines.figures.whatif_html``: one self-contained page) and ``figures/own_cluster_report_<trace>.json``
+(``pipelines.report.html``: one self-contained page) and ``figures/own_cluster_report_<trace>.json``
 (the report's numbers, as ``whatif --json`` prints them). Reports of traces that are gone are removed. The
 asset's page in the UI names each file (path and file:// link) beside the trace's saving and its plot.
 """
@@ -31,8 +31,8 @@ THUMBNAIL_DPI = 80
 
 def _thumbnail(report: dict[str, object]) -> str:
     """Markdown showing the report's plot of energy saved per GPU, embedded as a PNG data URI ('' when there is none)."""
-    from pipelines.figures import whatif as figures
     from pipelines.figures.errors import NoData
+    from pipelines.report import figures
 
     try:
         fig, _ = figures.savings_with_intervals(report)
@@ -69,7 +69,7 @@ def own_cluster_report(
     zeus_train_runs: pl.DataFrame,
     zeus_power_profiles: pl.DataFrame,
 ) -> dg.MaterializeResult:
-    from pipelines.figures import whatif_html  # matplotlib: only when the step runs
+    from pipelines.report import html as whatif_html  # matplotlib: only when the step runs
 
     folder = paths.paths().figures
     folder.mkdir(parents=True, exist_ok=True)

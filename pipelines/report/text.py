@@ -15,6 +15,7 @@ from pathlib import PurePath
 from typing import Any
 
 from pipelines.terminal import printable_data
+from pipelines.vocabulary.units import S_PER_H
 
 #: (unit, kWh in one unit), largest first.
 _UNITS: tuple[tuple[str, float], ...] = (("GWh", 1e6), ("MWh", 1e3), ("kWh", 1.0))
@@ -239,7 +240,7 @@ def rate_text(rate: dict[str, Any], per: str) -> str:
     """Which intensity or price: ``at 300 g/kWh``, ``at DE's 381 g/kWh (2023)``, ``over grid.csv (hourly, 1,608 points)``."""
     if "file" in rate:
         step = rate["step_s"]
-        every = "hourly" if step == 3600 else f"every {step / 60:g} min" if step < 3600 else f"every {step / 3600:g} h"
+        every = "hourly" if step == S_PER_H else f"every {step / 60:g} min" if step < S_PER_H else f"every {step / S_PER_H:g} h"
         return f"over {rate['file']} ({every}, {rate['points']:,} points, {rate['span']})"
     value = rate.get("gco2_per_kwh", rate.get("price_per_kwh"))
     if "region" in rate:

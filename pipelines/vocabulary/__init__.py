@@ -1,8 +1,9 @@
 """The project's vocabulary, declared once: GPUs, Zeus workloads (jobs), policies, traces, Zeus² methods.
 
-Next to a leaf: it imports nothing of the package but the cited idle readings (``pipelines.gpu_idle``,
-a leaf), so the contracts, the simulator, the figures, the command line and the Dagster partitions
-all read their closed sets of names from here.
+A leaf package: it imports nothing of the package outside it, so the contracts, the simulator, the
+figures, the command line and the Dagster partitions all read their closed sets of names from here.
+Its modules: ``idle`` (the cited idle readings behind the GPUs' idle draws) and ``units`` (the unit
+factors).
 
 * ``Job``: a recurring training job, shaped like the published ``zeus._legacy.job.Job``
   (dataset, network, optimizer, target metric, epoch budget, default batch size b0 and learning
@@ -10,7 +11,8 @@ all read their closed sets of names from here.
 * ``Gpu``: a GPU the project knows by name (``gpu`` columns, partition keys, ``--gpu`` options):
   its label, its board power (TDP, W) and its idle draw (W), each with the source of that number,
   and the power limits its published Zeus trace profiles. ``GPUS`` is in the Zeus paper's order.
-* ``PolicyName``: who picks each run's configuration (Zeus or a baseline).
+* ``PolicyName``: who picks each run's configuration (Zeus or a baseline); ``DEFAULT_ETA`` and
+  ``DEFAULT_BETA``: Zeus's knobs by default.
 * ``CLUSTER_TRACES``: the public cluster traces mapped onto Zeus workloads.
 """
 
@@ -19,7 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from pipelines.gpu_idle import idle_source, median_idle_w
+from pipelines.vocabulary.idle import idle_source, median_idle_w
 
 # --------------------------------------------------------------------------------------------
 # Policies
@@ -31,6 +33,16 @@ POLICIES: tuple[PolicyName, ...] = ("zeus", "default", "grid-search", "oracle")
 #: cluster could run (the Oracle needs hindsight and serves as the reference of regret instead).
 REPLAYED_POLICIES: tuple[PolicyName, ...] = ("zeus", "default", "grid-search")
 
+
+# --------------------------------------------------------------------------------------------
+# Knobs
+
+#: Zeus's knobs by default (the paper's, its artifact's and GlobalPowerLimitOptimizer's): ``eta``, the energy
+#: weight of the cost ``eta x energy + (1 - eta) x max power x time``, in [0, 1]; ``beta``, early stopping of a
+#: run at ``beta`` x the minimum cost seen, >= 1 (inf: never). Every command's ``--eta-knob`` and
+#: ``--beta-knob``, every replay and every figure that holds a knob fixed default to these.
+DEFAULT_ETA = 0.5
+DEFAULT_BETA = 2.0
 
 # --------------------------------------------------------------------------------------------
 # Workloads
@@ -105,7 +117,7 @@ class Gpu:
 #: (``fleet_power_cdf``), the densest 5 W window below 50% TDP, averaged over the two clusters (63.6 W
 #: and 63.6 W). ``pipelines.clusters.fleet.measured_idle_w`` derives it from the table; a test holds
 #: this constant to that derivation. Every other GPU's idle draw is the median of its cited public
-#: nvidia-smi readings of an idle board (``pipelines.gpu_idle``).
+#: nvidia-smi readings of an idle board (``pipelines.vocabulary.idle``).
 A100_MEASURED_IDLE_W = 63.6
 
 

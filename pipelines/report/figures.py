@@ -1,8 +1,8 @@
 """The figures of a ``whatif`` report: energy saved per GPU with its interval, and sample 1's cluster power.
 
-Input: the report (``pipelines.clusters.whatif.whatif``: medians over the samples, each with its
+Input: the report (``pipelines.clusters.whatif.run``: medians over the samples, each with its
 ``<figure>_interval`` = [5th, 95th percentile]) and the power of its sample 1
-(``whatif_with_power``: ``ClusterPower`` rows, ``gpu`` = ``all`` for the whole cluster as
+(``run(..., keep_power=True)``: ``ClusterPower`` rows, ``gpu`` = ``all`` for the whole cluster as
 exported, else one GPU per row). Each function returns ``(Figure, data)`` with exactly the
 numbers plotted, drawn in the package's theme (``pipelines.figures.style``); the power figures are
 ``pipelines.figures.cluster_power``'s, one panel per cluster. ``NoData`` when there is nothing to draw.
@@ -16,11 +16,11 @@ import polars as pl
 from matplotlib.figure import Figure
 
 from pipelines.clusters.power import load_duration
-from pipelines.clusters.report_text import energy_unit
 from pipelines.clusters.samples import FLEET
 from pipelines.figures import cluster_power, style
 from pipelines.figures.errors import NoData
 from pipelines.ingest.grid import Rate
+from pipelines.report.text import energy_unit
 from pipelines.vocabulary import gpu_label
 
 #: The label of the whole cluster's row.

@@ -1,7 +1,7 @@
 """Cited idle draws: public ``nvidia-smi`` readings of idle boards, one row per reading, each with its file.
 
-A leaf (it imports nothing of the package): ``pipelines.vocabulary`` takes the idle draw of every GPU
-without a fleet measurement from here, as the median of that GPU's readings.
+A leaf (it imports nothing of the package): the GPU registry (``pipelines.vocabulary.GPUS``) takes the
+idle draw of every GPU without a fleet measurement from here, as the median of that GPU's readings.
 
 A reading is the ``Pwr:Usage`` of one board in an ``nvidia-smi`` table that a public GitHub file
 shows, where that board is idle: 0% utilisation and at most 16 MiB of memory in use (no job). The
@@ -102,7 +102,7 @@ def readings(gpu: str) -> tuple[IdleReading, ...]:
     """A GPU's cited readings, in ``IDLE_READINGS`` order; ``ValueError`` for a GPU with none."""
     found = tuple(r for r in IDLE_READINGS if r.gpu == gpu)
     if not found:
-        raise ValueError(f"no cited idle reading for GPU {gpu!r} in pipelines.gpu_idle.IDLE_READINGS")
+        raise ValueError(f"no cited idle reading for GPU {gpu!r} in pipelines.vocabulary.idle.IDLE_READINGS")
     return found
 
 
@@ -118,4 +118,4 @@ def idle_source(gpu: str) -> str:
     pstates = "/".join(sorted({r.pstate for r in found}))
     span = f"{watts[0]:g} W" if len(watts) == 1 else f"{watts[0]:g}-{watts[-1]:g} W"
     what = "one cited public nvidia-smi reading" if len(found) == 1 else f"median of {len(found)} cited public nvidia-smi readings"
-    return f"{what} of an idle board ({span}, {pstates}; pipelines.gpu_idle.IDLE_READINGS, docs: Cluster power, Idle draw)"
+    return f"{what} of an idle board ({span}, {pstates}; pipelines.vocabulary.idle.IDLE_READINGS, docs: Cluster power, Idle draw)"

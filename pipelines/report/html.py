@@ -2,7 +2,7 @@
 
 ``render(report, power, provenance)`` returns the page: the line accounting, the savings table
 (each median with its interval below it), the plot of energy saved per GPU with its interval, the
-cluster power timeline and the load-duration curve of sample 1 (``pipelines.figures.whatif``), the
+cluster power timeline and the load-duration curve of sample 1 (``pipelines.report.figures``), the
 fleet with its idle GPUs, the measured energy where the export has it, the recurring groups that
 save most, and how the report was made (the file's name and sha256, the options, the package
 version, the date). The numbers are the report's, the same as ``--json`` prints.
@@ -33,10 +33,10 @@ from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
-from pipelines.clusters.report_text import co2e_text, co2e_unit, energy_text, energy_unit, profile_text, rate_text
 from pipelines.figures.errors import NoData
 from pipelines.home.storage import write_text_atomic
 from pipelines.ingest.grid import Rate
+from pipelines.report.text import co2e_text, co2e_unit, energy_text, energy_unit, profile_text, rate_text
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -426,7 +426,7 @@ img{display:block;max-width:100%;height:auto}
 def render(report: Mapping[str, Any], power: pl.DataFrame, provenance: Provenance, grid: Rate | None = None) -> str:
     """The report as one HTML page (see the module docstring); ``grid``: the carbon-intensity series given, drawn with the hours
     the jobs ran."""
-    from pipelines.figures import whatif as figures
+    from pipelines.report import figures
 
     r = dict(report)
     sample1 = "sample 1 (the replay with each group's workload by its runtime and the artifact's seeds)" if r["samples"] > 1 else "the replay"
