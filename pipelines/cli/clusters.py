@@ -138,7 +138,7 @@ def remove(name: str) -> None:
     """Remove trace NAME: its files in raw/clusters/ (data and sidecar), its stored partitions, its report and its partition."""
     from pipelines.definitions import loaded  # Dagster and the asset graph: only for this command
     from pipelines.defs.clusters.partitions import TRACE_DIMENSION, forget_trace
-    from pipelines.defs.own_clusters.reports import PREFIX
+    from pipelines.defs.figures.own_cluster_report import PREFIX
     from pipelines.orchestration.storage import StorageError, home_instance
 
     paths = default_paths()

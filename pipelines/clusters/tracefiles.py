@@ -422,10 +422,10 @@ class TickPlan:
     remove: list[str]
 
 
-#: What a run for a user trace materializes: the trace's partitions of the own-trace ingest (its file only), its jobs and its
-#: cluster size (which the sidecar may set).
-USER_TRACE_ASSETS: tuple[str, ...] = ("own_cluster_jobs", quarantine_key("own_cluster_jobs"), "own_cluster_traces", "cluster_workload_jobs",
-                                      "cluster_capacity")
+#: What a run for a user trace materializes: the trace's partitions of the own-trace ingest (its file only; partitioned by
+#: your own traces, so a run of their own). Its jobs and cluster size (which the sidecar may set) follow the ingest by their
+#: automation conditions.
+USER_TRACE_ASSETS: tuple[str, ...] = ("own_cluster_jobs", quarantine_key("own_cluster_jobs"), "own_cluster_traces")
 #: The raw asset of each public trace's files.
 PUBLIC_RAW: dict[str, str] = {"alibaba": "raw_zeus_traces", "itp": "raw_itp_traces", "elasticflow": "raw_itp_traces", "acme": "raw_acme_traces"}
 
@@ -444,7 +444,7 @@ def plan_tick(raw: Path, mirror: Path | None, registered: set[str], materialized
       materialized (``materialized_at(trace)`` is None), and for a user trace whose file or
       sidecar changed after that (its modification time is later). A public trace's run
       ingests its table first (its raw and ingest assets), a user trace's run ingests its own
-      file (its partition of the own-trace tables). The run key names the trace and the change, so a run is requested once
+      file (its partition of the own-trace tables; its jobs follow by automation). The run key names the trace and the change, so a run is requested once
       per change (a failed run is not retried until the file changes).
     """
     users, problems = user_traces(raw)

@@ -9,12 +9,13 @@ from typing import Any
 
 import dagster as dg
 
-from pipelines.defs.clusters.partitions import gpu_partitions, trace_gpu_partitions, trace_partitions
+from pipelines.defs.clusters.partitions import gpu_partitions, own_trace_partitions, trace_gpu_partitions, trace_partitions
 from pipelines.defs.shared.run_tags import launched_by
 
 JOBS: dict[str, dg.PartitionsDefinition | None] = {
     "unpartitioned_assets": None,
     "trace_assets": trace_partitions,
+    "own_trace_assets": own_trace_partitions,
     "trace_gpu_assets": trace_gpu_partitions,
     "gpu_assets": gpu_partitions,
 }

@@ -8,7 +8,8 @@ import pytest
 from pipelines.contracts.base import empty, validate
 from pipelines.contracts.clusters import ZeusClusterSummary
 from pipelines.contracts.grid import GridIntensity, ZeusClusterCo2e
-from pipelines.defs.grid.assets import Co2eConfig, grid_intensity, zeus_cluster_co2e
+from pipelines.defs.clusters.co2e import Co2eConfig, zeus_cluster_co2e
+from pipelines.defs.grid.assets import grid_intensity
 from pipelines.figures.clusters import co2e_by_region
 
 

@@ -14,8 +14,8 @@ import polars as pl
 
 from pipelines.clusters import tracefiles, whatif
 from pipelines.clusters.profiles import profiles_of
-from pipelines.defs.own_clusters.assets import SUMMARY_SAMPLES
-from pipelines.defs.own_clusters.reports import PREFIX, own_cluster_report
+from pipelines.defs.clusters.own_cluster_summary import SUMMARY_SAMPLES
+from pipelines.defs.figures.own_cluster_report import PREFIX, own_cluster_report
 from pipelines.defs.shared.dask import DaskResource
 from pipelines.defs.shared.io_manager import PathsResource
 from pipelines.zeus.traces import from_frames

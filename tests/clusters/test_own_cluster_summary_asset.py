@@ -17,7 +17,7 @@ from pipelines.clusters import tracefiles, whatif
 from pipelines.clusters.profiles import with_measured
 from pipelines.contracts.base import validate
 from pipelines.contracts.owncluster import OwnClusterSummary
-from pipelines.defs.own_clusters.assets import SUMMARY_SAMPLES, own_cluster_summary
+from pipelines.defs.clusters.own_cluster_summary import SUMMARY_SAMPLES, own_cluster_summary
 from pipelines.defs.shared.dask import DaskResource
 from pipelines.ingest.zeus import read_measured
 from pipelines.zeus.traces import from_frames

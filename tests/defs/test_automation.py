@@ -50,17 +50,20 @@ def test_an_ingested_table_updated_in_the_ui_refreshes_cluster_workload_jobs(set
 
 
 def test_a_new_trace_partition_waits_for_the_sensors_run(setting) -> None:
-    """cluster_traces_sensor adds the partition, then runs the trace's ingest and cluster_workload_jobs; the automation must
-    not start a second run of cluster_workload_jobs meanwhile, reading an own_cluster_jobs partition not written yet."""
+    """cluster_traces_sensor adds a trace of yours as a trace and an own-trace partition, then runs its ingest; the automation
+    must not start cluster_workload_jobs for it meanwhile, reading an own_cluster_jobs partition not written yet (it follows
+    once the ingest has run: tests/clusters/test_own_clusters.py)."""
     definitions, instance, _, _ = setting
     select = dg.AssetSelection.assets(CLUSTER_JOBS)
     quiet = dg.evaluate_automation_conditions(defs=definitions, instance=instance, asset_selection=select)
-    instance.add_dynamic_partitions("trace", ["lab"])
+    for dimension in ("trace", "own_trace"):
+        instance.add_dynamic_partitions(dimension, ["lab"])
     try:
         after = dg.evaluate_automation_conditions(defs=definitions, instance=instance, asset_selection=select, cursor=quiet.cursor)
         assert after.get_requested_partitions(CLUSTER_JOBS) == set()
     finally:
-        instance.delete_dynamic_partition("trace", "lab")
+        for dimension in ("trace", "own_trace"):
+            instance.delete_dynamic_partition(dimension, "lab")
 
 
 def test_every_derived_asset_follows_its_inputs(setting) -> None:

@@ -68,7 +68,8 @@ def test_every_run_says_who_launched_it() -> None:
 
     definitions = defs()
     jobs = [j.name for j in definitions.jobs or []]
-    assert sorted(jobs) == ["gpu_assets", "trace_assets", "trace_gpu_assets", "trace_ingest", "unpartitioned_assets"]
+    assert sorted(jobs) == ["gpu_assets", "own_trace_assets", "own_trace_ingest", "trace_assets", "trace_gpu_assets", "trace_ingest",
+                            "unpartitioned_assets"]
     assert {j: definitions.resolve_job_def(j).run_tags for j in jobs} == {j: {"gpu_energy/launched_by": "ui"} for j in jobs}
     assert automation_sensor.run_tags == {"gpu_energy/launched_by": "automation"}
 
@@ -164,3 +165,23 @@ def test_steps_fork_from_a_forkserver_unless_the_run_config_says_otherwise(tmp_p
             parents[name] = {(int(pid) == os.getpid(), parent) for _, pid, parent in rows}
     assert all(not here and "multiprocessing.forkserver" in parent for here, parent in parents["default"]), parents
     assert all(here for here, _ in parents["in_process"]), parents
+
+
+def test_folders_and_groups_match_one_to_one() -> None:
+    """An asset computed from tables is in the group named after its folder of ``pipelines/defs/`` (``table_asset`` sets it;
+    the figures are built in ``figures/``); the stage groups of the raw and ingest factories (raw, ingest, quarantine) hold
+    every family's fetched and ingested files, whichever folder calls the factory."""
+    from pipelines.defs.shared.table_assets import group_of
+
+    stages = {"raw", "ingest", "quarantine"}
+    folders: dict[str, set[str]] = {}
+    for assets in defs().assets or []:
+        assert isinstance(assets, dg.AssetsDefinition)
+        module = assets.op.compute_fn.decorated_fn.__module__
+        for key in assets.keys:
+            group = assets.specs_by_key[key].group_name
+            if group not in stages:
+                folders.setdefault(group_of(module), set()).add(group)
+    assert folders == {"clusters": {"clusters"}, "zeus": {"zeus"}, "figures": {"figures"}}
+    with pytest.raises(ValueError, match="a folder of pipelines/defs/"):
+        group_of("pipelines.defs.automation")  # a module of no folder names no group

@@ -26,7 +26,9 @@ with warnings.catch_warnings():
     from pipelines.definitions import defs
 
     DEFINITIONS = defs()
-USER_RUN = {"own_cluster_jobs", "quarantine/own_cluster_jobs_bad_rows", "own_cluster_traces", "cluster_workload_jobs", "cluster_capacity"}
+#: A run of the sensor for a trace of yours: its ingest, in the own-trace partition space (cluster_workload_jobs and
+#: cluster_capacity follow by automation: tests/defs/test_automation.py).
+USER_RUN = {"own_cluster_jobs", "quarantine/own_cluster_jobs_bad_rows", "own_cluster_traces"}
 
 
 @pytest.fixture
@@ -65,14 +67,15 @@ def test_the_sensor_registers_a_dropped_file_and_requests_its_run_once_per_chang
     (clusters / "notes.txt").write_text("not a trace")
     with dg.instance_for_test() as instance:
         first = tick(instance, home)
-        assert [(type(r).__name__, list(r.partition_keys)) for r in first.dynamic_partitions_requests] == [
-            ("AddDynamicPartitionsRequest", ["lab"])]
-        assert [(r.partition_key, assets_of(r)) for r in first.run_requests] == [("lab", USER_RUN)]
+        assert [(type(r).__name__, r.partitions_def_name, list(r.partition_keys)) for r in first.dynamic_partitions_requests] == [
+            ("AddDynamicPartitionsRequest", "trace", ["lab"]), ("AddDynamicPartitionsRequest", "own_trace", ["lab"])]
+        assert [(r.partition_key, assets_of(r), r.job_name) for r in first.run_requests] == [("lab", USER_RUN, "own_trace_ingest")]
         assert [r.tags["gpu_energy/trace"] for r in first.run_requests] == ["lab"]  # namespaced as the code location
         assert [r.tags["gpu_energy/launched_by"] for r in first.run_requests] == ["sensor:cluster_traces_sensor"]
         assert "trace" not in first.run_requests[0].tags
-        assert cluster_traces_sensor.job_name == "trace_ingest"  # a named job in the Runs list and the timeline
+        assert sorted(j.name for j in cluster_traces_sensor.jobs) == ["own_trace_ingest", "trace_ingest"]  # named in the Runs list
         assert instance.get_dynamic_partitions("trace") == ["lab"]  # no empty partitions for absent public traces
+        assert instance.get_dynamic_partitions("own_trace") == ["lab"]  # and no public trace among yours
         # Nothing materialized yet: the same request (same run key, so the daemon starts it once), no new partition.
         second = tick(instance, home)
         assert not second.dynamic_partitions_requests
@@ -143,12 +146,25 @@ def test_a_user_trace_flows_through_the_assets_and_into_the_figures(home: Path, 
     (clusters / "lab.toml").write_text('timezone = "Asia/Tokyo"\n')
     everything = [*DEFINITIONS.assets, *DEFINITIONS.asset_checks]
     resources = {"io_manager": ParquetIOManager(root=str(home)), "paths": PathsResource(root=str(home))}
+    jobs_follow = dg.AssetSelection.assets("cluster_workload_jobs")
     with dg.instance_for_test() as instance:
+        for table in ("zeus_train_runs", "zeus_power_profiles", "itp_jobs", "elasticflow_jobs", "acme_jobs", "alibaba_groups"):
+            instance.report_runless_asset_event(dg.AssetMaterialization(table))  # their files were copied in above
         (request,) = tick(instance, home).run_requests
+        before = dg.evaluate_automation_conditions(defs=DEFINITIONS, instance=instance, asset_selection=jobs_follow)
+        assert before.total_requested == 0  # lab's jobs wait for lab's ingest
         first = dg.materialize(everything, resources=resources, instance=instance, partition_key=request.partition_key,
                                selection=list(request.asset_selection or []))
         assert first.success
-        checks = {e.check_name: e.passed for e in first.get_asset_check_evaluations()}
+        assert [r.run_key for r in tick(instance, home).run_requests] == [request.run_key]  # the daemon started it once
+        # What the automation sensor then runs: lab's jobs follow lab's ingest (its own-trace partition), nothing else.
+        follows = dg.evaluate_automation_conditions(defs=DEFINITIONS, instance=instance, asset_selection=jobs_follow,
+                                                    cursor=before.cursor)
+        assert follows.get_requested_partitions(dg.AssetKey("cluster_workload_jobs")) == {"lab"}
+        jobs_run = dg.materialize(everything, resources=resources, instance=instance, partition_key="lab",
+                                  selection=["cluster_workload_jobs", "cluster_capacity"])
+        assert jobs_run.success
+        checks = {e.check_name: e.passed for e in [*first.get_asset_check_evaluations(), *jobs_run.get_asset_check_evaluations()]}
         assert checks == {"every_line_accounted_for": True, "quarantine_share": True, "runtime_ratio_means_one": True,
                           "setting_covers_peak": True}
         rest = dg.materialize(everything, resources=resources, instance=instance, partition_key="v100|lab",
@@ -187,8 +203,11 @@ def test_both_sensors_run_without_a_click_and_the_replay_follows_eagerly() -> No
     assert {"zeus_cluster_history", "zeus_cluster_summary", "cluster_power", "cluster_power_summary", "figures/clusters_timeline_power",
             "figures/clusters_savings_by_trace", "figures/traces_job_duration_cdf"} <= eager
     assert "own_cluster_jobs" not in eager  # it runs when the sensor (or materialize) says
-    # cluster_workload_jobs follows the public tables, not own_cluster_jobs: a new user trace runs for its own partition
-    assert "own_cluster_jobs" in str(graph.get(dg.AssetKey("cluster_workload_jobs")).automation_condition)
+    # cluster_workload_jobs follows own_cluster_jobs partition by partition: lab's jobs follow lab's ingest, and a public
+    # trace's partition has no own-trace partition to wait for.
+    jobs = graph.get(dg.AssetKey("cluster_workload_jobs"))
+    assert dg.AssetKey("own_cluster_jobs") in jobs.parent_keys
+    assert isinstance(jobs.assets_def.get_partition_mapping(dg.AssetKey("own_cluster_jobs")), dg.IdentityPartitionMapping)
     checks = {(s.name, s.blocking) for a in DEFINITIONS.assets if isinstance(a, dg.AssetsDefinition) for s in a.check_specs
               if s.asset_key == dg.AssetKey("own_cluster_jobs")}
     assert checks == {("every_line_accounted_for", True), ("quarantine_share", False)}
@@ -207,14 +226,16 @@ def test_the_sensor_removes_the_partitions_of_traces_gone_or_rejected_and_says_s
         instance.add_dynamic_partitions("trace", ["passwd"])  # registered by an older version that followed the link
         (clusters / "passwd.sacct").symlink_to(secret)
         first = tick(instance, home)
-        assert [(type(r).__name__, list(r.partition_keys)) for r in first.dynamic_partitions_requests] == [
-            ("AddDynamicPartitionsRequest", ["lab", "old"]), ("DeleteDynamicPartitionsRequest", ["passwd"])]
+        assert [(type(r).__name__, r.partitions_def_name, list(r.partition_keys)) for r in first.dynamic_partitions_requests] == [
+            ("AddDynamicPartitionsRequest", "trace", ["lab", "old"]), ("DeleteDynamicPartitionsRequest", "trace", ["passwd"]),
+            ("AddDynamicPartitionsRequest", "own_trace", ["lab", "old"])]
         assert instance.get_dynamic_partitions("trace") == ["lab", "old"]
         (clusters / "old.sacct").unlink()
         second = tick(instance, home)
-        assert [(type(r).__name__, list(r.partition_keys)) for r in second.dynamic_partitions_requests] == [
-            ("DeleteDynamicPartitionsRequest", ["old"])]
+        assert [(type(r).__name__, r.partitions_def_name, list(r.partition_keys)) for r in second.dynamic_partitions_requests] == [
+            ("DeleteDynamicPartitionsRequest", "trace", ["old"]), ("DeleteDynamicPartitionsRequest", "own_trace", ["old"])]
         assert instance.get_dynamic_partitions("trace") == ["lab"]
+        assert instance.get_dynamic_partitions("own_trace") == ["lab"]
         assert not tick(instance, home).dynamic_partitions_requests  # nothing piles up, nothing is asked again
     messages = [c.args[0] for c in log.warning.call_args_list]
     assert f"raw/clusters: not used: passwd.sacct: a symbolic link leaving the data home (to {secret}); copy the file in with " \
@@ -238,15 +259,12 @@ def test_one_trace_that_cannot_be_read_fails_only_itself(home: Path, ingested) -
     resources = {"io_manager": ParquetIOManager(root=str(home)), "paths": PathsResource(root=str(home))}
     own = ["own_cluster_jobs", "quarantine/own_cluster_jobs_bad_rows", "own_cluster_traces"]
     with dg.instance_for_test() as instance:
-        instance.add_dynamic_partitions("trace", ["bad", "itp", "lab"])  # itp: a public trace, none of your files
-        bad = dg.materialize(everything, resources=resources, instance=instance, partition_key="bad", selection=own, raise_on_error=False)
-        assert not bad.success
-        (failure,) = [e for e in bad.all_events if e.event_type == dg.DagsterEventType.STEP_FAILURE]
-        message = failure.step_failure_data.error.cause.message  # the step's own error, under Dagster's wrapper
-        assert message.startswith("ValueError: trace bad: clusters/bad.sacct: not used: its sha256 ")
+        instance.add_dynamic_partitions("own_trace", ["bad", "lab"])
+        assert failed_with(dg.materialize(everything, resources=resources, instance=instance, partition_key="bad", selection=own,
+                                          raise_on_error=False)).startswith("ValueError: trace bad: clusters/bad.sacct: not used: its sha256 ")
         assert dg.materialize(everything, resources=resources, instance=instance, partition_key="lab", selection=own).success
         assert not (home / "assets" / "own_cluster_jobs" / "bad.parquet").exists()
-        # What reads every partition reads those present: lab's (itp's and bad's were never materialized).
+        # What reads every partition reads those present: lab's (bad's was never materialized).
         summary = dg.materialize(everything, resources=resources, instance=instance, selection=["own_cluster_summary"])
         assert summary.success
     rows = pl.read_parquet(home / "assets" / "own_cluster_summary.parquet")
@@ -254,12 +272,56 @@ def test_one_trace_that_cannot_be_read_fails_only_itself(home: Path, ingested) -
     assert pl.read_parquet(home / "assets" / "own_cluster_traces" / "lab.parquet")["lines"].to_list() == [truth.lines]
 
 
+def failed_with(result: dg.ExecuteInProcessResult) -> str:
+    """The one step failure's own error of a failed run (under Dagster's wrapper)."""
+    assert not result.success
+    (failure,) = [e for e in result.all_events if e.event_type == dg.DagsterEventType.STEP_FAILURE]
+    return str(failure.step_failure_data.error.cause.message)
+
+
+def test_an_own_trace_partition_added_by_hand_without_files_is_refused_in_one_line(home: Path) -> None:
+    """The UI's launch dialog lets a user add a partition key by hand: its run fails, saying why in one line, and writes nothing."""
+    (home / "raw" / "clusters").mkdir()
+    everything = [*DEFINITIONS.assets, *DEFINITIONS.asset_checks]
+    resources = {"io_manager": ParquetIOManager(root=str(home)), "paths": PathsResource(root=str(home))}
+    own = ["own_cluster_jobs", "quarantine/own_cluster_jobs_bad_rows", "own_cluster_traces"]
+    with dg.instance_for_test() as instance:
+        instance.add_dynamic_partitions("own_trace", ["itp", "ghost"])
+        messages = {key: failed_with(dg.materialize(everything, resources=resources, instance=instance, partition_key=key,
+                                                    selection=own, raise_on_error=False)) for key in ("itp", "ghost")}
+    clusters = home / "raw" / "clusters"
+    assert messages == {
+        "itp": "ValueError: own trace itp: a public trace, not one of yours (its tables are ingested from raw/ by the public "
+               "traces' assets); this partition has no file to read: delete it\n",
+        "ghost": f"ValueError: own trace ghost: no usable file {clusters / 'ghost'}.sacct or .csv (see the 'not used' lines; "
+                 "`python -m pipelines clusters add ghost FILE` adds one, `clusters remove` drops the trace)\n"}
+    assert not (home / "assets").exists()
+
+
+def test_no_own_trace_no_partition_of_the_own_trace_tables(home: Path) -> None:
+    """With no trace of yours (the state after `make figures`), the own-trace tables have no partition, so none shows as
+    missing and "Materialize missing" offers none; a public trace is a partition of the replays only."""
+    from pipelines.defs.clusters.partitions import register_trace_partitions
+
+    (home / "raw" / "acme").mkdir()
+    (home / "raw" / "acme" / "trace_kalos.csv").write_text("job_id\n")
+    graph = DEFINITIONS.resolve_asset_graph()
+    with dg.instance_for_test() as instance:
+        assert register_trace_partitions(instance, home) == (["acme"], [])
+        keys = {k.to_user_string(): graph.get(k).partitions_def.get_partition_keys(dynamic_partitions_store=instance)
+                for k in graph.materializable_asset_keys if graph.get(k).partitions_def is not None}
+    assert {k: v for k, v in keys.items() if "own_cluster" in k} == {
+        "own_cluster_jobs": [], "own_cluster_traces": [], "quarantine/own_cluster_jobs_bad_rows": []}
+    assert keys["cluster_workload_jobs"] == ["acme"]
+
+
 def test_what_reads_every_own_trace_follows_without_waiting_for_partitions_never_materialized(home: Path) -> None:
-    """own_cluster_summary, own_cluster_report and the trace figures read every own-trace partition: a public trace's
-    partition (never materialized) must not hold them back, or a new trace of yours would never reach them."""
+    """own_cluster_summary, own_cluster_report and the trace figures read every own-trace partition: that of a trace of
+    yours that could not be read (never materialized) must not hold them back, or a new trace would never reach them."""
     followers = dg.AssetSelection.assets("own_cluster_summary", "figures/own_cluster_report", "figures/traces_job_duration_cdf")
     with dg.instance_for_test() as instance:
-        instance.add_dynamic_partitions("trace", ["itp", "lab"])
+        instance.add_dynamic_partitions("trace", ["broken", "itp", "lab"])
+        instance.add_dynamic_partitions("own_trace", ["broken", "lab"])
         for key in ("zeus_train_runs", "zeus_power_profiles", "itp_jobs", "elasticflow_jobs", "acme_jobs", "alibaba_groups"):
             instance.report_runless_asset_event(dg.AssetMaterialization(key))
         first = dg.evaluate_automation_conditions(defs=DEFINITIONS, instance=instance, asset_selection=followers)

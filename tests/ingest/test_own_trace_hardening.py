@@ -30,7 +30,7 @@ from pipelines.clusters.whatif import REPORT_COLUMNS
 from pipelines.contracts.base import split_valid, validate
 from pipelines.contracts.clusters import ClusterWorkloadJobs
 from pipelines.contracts.owncluster import OwnClusterJobs
-from pipelines.defs.clusters.partitions import TRACE_DIMENSION
+from pipelines.defs.clusters.partitions import OWN_TRACE_DIMENSION, TRACE_DIMENSION
 from pipelines.defs.shared.io_manager import ParquetIOManager, PathsResource
 from pipelines.home.paths import REPO_ROOT
 from pipelines.ingest import owntrace, slurm
@@ -371,11 +371,13 @@ def test_hostile_rows_in_the_pipeline_are_quarantined_and_the_replay_runs(tmp_pa
     everything = [*definitions.assets, *definitions.asset_checks]
     resources = {"io_manager": ParquetIOManager(root=str(home)), "paths": PathsResource(root=str(home))}
     with dg.instance_for_test() as instance:
-        instance.add_dynamic_partitions(TRACE_DIMENSION, ["clean", "hostile"])
+        for dimension in (TRACE_DIMENSION, OWN_TRACE_DIMENSION):
+            instance.add_dynamic_partitions(dimension, ["clean", "hostile"])
         for trace in ("clean", "hostile"):
             assert dg.materialize(everything, resources=resources, instance=instance, partition_key=trace,
-                                  selection=["own_cluster_jobs", "quarantine/own_cluster_jobs_bad_rows", "own_cluster_traces",
-                                             "cluster_workload_jobs"]).success
+                                  selection=["own_cluster_jobs", "quarantine/own_cluster_jobs_bad_rows", "own_cluster_traces"]).success
+            assert dg.materialize(everything, resources=resources, instance=instance, partition_key=trace,
+                                  selection=["cluster_workload_jobs"]).success
             assert dg.materialize(everything, resources=resources, instance=instance, partition_key=f"v100|{trace}",
                                   selection=["zeus_cluster_history", "zeus_cluster_summary"]).success
     quarantine = pl.read_parquet(home / "assets" / "quarantine" / "own_cluster_jobs_bad_rows" / "hostile.parquet")  # one file per trace

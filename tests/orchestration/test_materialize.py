@@ -46,9 +46,11 @@ def definitions() -> dg.Definitions:
 
 @pytest.fixture(scope="module")
 def instance() -> Iterator[dg.DagsterInstance]:
-    """An instance with the two public traces of the mirror registered as ``trace`` partitions."""
+    """An instance with the two public traces of the mirror registered as ``trace`` partitions, and a trace of yours as an
+    ``own_trace`` partition (its ``trace`` partition left out, so that the trace runs are the public traces')."""
     with dg.instance_for_test() as test_instance:
         test_instance.add_dynamic_partitions("trace", ["elasticflow", "itp"])
+        test_instance.add_dynamic_partitions("own_trace", ["lab"])
         yield test_instance
 
 
@@ -93,11 +95,12 @@ def test_every_planned_run_is_a_subset_of_its_asset_job(definitions: dg.Definiti
 
 def test_plan_of_everything(definitions: dg.Definitions, instance: dg.DagsterInstance) -> None:
     keys, added = resolve_selection(definitions, "*")
-    # your own traces' ingest: a run per trace of yours (here "itp" stands for one), isolated, before everything else
-    own, *runs = plan_runs(definitions, keys, instance, per_run={"itp"}.__contains__)
+    # your own traces' ingest: a run per trace of yours, isolated, before everything else
+    own, *runs = plan_runs(definitions, keys, instance, per_run={"lab"}.__contains__)
     assert not added
     assert (own.job, _names(own.keys), own.tags, own.isolated) == (
-        "trace_assets", {"own_cluster_jobs", "own_cluster_traces", "quarantine/own_cluster_jobs_bad_rows"}, {"dagster/partition": "itp"}, True)
+        "own_trace_assets", {"own_cluster_jobs", "own_cluster_traces", "quarantine/own_cluster_jobs_bad_rows"}, {"dagster/partition": "lab"},
+        True)
     assert not any(r.isolated for r in runs)
     assert [r.job for r in runs] == ["unpartitioned_assets", "unpartitioned_assets", "trace_assets", "gpu_assets", "trace_gpu_assets",
                                      "unpartitioned_assets"]

@@ -14,37 +14,35 @@ import polars as pl
 
 from pipelines.clusters import mapping, simulate
 from pipelines.clusters.workloads import REFERENCE_GPU, workloads_by_default_tta
-from pipelines.defs.clusters.partitions import ONE_RUN, by_partition, trace_gpu, trace_gpu_partitions, trace_partitions
+from pipelines.defs.clusters.partitions import by_partition, trace_gpu, trace_gpu_partitions, trace_partitions
 from pipelines.defs.shared.io_manager import partition_tables
-from pipelines.defs.shared.metadata import contract_metadata
+from pipelines.defs.shared.table_assets import table_asset
 from pipelines.vocabulary import DEFAULT_BETA, DEFAULT_ETA
 from pipelines.zeus.traces import from_frames
 
 ETA = DEFAULT_ETA
 BETA = DEFAULT_BETA
 
-#: Downstream of cluster_workload_jobs: materialized when an upstream partition updates or a partition is new.
-FOLLOW = dg.AutomationCondition.eager()
-#: cluster_workload_jobs follows updates of the ingested tables, except own_cluster_jobs (partitioned by trace as it is: a
-#: partition reads its own trace's): a new trace is run, ingest and cluster_workload_jobs, by cluster_traces_sensor, and the
-#: own-trace partitions of public traces are never materialized (following them would wait for them forever). So it is
-#: ``eager()`` without its ``newly_missing()``: a partition the sensor has just added is that sensor run's to fill, and a
-#: run of the automation beside it would read an own_cluster_jobs partition not written yet.
+#: cluster_workload_jobs follows updates of the ingested tables, own_cluster_jobs included (a partition of yours follows
+#: its own trace's ingest: the own-trace partition of its name; a public trace's partition has none). It is ``eager()``
+#: without its ``newly_missing()``: a public trace's new partition is cluster_traces_sensor's run to fill, and a run of the
+#: automation beside it would read tables not ingested yet.
 FOLLOW_TABLES = (
     dg.AutomationCondition.any_deps_updated().since_last_handled()
     & ~dg.AutomationCondition.any_deps_missing()
     & ~dg.AutomationCondition.any_deps_in_progress()
     & ~dg.AutomationCondition.in_progress()
-).with_label("eager, but not when newly missing").ignore(dg.AssetSelection.assets("own_cluster_jobs"))
+).with_label("eager, but not when newly missing")
+#: own_cluster_jobs, partitioned by your own traces: a trace partition depends on the own-trace partition of its name,
+#: which a public trace's has not. A dependency, not an input: Dagster refuses to load an input partition that does not
+#: exist, so the step reads the partitions present itself (``ParquetIOManager.load_present``).
+OWN_JOBS = dg.AssetKey("own_cluster_jobs")
 
 
-@dg.asset(
-    group_name="clusters",
+@table_asset(
     partitions_def=trace_partitions,
-    backfill_policy=ONE_RUN,
     automation_condition=FOLLOW_TABLES,
-    kinds={"polars", "parquet"},
-    metadata=contract_metadata("cluster_workload_jobs"),
+    deps=[dg.AssetDep(OWN_JOBS, partition_mapping=dg.IdentityPartitionMapping())],
     description="One trace's jobs as recurring groups of Zeus workloads, with runtime_ratio (docs: Cluster traces and replay); a public trace from its "
     "ingested table, a user trace from own_cluster_jobs.",
     check_specs=[dg.AssetCheckSpec("runtime_ratio_means_one", asset="cluster_workload_jobs", blocking=True,
@@ -56,12 +54,12 @@ def cluster_workload_jobs(
     itp_jobs: pl.DataFrame,
     elasticflow_jobs: pl.DataFrame,
     acme_jobs: pl.DataFrame,
-    own_cluster_jobs: pl.DataFrame,
     zeus_train_runs: pl.DataFrame,
     zeus_power_profiles: pl.DataFrame,
 ) -> Iterator[dg.Output[dict[str, pl.DataFrame]] | dg.AssetCheckResult]:
     order = workloads_by_default_tta(from_frames(zeus_train_runs, zeus_power_profiles))
     context.log.info(f"runtime-based mapping order (default TTA on {REFERENCE_GPU}, shortest first): {order}")
+    own_cluster_jobs = context.resources.io_manager.load_present(OWN_JOBS, context.partition_keys)
     tables = {"alibaba_groups": alibaba_groups, "itp_jobs": itp_jobs, "elasticflow_jobs": elasticflow_jobs, "acme_jobs": acme_jobs,
               "own_cluster_jobs": own_cluster_jobs}
     out = {trace: mapping.map_trace(trace, tables, order) for trace in context.partition_keys}
@@ -79,13 +77,8 @@ def cluster_workload_jobs(
     yield dg.AssetCheckResult(check_name="runtime_ratio_means_one", passed=worst < 1e-9, metadata={"max_abs_deviation": worst})
 
 
-@dg.asset(
-    group_name="clusters",
+@table_asset(
     partitions_def=trace_gpu_partitions,
-    backfill_policy=ONE_RUN,
-    automation_condition=FOLLOW,
-    kinds={"polars", "parquet"},
-    metadata=contract_metadata("zeus_cluster_history"),
     description=f"Per-run history of Zeus, Default and Grid Search replaying every group of a trace on a GPU "
     f"(eta {ETA}, beta {BETA}); energy in J for the whole job (x num_gpu), time in s.",
 )
@@ -106,13 +99,8 @@ def zeus_cluster_history(
     return partition_tables(context, out)
 
 
-@dg.asset(
-    group_name="clusters",
+@table_asset(
     partitions_def=trace_gpu_partitions,
-    backfill_policy=ONE_RUN,
-    automation_condition=FOLLOW,
-    kinds={"polars", "parquet"},
-    metadata=contract_metadata("zeus_cluster_summary"),
     description="Per trace, workload and GPU: energy (J, MWh) and time (s) of Zeus, Default and Grid Search, and Zeus's savings (%).",
     check_specs=[dg.AssetCheckSpec("matches_history", asset="zeus_cluster_summary",
                                    description="Energy and time totals equal the sums over the history.")],

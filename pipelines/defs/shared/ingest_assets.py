@@ -18,13 +18,12 @@ import polars as pl
 from pipelines.contracts.registry import quarantine_key
 from pipelines.defs.shared.io_manager import PathsResource
 from pipelines.defs.shared.metadata import column_schema, contract_metadata
+from pipelines.defs.shared.table_assets import FOLLOW
 from pipelines.home.paths import ProjectPaths, default_mirror
 from pipelines.ingest.common import IngestResult, TableSpec, empty_quarantine, empty_table
 from pipelines.sources.fetch import FetchResult, fetch, missing_message
 from pipelines.sources.manifest import SOURCES, SOURCES_BY_NAME, Source
 
-#: A table re-ingests when its raw files are fetched again (a materialization of its raw asset, in the UI too).
-FOLLOW = dg.AutomationCondition.eager()
 #: A table is blocked from flowing downstream when more than this share of its rows is quarantined.
 MAX_QUARANTINE_SHARE = 0.001
 

@@ -16,7 +16,7 @@ units, nullability), so the UI shows it before anything is materialized.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 import dagster as dg
@@ -29,7 +29,7 @@ from pipelines.home.paths import ProjectPaths, default_paths, table_path
 from pipelines.home.storage import write_parquet_atomic
 
 #: Definition metadata of a partitioned table each of whose partitions stands alone (your own traces): a load reads the
-#: partitions present, no rows for the absent ones (a public trace's partition, a trace whose file could not be read), and
+#: partitions present, no rows for the absent ones (a trace whose file could not be read), and
 #: ``python -m pipelines materialize`` runs each partition in a run of its own (``pipelines.orchestration.runs.plan_runs``),
 #: so that one partition's failure is its own.
 PARTITIONS_STAND_ALONE = "partitions_stand_alone"
@@ -91,16 +91,21 @@ class ParquetIOManager(dg.ConfigurableIOManager):
         path = write_parquet_atomic(obj, self.path(context.asset_key, partition))
         context.add_output_metadata(table_metadata(obj, path, contract))
 
+    def load_present(self, key: dg.AssetKey, partition_keys: Iterable[str]) -> pl.DataFrame:
+        """The stored partitions ``partition_keys`` of the table ``key`` (a ``PARTITIONS_STAND_ALONE`` one), no rows for the
+        absent ones: no rows at all, with the table's columns, when none is stored."""
+        present = [pl.read_parquet(p) for p in (self.path(key, pk) for pk in partition_keys) if p.exists()]
+        contract = table_contract(key.to_user_string())
+        return pl.concat(present, how="diagonal_relaxed") if present else empty(contract) if contract else pl.DataFrame()
+
     def load_input(self, context: dg.InputContext) -> pl.DataFrame:
         key = context.asset_key
         if context.has_asset_partitions:
-            paths = [self.path(key, pk) for pk in context.asset_partition_keys]
-            missing = [str(p) for p in paths if not p.exists()]
             upstream = context.upstream_output
             if upstream is not None and (upstream.definition_metadata or {}).get(PARTITIONS_STAND_ALONE):
-                present = [pl.read_parquet(p) for p in paths if p.exists()]
-                contract = table_contract(key.to_user_string())
-                return pl.concat(present, how="diagonal_relaxed") if present else empty(contract) if contract else pl.DataFrame()
+                return self.load_present(key, context.asset_partition_keys)
+            paths = [self.path(key, pk) for pk in context.asset_partition_keys]
+            missing = [str(p) for p in paths if not p.exists()]
             if missing:
                 raise FileNotFoundError(f"{key.to_user_string()}: partitions not materialized: {missing[:5]}")
             return pl.concat([pl.read_parquet(p) for p in paths], how="diagonal_relaxed")

@@ -4,9 +4,9 @@ import dagster as dg
 import polars as pl
 
 from pipelines.clusters import simulate
-from pipelines.defs.clusters.partitions import ONE_RUN, gpu_partitions
+from pipelines.defs.clusters.partitions import gpu_partitions
 from pipelines.defs.shared.io_manager import partition_tables
-from pipelines.defs.shared.metadata import contract_metadata
+from pipelines.defs.shared.table_assets import table_asset
 from pipelines.vocabulary import ZEUS_DATASETS
 from pipelines.zeus.traces import from_frames
 
@@ -15,13 +15,8 @@ SWEEP_BETAS = (2.0, float("inf"))
 SWEEP_SEEDS = (1, 2, 3, 4, 5)
 
 
-@dg.asset(
-    group_name="zeus",
+@table_asset(
     partitions_def=gpu_partitions,
-    backfill_policy=ONE_RUN,
-    automation_condition=dg.AutomationCondition.eager(),
-    kinds={"polars", "parquet"},
-    metadata=contract_metadata("zeus_single_job_sweep"),
     description="Single recurring jobs: 6 workloads x eta {0..1} x beta {2, inf} x 5 seeds under Zeus, Default, Grid "
     "Search and the Oracle, one row per recurrence, with regret and ratio against the Oracle's expectation.",
 )

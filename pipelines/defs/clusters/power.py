@@ -10,23 +10,17 @@ import polars as pl
 
 from pipelines.clusters import capacity, fleet, power, tracefiles
 from pipelines.defs.clusters.assets import BETA, ETA
-from pipelines.defs.clusters.partitions import ONE_RUN, by_partition, trace_gpu_partitions, trace_partitions
+from pipelines.defs.clusters.partitions import by_partition, trace_gpu_partitions, trace_partitions
 from pipelines.defs.shared.io_manager import PathsResource, partition_tables
-from pipelines.defs.shared.metadata import contract_metadata, markdown_preview
+from pipelines.defs.shared.metadata import markdown_preview
+from pipelines.defs.shared.table_assets import table_asset
 from pipelines.vocabulary import GPU_BY_NAME
 from pipelines.vocabulary.units import KW_PER_W
 from pipelines.zeus.traces import from_frames
 
-FOLLOW = dg.AutomationCondition.eager()
 
-
-@dg.asset(
-    group_name="clusters",
+@table_asset(
     partitions_def=trace_partitions,
-    backfill_policy=ONE_RUN,
-    automation_condition=FOLLOW,
-    kinds={"polars", "parquet"},
-    metadata=contract_metadata("cluster_capacity"),
     description="Each trace's cluster size (GPUs) for the idle draw of cluster power: a user trace's setting (clusters add "
     "--cluster-gpus), else the published size, else the trace's peak concurrent GPUs; with its source (docs: Cluster power).",
     check_specs=[dg.AssetCheckSpec("setting_covers_peak", asset="cluster_capacity", blocking=True,
@@ -64,13 +58,8 @@ class PowerConfig(dg.Config):
     occupancy: power.Occupancy = "simulated"
 
 
-@dg.asset(
-    group_name="clusters",
+@table_asset(
     partitions_def=trace_gpu_partitions,
-    backfill_policy=ONE_RUN,
-    automation_condition=FOLLOW,
-    kinds={"polars", "parquet"},
-    metadata=contract_metadata("cluster_power"),
     description=f"Cluster power (W) and busy GPUs per bin (default {power.BIN_S:.0f} s, config bin_s) of the trace's timeline, "
     "per policy: each run draws its simulated average power energy_j / time_s from its start for time_s "
     "(config occupancy); the GPUs without a job and their idle draw in columns of their own (docs: Cluster power).",
@@ -94,13 +83,8 @@ def cluster_power(
     )
 
 
-@dg.asset(
-    group_name="clusters",
+@table_asset(
     partitions_def=trace_gpu_partitions,
-    backfill_policy=ONE_RUN,
-    automation_condition=FOLLOW,
-    kinds={"polars", "parquet"},
-    metadata=contract_metadata("cluster_power_summary"),
     description="Per policy: peak, p99 and mean cluster power (kW), time above 90% of Default's peak (s), busy GPUs, "
     "p99 per-busy-GPU draw (W), headroom_gpus; energy and fleet energy (idle GPUs included) and what Zeus saves on each basis "
     "(docs: Cluster power).",
@@ -114,11 +98,7 @@ def cluster_power_summary(
     return dg.Output(partition_tables(context, by_partition(summary, context.partition_keys)), metadata={"peak_p99_headroom": dg.MetadataValue.json(headline)})
 
 
-@dg.asset(
-    group_name="clusters",
-    automation_condition=FOLLOW,
-    kinds={"polars", "parquet"},
-    metadata=contract_metadata("power_model_vs_measured"),
+@table_asset(
     description="Measured fleets (AcmeTrace's Seren and Kalos, DCGM) against every simulated one (trace, GPU, policy; idle GPUs "
     "included): per-GPU draw in % TDP over GPU-time: share below 25% TDP, median, p90, exact KS distance to each measured "
     "fleet; then the same for busy GPUs only (occupancy busy: measured, the top busy share of the power CDF, the busy share "

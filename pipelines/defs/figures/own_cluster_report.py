@@ -17,7 +17,8 @@ import dagster as dg
 import polars as pl
 
 from pipelines.clusters import whatif
-from pipelines.defs.own_clusters.assets import FOLLOW_OWN, SUMMARY_SAMPLES, SUMMARY_SEED, own_cluster_summary, replayable, stored_profiles
+from pipelines.defs.clusters.own_cluster_summary import SUMMARY_SAMPLES, SUMMARY_SEED, own_cluster_summary, replayable, stored_profiles
+from pipelines.defs.own_clusters.assets import FOLLOW_OWN
 from pipelines.defs.shared.dask import DaskResource
 from pipelines.defs.shared.io_manager import PathsResource
 from pipelines.home.storage import write_text_atomic

@@ -13,10 +13,10 @@ import polars as pl
 from pipelines.clusters.sweep import GRIDS, present_traces, replays, sweep
 from pipelines.contracts.base import empty
 from pipelines.contracts.sweep import ZeusKnobGrid
-from pipelines.defs.clusters.partitions import ONE_RUN, trace_partitions
+from pipelines.defs.clusters.partitions import trace_partitions
 from pipelines.defs.shared.dask import DaskResource
 from pipelines.defs.shared.io_manager import partition_tables
-from pipelines.defs.shared.metadata import contract_metadata
+from pipelines.defs.shared.table_assets import table_asset
 from pipelines.zeus.traces import from_frames
 
 
@@ -32,13 +32,9 @@ class KnobGridConfig(dg.Config):
     grid: GridName = GridName.default
 
 
-@dg.asset(
-    group_name="clusters",
+@table_asset(
     partitions_def=trace_partitions,
-    backfill_policy=ONE_RUN,
-    kinds={"polars", "parquet", "dask"},
-    automation_condition=dg.AutomationCondition.eager(),
-    metadata=contract_metadata("zeus_knob_grid"),
+    kinds={"dask"},
     # Bound here, so that a job of other assets needs no Dask resource; configure it per run
     # (resources: dask: config: scheduler: tcp://...) or with $DASK_SCHEDULER_ADDRESS.
     resource_defs={"dask": DaskResource()},
