@@ -17,11 +17,11 @@ import click
 
 from pipelines.cli import invoked_as
 from pipelines.clusters.sweep import GRIDS, SweepError, check_inputs, read_inputs, replays, sweep
-from pipelines.distributed import SLURM, SchedulerError, connect
 from pipelines.home.outputs import OutputRefused, check_output
 from pipelines.home.paths import default_paths
 from pipelines.home.storage import write_parquet_atomic
-from pipelines.jobqueue import DEFAULT_JOBS, WALLTIME_FORMATS, SlurmError, SlurmOptions, check, check_walltime
+from pipelines.scaleout.jobqueue import DEFAULT_JOBS, WALLTIME_FORMATS, SlurmError, SlurmOptions, check, check_walltime
+from pipelines.scaleout.schedulers import SLURM, SchedulerError, connect
 from pipelines.terminal import printable
 
 T = TypeVar("T")
