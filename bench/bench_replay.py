@@ -46,9 +46,10 @@ import polars as pl
 from pipelines.clusters import mapping, simulate, sweep
 from pipelines.contracts.base import polars_schema
 from pipelines.contracts.zeus import ZeusGroupRuns
-from pipelines.distributed import connect, fan_out
 from pipelines.home.paths import REPO_ROOT, default_mirror, default_paths
 from pipelines.ingest.simulator_inputs import conform_groups
+from pipelines.scaleout.runners import fan_out
+from pipelines.scaleout.schedulers import connect
 from pipelines.vocabulary import DEFAULT_BETA, DEFAULT_ETA, POLICIES, REFERENCE_GPU
 from pipelines.zeus import fast
 from pipelines.zeus.groups import replay_groups, workload_tables

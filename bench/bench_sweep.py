@@ -6,7 +6,7 @@ them) and keeps the public traces. In one run, each line with the load average n
 1. a small grid (ITP and ElasticFlow x v100, a40 x eta {0, .5, 1} x beta 2 x seeds 1-2, Zeus and
    Default: 32 replays) in-process and with the default options (``auto``): the ratio (goal <= 1.15);
 2. what a LocalCluster of 2 costs before it replays as fast as this process (start, each worker
-   loading the compiled replay, the inputs scattered): what ``distributed.LOCAL_START_SECONDS`` says;
+   loading the compiled replay, the inputs scattered): what ``scaleout.auto.LOCAL_START_SECONDS`` says;
 3. the paper grid (2,240 replays) in-process, on 2 single-thread workers of a running scheduler,
    and there again with a worker killed mid-sweep: times, ratio (goal >= 1.5x) and that the three
    tables are identical; and the seconds per job and replay the batches took
@@ -29,8 +29,10 @@ from pathlib import Path
 import polars as pl
 
 from pipelines.clusters import mapping, sweep
-from pipelines.distributed import LOCAL_START_SECONDS, SCHEDULER_ENV, SerialRunner, connect, fan_out
 from pipelines.home.paths import default_paths
+from pipelines.scaleout.auto import LOCAL_START_SECONDS
+from pipelines.scaleout.runners import SerialRunner, fan_out
+from pipelines.scaleout.schedulers import SCHEDULER_ENV, connect
 from pipelines.zeus import fast
 from pipelines.zeus.traces import Traces
 

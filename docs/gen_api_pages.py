@@ -24,8 +24,7 @@ GUIDES = {
     "pipelines.home": "getting-started.md#the-data-home", "pipelines.contracts": "tables.md", "pipelines.zeus": "simulator.md",
     "pipelines.sources": "sources.md", "pipelines.sql": "sql.md", "pipelines.ingest": "tables.md", "pipelines.clusters": "clusters.md",
     "pipelines.hetero": "hetero.md", "pipelines.measure": "measure.md", "pipelines.figures": "figures.md",
-    "pipelines.report": "own-cluster.md", "pipelines.distributed": "scaling.md#where-the-tasks-run",
-    "pipelines.jobqueue": "scaling.md#on-slurm-scheduler-slurm",
+    "pipelines.report": "own-cluster.md", "pipelines.scaleout": "scaling.md#where-the-tasks-run",
 }
 #: mkdocstrings options of a page beyond mkdocs.yml's.
 OPTIONS = {

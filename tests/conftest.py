@@ -63,9 +63,9 @@ def ingested(materialized: Homes) -> tuple[ProjectPaths, object]:
 LONGEST_FIRST = (
     "tests/orchestration/test_materialize.py",
     "tests/zeus/test_groups_differential.py",
-    "tests/clusters/test_distributed.py",
+    "tests/scaleout/test_distributed.py",
     "tests/home/test_wheel.py",
-    "tests/clusters/test_jobqueue.py",
+    "tests/scaleout/test_jobqueue.py",
     "tests/figures/test_figures.py",
     "tests/defs/test_own_clusters.py",
     "tests/cli/test_readme_commands.py",

@@ -32,13 +32,14 @@ from pathlib import Path
 
 import click
 
-from pipelines.distributed import SCHEDULER_ENV, local_cluster
 from pipelines.home.init import use_dagster_home
 from pipelines.home.paths import find_home
 from pipelines.orchestration import lock
 from pipelines.orchestration.processes import STOP_SIGNAL, die_with_parent, end_group
 from pipelines.orchestration.storage import StorageError, make_folder
 from pipelines.orchestration.webserver import webserver
+from pipelines.scaleout.local import local_cluster
+from pipelines.scaleout.schedulers import SCHEDULER_ENV
 from pipelines.terminal import printable
 
 #: Set in the orchestrator's environment to the driver's pid.

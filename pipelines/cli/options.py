@@ -22,8 +22,8 @@ from typing import Any, NoReturn, TypeVar
 
 import click
 
-from pipelines.distributed import SLURM
-from pipelines.jobqueue import DEFAULT_JOBS, WALLTIME_FORMATS, SlurmError, SlurmOptions, check, check_walltime
+from pipelines.scaleout.jobqueue import DEFAULT_JOBS, WALLTIME_FORMATS, SlurmError, SlurmOptions, check, check_walltime
+from pipelines.scaleout.schedulers import SLURM
 from pipelines.terminal import printable
 from pipelines.vocabulary import DEFAULT_BETA, DEFAULT_ETA, REFERENCE_GPU
 
@@ -80,7 +80,7 @@ def gpu_option(name: str = "--gpu", text: str = "GPU of the power trace.") -> Ca
 
 
 def scheduler_option(default: str | None, default_text: str) -> Callable[[F], F]:
-    """``--scheduler``: where the work runs (``pipelines.distributed.connect``); ``default_text`` says what no value means."""
+    """``--scheduler``: where the work runs (``pipelines.scaleout.schedulers.connect``); ``default_text`` says what no value means."""
     return click.option(
         "--scheduler", default=default,
         help="Where the work runs: auto (in this process, or a LocalCluster where the first tasks' measured time says it is "

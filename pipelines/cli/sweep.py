@@ -18,10 +18,10 @@ import click
 from pipelines.cli import invoked_as
 from pipelines.cli.options import AliasedCommand, note, scheduler_option, slurm_options, slurm_settings
 from pipelines.clusters.sweep import GRIDS, SweepError, check_inputs, read_inputs, replays, sweep
-from pipelines.distributed import SchedulerError, connect
 from pipelines.home.outputs import OutputRefused, check_output
 from pipelines.home.paths import default_paths
 from pipelines.home.storage import write_parquet_atomic
+from pipelines.scaleout.schedulers import SchedulerError, connect
 from pipelines.terminal import printable
 
 T = TypeVar("T")

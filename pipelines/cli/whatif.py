@@ -40,7 +40,6 @@ from pipelines.clusters import tracefiles
 from pipelines.clusters import whatif as report_of
 from pipelines.clusters.anchoring import ANCHORED, ENERGY_MODELS, EnergyModel
 from pipelines.clusters.profiles import power_limit_profiles, with_measured
-from pipelines.distributed import connect
 from pipelines.home.outputs import OutputRefused, check_output
 from pipelines.home.paths import ProjectPaths, find_home
 from pipelines.ingest import grid as grid_mod
@@ -50,6 +49,7 @@ from pipelines.ingest.owntrace import check_timezone
 from pipelines.ingest.simulator_inputs import resolve_traces
 from pipelines.ingest.slurm import DEFAULT_DELIMITER, parse_fields
 from pipelines.report.text import render
+from pipelines.scaleout.schedulers import connect
 from pipelines.terminal import json_safe, printable
 from pipelines.vocabulary import PAPER_ORDER
 from pipelines.zeus.errors import SimulationError

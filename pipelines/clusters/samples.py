@@ -11,7 +11,7 @@ of the jobs; which groups play it is drawn) and replays with the seed knob ``kno
 then the spread of the answer over what is unknown: the 5th to 95th percentile over the draws.
 
 Each draw depends only on (the plan, the traces, ``base_seed``, ``k``): it runs the same in this
-process or on any Dask worker (``pipelines.distributed.fan_out``), and every total is summed by
+process or on any Dask worker (``pipelines.scaleout.runners.fan_out``), and every total is summed by
 numpy in a fixed order (never by a multi-threaded group-by), so results are bit-identical
 wherever the draws run. A draw returns totals only (a few numbers per row), never its history.
 """
@@ -29,8 +29,8 @@ import polars as pl
 from pipelines.clusters import anchoring, mapping, power, simulate
 from pipelines.clusters.capacity import Capacity
 from pipelines.clusters.profiles import POWER_LIMIT_ONLY, PowerLimitOnly
-from pipelines.distributed import Runner, fan_out
 from pipelines.ingest.grid import Rate
+from pipelines.scaleout.runners import Runner, fan_out
 from pipelines.vocabulary import PolicyName
 from pipelines.vocabulary.units import J_PER_KWH
 from pipelines.zeus import fast

@@ -33,8 +33,8 @@ import polars as pl
 
 from pipelines.clusters.simulate import trace_totals, trace_totals_batch
 from pipelines.contracts.sweep import ZeusKnobGrid
-from pipelines.distributed import Runner, fan_out
 from pipelines.home.paths import table_files
+from pipelines.scaleout.runners import Runner, fan_out
 from pipelines.vocabulary import DEFAULT_BETA, DEFAULT_ETA, PUBLISHED_GPUS, REPLAYED_POLICIES, PolicyName
 from pipelines.zeus import fast
 from pipelines.zeus.errors import SimulationError
@@ -248,7 +248,7 @@ def check_inputs(jobs: pl.DataFrame, traces: Traces, grid: Grid) -> tuple[str, .
 def sweep(jobs: pl.DataFrame, traces: Traces, grid: Grid, runner: Runner, *, progress: bool = False) -> pl.DataFrame:
     """The grid's table (``ZeusKnobGrid``), sorted by trace, gpu, eta, beta, seed, policy.
 
-    ``jobs`` is ``cluster_workload_jobs``; the replays run on ``runner`` (see ``pipelines.distributed``).
+    ``jobs`` is ``cluster_workload_jobs``; the replays run on ``runner`` (see ``pipelines.scaleout``).
     """
     chosen = check_inputs(jobs, traces, grid)
     by_trace = {t: jobs.filter(pl.col("trace") == t).select(JOB_COLUMNS) for t in chosen}

@@ -37,11 +37,11 @@ from pipelines.clusters.samples import FLEET, FLEET_TOTALS, INTERVAL_PCT, Plan, 
 from pipelines.clusters.workloads import REFERENCE_GPU
 from pipelines.contracts.base import polars_schema
 from pipelines.contracts.owncluster import SUMMARY_FIGURES, OwnClusterSummary
-from pipelines.distributed import Runner, SerialRunner
 from pipelines.ingest.common import empty_quarantine
 from pipelines.ingest.compressed import uncompressed_name
 from pipelines.ingest.grid import Rate
 from pipelines.ingest.owntrace import OwnTraceResult, TraceCounts
+from pipelines.scaleout.runners import Runner, SerialRunner
 from pipelines.vocabulary import DEFAULT_BETA, DEFAULT_ETA, GPU_BY_NAME, ZEUS_DATASETS
 from pipelines.vocabulary.units import J_PER_KWH, KWH_PER_MWH, S_PER_DAY, S_PER_H, duration_s
 from pipelines.zeus.traces import TraceError

@@ -15,7 +15,7 @@ from typing import Any
 import dagster as dg
 
 from pipelines.defs.shared.io_manager import ParquetIOManager, PathsResource
-from pipelines.distributed import SCHEDULER_ENV
+from pipelines.scaleout.schedulers import SCHEDULER_ENV
 
 EXECUTOR_ENV = "PIPELINES_EXECUTOR"
 

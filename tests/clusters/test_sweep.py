@@ -14,8 +14,9 @@ from click.testing import CliRunner
 from pipelines.clusters import mapping, sweep
 from pipelines.clusters.workloads import workloads_by_default_tta
 from pipelines.contracts.sweep import ZeusKnobGrid
-from pipelines.distributed import SerialRunner, connect
 from pipelines.home.paths import ProjectPaths
+from pipelines.scaleout.runners import SerialRunner
+from pipelines.scaleout.schedulers import connect
 from pipelines.zeus.groups import replay_groups
 from pipelines.zeus.reference import group_seed
 from pipelines.zeus.traces import Traces, from_frames

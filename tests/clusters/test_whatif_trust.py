@@ -23,11 +23,11 @@ from pipelines.clusters.profiles import profile_key, profiles_of, with_measured
 from pipelines.clusters.workloads import workloads_by_default_tta
 from pipelines.contracts.base import validate
 from pipelines.contracts.owncluster import OwnClusterSummary
-from pipelines.distributed import connect
 from pipelines.home.paths import REPO_ROOT
 from pipelines.ingest.common import IngestError
 from pipelines.ingest.simulator_inputs import read_trace_dir
 from pipelines.report.text import energy_text, render
+from pipelines.scaleout.schedulers import connect
 from pipelines.zeus.traces import Traces
 from tests.support.sacct_export import write_export
 

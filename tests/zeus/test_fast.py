@@ -32,8 +32,8 @@ from numba import njit
 
 from pipelines.clusters import mapping, simulate, sweep
 from pipelines.clusters.workloads import workloads_by_default_tta
-from pipelines.distributed import SerialRunner
 from pipelines.home.paths import REPO_ROOT, ProjectPaths
+from pipelines.scaleout.runners import SerialRunner
 from pipelines.vocabulary import POLICIES
 from pipelines.zeus import fast
 from pipelines.zeus import kernels as kern

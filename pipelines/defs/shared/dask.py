@@ -1,4 +1,4 @@
-"""The Dask resource: where the sweeps' replays run (a thin wrapper over ``pipelines.distributed``)."""
+"""The Dask resource: where the sweeps' replays run (a thin wrapper over ``pipelines.scaleout``)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,8 @@ from collections.abc import Callable, Iterator
 
 import dagster as dg
 
-from pipelines.distributed import Runner, connect
+from pipelines.scaleout.runners import Runner
+from pipelines.scaleout.schedulers import connect
 
 
 class DaskResource(dg.ConfigurableResource):

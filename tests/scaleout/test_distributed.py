@@ -22,8 +22,9 @@ import polars as pl
 import pytest
 
 from pipelines.clusters import mapping, sweep
-from pipelines.distributed import SerialRunner, connect
 from pipelines.home.paths import REPO_ROOT, ProjectPaths
+from pipelines.scaleout.runners import SerialRunner
+from pipelines.scaleout.schedulers import connect
 from pipelines.zeus.traces import Traces, from_frames
 from tests.support.sweep_inputs import write_sweep_inputs
 
@@ -210,13 +211,13 @@ def test_a_worker_killed_mid_sweep_changes_nothing(cluster: Cluster, inputs: tup
 def test_an_address_nothing_listens_on_is_one_error_naming_it(monkeypatch: pytest.MonkeyPatch) -> None:
     import socket
 
-    from pipelines import distributed
+    from pipelines.scaleout import schedulers
 
     with socket.socket() as probe:  # a free port: nothing listens on it
         probe.bind(("127.0.0.1", 0))
         address = f"tcp://127.0.0.1:{probe.getsockname()[1]}"
-    monkeypatch.setattr(distributed, "CONNECT_TIMEOUT", "1s")
-    with pytest.raises(distributed.SchedulerError, match=f"^Dask scheduler {address}: .*{address}"), connect(address):
+    monkeypatch.setattr(schedulers, "CONNECT_TIMEOUT", "1s")
+    with pytest.raises(schedulers.SchedulerError, match=f"^Dask scheduler {address}: .*{address}"), connect(address):
         pass
 
 
@@ -226,13 +227,14 @@ def _slow_square(x: int, pause: float) -> int:
 
 
 def test_auto_keeps_cheap_tasks_in_this_process_and_says_so(monkeypatch: pytest.MonkeyPatch) -> None:
-    from pipelines import distributed
+    from pipelines.scaleout.auto import AutoRunner
+    from pipelines.scaleout.schedulers import SCHEDULER_ENV
 
-    monkeypatch.delenv(distributed.SCHEDULER_ENV, raising=False)
+    monkeypatch.delenv(SCHEDULER_ENV, raising=False)
     notes: list[str] = []
     finished: list[int] = []
     with connect(None, workers=2, note=notes.append) as runner:  # the default: auto
-        assert isinstance(runner, distributed.AutoRunner) and runner.workers == 2
+        assert isinstance(runner, AutoRunner) and runner.workers == 2
         assert runner.map(_slow_square, list(range(12)), {"pause": 0.01}, on_done=finished.append) == [x * x for x in range(12)]
         assert runner.description.startswith("auto: in-process")
     assert sorted(finished) == list(range(12))
@@ -244,9 +246,9 @@ def test_auto_keeps_cheap_tasks_in_this_process_and_says_so(monkeypatch: pytest.
 @pytest.mark.slow
 def test_auto_starts_a_local_cluster_for_work_that_pays_for_it(monkeypatch: pytest.MonkeyPatch) -> None:
     """Tasks of 0.5 s against a cluster that costs nothing to start: the rest goes to a local cluster, results in order."""
-    from pipelines import distributed
+    from pipelines.scaleout import auto
 
-    monkeypatch.setattr(distributed, "LOCAL_START_SECONDS", 0.0)
+    monkeypatch.setattr(auto, "LOCAL_START_SECONDS", 0.0)
     notes: list[str] = []
     finished: list[int] = []
     with connect("auto", workers=2, note=notes.append) as runner:

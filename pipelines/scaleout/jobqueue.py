@@ -148,7 +148,7 @@ def _import_cluster_class() -> Any:
 
 
 def check(options: SlurmOptions) -> dict[str, Any]:
-    """Every check that needs no Slurm job (see the module docstring); the cluster's keyword arguments. ``SlurmError`` else."""
+    """Every check that needs no Slurm job (see the package docstring); the cluster's keyword arguments. ``SlurmError`` else."""
     _import_cluster_class()
     kwargs = cluster_kwargs(options)
     if shutil.which("sbatch") is None:

@@ -1,4 +1,4 @@
-"""``--scheduler slurm``: dask-jobqueue's SLURMCluster for ``whatif``'s samples and ``sweep`` (pipelines/jobqueue.py).
+"""``--scheduler slurm``: dask-jobqueue's SLURMCluster for ``whatif``'s samples and ``sweep`` (pipelines/scaleout/jobqueue.py).
 
 No Slurm here. The job script is read as generated (``cluster.job_script()``); the errors found
 before anything is submitted are one line with exit code 2; and, with a stand-in ``sbatch`` that
@@ -27,11 +27,11 @@ from pipelines.cli import main
 from pipelines.clusters import mapping, sweep, whatif
 from pipelines.clusters.profiles import profiles_of
 from pipelines.clusters.workloads import workloads_by_default_tta
-from pipelines.distributed import SerialRunner
 from pipelines.home.paths import REPO_ROOT
 from pipelines.ingest.simulator_inputs import read_trace_dir
 from pipelines.ingest.slurm import read_sacct
-from pipelines.jobqueue import SlurmError, SlurmOptions, check_walltime, make_cluster
+from pipelines.scaleout.jobqueue import SlurmError, SlurmOptions, check_walltime, make_cluster
+from pipelines.scaleout.runners import SerialRunner
 from tests.support import fake_slurm
 from tests.support.sacct_export import write_export
 from tests.support.sweep_inputs import write_sweep_inputs

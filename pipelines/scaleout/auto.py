@@ -1,0 +1,95 @@
+"""The ``"auto"`` scheduler: in this process where that is faster, else on a local cluster (the package docstring)."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+import time
+from collections.abc import Callable, Mapping, Sequence
+from typing import TypeVar
+
+from pipelines.scaleout.local import local_cluster
+from pipelines.scaleout.runners import DaskRunner
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+#: Seconds a local cluster of 2 workers costs before it runs tasks as fast as this process: its start, each worker
+#: importing the package and loading the compiled replay, the inputs scattered (2 cores; docs/benchmarks.md).
+LOCAL_START_SECONDS = 5.0
+#: Tasks ``AutoRunner`` runs in this process, timed, before it chooses (the first pays for loading code; the fastest counts).
+AUTO_PROBE_TASKS = 2
+
+
+class AutoRunner:
+    """The ``"auto"`` scheduler: a map's first tasks in this process, timed; the rest here or on a local cluster,
+    whichever the measured seconds per task say is sooner (the package docstring). The cluster, once started, serves
+    the maps after it and is closed with the runner."""
+
+    def __init__(self, stack: contextlib.ExitStack, workers: int | None = None, note: Callable[[str], None] | None = None) -> None:
+        self._stack = stack
+        self._workers = workers or os.cpu_count() or 1
+        self._note = note or (lambda line: print(line, file=sys.stderr))
+        self._cluster: DaskRunner | None = None
+        self._stayed = False  # chose this process (for the description)
+
+    @property
+    def workers(self) -> int:
+        """Tasks that may run at once: the local cluster's workers (what a caller sizes its tasks for)."""
+        return self._workers
+
+    @property
+    def description(self) -> str:
+        if self._cluster is not None:
+            return f"auto: {self._cluster.description}"
+        if self._stayed:
+            return "auto: in-process (serial; the measured work did not pay for a local cluster)"
+        return f"auto: in-process, or a local cluster of {self._workers} workers where the measured work pays for it"
+
+    def map(
+        self,
+        fn: Callable[..., R],
+        tasks: Sequence[T],
+        shared: Mapping[str, object],
+        on_done: Callable[[int], None] | None = None,
+    ) -> list[R]:
+        if self._cluster is not None:
+            return self._cluster.map(fn, tasks, shared, on_done)
+        results: list[R] = []
+        fastest = float("inf")
+        for i, task in enumerate(tasks):
+            if i == AUTO_PROBE_TASKS and not self._stays_here(len(tasks) - i, fastest):
+                return [*results, *self._local().map(fn, tasks[i:], shared, _shifted(on_done, i))]
+            started = time.perf_counter()
+            results.append(fn(task, **shared))
+            fastest = min(fastest, time.perf_counter() - started)
+            if on_done is not None:
+                on_done(i)
+        return results
+
+    def _stays_here(self, rest: int, seconds: float) -> bool:
+        """Whether ``rest`` tasks of ``seconds`` each end sooner here than on a local cluster started now; says which."""
+        here = rest * seconds
+        there = LOCAL_START_SECONDS + here / self._workers
+        stay = self._workers < 2 or here <= there
+        self._stayed = self._stayed or stay
+        choice = "in this process" if stay else f"on a local cluster of {self._workers} workers"
+        self._note(f"[auto] {rest} tasks left at {seconds:.3g} s each (measured here): about {here:.1f} s in this process, "
+                   f"{there:.1f} s on a local cluster ({LOCAL_START_SECONDS:g} s to start): running them {choice}")  # fmt: skip
+        return stay
+
+    def _local(self) -> DaskRunner:
+        from distributed import Client
+
+        cluster = self._stack.enter_context(local_cluster(self._workers))
+        client = self._stack.enter_context(Client(cluster))
+        self._cluster = DaskRunner(client, f"local cluster {cluster.scheduler_address}")
+        return self._cluster
+
+
+def _shifted(on_done: Callable[[int], None] | None, by: int) -> Callable[[int], None] | None:
+    """``on_done`` for a map of ``tasks[by:]``: its task ``j`` is task ``by + j`` of the whole."""
+    if on_done is None:
+        return None
+    return lambda j: on_done(by + j)

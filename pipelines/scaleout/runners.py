@@ -1,0 +1,130 @@
+"""Where a map of tasks runs: the ``Runner`` protocol, in this process (``SerialRunner``) or on a Dask
+client's cluster (``DaskRunner``, which scatters the shared inputs and resubmits tasks that lost them), and
+``fan_out`` (a map with a progress bar). The package docstring says how the inputs travel."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import CancelledError
+from typing import Any, Protocol, TypeVar
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+#: Times ``DaskRunner.map`` scatters the shared inputs again after Dask lost them with a worker.
+RESUBMITS = 3
+
+
+class Runner(Protocol):
+    """Runs ``fn(task, **shared)`` for every task; results in task order."""
+
+    @property
+    def workers(self) -> int:
+        """Tasks that can run at once (worker threads; 1 for the serial runner)."""
+        ...
+
+    @property
+    def description(self) -> str: ...
+
+    def map(
+        self,
+        fn: Callable[..., R],
+        tasks: Sequence[T],
+        shared: Mapping[str, object],
+        on_done: Callable[[int], None] | None = None,
+    ) -> list[R]:
+        """``[fn(t, **shared) for t in tasks]``; ``on_done(i)`` after task ``i`` finished (any order)."""
+        ...
+
+
+class SerialRunner:
+    """The ``"none"`` scheduler: every task in this process, in order."""
+
+    workers = 1
+    description = "in-process (serial)"
+
+    def map(
+        self,
+        fn: Callable[..., R],
+        tasks: Sequence[T],
+        shared: Mapping[str, object],
+        on_done: Callable[[int], None] | None = None,
+    ) -> list[R]:
+        results = []
+        for i, task in enumerate(tasks):
+            results.append(fn(task, **shared))
+            if on_done is not None:
+                on_done(i)
+        return results
+
+
+class DaskRunner:
+    """Tasks on the cluster of a ``distributed.Client``."""
+
+    def __init__(self, client: Any, description: str) -> None:
+        self.client = client
+        self._description = description
+
+    @property
+    def workers(self) -> int:
+        return max(1, sum(self.client.nthreads().values()))
+
+    @property
+    def description(self) -> str:
+        return f"{self._description}: {len(self.client.nthreads())} workers, {self.workers} threads"
+
+    def map(
+        self,
+        fn: Callable[..., R],
+        tasks: Sequence[T],
+        shared: Mapping[str, object],
+        on_done: Callable[[int], None] | None = None,
+    ) -> list[R]:
+        from distributed import as_completed
+
+        results: list[Any] = [None] * len(tasks)
+        pending, name = list(range(len(tasks))), getattr(fn, "__name__", "task")
+        for _ in range(RESUBMITS + 1):
+            if not pending:
+                break
+            run = uuid.uuid4().hex[:8]
+            # Each value as one object ([value]): a dict scattered as itself would become one key per entry, named by the
+            # entry ("itp"), which another client's scatter on the same cluster could take over.
+            handles = {key: self.client.scatter([value], broadcast=True, hash=False)[0] for key, value in shared.items()}
+            futures = {self.client.submit(fn, tasks[i], **handles, key=f"{name}-{run}-{i}", pure=False): i for i in pending}
+            lost: list[int] = []
+            try:
+                for future in as_completed(futures):
+                    i = futures[future]
+                    try:
+                        results[i] = future.result()  # re-raises the task's exception here
+                    except CancelledError:  # its scattered inputs were lost (the module's docstring): run it again
+                        lost.append(i)
+                        continue
+                    if on_done is not None:
+                        on_done(i)
+            finally:
+                self.client.cancel([*futures, *handles.values()])
+            pending = sorted(lost)
+        if pending:
+            raise RuntimeError(f"{len(pending)} of {len(tasks)} tasks lost their scattered inputs {RESUBMITS + 1} times: workers keep dying")
+        return results
+
+
+def fan_out(
+    runner: Runner,
+    fn: Callable[..., R],
+    tasks: Sequence[T],
+    shared: Mapping[str, object],
+    *,
+    progress: bool = False,
+    label: str = "tasks",
+) -> list[R]:
+    """``runner.map`` with a tqdm progress bar on stderr when ``progress`` (one tick per finished task)."""
+    if not progress:
+        return runner.map(fn, tasks, shared)
+    from tqdm import tqdm
+
+    with tqdm(total=len(tasks), unit="task", desc=label, dynamic_ncols=True) as bar:
+        return runner.map(fn, tasks, shared, on_done=lambda _: bar.update(1))
