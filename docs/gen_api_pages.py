@@ -45,9 +45,13 @@ wrappers (`pipelines.defs`), the run orchestration (`pipelines.orchestration`) a
 
 
 def packages() -> Iterator[str]:
-    """The domain packages, lowest layer first (the import-linter layers of pyproject.toml, bottom up)."""
+    """The domain packages, lowest layer first (the import-linter layers of pyproject.toml, bottom up).
+
+    The package-wide layers contract is the one without ``containers`` (a container's contract orders its modules).
+    """
     config = tomllib.loads((ROOT / "pyproject.toml").read_text())
-    (layers,) = (c["layers"] for c in config["tool"]["importlinter"]["contracts"] if c["type"] == "layers")
+    contracts = config["tool"]["importlinter"]["contracts"]
+    (layers,) = (c["layers"] for c in contracts if c["type"] == "layers" and "containers" not in c)
     for layer in reversed(layers):
         for name in (n.strip() for n in layer.split("|")):
             if name not in NOT_API:
