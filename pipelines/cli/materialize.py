@@ -85,14 +85,17 @@ def cli(select: str, executor: str, scheduler: str | None, concurrency: int | No
         raise click.ClickException(str(exc)) from None
     try:
         with lock.held(folder, lambda who: _echo(f"waiting: another materialize holds {folder / lock.LOCK_FILE} ({who})")):
-            code = _drive(args)
+            code, signalled = _drive(args)
     except KeyboardInterrupt:  # Ctrl-C while waiting for the lock: nothing was started
         _echo("interrupted while waiting for the lock; nothing was run")
-        code = 130
+        code, signalled = 130, False
+    if signalled:  # once the lock is released: recover leaves the runs of a materialize that holds it alone
+        subprocess.run([sys.executable, "-m", "pipelines", "recover"], check=False)
     sys.exit(code)
 
 
-def _drive(args: list[str]) -> int:
+def _drive(args: list[str]) -> tuple[int, bool]:
+    """Run the orchestrator, forwarding a stop to it; (exit status, whether it ended by a signal)."""
     child = subprocess.Popen([sys.executable, "-m", "pipelines", "materialize", *args],
                              env={**os.environ, PARENT_ENV: str(os.getpid())}, start_new_session=True)
     asked: list[int] = []
@@ -111,8 +114,7 @@ def _drive(args: list[str]) -> int:
     end_group(child.pid, grace_s=2.0)  # whatever of its group is left (nothing, after a clean exit)
     if code < 0:
         _echo(f"the orchestrator ended by signal {-code}: its processes are ended; marking its runs")
-        subprocess.run([sys.executable, "-m", "pipelines", "recover"], check=False)
-    return (130 if asked else 128 - code) if code < 0 else code
+    return ((130 if asked else 128 - code) if code < 0 else code), code < 0
 
 
 def _orchestrate(select: str, executor: str, scheduler: str | None, concurrency: int, parallel_runs: int, parent: int) -> int:

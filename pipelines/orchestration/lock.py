@@ -2,7 +2,8 @@
 
 ``fcntl.flock`` on ``<DAGSTER_HOME>/materialize.lock``: the kernel releases it when its holder
 exits, however it exits (``kill -9`` included), so a lock is never stale. The holder writes its pid
-and start time into the file, so that a second command can say whom it waits for.
+and start time into the file, so that a second command can say whom it waits for, and ``recover`` can tell that a
+materialize is live (``holder``).
 """
 
 from __future__ import annotations
@@ -39,3 +40,18 @@ def held(folder: Path, on_wait: Callable[[str], None]) -> Iterator[None]:
             fh.seek(0)
             fh.truncate()
             fh.flush()
+
+
+def holder(folder: Path) -> str | None:
+    """Who holds the lock of ``folder`` (its pid and start, as it wrote them), or None when no process holds it."""
+    try:
+        fh = open(folder / LOCK_FILE, encoding="utf-8")  # noqa: SIM115 - closed below
+    except FileNotFoundError:
+        return None
+    with fh:
+        try:
+            fcntl.flock(fh, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return fh.read().strip() or "a process that has not written its pid yet"
+        fcntl.flock(fh, fcntl.LOCK_UN)
+        return None

@@ -38,7 +38,7 @@ def orchestrate(select: str, executor: str, concurrency: int, parallel_runs: int
             keys, added = runs.resolve_selection(loaded(), select)
             if added:
                 echo(f"selection widened to the assets written together with it: {', '.join(sorted(k.to_user_string() for k in added))}")
-            report(recover(instance))
+            report(recover(instance, lock_ours=True))  # the driver holds the lock for us
             renamed.report(renamed.forget_renamed(instance))
             traces, gone = register_trace_partitions(instance)
             echo(f"traces: {', '.join(traces) or 'none present'}"

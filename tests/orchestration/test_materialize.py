@@ -328,6 +328,28 @@ def test_recover_marks_runs_of_dead_processes_and_removes_stale_temp_files(tmp_p
         assert recover(instance, ProjectPaths(root)).runs == []
 
 
+def test_recover_leaves_the_runs_of_a_live_materialize_alone(tmp_path: Path) -> None:
+    """Issue 39 item 5: while a materialize holds the home's lock, its runs are its own, even one whose process looks gone."""
+    home, root = _home(tmp_path), tmp_path / "project"
+    env = {**os.environ, "DAGSTER_HOME": str(home), "GPU_ENERGY_HOME": str(root)}
+    with _processes() as started, dg.DagsterInstance.from_config(str(home)) as instance:
+        started.append(subprocess.Popen([sys.executable, "-c", SLOW_RUN], env=env, cwd=tmp_path, start_new_session=True))
+        _wait(lambda: len(instance.get_runs(filters=dg.RunsFilter(statuses=[dg.DagsterRunStatus.STARTED]))) == 1, "a STARTED run")
+        started[0].kill()
+        started[0].wait(timeout=30)
+        (run,) = instance.get_runs()
+        with lock.held(home, lambda who: None):  # a materialize holds the home (another open file: flock tells them apart)
+            result = recover(instance, ProjectPaths(root))
+            assert result.runs == [] and result.held_by is not None and result.held_by.startswith(f"pid {os.getpid()}, started ")
+            assert instance.get_run_by_id(run.run_id).status == dg.DagsterRunStatus.STARTED  # type: ignore[union-attr]
+            done = subprocess.run([sys.executable, "-m", "pipelines", "recover"], env=env, cwd=REPO_ROOT, capture_output=True,
+                                  check=False, text=True, timeout=WAIT_S)
+            assert done.returncode == 0 and f"runs in progress left alone: a materialize runs them (pid {os.getpid()}" in done.stderr
+            assert instance.get_run_by_id(run.run_id).status == dg.DagsterRunStatus.STARTED  # type: ignore[union-attr]
+        # the lock released (that materialize is gone): the run's process is provably gone, and it is marked
+        assert [status for _, status, _ in recover(instance, ProjectPaths(root)).runs] == ["FAILURE"]
+
+
 # ---------------------------------------------------------------------------------------------
 # the real command
 
@@ -425,6 +447,27 @@ def test_ctrl_c_cancels_the_run_and_ends_every_process(knob_grid_project: Path, 
             assert line in out, (line, out[-3000:])
         assert _status(home, run.run_id) == dg.DagsterRunStatus.CANCELED
         _wait(lambda: not group_alive(orchestrator), "the orchestrator's processes to end", timeout=10)
+
+
+@pytest.mark.slow
+def test_recover_during_a_live_materialize_leaves_its_run_alone(knob_grid_project: Path, tmp_path: Path) -> None:
+    """Issue 39 item 5, as `make dev` does it: `recover` while materialize runs; the run goes on, ended by the command only.
+
+    In this process (the command's own recover is tested above): the knob grid's run may end a few seconds after its replays
+    start, sooner than a `recover` command has loaded Dagster."""
+    home = _home(tmp_path)
+    with _processes() as started:
+        log = tmp_path / "materialize.log"
+        driver, run, _ = _start_knob_grid(knob_grid_project, home, started, log)
+        with dg.DagsterInstance.from_config(str(home)) as instance:
+            result = recover(instance, ProjectPaths(knob_grid_project))
+            status = instance.get_run_by_id(run.run_id).status  # type: ignore[union-attr]
+        assert result.runs == []
+        if status == dg.DagsterRunStatus.STARTED:  # as nearly always: the run was in progress when recover looked
+            assert result.held_by is not None and result.held_by.startswith(f"pid {driver.pid}, started "), result
+        driver.send_signal(signal.SIGINT)
+        # ended by the command (CANCELED), or by itself just before (SUCCESS): never FAILURE, as recover once marked it
+        assert (driver.wait(timeout=60), _status(home, run.run_id)) in {(130, dg.DagsterRunStatus.CANCELED), (0, dg.DagsterRunStatus.SUCCESS)}
 
 
 @pytest.mark.slow
