@@ -36,8 +36,8 @@ import polars as pl
 from pipelines.clusters.report_text import co2e_text, co2e_unit, energy_text, energy_unit, profile_text, rate_text
 from pipelines.figures.errors import NoData
 from pipelines.home.storage import write_text_atomic
-from pipelines.terminal import printable
 from pipelines.ingest.grid import Rate
+from pipelines.terminal import printable
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure

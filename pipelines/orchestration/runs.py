@@ -49,6 +49,7 @@ class Run(NamedTuple):
     traces' ingest), whose failure fails that partition only; the runs after it go on.
     ``after``: the indices (in the plan) of the earlier runs holding an ancestor of one of its assets, or one of its
     assets (another partition): it starts once they ended, successfully unless isolated.
+    ``partitions``: the keys of ``partitions_def`` it was planned over (``narrowed`` drops those removed since).
     """
 
     job: str
@@ -57,6 +58,8 @@ class Run(NamedTuple):
     parallel: bool
     isolated: bool = False
     after: frozenset[int] = frozenset()
+    partitions_def: dg.PartitionsDefinition | None = None
+    partitions: tuple[str, ...] = ()
 
     def label(self) -> str:
         names = sorted(k.to_user_string() for k in self.keys)
@@ -105,7 +108,8 @@ def plan_runs(defs: dg.Definitions, keys: set[dg.AssetKey], instance: dg.Dagster
         one_each = {k for k in batch if graph.get(k).metadata.get(PARTITIONS_STAND_ALONE)}
         if one_each:
             job = job_name(partitions_def)
-            runs += [Run(job, frozenset(one_each), {PARTITION: p}, False, True) for p in partitions if per_run(p)]
+            runs += [Run(job, frozenset(one_each), {PARTITION: p}, False, True, partitions_def=partitions_def, partitions=(p,))
+                     for p in partitions if per_run(p)]
             batch -= one_each
         tags = {RANGE_START: partitions[0], RANGE_END: partitions[-1]} if partitions else {}
         # Light steps (and their light descendants) first, in one process: a process per step costs more than they do.
@@ -113,10 +117,25 @@ def plan_runs(defs: dg.Definitions, keys: set[dg.AssetKey], instance: dg.Dagster
         for part in (light, batch - light) if light and partitions_def is None else (batch,):
             heavy = {id(graph.get(k).assets_def) for k in part if graph.get(k).group_name not in LIGHT_GROUPS}
             # A partitioned run's steps loop over its partitions after reading their input once: in-process is best.
-            runs.append(Run(job_name(partitions_def), frozenset(part), tags, partitions_def is None and len(heavy) > 1))
+            runs.append(Run(job_name(partitions_def), frozenset(part), tags, partitions_def is None and len(heavy) > 1,
+                            partitions_def=partitions_def, partitions=tuple(partitions)))
     runs = [run for run in runs if run.keys]
     ancestors = [set().union(*(graph.get_ancestor_asset_keys(k) for k in run.keys)) for run in runs]
     return [run._replace(after=frozenset(i for i in range(j) if runs[i].keys & (ancestors[j] | run.keys))) for j, run in enumerate(runs)]
+
+
+def narrowed(run: Run, instance: dg.DagsterInstance | None) -> tuple[Run, list[str]]:
+    """``run`` over those of its partitions still registered in ``instance``, and those removed since it was planned (a
+    trace removed by ``clusters remove`` while materialize runs). ``run.keys`` emptied when none is left."""
+    if instance is None or run.partitions_def is None:
+        return run, []
+    current = set(run.partitions_def.get_partition_keys(dynamic_partitions_store=instance))
+    left = [p for p in run.partitions if p in current]
+    gone = [p for p in run.partitions if p not in current]
+    if not left:
+        return run._replace(keys=frozenset()), gone
+    tags = {PARTITION: left[0]} if PARTITION in run.tags else {RANGE_START: left[0], RANGE_END: left[-1]}
+    return run._replace(tags=tags, partitions=tuple(left)), gone
 
 
 def launch(client: DagsterGraphQLClient, run: Run, concurrency: int) -> str:
@@ -134,8 +153,11 @@ ENDED = (dg.DagsterRunStatus.SUCCESS, dg.DagsterRunStatus.FAILURE, dg.DagsterRun
 
 
 def execute_plan(client: DagsterGraphQLClient, plan: list[Run], concurrency: int, max_runs: int, stopping: Callable[[], bool],
-                 grace_s: float, ended: Callable[[int, str, dg.DagsterRunStatus | None, float], None]) -> None:
+                 grace_s: float, ended: Callable[[int, str, dg.DagsterRunStatus | None, float], None],
+                 instance: dg.DagsterInstance | None = None) -> list[str]:
     """Launch the runs of ``plan``, each once every run of its ``after`` succeeded, at most ``max_runs`` at once; wait for them.
+    Return one line for each run some of whose partitions were removed from ``instance`` before it launched (``narrowed``):
+    those partitions fail alone.
 
     ``ended(index, run id, status, seconds)`` is called as each run ends (``status`` None: still
     running when the grace after a stop ran out; its processes end with ours and recovery marks it).
@@ -145,6 +167,7 @@ def execute_plan(client: DagsterGraphQLClient, plan: list[Run], concurrency: int
     ends CANCELED), waited for ``grace_s`` at most.
     """
     succeeded: set[int] = set()
+    gone: list[str] = []
     pending = list(range(len(plan)))
     running: dict[str, tuple[int, float]] = {}  # run id -> (index in the plan, start time)
     halted, deadline = False, None
@@ -156,7 +179,11 @@ def execute_plan(client: DagsterGraphQLClient, plan: list[Run], concurrency: int
         if not halted and deadline is None:
             for i in [i for i in pending if plan[i].after <= succeeded][:max(0, max_runs - len(running))]:
                 pending.remove(i)
-                running[launch(client, plan[i], concurrency)] = (i, time.monotonic())
+                launched = _launch_narrowed(client, plan[i], concurrency, instance, gone)
+                if launched is None:
+                    succeeded.add(i)  # nothing of it is left to run
+                else:
+                    running[launched] = (i, time.monotonic())
         for run_id, (i, started) in list(running.items()):
             status = client.get_run_status(run_id)
             if status in ENDED:
@@ -168,10 +195,29 @@ def execute_plan(client: DagsterGraphQLClient, plan: list[Run], concurrency: int
         if deadline is not None and time.monotonic() > deadline:
             for run_id, (i, started) in running.items():
                 ended(i, run_id, None, time.monotonic() - started)
-            return
+            return gone
         if not running and (halted or deadline is not None or not any(plan[i].after <= succeeded for i in pending)):
-            return
+            return gone
         time.sleep(POLL_S)
+
+
+def _launch_narrowed(client: DagsterGraphQLClient, run: Run, concurrency: int, instance: dg.DagsterInstance | None,
+                     gone: list[str]) -> str | None:
+    """Launch ``run`` over its partitions still registered (None: none is); name each one removed in ``gone``. A partition
+    removed between the check and the launch makes the webserver refuse the run: it is checked again once."""
+    from dagster_graphql import DagsterGraphQLClientError  # imported once the server runs (see pipelines.orchestration.webserver)
+
+    for refused in (False, True):
+        now, removed = narrowed(run, instance)
+        try:
+            run_id = launch(client, now, concurrency) if now.keys else None
+            break
+        except DagsterGraphQLClientError:
+            if refused or not narrowed(run, instance)[1]:
+                raise
+    if removed:
+        gone.append(f"{run.label()}: partition {', '.join(removed)} removed while materialize ran (clusters remove); not materialized")
+    return run_id
 
 
 def problems(instance: dg.DagsterInstance, run_id: str, job: str) -> tuple[list[str], list[str]]:

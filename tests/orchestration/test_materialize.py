@@ -238,6 +238,49 @@ def test_stopping_terminates_every_running_run_and_starts_no_other(monkeypatch: 
     assert ends == [("r0", "SUCCESS"), ("r1", "CANCELED"), ("r2", "CANCELED")]
 
 
+class RecordingClient(FakeClient):
+    """Records the partition tags of each run it launches; refuses a range or partition no longer registered, as the
+    webserver does ("Partition range itp to lab is not a valid range")."""
+
+    def __init__(self, instance: dg.DagsterInstance) -> None:
+        super().__init__({}, {})
+        self.instance, self.tags = instance, list[dict[str, str]]()
+
+    def submit_job_execution(self, job: str, **kwargs: object) -> str:
+        from dagster_graphql import DagsterGraphQLClientError
+
+        tags = {k: v for k, v in kwargs["tags"].items() if k.startswith("dagster/")}  # type: ignore[attr-defined]
+        if any(v.split("|")[-1] == "lab" and not self.instance.has_dynamic_partition("trace", "lab") for v in tags.values()):
+            raise DagsterGraphQLClientError(f"Partition range {tags} is not a valid range")
+        self.tags.append(tags)
+        run_id = f"{job}{len(self.tags)}"
+        self.polls[run_id] = self.left[run_id] = 1
+        return run_id
+
+
+def test_a_trace_removed_while_materialize_runs_fails_its_partition_alone(definitions: dg.Definitions,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 39 item 6: `clusters remove lab` after the plan was made: lab's runs and range ends are left out, one line each."""
+    monkeypatch.setattr(runs_module, "POLL_S", 0.0)
+    keys, _ = resolve_selection(definitions, "*")
+    with dg.instance_for_test() as instance:
+        instance.add_dynamic_partitions("trace", ["elasticflow", "itp", "lab"])
+        plan = plan_runs(definitions, keys, instance, per_run={"lab"}.__contains__)
+        assert plan[0].tags == {"dagster/partition": "lab"} and any(r.tags.get(RANGE_END) == "v100|lab" for r in plan)
+        instance.delete_dynamic_partition("trace", "lab")  # what `clusters remove lab` does
+        client = RecordingClient(instance)
+        ends: list[str] = []
+        gone = execute_plan(client, plan, 2, 2, lambda: False, 0.0,  # type: ignore[arg-type]  # the fake stands for Dagster's client
+                            lambda i, run_id, status, seconds: ends.append(run_id), instance)
+    # every run launched but lab's own, over what is left of its range; each of lab's partitions named once
+    assert len(ends) == len(plan) - 1 and {t.get(RANGE_END) for t in client.tags} == {None, "itp", "v100", "v100|itp"}
+    assert not any("lab" in v for t in client.tags for v in t.values())
+    assert gone[0] == ("trace_assets: own_cluster_jobs, own_cluster_traces, quarantine/own_cluster_jobs_bad_rows [lab]: partition lab "
+                       "removed while materialize ran (clusters remove); not materialized")
+    lab = [[p for p in r.partitions if p.split("|")[-1] == "lab"] for r in plan]
+    assert len(gone) == sum(map(bool, lab)) == 3 and all(", ".join(ps) in line for ps, line in zip([p for p in lab if p], gone, strict=True))
+
+
 # ---------------------------------------------------------------------------------------------
 # start-up recovery: a run whose process was killed
 
