@@ -1,10 +1,5 @@
-"""One ``materialize`` at a time on a Dagster instance: an advisory lock on a file in its folder. No Dagster.
-
-``fcntl.flock`` on ``<DAGSTER_HOME>/materialize.lock``: the kernel releases it when its holder
-exits, however it exits (``kill -9`` included), so a lock is never stale. The holder writes its pid
-and start time into the file, so that a second command can say whom it waits for, and ``recover`` can tell that a
-materialize is live (``holder``).
-"""
+"""One ``materialize`` at a time per Dagster home: ``fcntl.flock`` on ``<home>/materialize.lock``, released by the kernel
+however its holder exits, with the holder's pid and start written in it (whom a second command waits for)."""
 
 from __future__ import annotations
 

@@ -1,8 +1,5 @@
-"""The orchestrator of ``python -m pipelines materialize`` (``pipelines.cli.materialize`` is its driver).
-
-It plans the runs of the selection, launches them through the webserver the command started
-(``pipelines.orchestration.runs``, ``pipelines.orchestration.webserver``) and names each failed step and check in one line.
-"""
+"""The orchestrator of ``materialize`` (the driver, ``pipelines.cli.materialize``, starts it): recovery, the plan, the runs,
+each failed step and check in one line."""
 
 from __future__ import annotations
 

@@ -1,13 +1,8 @@
 """Start-up clean-up after a killed materialization: runs whose process is provably gone, and temp files left behind.
 
-Dagster marks a run failed when its process dies only under a run launcher with run monitoring; a
-run executed in-process (``materialize``) would stay STARTED. A run in progress is *stale* when the
-process of its RUN_START event is dead, or is a newer process under a reused pid (checked on this
-machine: the instance is sqlite under ``$DAGSTER_HOME``), and no ``materialize`` holds the home's lock
-(``pipelines.orchestration.lock``): while one runs, its runs are its own to end, and none is touched. Stale runs are
-marked FAILURE (CANCELED if a cancel was asked for). Temp files are stale when older than every run still in progress; under
-``raw/`` (written by ``clusters add`` and ``fetch``, outside runs too), when also untouched for
-``RAW_TEMP_AGE_S``.
+Without the daemon's run monitoring a run whose process died stays STARTED. It is marked FAILURE (CANCELED if a cancel
+was asked) when its RUN_START process is dead or a newer one under a reused pid, and no ``materialize`` holds the home's
+lock. Temp files go when older than every run in progress; under raw/ also when untouched for ``RAW_TEMP_AGE_S``.
 """
 
 from __future__ import annotations

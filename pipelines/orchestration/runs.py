@@ -1,17 +1,5 @@
-"""Materialize an asset selection as runs of the code location's asset jobs, launched as the UI launches them.
-
-The selection (Dagster's syntax, widened to the multi-assets it touches) is cut into runs in the
-order an asset backfill takes: each run holds the assets of one partitions definition whose
-selected ancestors are done (partitioned ones first, so the unpartitioned ones downstream of them
-all wait to share one run), over every partition at once (the partitioned assets declare
-``BackfillPolicy.single_run()``: Dagster's partition-range tags).
-
-The runs are submitted through Dagster's GraphQL client to a webserver of our own over the data
-home's workspace (``pipelines.orchestration.webserver``), each as soon as the runs holding its selected ancestors have succeeded, at most
-``max_runs`` at once (``execute_plan``): the figures that need only the ingested tables are drawn
-while the partitioned runs replay the traces, which use one core each. Each is a run of its job in the code location, recorded in
-the home's instance like a UI run (the Runs page and the timeline show it, it can be re-executed).
-"""
+"""The runs of ``materialize``: the selection cut into runs of the asset jobs in an asset backfill's order, launched through
+Dagster's GraphQL client as what each reads succeeds (docs/scaling.md, Materializing; docs/architecture.md, Orchestration)."""
 
 from __future__ import annotations
 
@@ -43,14 +31,9 @@ class SelectionError(ValueError):
 
 
 class Run(NamedTuple):
-    """One run: its asset job, the assets it materializes, its partition tags; ``parallel``: steps in processes.
-
-    ``isolated``: a run of one partition of assets whose partitions stand alone (``PARTITIONS_STAND_ALONE``: your own
-    traces' ingest), whose failure fails that partition only; the runs after it go on.
-    ``after``: the indices (in the plan) of the earlier runs holding an ancestor of one of its assets, or one of its
-    assets (another partition): it starts once they ended, successfully unless isolated.
-    ``partitions``: the keys of ``partitions_def`` it was planned over (``narrowed`` drops those removed since).
-    """
+    """One run: its asset job, assets, partition tags; ``parallel``: steps in processes; ``isolated``: one partition of
+    assets whose partitions stand alone (its failure holds back nothing); ``after``: the earlier runs (plan indices) that
+    hold an ancestor or another partition of its assets; ``partitions``: the keys of ``partitions_def`` planned."""
 
     job: str
     keys: frozenset[dg.AssetKey]
@@ -87,12 +70,8 @@ def resolve_selection(defs: dg.Definitions, select: str) -> tuple[set[dg.AssetKe
 
 def plan_runs(defs: dg.Definitions, keys: set[dg.AssetKey], instance: dg.DagsterInstance,
               per_run: Callable[[str], bool] = lambda partition: True) -> list[Run]:
-    """The runs that materialize ``keys``, in launch order. A partitioned asset with no partition yet is left out.
-
-    Assets whose partitions stand alone (definition metadata ``PARTITIONS_STAND_ALONE``: your own
-    traces' ingest) get a run per partition for which ``per_run(partition)`` holds (the others are
-    not run: for your traces only), before the other assets of their partitions definition.
-    """
+    """The runs that materialize ``keys``, in launch order; a partitioned asset with no partition yet is left out. Assets
+    whose partitions stand alone (``PARTITIONS_STAND_ALONE``) get a run per partition where ``per_run(partition)``, first."""
     graph = defs.resolve_asset_graph()
     order, runs = [k for k in graph.toposorted_asset_keys if k in keys], []
     remaining = set(order)
@@ -156,15 +135,10 @@ def execute_plan(client: DagsterGraphQLClient, plan: list[Run], concurrency: int
                  grace_s: float, ended: Callable[[int, str, dg.DagsterRunStatus | None, float], None],
                  instance: dg.DagsterInstance | None = None) -> list[str]:
     """Launch the runs of ``plan``, each once every run of its ``after`` succeeded, at most ``max_runs`` at once; wait for them.
-    Return one line for each run some of whose partitions were removed from ``instance`` before it launched (``narrowed``):
-    those partitions fail alone.
 
-    ``ended(index, run id, status, seconds)`` is called as each run ends (``status`` None: still
-    running when the grace after a stop ran out; its processes end with ours and recovery marks it).
-    After a run that did not succeed (but an isolated one that failed) no further run starts; the
-    ones running go on to their end.
-    When ``stopping()`` turns true, nothing more starts and every running run is terminated (it
-    ends CANCELED), waited for ``grace_s`` at most.
+    ``ended(index, run id, status, seconds)`` as each ends (``status`` None: still running ``grace_s`` after a stop, which
+    terminates every run and starts none). After a run that did not succeed (an isolated one may fail) none starts.
+    Returns a line for each run whose partitions were partly removed from ``instance`` before it launched (``narrowed``).
     """
     succeeded: set[int] = set()
     gone: list[str] = []
