@@ -52,7 +52,8 @@ def orchestrate(select: str, executor: str, concurrency: int, parallel_runs: int
                 echo(f"({i + 1}/{len(plan)}) {statuses[-1].value} in {seconds:.1f} s: run {run_id[:8]} {plan[i].label()}")
                 failed, warned = [a + b for a, b in zip((failed, warned), runs.problems(instance, run_id, plan[i].job), strict=True)]
 
-            failed += runs.execute_plan(client, plan, concurrency, parallel_runs, stopping, CANCEL_GRACE_S, ended, instance)
+            removed = runs.execute_plan(client, plan, concurrency, parallel_runs, stopping, CANCEL_GRACE_S, ended, instance)
+            failed += removed  # added after the call: ``ended`` rebinds ``failed``
     except runs.SelectionError as exc:
         failed.append(str(exc))
     interrupted = stopping()
