@@ -1,22 +1,8 @@
 """``python -m pipelines materialize``: every selected asset and partition, as Dagster runs in ``$DAGSTER_HOME``.
 
-Runs of the code location's asset jobs, launched by the *orchestrator* through Dagster's GraphQL
-client (``pipelines.orchestration.runs``), each once the runs it reads from have succeeded and at
-most ``--parallel-runs`` at once; no daemon needed, and the UI shows them as its own. The command
-(the *driver*) starts the orchestrator in a new session, so every process of a run is in its group,
-not the terminal's. Ctrl-C or SIGTERM to the driver reaches the orchestrator as ``STOP_SIGNAL``: it
-terminates the runs, which end CANCELED; asked again, the driver ends the group at once. ``kill -9``
-of the driver: the kernel sends the orchestrator ``STOP_SIGNAL``. ``kill -9`` of the orchestrator:
-the driver ends its group and marks its run failed (``python -m pipelines recover``, which every
-start runs too). After a run that did not succeed no further run starts; the ones running end as
-they would. The driver imports no Dagster; the orchestrator starts its webserver
-(``pipelines.orchestration.webserver``), then loads Dagster and plans (``pipelines.orchestration.orchestrator``).
-
-Two commands on one Dagster instance do not run side by side: the second says which process holds
-the instance (``pipelines.orchestration.lock``, in one line) and waits for it to finish.
-
-Exit status: 0 when every run succeeded and no ERROR check failed; 1 otherwise (each failed step and
-check named in one line); 130 when interrupted.
+The command (the *driver*, no Dagster) holds the home's lock and starts the *orchestrator* in a process group of its own;
+Ctrl-C or SIGTERM reaches it as ``STOP_SIGNAL`` (twice: the group ends at once), and so does the driver's death.
+Exit status: 0, 1 (each failed step and check named in one line) or 130 (docs/architecture.md, Orchestration).
 """
 
 from __future__ import annotations
@@ -86,14 +72,17 @@ def cli(select: str, executor: str, scheduler: str | None, concurrency: int | No
         raise click.ClickException(str(exc)) from None
     try:
         with lock.held(folder, lambda who: _echo(f"waiting: another materialize holds {folder / lock.LOCK_FILE} ({who})")):
-            code = _drive(args)
+            code, signalled = _drive(args)
     except KeyboardInterrupt:  # Ctrl-C while waiting for the lock: nothing was started
         _echo("interrupted while waiting for the lock; nothing was run")
-        code = 130
+        code, signalled = 130, False
+    if signalled:  # once the lock is released: recover leaves the runs of a materialize that holds it alone
+        subprocess.run([sys.executable, "-m", "pipelines", "recover"], check=False)
     sys.exit(code)
 
 
-def _drive(args: list[str]) -> int:
+def _drive(args: list[str]) -> tuple[int, bool]:
+    """Run the orchestrator, forwarding a stop to it; (exit status, whether it ended by a signal)."""
     child = subprocess.Popen([sys.executable, "-m", "pipelines", "materialize", *args],
                              env={**os.environ, PARENT_ENV: str(os.getpid())}, start_new_session=True)
     asked: list[int] = []
@@ -112,8 +101,7 @@ def _drive(args: list[str]) -> int:
     end_group(child.pid, grace_s=2.0)  # whatever of its group is left (nothing, after a clean exit)
     if code < 0:
         _echo(f"the orchestrator ended by signal {-code}: its processes are ended; marking its runs")
-        subprocess.run([sys.executable, "-m", "pipelines", "recover"], check=False)
-    return (130 if asked else 128 - code) if code < 0 else code
+    return ((130 if asked else 128 - code) if code < 0 else code), code < 0
 
 
 def _orchestrate(select: str, executor: str, scheduler: str | None, concurrency: int, parallel_runs: int, parent: int) -> int:

@@ -1,9 +1,5 @@
-"""One ``materialize`` at a time on a Dagster instance: an advisory lock on a file in its folder. No Dagster.
-
-``fcntl.flock`` on ``<DAGSTER_HOME>/materialize.lock``: the kernel releases it when its holder
-exits, however it exits (``kill -9`` included), so a lock is never stale. The holder writes its pid
-and start time into the file, so that a second command can say whom it waits for.
-"""
+"""One ``materialize`` at a time per Dagster home: ``fcntl.flock`` on ``<home>/materialize.lock``, released by the kernel
+however its holder exits, with the holder's pid and start written in it (whom a second command waits for)."""
 
 from __future__ import annotations
 
@@ -39,3 +35,18 @@ def held(folder: Path, on_wait: Callable[[str], None]) -> Iterator[None]:
             fh.seek(0)
             fh.truncate()
             fh.flush()
+
+
+def holder(folder: Path) -> str | None:
+    """Who holds the lock of ``folder`` (its pid and start, as it wrote them), or None when no process holds it."""
+    try:
+        fh = open(folder / LOCK_FILE, encoding="utf-8")  # noqa: SIM115 - closed below
+    except FileNotFoundError:
+        return None
+    with fh:
+        try:
+            fcntl.flock(fh, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return fh.read().strip() or "a process that has not written its pid yet"
+        fcntl.flock(fh, fcntl.LOCK_UN)
+        return None

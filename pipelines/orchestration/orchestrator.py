@@ -1,8 +1,5 @@
-"""The orchestrator of ``python -m pipelines materialize`` (``pipelines.cli.materialize`` is its driver).
-
-It plans the runs of the selection, launches them through the webserver the command started
-(``pipelines.orchestration.runs``, ``pipelines.orchestration.webserver``) and names each failed step and check in one line.
-"""
+"""The orchestrator of ``materialize`` (the driver, ``pipelines.cli.materialize``, starts it): recovery, the plan, the runs,
+each failed step and check in one line."""
 
 from __future__ import annotations
 
@@ -38,7 +35,7 @@ def orchestrate(select: str, executor: str, concurrency: int, parallel_runs: int
             keys, added = runs.resolve_selection(loaded(), select)
             if added:
                 echo(f"selection widened to the assets written together with it: {', '.join(sorted(k.to_user_string() for k in added))}")
-            report(recover(instance))
+            report(recover(instance, lock_ours=True))  # the driver holds the lock for us
             renamed.report(renamed.forget_renamed(instance))
             traces, gone = register_trace_partitions(instance)
             echo(f"traces: {', '.join(traces) or 'none present'}"
@@ -55,7 +52,8 @@ def orchestrate(select: str, executor: str, concurrency: int, parallel_runs: int
                 echo(f"({i + 1}/{len(plan)}) {statuses[-1].value} in {seconds:.1f} s: run {run_id[:8]} {plan[i].label()}")
                 failed, warned = [a + b for a, b in zip((failed, warned), runs.problems(instance, run_id, plan[i].job), strict=True)]
 
-            runs.execute_plan(client, plan, concurrency, parallel_runs, stopping, CANCEL_GRACE_S, ended)
+            removed = runs.execute_plan(client, plan, concurrency, parallel_runs, stopping, CANCEL_GRACE_S, ended, instance)
+            failed += removed  # added after the call: ``ended`` rebinds ``failed``
     except runs.SelectionError as exc:
         failed.append(str(exc))
     interrupted = stopping()

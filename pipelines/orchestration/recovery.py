@@ -1,12 +1,8 @@
-"""Start-up clean-up after a killed materialization: runs whose process is gone, and temp files left behind.
+"""Start-up clean-up after a killed materialization: runs whose process is provably gone, and temp files left behind.
 
-Dagster marks a run failed when its process dies only under a run launcher with run monitoring; a
-run executed in-process (``materialize``) would stay STARTED. A run in progress is *stale* when the
-process of its RUN_START event is dead, or is a newer process under a reused pid (checked on this
-machine: the instance is sqlite under ``$DAGSTER_HOME``). Stale runs are marked FAILURE (CANCELED
-if a cancel was asked for). Temp files are stale when older than every run still in progress; under
-``raw/`` (written by ``clusters add`` and ``fetch``, outside runs too), when also untouched for
-``RAW_TEMP_AGE_S``.
+Without the daemon's run monitoring a run whose process died stays STARTED. It is marked FAILURE (CANCELED if a cancel
+was asked) when its RUN_START process is dead or a newer one under a reused pid, and no ``materialize`` holds the home's
+lock. Temp files go when older than every run in progress; under raw/ also when untouched for ``RAW_TEMP_AGE_S``.
 """
 
 from __future__ import annotations
@@ -20,6 +16,7 @@ import dagster as dg
 
 from pipelines.home.paths import ProjectPaths, default_paths
 from pipelines.home.storage import remove_stale_temp_files
+from pipelines.orchestration import lock
 from pipelines.orchestration.processes import still_running
 from pipelines.terminal import printable
 
@@ -31,10 +28,11 @@ IN_PROGRESS = [dg.DagsterRunStatus.STARTING, dg.DagsterRunStatus.STARTED, dg.Dag
 
 @dataclass(frozen=True)
 class Recovery:
-    """What ``recover`` did: runs marked (run id, new status, why) and temp files removed."""
+    """What ``recover`` did: runs marked (run id, new status, why), temp files removed, and who held the lock (runs left alone)."""
 
     runs: list[tuple[str, str, str]]
     removed: list[Path]
+    held_by: str | None = None
 
 
 def run_process(instance: dg.DagsterInstance, run_id: str) -> int | None:
@@ -43,13 +41,16 @@ def run_process(instance: dg.DagsterInstance, run_id: str) -> int | None:
     return next((int(e.dagster_event.pid) for e in events if e.dagster_event and e.dagster_event.pid is not None), None)
 
 
-def recover(instance: dg.DagsterInstance, paths: ProjectPaths | None = None) -> Recovery:
-    """Mark stale runs, then remove stale temp files under assets/, figures/ and raw/ (see the module docstring)."""
+def recover(instance: dg.DagsterInstance, paths: ProjectPaths | None = None, lock_ours: bool = False) -> Recovery:
+    """Mark stale runs, then remove stale temp files under assets/, figures/ and raw/ (see the module docstring).
+
+    ``lock_ours``: the caller is the materialize that holds the home's lock (its runs have not started yet)."""
     marked, live = [], []
+    held_by = None if lock_ours else lock.holder(Path(instance.root_directory))
     for record in instance.get_run_records(filters=dg.RunsFilter(statuses=IN_PROGRESS)):
         run, started = record.dagster_run, record.start_time or record.create_timestamp.timestamp()
         pid = run_process(instance, run.run_id)
-        if pid is None or still_running(pid, started):
+        if held_by is not None or pid is None or still_running(pid, started):
             live.append(started)
             continue
         reason, canceling = f"its process (pid {pid}) is gone", run.status == dg.DagsterRunStatus.CANCELING
@@ -62,10 +63,12 @@ def recover(instance: dg.DagsterInstance, paths: ProjectPaths | None = None) -> 
     # raw/ is written outside runs too (`clusters add`, `fetch`): its temp files are stale once untouched for a while as well.
     raw_before = time.time() - RAW_TEMP_AGE_S
     removed += remove_stale_temp_files((paths.raw,), raw_before if oldest_live is None else min(oldest_live, raw_before))
-    return Recovery(marked, removed)
+    return Recovery(marked, removed, held_by if live else None)
 
 
 def report(recovery: Recovery) -> None:
+    if recovery.held_by:
+        click.echo(f"[recover] runs in progress left alone: a materialize runs them ({printable(recovery.held_by)})", err=True)
     for run_id, status, reason in recovery.runs:
         click.echo(f"[recover] run {run_id[:8]} marked {status}: {printable(reason)}", err=True)
     if recovery.removed:

@@ -1,14 +1,5 @@
-"""Start-up clean-up after asset keys were renamed: the old keys' files and their records in the Dagster instance.
-
-A data home materialized before the rename keeps what only the old keys wrote: an old
-``assets/quarantine/itp_jobs.parquet`` beside ``itp_jobs_bad_rows.parquet`` would count each
-quarantined row twice in the ``quarantine`` view (it reads every file of assets/quarantine/), old
-figure files would linger in figures/, and the UI's catalog would list the old keys.
-``forget_renamed`` removes exactly those, named in ``RENAMED``, before anything runs (``materialize``,
-and ``recover``, which ``make dev`` runs first). Nothing else is touched: a file of the user's own
-under assets/ or figures/, or an asset of another code location in the same instance, stays.
-Everything removed is derived from raw/, and the next materialization writes it under the new key.
-"""
+"""Start-up clean-up after asset keys were renamed: the files only the old keys of ``RENAMED`` wrote, and those keys'
+records in the instance (docs/architecture.md, Asset keys); nothing else is touched."""
 
 from __future__ import annotations
 

@@ -1,17 +1,5 @@
-"""Materialize an asset selection as runs of the code location's asset jobs, launched as the UI launches them.
-
-The selection (Dagster's syntax, widened to the multi-assets it touches) is cut into runs in the
-order an asset backfill takes: each run holds the assets of one partitions definition whose
-selected ancestors are done (partitioned ones first, so the unpartitioned ones downstream of them
-all wait to share one run), over every partition at once (the partitioned assets declare
-``BackfillPolicy.single_run()``: Dagster's partition-range tags).
-
-The runs are submitted through Dagster's GraphQL client to a webserver of our own over the data
-home's workspace (``pipelines.orchestration.webserver``), each as soon as the runs holding its selected ancestors have succeeded, at most
-``max_runs`` at once (``execute_plan``): the figures that need only the ingested tables are drawn
-while the partitioned runs replay the traces, which use one core each. Each is a run of its job in the code location, recorded in
-the home's instance like a UI run (the Runs page and the timeline show it, it can be re-executed).
-"""
+"""The runs of ``materialize``: the selection cut into runs of the asset jobs in an asset backfill's order, launched through
+Dagster's GraphQL client as what each reads succeeds (docs/scaling.md, Materializing; docs/architecture.md, Orchestration)."""
 
 from __future__ import annotations
 
@@ -43,13 +31,9 @@ class SelectionError(ValueError):
 
 
 class Run(NamedTuple):
-    """One run: its asset job, the assets it materializes, its partition tags; ``parallel``: steps in processes.
-
-    ``isolated``: a run of one partition of assets whose partitions stand alone (``PARTITIONS_STAND_ALONE``: your own
-    traces' ingest), whose failure fails that partition only; the runs after it go on.
-    ``after``: the indices (in the plan) of the earlier runs holding an ancestor of one of its assets, or one of its
-    assets (another partition): it starts once they ended, successfully unless isolated.
-    """
+    """One run: its asset job, assets, partition tags; ``parallel``: steps in processes; ``isolated``: one partition of
+    assets whose partitions stand alone (its failure holds back nothing); ``after``: the earlier runs (plan indices) that
+    hold an ancestor or another partition of its assets; ``partitions``: the keys of ``partitions_def`` planned."""
 
     job: str
     keys: frozenset[dg.AssetKey]
@@ -57,6 +41,8 @@ class Run(NamedTuple):
     parallel: bool
     isolated: bool = False
     after: frozenset[int] = frozenset()
+    partitions_def: dg.PartitionsDefinition | None = None
+    partitions: tuple[str, ...] = ()
 
     def label(self) -> str:
         names = sorted(k.to_user_string() for k in self.keys)
@@ -84,12 +70,8 @@ def resolve_selection(defs: dg.Definitions, select: str) -> tuple[set[dg.AssetKe
 
 def plan_runs(defs: dg.Definitions, keys: set[dg.AssetKey], instance: dg.DagsterInstance,
               per_run: Callable[[str], bool] = lambda partition: True) -> list[Run]:
-    """The runs that materialize ``keys``, in launch order. A partitioned asset with no partition yet is left out.
-
-    Assets whose partitions stand alone (definition metadata ``PARTITIONS_STAND_ALONE``: your own
-    traces' ingest) get a run per partition for which ``per_run(partition)`` holds (the others are
-    not run: for your traces only), before the other assets of their partitions definition.
-    """
+    """The runs that materialize ``keys``, in launch order; a partitioned asset with no partition yet is left out. Assets
+    whose partitions stand alone (``PARTITIONS_STAND_ALONE``) get a run per partition where ``per_run(partition)``, first."""
     graph = defs.resolve_asset_graph()
     order, runs = [k for k in graph.toposorted_asset_keys if k in keys], []
     remaining = set(order)
@@ -105,7 +87,8 @@ def plan_runs(defs: dg.Definitions, keys: set[dg.AssetKey], instance: dg.Dagster
         one_each = {k for k in batch if graph.get(k).metadata.get(PARTITIONS_STAND_ALONE)}
         if one_each:
             job = job_name(partitions_def)
-            runs += [Run(job, frozenset(one_each), {PARTITION: p}, False, True) for p in partitions if per_run(p)]
+            runs += [Run(job, frozenset(one_each), {PARTITION: p}, False, True, partitions_def=partitions_def, partitions=(p,))
+                     for p in partitions if per_run(p)]
             batch -= one_each
         tags = {RANGE_START: partitions[0], RANGE_END: partitions[-1]} if partitions else {}
         # Light steps (and their light descendants) first, in one process: a process per step costs more than they do.
@@ -113,10 +96,25 @@ def plan_runs(defs: dg.Definitions, keys: set[dg.AssetKey], instance: dg.Dagster
         for part in (light, batch - light) if light and partitions_def is None else (batch,):
             heavy = {id(graph.get(k).assets_def) for k in part if graph.get(k).group_name not in LIGHT_GROUPS}
             # A partitioned run's steps loop over its partitions after reading their input once: in-process is best.
-            runs.append(Run(job_name(partitions_def), frozenset(part), tags, partitions_def is None and len(heavy) > 1))
+            runs.append(Run(job_name(partitions_def), frozenset(part), tags, partitions_def is None and len(heavy) > 1,
+                            partitions_def=partitions_def, partitions=tuple(partitions)))
     runs = [run for run in runs if run.keys]
     ancestors = [set().union(*(graph.get_ancestor_asset_keys(k) for k in run.keys)) for run in runs]
     return [run._replace(after=frozenset(i for i in range(j) if runs[i].keys & (ancestors[j] | run.keys))) for j, run in enumerate(runs)]
+
+
+def narrowed(run: Run, instance: dg.DagsterInstance | None) -> tuple[Run, list[str]]:
+    """``run`` over those of its partitions still registered in ``instance``, and those removed since it was planned (a
+    trace removed by ``clusters remove`` while materialize runs). ``run.keys`` emptied when none is left."""
+    if instance is None or run.partitions_def is None:
+        return run, []
+    current = set(run.partitions_def.get_partition_keys(dynamic_partitions_store=instance))
+    left = [p for p in run.partitions if p in current]
+    gone = [p for p in run.partitions if p not in current]
+    if not left:
+        return run._replace(keys=frozenset()), gone
+    tags = {PARTITION: left[0]} if PARTITION in run.tags else {RANGE_START: left[0], RANGE_END: left[-1]}
+    return run._replace(tags=tags, partitions=tuple(left)), gone
 
 
 def launch(client: DagsterGraphQLClient, run: Run, concurrency: int) -> str:
@@ -134,17 +132,16 @@ ENDED = (dg.DagsterRunStatus.SUCCESS, dg.DagsterRunStatus.FAILURE, dg.DagsterRun
 
 
 def execute_plan(client: DagsterGraphQLClient, plan: list[Run], concurrency: int, max_runs: int, stopping: Callable[[], bool],
-                 grace_s: float, ended: Callable[[int, str, dg.DagsterRunStatus | None, float], None]) -> None:
+                 grace_s: float, ended: Callable[[int, str, dg.DagsterRunStatus | None, float], None],
+                 instance: dg.DagsterInstance | None = None) -> list[str]:
     """Launch the runs of ``plan``, each once every run of its ``after`` succeeded, at most ``max_runs`` at once; wait for them.
 
-    ``ended(index, run id, status, seconds)`` is called as each run ends (``status`` None: still
-    running when the grace after a stop ran out; its processes end with ours and recovery marks it).
-    After a run that did not succeed (but an isolated one that failed) no further run starts; the
-    ones running go on to their end.
-    When ``stopping()`` turns true, nothing more starts and every running run is terminated (it
-    ends CANCELED), waited for ``grace_s`` at most.
+    ``ended(index, run id, status, seconds)`` as each ends (``status`` None: still running ``grace_s`` after a stop, which
+    terminates every run and starts none). After a run that did not succeed (an isolated one may fail) none starts.
+    Returns a line for each run whose partitions were partly removed from ``instance`` before it launched (``narrowed``).
     """
     succeeded: set[int] = set()
+    gone: list[str] = []
     pending = list(range(len(plan)))
     running: dict[str, tuple[int, float]] = {}  # run id -> (index in the plan, start time)
     halted, deadline = False, None
@@ -156,7 +153,11 @@ def execute_plan(client: DagsterGraphQLClient, plan: list[Run], concurrency: int
         if not halted and deadline is None:
             for i in [i for i in pending if plan[i].after <= succeeded][:max(0, max_runs - len(running))]:
                 pending.remove(i)
-                running[launch(client, plan[i], concurrency)] = (i, time.monotonic())
+                launched = _launch_narrowed(client, plan[i], concurrency, instance, gone)
+                if launched is None:
+                    succeeded.add(i)  # nothing of it is left to run
+                else:
+                    running[launched] = (i, time.monotonic())
         for run_id, (i, started) in list(running.items()):
             status = client.get_run_status(run_id)
             if status in ENDED:
@@ -168,10 +169,29 @@ def execute_plan(client: DagsterGraphQLClient, plan: list[Run], concurrency: int
         if deadline is not None and time.monotonic() > deadline:
             for run_id, (i, started) in running.items():
                 ended(i, run_id, None, time.monotonic() - started)
-            return
+            return gone
         if not running and (halted or deadline is not None or not any(plan[i].after <= succeeded for i in pending)):
-            return
+            return gone
         time.sleep(POLL_S)
+
+
+def _launch_narrowed(client: DagsterGraphQLClient, run: Run, concurrency: int, instance: dg.DagsterInstance | None,
+                     gone: list[str]) -> str | None:
+    """Launch ``run`` over its partitions still registered (None: none is); name each one removed in ``gone``. A partition
+    removed between the check and the launch makes the webserver refuse the run: it is checked again once."""
+    from dagster_graphql import DagsterGraphQLClientError  # imported once the server runs (see pipelines.orchestration.webserver)
+
+    for refused in (False, True):
+        now, removed = narrowed(run, instance)
+        try:
+            run_id = launch(client, now, concurrency) if now.keys else None
+            break
+        except DagsterGraphQLClientError:
+            if refused or not narrowed(run, instance)[1]:
+                raise
+    if removed:
+        gone.append(f"{run.label()}: partition {', '.join(removed)} removed while materialize ran (clusters remove); not materialized")
+    return run_id
 
 
 def problems(instance: dg.DagsterInstance, run_id: str, job: str) -> tuple[list[str], list[str]]:

@@ -1,11 +1,7 @@
-"""A new Dagster home's SQLite storage, created by one process at a time.
+"""A new Dagster home's SQLite storage, created under an advisory lock (``<home>/storage.lock``) by one process at a time.
 
-Dagster creates each database of its SQLite storage on first open: it checks the schema version, creates the tables and
-stamps the version. Two processes opening a new home at once (``make dev`` and ``make figures`` started together, or
-the command's own webserver and orchestrator) can both stamp, and every later open of ``schedules.db`` then fails
-("more than one head"). Every command of ours opens a home through ``create_storage`` first: the databases are created
-under an advisory lock on ``<home>/storage.lock``, and a home whose databases are all stamped is left as it is, at the
-cost of three SQLite reads and no Dagster import.
+Two processes creating a home at once can both stamp a database, which Dagster then cannot open ("more than one head").
+A home whose databases are all stamped is left as it is, read with sqlite3 and no Dagster import.
 """
 
 from __future__ import annotations

@@ -1,10 +1,6 @@
-"""The webserver ``python -m pipelines materialize`` launches its runs through: Dagster's, over the data home's workspace.
-
-Its instance stores in ``$DAGSTER_HOME`` but launches each run at once (Dagster's ``DefaultRunCoordinator``): no
-daemon is needed, and none of the home's sensors runs meanwhile. Only the standard library and psutil are imported
-here, so that the orchestrator starts the server first and imports Dagster and the code location while the server loads it;
-a home with no storage yet has it created first (``pipelines.orchestration.storage``), which imports Dagster before the server starts.
-"""
+"""The Dagster webserver ``materialize`` launches its runs through, over the data home's workspace and an instance that
+stores in ``$DAGSTER_HOME`` but launches each run at once (``DefaultRunCoordinator``: no daemon). Only the standard
+library and psutil here: the server starts first, and Dagster loads in the orchestrator while it loads."""
 
 from __future__ import annotations
 

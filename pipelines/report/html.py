@@ -37,6 +37,7 @@ from pipelines.figures.errors import NoData
 from pipelines.home.storage import write_text_atomic
 from pipelines.ingest.grid import Rate
 from pipelines.report.text import co2e_text, co2e_unit, energy_text, energy_unit, profile_text, rate_text
+from pipelines.terminal import printable
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -430,7 +431,8 @@ def render(report: Mapping[str, Any], power: pl.DataFrame, provenance: Provenanc
 
     r = dict(report)
     sample1 = "sample 1 (the replay with each group's workload by its runtime and the artifact's seeds)" if r["samples"] > 1 else "the replay"
-    title = f"What if Zeus had tuned {PurePath(r['file']).name}?"  # the file's name: the page may be mailed, its path is the sender's
+    # the file's name only (the page may be mailed, its path is the sender's), its control characters written as escapes
+    title = f"What if Zeus had tuned {printable(PurePath(r['file']).name)}?"
     samples = "a single replay" if r["samples"] == 1 else f"{r['samples']} samples, seed {r['seed']}"
     parts = [
         f"<h1>{_e(title)}</h1>",

@@ -31,7 +31,9 @@ import contextlib
 import importlib.util
 import math
 import os
+import signal
 import tempfile
+import threading
 import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -353,7 +355,8 @@ def replay(
             g_lo = chunk_start
             runs_capacity, history_capacity = _capacities(arrays.bounds, g_lo, g_hi)
             while True:  # a group that outgrows the buffers starts over, with twice the room
-                runs, n_runs, errors, _, _ = kern.replay_groups_kernel(g_lo, g_hi, jobs, tab, pol, runs_capacity, history_capacity)
+                with _ctrl_c_ends_process():
+                    runs, n_runs, errors, _, _ = kern.replay_groups_kernel(g_lo, g_hi, jobs, tab, pol, runs_capacity, history_capacity)
                 parts.append(runs[:, :n_runs])
                 code, group = int(errors[0, 0]), int(errors[0, 1])
                 if code == kern.OK:
@@ -381,6 +384,24 @@ def replay(
     )
 
 
+@contextlib.contextmanager
+def _ctrl_c_ends_process() -> Iterator[None]:
+    """While a compiled kernel runs (up to minutes of no Python bytecode, so Python's handler of a Ctrl-C would wait for
+    its end), a Ctrl-C ends the process at once, by the signal (a shell reports 130); nothing is being written then.
+
+    Only where SIGINT has Python's default handler in the main thread (a command such as sweep or whatif); a process
+    that handles SIGINT itself (a Dagster run, whose cancel is a SIGINT) keeps its handler.
+    """
+    if threading.current_thread() is not threading.main_thread() or signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
+        yield
+        return
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
 #: A replay's totals: (reported runs, energy J, time s), or None where the batch could not sum it (replay it alone).
 Totals = tuple[int, float, float] | None
 
@@ -399,7 +420,8 @@ def replay_totals(arrays: GroupArrays, tables: dict[str, WorkloadTable], weight:
             group_seed(arrays.names[0], seed)  # the reference's check of the knob (ValueError when negative)
     tab, pol = _tables(arrays.datasets, tables), _policy(arrays.datasets, tables, policy, knobs)
     _, history_capacity = _capacities(arrays.bounds, 0, len(arrays.names))
-    _, _, errors, counts, sums = kern.replay_groups_kernel(0, len(arrays.names), _jobs(arrays, weight), tab, pol, 0, history_capacity)
+    with _ctrl_c_ends_process():
+        _, _, errors, counts, sums = kern.replay_groups_kernel(0, len(arrays.names), _jobs(arrays, weight), tab, pol, 0, history_capacity)
     return [None if errors[s, 0] != kern.OK else (int(counts[s]), float(sums[s, 0]), float(sums[s, 1])) for s in range(len(knobs))]
 
 

@@ -203,6 +203,12 @@ def test_the_html_title_holds_the_files_name_not_its_path(tmp_path: Path, traces
     page = whatif_html.render(report, power, whatif_html.Provenance.now("cluster.csv", None, {}, "whatif cluster.csv"))
     title = page.split("<title>")[1].split("</title>")[0]
     assert "cluster.csv" in title and str(folder) not in title
+    # a name holding ESC and other control bytes: they are written as escapes in the title and the heading, never raw
+    hostile = job_log(folder / "\x1b[2J\x1b]8;;x\x07cluster\r.csv", [{"hours": 2}] * 3)
+    report["file"] = str(hostile)
+    page = whatif_html.render(report, power, whatif_html.Provenance.now(hostile.name, None, {}, "whatif"))
+    title, heading = page.split("<title>")[1].split("</title>")[0], page.split("<h1>")[1].split("</h1>")[0]
+    assert title == heading == "What if Zeus had tuned \\x1b[2J\\x1b]8;;x\\x07cluster\\r.csv?"
 
 
 def test_the_horizon_projects_the_exports_recurrence_rate(tmp_path: Path, traces: Traces) -> None:

@@ -241,6 +241,49 @@ def test_stopping_terminates_every_running_run_and_starts_no_other(monkeypatch: 
     assert ends == [("r0", "SUCCESS"), ("r1", "CANCELED"), ("r2", "CANCELED")]
 
 
+class RecordingClient(FakeClient):
+    """Records the partition tags of each run it launches; refuses a range or partition no longer registered, as the
+    webserver does ("Partition range itp to lab is not a valid range")."""
+
+    def __init__(self, instance: dg.DagsterInstance) -> None:
+        super().__init__({}, {})
+        self.instance, self.tags = instance, list[dict[str, str]]()
+
+    def submit_job_execution(self, job: str, **kwargs: object) -> str:
+        from dagster_graphql import DagsterGraphQLClientError
+
+        tags = {k: v for k, v in kwargs["tags"].items() if k.startswith("dagster/")}  # type: ignore[attr-defined]
+        if any(v.split("|")[-1] == "lab" and not self.instance.has_dynamic_partition("trace", "lab") for v in tags.values()):
+            raise DagsterGraphQLClientError(f"Partition range {tags} is not a valid range")
+        self.tags.append(tags)
+        run_id = f"{job}{len(self.tags)}"
+        self.polls[run_id] = self.left[run_id] = 1
+        return run_id
+
+
+def test_a_trace_removed_while_materialize_runs_fails_its_partition_alone(definitions: dg.Definitions,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 39 item 6: `clusters remove lab` after the plan was made: lab's runs and range ends are left out, one line each."""
+    monkeypatch.setattr(runs_module, "POLL_S", 0.0)
+    keys, _ = resolve_selection(definitions, "*")
+    with dg.instance_for_test() as instance:
+        instance.add_dynamic_partitions("trace", ["elasticflow", "itp", "lab"])
+        plan = plan_runs(definitions, keys, instance, per_run={"lab"}.__contains__)
+        assert plan[0].tags == {"dagster/partition": "lab"} and any(r.tags.get(RANGE_END) == "v100|lab" for r in plan)
+        instance.delete_dynamic_partition("trace", "lab")  # what `clusters remove lab` does
+        client = RecordingClient(instance)
+        ends: list[str] = []
+        gone = execute_plan(client, plan, 2, 2, lambda: False, 0.0,  # type: ignore[arg-type]  # the fake stands for Dagster's client
+                            lambda i, run_id, status, seconds: ends.append(run_id), instance)
+    # every run launched but lab's own, over what is left of its range; each of lab's partitions named once
+    assert len(ends) == len(plan) - 1 and {t.get(RANGE_END) for t in client.tags} == {None, "itp", "v100", "v100|itp"}
+    assert not any("lab" in v for t in client.tags for v in t.values())
+    assert gone[0] == ("trace_assets: own_cluster_jobs, own_cluster_traces, quarantine/own_cluster_jobs_bad_rows [lab]: partition lab "
+                       "removed while materialize ran (clusters remove); not materialized")
+    lab = [[p for p in r.partitions if p.split("|")[-1] == "lab"] for r in plan]
+    assert len(gone) == sum(map(bool, lab)) == 3 and all(", ".join(ps) in line for ps, line in zip([p for p in lab if p], gone, strict=True))
+
+
 # ---------------------------------------------------------------------------------------------
 # start-up recovery: a run whose process was killed
 
@@ -330,6 +373,28 @@ def test_recover_marks_runs_of_dead_processes_and_removes_stale_temp_files(tmp_p
         assert "removed 1 stale temp file" in done.stderr and not new.exists()
         assert instance.get_run_by_id(live).status == dg.DagsterRunStatus.CANCELED
         assert recover(instance, ProjectPaths(root)).runs == []
+
+
+def test_recover_leaves_the_runs_of_a_live_materialize_alone(tmp_path: Path) -> None:
+    """Issue 39 item 5: while a materialize holds the home's lock, its runs are its own, even one whose process looks gone."""
+    home, root = _home(tmp_path), tmp_path / "project"
+    env = {**os.environ, "DAGSTER_HOME": str(home), "GPU_ENERGY_HOME": str(root)}
+    with _processes() as started, dg.DagsterInstance.from_config(str(home)) as instance:
+        started.append(subprocess.Popen([sys.executable, "-c", SLOW_RUN], env=env, cwd=tmp_path, start_new_session=True))
+        _wait(lambda: len(instance.get_runs(filters=dg.RunsFilter(statuses=[dg.DagsterRunStatus.STARTED]))) == 1, "a STARTED run")
+        started[0].kill()
+        started[0].wait(timeout=30)
+        (run,) = instance.get_runs()
+        with lock.held(home, lambda who: None):  # a materialize holds the home (another open file: flock tells them apart)
+            result = recover(instance, ProjectPaths(root))
+            assert result.runs == [] and result.held_by is not None and result.held_by.startswith(f"pid {os.getpid()}, started ")
+            assert instance.get_run_by_id(run.run_id).status == dg.DagsterRunStatus.STARTED  # type: ignore[union-attr]
+            done = subprocess.run([sys.executable, "-m", "pipelines", "recover"], env=env, cwd=REPO_ROOT, capture_output=True,
+                                  check=False, text=True, timeout=WAIT_S)
+            assert done.returncode == 0 and f"runs in progress left alone: a materialize runs them (pid {os.getpid()}" in done.stderr
+            assert instance.get_run_by_id(run.run_id).status == dg.DagsterRunStatus.STARTED  # type: ignore[union-attr]
+        # the lock released (that materialize is gone): the run's process is provably gone, and it is marked
+        assert [status for _, status, _ in recover(instance, ProjectPaths(root)).runs] == ["FAILURE"]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -429,6 +494,27 @@ def test_ctrl_c_cancels_the_run_and_ends_every_process(knob_grid_project: Path, 
             assert line in out, (line, out[-3000:])
         assert _status(home, run.run_id) == dg.DagsterRunStatus.CANCELED
         _wait(lambda: not group_alive(orchestrator), "the orchestrator's processes to end", timeout=10)
+
+
+@pytest.mark.slow
+def test_recover_during_a_live_materialize_leaves_its_run_alone(knob_grid_project: Path, tmp_path: Path) -> None:
+    """Issue 39 item 5, as `make dev` does it: `recover` while materialize runs; the run goes on, ended by the command only.
+
+    In this process (the command's own recover is tested above): the knob grid's run may end a few seconds after its replays
+    start, sooner than a `recover` command has loaded Dagster."""
+    home = _home(tmp_path)
+    with _processes() as started:
+        log = tmp_path / "materialize.log"
+        driver, run, _ = _start_knob_grid(knob_grid_project, home, started, log)
+        with dg.DagsterInstance.from_config(str(home)) as instance:
+            result = recover(instance, ProjectPaths(knob_grid_project))
+            status = instance.get_run_by_id(run.run_id).status  # type: ignore[union-attr]
+        assert result.runs == []
+        if status == dg.DagsterRunStatus.STARTED:  # as nearly always: the run was in progress when recover looked
+            assert result.held_by is not None and result.held_by.startswith(f"pid {driver.pid}, started "), result
+        driver.send_signal(signal.SIGINT)
+        # ended by the command (CANCELED), or by itself just before (SUCCESS): never FAILURE, as recover once marked it
+        assert (driver.wait(timeout=60), _status(home, run.run_id)) in {(130, dg.DagsterRunStatus.CANCELED), (0, dg.DagsterRunStatus.SUCCESS)}
 
 
 @pytest.mark.slow
