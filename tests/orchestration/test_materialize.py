@@ -268,9 +268,11 @@ def test_a_trace_removed_while_materialize_runs_fails_its_partition_alone(defini
     keys, _ = resolve_selection(definitions, "*")
     with dg.instance_for_test() as instance:
         instance.add_dynamic_partitions("trace", ["elasticflow", "itp", "lab"])
+        instance.add_dynamic_partitions("own_trace", ["lab"])
         plan = plan_runs(definitions, keys, instance, per_run={"lab"}.__contains__)
         assert plan[0].tags == {"dagster/partition": "lab"} and any(r.tags.get(RANGE_END) == "v100|lab" for r in plan)
-        instance.delete_dynamic_partition("trace", "lab")  # what `clusters remove lab` does
+        for dimension in ("trace", "own_trace"):  # what `clusters remove lab` does
+            instance.delete_dynamic_partition(dimension, "lab")
         client = RecordingClient(instance)
         ends: list[str] = []
         gone = execute_plan(client, plan, 2, 2, lambda: False, 0.0,  # type: ignore[arg-type]  # the fake stands for Dagster's client
@@ -278,7 +280,7 @@ def test_a_trace_removed_while_materialize_runs_fails_its_partition_alone(defini
     # every run launched but lab's own, over what is left of its range; each of lab's partitions named once
     assert len(ends) == len(plan) - 1 and {t.get(RANGE_END) for t in client.tags} == {None, "itp", "v100", "v100|itp"}
     assert not any("lab" in v for t in client.tags for v in t.values())
-    assert gone[0] == ("trace_assets: own_cluster_jobs, own_cluster_traces, quarantine/own_cluster_jobs_bad_rows [lab]: partition lab "
+    assert gone[0] == ("own_trace_assets: own_cluster_jobs, own_cluster_traces, quarantine/own_cluster_jobs_bad_rows [lab]: partition lab "
                        "removed while materialize ran (clusters remove); not materialized")
     lab = [[p for p in r.partitions if p.split("|")[-1] == "lab"] for r in plan]
     assert len(gone) == sum(map(bool, lab)) == 3 and all(", ".join(ps) in line for ps, line in zip([p for p in lab if p], gone, strict=True))
