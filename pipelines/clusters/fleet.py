@@ -33,6 +33,7 @@ The A100's idle draw in the registry is the measured low mode (``measured_idle_w
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
@@ -114,13 +115,17 @@ class Fleet:
 
 
 def busy_draws(history: pl.DataFrame) -> pl.DataFrame:
-    """Per (trace, gpu, policy, per-GPU draw in W): the GPU-seconds at that draw (runs of positive length and GPUs)."""
+    """Per (trace, gpu, policy, per-GPU draw in W): the GPU-seconds at that draw (runs of positive length and GPUs).
+
+    Sorted by those keys: a group-by's row order varies from run to run, and sums over the rows would vary in their last bits.
+    """
     return (
         history.filter((pl.col("time_s") > 0) & (pl.col("num_gpu") > 0))
         .with_columns((pl.col("energy_j") / pl.col("time_s") / pl.col("num_gpu")).alias("draw_w"),
                       (pl.col("num_gpu") * pl.col("time_s")).alias("gpu_s"))
         .group_by("trace", "gpu", "policy", "draw_w")
         .agg(pl.col("gpu_s").sum())
+        .sort("trace", "gpu", "policy", "draw_w")
     )
 
 
@@ -137,8 +142,11 @@ def simulated_busy_pct_tdp(draws: pl.DataFrame, fleet: Fleet) -> Polyline:
 
 
 def simulated_busy_share(draws: pl.DataFrame, fleet: Fleet) -> float:
-    """The share (0-1) of the fleet's GPU-time with a job: busy GPU-seconds over busy and idle ones."""
-    busy = float(draws["gpu_s"].sum())
+    """The share (0-1) of the fleet's GPU-time with a job: busy GPU-seconds over busy and idle ones.
+
+    The busy GPU-seconds are summed exactly rounded (``math.fsum``), so the share does not depend on the rows' order.
+    """
+    busy = math.fsum(draws["gpu_s"].to_list())
     return busy / (busy + fleet.idle_gpu_s)
 
 

@@ -202,3 +202,18 @@ def test_a_measured_a100_profile_is_simulated_instead_with_the_a100s_tdp_and_idl
     # the same configurations as the A40's (the profile is a copy), replayed again: the same per-GPU draws
     a40 = fleet.busy_draws(history.filter((pl.col("cluster") == "seren") & (pl.col("policy") == "default")))
     assert sorted(draws["draw_w"].to_list()) == pytest.approx(sorted(a40["draw_w"].to_list()))
+
+
+def test_the_busy_share_and_draws_do_not_depend_on_the_order_of_the_rows() -> None:
+    """power_model_vs_measured's busy_share_pct varied in its last bits from one `make figures` to the next: the group-by's rows
+    came in another order and were summed in it. One 1e6 GPU-second run and ten of 0.1 s: a plain sum rounds differently when the
+    large one comes first than when the small ones do."""
+    history = pl.DataFrame({"trace": "t", "gpu": "v100", "policy": "zeus", "num_gpu": 1, "time_s": [1e6] + [0.1] * 10,
+                            "energy_j": [2.5e8] + [10.0 + i for i in range(10)]})
+    fleet_ = fleet.Fleet("t", "v100", "zeus", 300.0, 50.0, 8, 3.3e5, "test")
+    shares = set()
+    for seed in range(20):
+        draws = fleet.busy_draws(history.sample(fraction=1.0, shuffle=True, seed=seed))
+        assert draws.equals(fleet.busy_draws(history))  # sorted by (trace, gpu, policy, draw_w)
+        shares.add(fleet.simulated_busy_share(draws.sample(fraction=1.0, shuffle=True, seed=seed), fleet_))
+    assert shares == {math.fsum([1e6, *[0.1] * 10]) / (math.fsum([1e6, *[0.1] * 10]) + 3.3e5)}
