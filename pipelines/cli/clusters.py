@@ -135,9 +135,9 @@ def list_traces() -> None:
 @cli.command("remove")
 @click.argument("name")
 def remove(name: str) -> None:
-    """Remove trace NAME: its files in raw/clusters/ (data and sidecar), its stored partitions, its report and its partition."""
+    """Remove trace NAME: its files in raw/clusters/ (data and sidecar), its stored partitions, its report and its trace and own_trace partitions."""
     from pipelines.definitions import loaded  # Dagster and the asset graph: only for this command
-    from pipelines.defs.clusters.partitions import TRACE_DIMENSION, forget_trace
+    from pipelines.defs.clusters.partitions import OWN_TRACE_DIMENSION, TRACE_DIMENSION, forget_trace
     from pipelines.defs.figures.own_cluster_report import PREFIX
     from pipelines.orchestration.storage import StorageError, home_instance
 
@@ -154,7 +154,7 @@ def remove(name: str) -> None:
     graph = loaded().resolve_asset_graph()
     try:
         with home_instance() as instance:
-            registered = instance.has_dynamic_partition(TRACE_DIMENSION, name)
+            registered = [d for d in (TRACE_DIMENSION, OWN_TRACE_DIMENSION) if instance.has_dynamic_partition(d, name)]
             stored = forget_trace(instance, [(k, graph.get(k).partitions_def) for k in graph.materializable_asset_keys], paths, name)
     except StorageError as exc:
         fail(str(exc))
@@ -162,4 +162,4 @@ def remove(name: str) -> None:
         fail(f"trace {name!r}: nothing to remove (no file raw/clusters/{name}.*, no stored partition); `clusters list` names the traces")
     click.echo(f"removed trace {name}: {len(removed)} file(s) in raw/clusters/ ({', '.join(p.name for p in removed) or 'none left'}), "
                f"{len(stored)} stored partition file(s), {len(reports)} report file(s)"
-               + (", its partition" if registered else ""))
+               + (f", its {' and '.join(registered)} partition{'s' if len(registered) > 1 else ''}" if registered else ""))

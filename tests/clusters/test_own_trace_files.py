@@ -171,7 +171,7 @@ def test_clusters_remove_removes_files_stored_partitions_report_and_partition(ho
                           cwd=tmp_path, env=os.environ)
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines() == ["removed trace lab: 2 file(s) in raw/clusters/ (lab.sacct, lab.toml), 4 stored partition file(s), "
-                                        "1 report file(s), its partition"]
+                                        "1 report file(s), its trace partition"]
     assert not any(p.exists() for p in stored) and all(p.exists() for p in kept)
     assert list((home / "raw" / "clusters").iterdir()) == [] and list((home / "figures").iterdir()) == []
     with dg.DagsterInstance.get() as instance:

@@ -1,6 +1,6 @@
 """The figures and the HTML page of a ``whatif`` report, in-process (the browser test is tests/cli/test_whatif_html_browser.py).
 
-``whatif_with_power`` reports the same numbers as ``whatif``; its power is the replay of sample 1,
+``whatif.run(..., keep_power=True)`` reports the same numbers as without the power; its power is the replay of sample 1,
 so with one sample the plotted peaks are the report's; the plot of energy saved holds each row's
 median and interval; the page escapes what the export says and fetches nothing.
 """
