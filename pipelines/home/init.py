@@ -20,6 +20,9 @@ DAGSTER_YAML = """\
 concurrency:
   runs:
     max_concurrent_runs: 2
+run_launcher:
+  module: pipelines.defs.shared.run_launcher
+  class: LaunchedByRunLauncher
 run_monitoring:
   enabled: true
   start_timeout_seconds: 180

@@ -3,8 +3,8 @@
 Its values: ``materialize`` (``python -m pipelines materialize``, ``make figures``), ``ui`` (a run of an asset job
 launched from the Dagster UI: the jobs' own tag, which the tags of any other launcher replace), ``automation`` (the
 automation sensor's runs) and ``sensor:<name>`` (a sensor's runs). The Runs page filters on it.
-A run launched from an asset's page or the lineage is a run of Dagster's implicit asset job, which no public API tags
-(docs/architecture.md, "Run tags"): it carries Dagster's ``dagster/from_ui=true`` instead.
+A run launched from an asset's page or the lineage is a run of Dagster's implicit asset job, which no definition can tag
+(docs/architecture.md, "Run tags"): the home's run launcher (``run_launcher.LaunchedByRunLauncher``) tags it ``ui``.
 """
 
 from pipelines.home.init import LOCATION
