@@ -14,6 +14,9 @@ Each draw depends only on (the plan, the traces, ``base_seed``, ``k``): it runs 
 process or on any Dask worker (``pipelines.scaleout.runners.fan_out``), and every total is summed by
 numpy in a fixed order (never by a multi-threaded group-by), so results are bit-identical
 wherever the draws run. A draw returns totals only (a few numbers per row), never its history.
+What no draw changes (each row's jobs in replay order, the workload tables, the measured jobs) is
+built once (``prepare``) and sent with the plan; a draw keeps its runs as arrays
+(``pipelines.clusters.replayed``) and sums every figure over them in the history's order.
 """
 
 from __future__ import annotations
