@@ -39,7 +39,7 @@ from pipelines.cli.options import (
 from pipelines.clusters import tracefiles
 from pipelines.clusters import whatif as report_of
 from pipelines.clusters.anchoring import ANCHORED, ENERGY_MODELS, EnergyModel
-from pipelines.clusters.profiles import power_limit_profiles, with_measured
+from pipelines.clusters.profiles import Profiles, power_limit_profiles, with_measured
 from pipelines.home.outputs import OutputRefused, check_output
 from pipelines.home.paths import ProjectPaths, find_home
 from pipelines.ingest import grid as grid_mod
@@ -49,7 +49,8 @@ from pipelines.ingest.owntrace import check_timezone
 from pipelines.ingest.simulator_inputs import resolve_traces
 from pipelines.ingest.slurm import DEFAULT_DELIMITER, parse_fields
 from pipelines.report.text import render
-from pipelines.scaleout.schedulers import connect
+from pipelines.scaleout.background import beside
+from pipelines.scaleout.schedulers import LOCAL, connect, resolve_scheduler
 from pipelines.terminal import json_safe, printable
 from pipelines.vocabulary import PAPER_ORDER
 from pipelines.zeus.errors import SimulationError
@@ -214,21 +215,24 @@ def cli(
     # as exported, any published GPU may be some job's own; by name, only those named (measured ones come from their files)
     named = PAPER_ORDER if gpus is None or gpus == (report_of.AS_EXPORTED,) else gpus
     published = [g for g in (*named, options.fallback_gpu) if g in PAPER_ORDER]
-    try:
-        # only the columns the report reads are kept (the full table never exists)
+    def read() -> tuple[report_of.Prepared, Profiles, str | None, str]:
+        # only the columns the report reads are kept (the full table never exists); the table is freed on return: the
+        # draws need only the plan
         result = tracefiles.read_trace(file, report_of.trace_name_for(file), file_format, timezone, field_list, source_file=str(file),
                                        digest=html_file is not None, delimiter=delimiter, columns=report_of.REPORT_COLUMNS,
                                        limits=read_limits(max_rows, max_line_bytes, max_bytes))
-        sha256 = result.sha256
         traces, origin = resolve_traces(trace_dir, home, published)
         missing = [p for p in profile_files if not p.is_file()]
         if missing:
             fail(f"--profiles {missing[0]}: no such file")
         profiles = with_measured(traces, profile_files, ProjectPaths(home).raw / "measured").with_power_limit(
             power_limit_profiles([spec for spec in profile_specs if "=" in spec]))
-        prepared = report_of.prepare(result, profiles, options)
-        del result  # the draws need only the plan: the table is freed before them
+        return report_of.prepare(result, profiles, options), profiles, result.sha256, origin
+
+    try:
+        reading = beside(read, overlap=resolve_scheduler(scheduler) == LOCAL)  # the export is read while a LocalCluster starts
         with connect(scheduler, slurm=slurm_cluster, note=note) as runner:
+            prepared, profiles, sha256, origin = reading()
             report, power = report_of.run(prepared, profiles, runner=runner, keep_power=html_file is not None)
     except (IngestError, TraceError, tracefiles.TraceFileError, ValueError, SimulationError) as exc:
         fail(str(exc))

@@ -73,11 +73,17 @@ def anchor(history: pl.DataFrame, jobs: pl.DataFrame) -> pl.DataFrame:
         return history
     keys, index = job_index(history, jobs)
     is_default = (history["policy"] == "default").to_numpy()
-    if not is_default.any():
-        raise AnchoringError("anchoring needs the Default policy's runs")
-    default_s = np.bincount(index[is_default], weights=history["time_s"].to_numpy()[is_default], minlength=keys.height)
-    scale = ((keys["end_time_s"] - keys["start_time_s"]).to_numpy() / default_s)[index]
+    scale = job_scale(index[is_default], history["time_s"].to_numpy()[is_default],
+                      (keys["end_time_s"] - keys["start_time_s"]).to_numpy())[index]
     return history.with_columns(pl.col("energy_j") * scale, pl.col("time_s") * scale)
+
+
+def job_scale(default_job: np.ndarray, default_s: np.ndarray, elapsed_s: np.ndarray) -> np.ndarray:
+    """Each job's anchoring scale, elapsed / Default time (``anchor``): ``default_job``, ``default_s``: the Default runs' jobs
+    (indices into ``elapsed_s``) and times (s), in history order (a job's time summed in that order)."""
+    if default_job.size == 0:
+        raise AnchoringError("anchoring needs the Default policy's runs")
+    return elapsed_s / np.bincount(default_job, weights=default_s, minlength=elapsed_s.size)
 
 
 def converged_ratio(traces: Traces, gpu: str, dataset: str, eta: float) -> float:
@@ -111,22 +117,24 @@ def converged_ratios(traces: Traces, gpu: str, workloads: tuple[str, ...], eta: 
     return {w: converged_ratio(traces, gpu, w, eta) for w in workloads}
 
 
-def steady_state_totals(history: pl.DataFrame, ratios: dict[str, float]) -> tuple[float, float]:
-    """(Default energy J, the same jobs' energy once Zeus has converged J) of one row's history (``ratios``: per workload)."""
-    default = history.filter(pl.col("policy") == "default")
-    names = default["dataset"]
-    energy = default["energy_j"].to_numpy()
-    default_j = converged_j = 0.0
+def steady_state_totals(default_j: np.ndarray, dataset: np.ndarray, datasets: list[str], ratios: dict[str, float]) -> tuple[float, float]:
+    """(Default energy J, the same jobs' energy once Zeus has converged J) of one row: ``default_j``, its Default runs' energies in
+    history order, ``dataset`` each run's workload (an index into ``datasets``); ``ratios`` per workload."""
+    default_total = converged_j = 0.0
     for name in sorted(ratios):
-        part = float(np.sum(energy[(names == name).to_numpy()]))
-        default_j += part
+        part = float(np.sum(default_j[dataset == datasets.index(name)])) if name in datasets else 0.0
+        default_total += part
         converged_j += part * ratios[name]
-    return default_j, converged_j
+    return default_total, converged_j
 
 
-def horizon_totals(history: pl.DataFrame, jobs: pl.DataFrame, ratios: dict[str, float], period_s: float,
+def horizon_totals(policy_j: dict[str, tuple[np.ndarray, np.ndarray]], bounds: np.ndarray, group_ratio: np.ndarray, period_s: float,
                    horizon_s: float) -> tuple[float, float]:
     """(Default energy J, Zeus energy J) of one row projected over ``horizon_s`` at the export's recurrence rate.
+
+    ``policy_j``: Default's and Zeus's runs, each (its jobs: indices in replay order, groups sorted and jobs by start;
+    its energies J), in history order; ``bounds``: each group's first job in that order, then the job count;
+    ``group_ratio``: each group's converged ratio (its workload's).
 
     Each recurring group g recurs n_g times over the export's ``period_s``, so N_g = n_g x horizon /
     period times over the horizon (Zeus deployed at its start). Its first min(N_g, n_g) jobs cost
@@ -134,24 +142,17 @@ def horizon_totals(history: pl.DataFrame, jobs: pl.DataFrame, ratios: dict[str, 
     export's costs the group's mean Default energy per job, and under Zeus that times the
     workload's converged ratio (``converged_ratio``): the optimizer has seen n_g jobs by then.
     """
-    if history.height == 0 or period_s <= 0:
+    n = int(bounds[-1])
+    if n == 0 or period_s <= 0:
         return 0.0, 0.0
-    keys, index = job_index(history, jobs)
-    energy = history["energy_j"].to_numpy()
-    n = keys.height
-    per_policy = {}
-    for name in ("default", "zeus"):
-        mask = (history["policy"] == name).to_numpy()
-        per_policy[name] = np.bincount(index[mask], weights=energy[mask], minlength=n)
-    group = keys["group"]
-    starts = np.flatnonzero(np.r_[True, (group[1:] != group[:-1]).to_numpy()])
-    sizes = np.diff(np.r_[starts, n])
+    per_policy = {name: np.bincount(job, weights=energy, minlength=n) for name, (job, energy) in policy_j.items()}
+    starts = bounds[:-1]
+    sizes = np.diff(bounds)
     position = np.arange(n) - np.repeat(starts, sizes)  # a job's place in its group, from 0
     recurrences = sizes * (horizon_s / period_s)  # N_g per group
     weight = np.clip(np.repeat(recurrences, sizes) - position, 0.0, 1.0)
     beyond = np.maximum(recurrences - sizes, 0.0)
     mean_default = np.add.reduceat(per_policy["default"], starts) / sizes
-    ratio = np.array([ratios[d] for d in keys["dataset"].gather(starts).to_list()])
     default_j = float(np.sum(weight * per_policy["default"])) + float(np.sum(beyond * mean_default))
-    zeus_j = float(np.sum(weight * per_policy["zeus"])) + float(np.sum(beyond * mean_default * ratio))
+    zeus_j = float(np.sum(weight * per_policy["zeus"])) + float(np.sum(beyond * mean_default * group_ratio))
     return default_j, zeus_j

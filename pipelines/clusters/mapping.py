@@ -82,21 +82,31 @@ def assign_by_runtime(jobs: pl.DataFrame, workload_order: Sequence[str], *, shuf
     drawn from it instead of by mean duration, then cut the same way, so each workload keeps its
     share of the jobs and which groups play it is drawn.
     """
-    if len(set(workload_order)) != len(workload_order) or not set(workload_order) <= set(ZEUS_DATASETS) or not workload_order \
-            or (not subset and sorted(workload_order) != sorted(ZEUS_DATASETS)):
-        raise ValueError(f"workload_order must list each Zeus dataset once, got {list(workload_order)}")
-    groups = (
+    groups = group_workloads(group_runtimes(jobs), workload_order, shuffle=shuffle, subset=subset)
+    return jobs.join(groups, on="group", how="left")
+
+
+def group_runtimes(jobs: pl.DataFrame) -> pl.DataFrame:
+    """Each group of ``jobs`` with its job count and mean duration (s), by mean duration then name: what ``group_workloads`` cuts."""
+    return (
         jobs.group_by("group")
         .agg(pl.len().alias("jobs"), (pl.col("end_time_s") - pl.col("start_time_s")).mean().alias("mean_s"))
         .sort("mean_s", "group")
     )
+
+
+def group_workloads(groups: pl.DataFrame, workload_order: Sequence[str], *, shuffle: np.random.Generator | None = None,
+                    subset: bool = False) -> pl.DataFrame:
+    """``assign_by_runtime``'s (group, dataset) of ``group_runtimes``' groups (a draw reuses them: they do not change)."""
+    if len(set(workload_order)) != len(workload_order) or not set(workload_order) <= set(ZEUS_DATASETS) or not workload_order \
+            or (not subset and sorted(workload_order) != sorted(ZEUS_DATASETS)):
+        raise ValueError(f"workload_order must list each Zeus dataset once, got {list(workload_order)}")
     if shuffle is not None:
         groups = groups.sort("group").with_columns(pl.Series("_draw", shuffle.permutation(groups.height))).sort("_draw").drop("_draw")
     groups = groups.with_columns(((pl.col("jobs").cum_sum() - pl.col("jobs")) / pl.col("jobs").sum()).alias("before"))
     k = len(workload_order)
     slot = (pl.col("before") * k).floor().cast(pl.Int64).clip(0, k - 1)
-    groups = groups.with_columns(slot.replace_strict(dict(enumerate(workload_order)), return_dtype=pl.String).alias("dataset"))
-    return jobs.join(groups.select("group", "dataset"), on="group", how="left")
+    return groups.select("group", slot.replace_strict(dict(enumerate(workload_order)), return_dtype=pl.String).alias("dataset"))
 
 
 def map_alibaba(groups: pl.DataFrame) -> pl.DataFrame:

@@ -49,6 +49,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
@@ -99,6 +100,32 @@ def _check_history(history: pl.DataFrame) -> None:
         raise HistoryError(f"history: {'; '.join(problems)}")
 
 
+@dataclass(frozen=True)
+class KeyRuns:
+    """The runs of one (trace, gpu, policy) as arrays, in history order: where each starts and stops drawing power (s),
+    its energy (J, the whole job) and GPUs."""
+
+    start_s: np.ndarray
+    end_s: np.ndarray
+    energy_j: np.ndarray
+    num_gpu: np.ndarray
+
+
+def _check_runs(runs: Sequence[KeyRuns]) -> None:
+    """``_check_history``'s checks of runs given as arrays (no nulls there), with its message."""
+    flags = {"start_time_s: not finite": False, "end_time_s: not finite": False, "end_time_s: before start_time_s": False,
+             "energy_j: negative or not finite": False, "num_gpu: negative or missing": False}
+    for r in runs:
+        for name, bad in (("start_time_s: not finite", ~np.isfinite(r.start_s)), ("end_time_s: not finite", ~np.isfinite(r.end_s)),
+                          ("end_time_s: before start_time_s", r.end_s < r.start_s),
+                          ("energy_j: negative or not finite", ~np.isfinite(r.energy_j) | (r.energy_j < 0)),
+                          ("num_gpu: negative or missing", r.num_gpu < 0)):
+            flags[name] = flags[name] or bool(np.any(bad))
+    problems = [name for name, flag in flags.items() if flag]
+    if problems:
+        raise HistoryError(f"history: {'; '.join(problems)}")
+
+
 def idle_draw_w(gpu: str, idle_w: Mapping[str, float] | None = None) -> float:
     """A GPU's idle draw (W): ``idle_w[gpu]`` if given, else the registry's; ``ValueError`` for a GPU with neither."""
     if idle_w is not None and gpu in idle_w:
@@ -109,40 +136,34 @@ def idle_draw_w(gpu: str, idle_w: Mapping[str, float] | None = None) -> float:
     return known.idle_w
 
 
-def _keyed_runs(history: pl.DataFrame, bin_s: float) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """(each (trace, gpu, policy) in sorted order with its first and last bin, each run: its key's row there as ``_key``,
-    start_time_s, end_time_s, energy_j, num_gpu) of a non-empty history."""
+def _keyed_runs(history: pl.DataFrame) -> tuple[list[tuple[str, ...]], list[KeyRuns]]:
+    """(each (trace, gpu, policy) of a non-empty history, sorted; its runs in history order)."""
     key_ids = history.select(KEYS).unique().sort(KEYS).with_row_index("_key")
     # each run's key as its row in key_ids (sorted keys): the dense rank of its keys' ranks, in integers (a join on the
     # key names would copy them for every run)
     composite = pl.lit(0, pl.Int64)
     for k in KEYS:
         composite = composite * (pl.col(k).n_unique() + 1) + pl.col(k).rank("dense").cast(pl.Int64)
-    runs = history.select((composite.rank("dense") - 1).cast(pl.UInt32).alias("_key"), "start_time_s", "end_time_s", "energy_j",
-                          "num_gpu")
-    keys = key_ids.join(runs.group_by("_key").agg(
-        (pl.col("start_time_s").min() / bin_s).floor().cast(pl.Int64).alias("first_bin"),
-        # the bin holding the last instant of the last run (a zero-length run: the bin of its start)
-        pl.max_horizontal((pl.col("end_time_s") / bin_s).ceil() - 1, (pl.col("start_time_s") / bin_s).floor())
-        .max().cast(pl.Int64).alias("last_bin"),
-    ), on="_key").sort("_key")
-    return keys, runs
+    key = history.select((composite.rank("dense") - 1).cast(pl.UInt32).alias("_key"))["_key"].to_numpy()
+    columns = [history[c].to_numpy() for c in ("start_time_s", "end_time_s", "energy_j", "num_gpu")]
+    order = np.argsort(key, kind="stable")
+    cuts = np.searchsorted(key[order], np.arange(1, key_ids.height))
+    runs = [KeyRuns(*(c[part] for c in columns)) for part in np.split(order, cuts)]
+    return [tuple(k) for k in key_ids.select(KEYS).iter_rows()], runs
 
 
-def _key_bins(runs: pl.DataFrame, first_bin: int, n_bins: int, bin_s: float,
+def _key_bins(runs: KeyRuns, first_bin: int, n_bins: int, bin_s: float,
               carry: tuple[float, float, int]) -> tuple[np.ndarray, np.ndarray, tuple[float, float, int]]:
     """One key's runs (start_time_s, end_time_s, energy_j, num_gpu; bins ``first_bin`` .. ``first_bin + n_bins - 1``) ->
     (energy J, GPU-seconds) per bin, and ``carry`` (the running sums of the rate, count and open-run difference arrays,
     summed over the keys before) carried past this key's bins (see the module docstring: the algorithm)."""
-    start = runs["start_time_s"].to_numpy()
-    end = runs["end_time_s"].to_numpy()
-    energy = runs["energy_j"].to_numpy()
+    start, end, energy = runs.start_s, runs.end_s, runs.energy_j
     length = end - start
     k0 = np.floor(start / bin_s).astype(np.int64)
     k1 = np.maximum(np.ceil(end / bin_s).astype(np.int64) - 1, k0)
     point = length <= 0
     power = np.divide(energy, length, out=np.zeros_like(energy), where=~point)
-    busy = np.where(point, 0.0, runs["num_gpu"].to_numpy().astype(np.float64))  # a zero-length run occupies no GPU-time
+    busy = np.where(point, 0.0, runs.num_gpu.astype(np.float64))  # a zero-length run occupies no GPU-time
     single = k0 == k1
     # Energy (and GPU-seconds) of the first and last partial bins; a run inside one bin puts all in its bin.
     head = np.where(single, length, (k0 + 1) * bin_s - start)
@@ -204,25 +225,37 @@ def power_bins(history: pl.DataFrame, bin_s: float = BIN_S, occupancy: Occupancy
     _check_history(history)
     if history.height == 0:
         return pl.DataFrame(schema=POWER_SCHEMA)
-    keys, runs = _keyed_runs(history, bin_s)
-    first_bin = keys["first_bin"].to_numpy()
-    n_bins = keys["last_bin"].to_numpy() - first_bin + 1
+    return key_power_bins(*_keyed_runs(history), bin_s=bin_s, capacity=capacity, idle_w=idle_w)
+
+
+def key_power_bins(keys: Sequence[tuple[str, ...]], runs: Sequence[KeyRuns], bin_s: float = BIN_S,
+                   capacity: Mapping[str, Capacity] | None = None, idle_w: Mapping[str, float] | None = None) -> pl.DataFrame:
+    """``power_bins`` of runs given as arrays: ``keys`` (trace, gpu, policy), sorted and distinct, each with its runs in
+    history order (at least one; the end of a run is where it stops drawing power: ``occupancy`` applied).
+
+    The same table, bit for bit, as ``power_bins`` of the history these runs come from, without a frame of the runs
+    (a whatif draw keeps its runs as arrays, ``pipelines.clusters.replayed``). ``HistoryError`` as ``power_bins``.
+    """
+    _check_runs(runs)
+    # each key's first bin and the bin holding the last instant of its last run (a zero-length run: the bin of its start)
+    first_bin = np.array([int(np.floor(np.min(r.start_s) / bin_s)) for r in runs], dtype=np.int64)
+    last_bin = np.array([int(np.max(np.maximum(np.ceil(r.end_s / bin_s) - 1, np.floor(r.start_s / bin_s)))) for r in runs], dtype=np.int64)
+    n_bins = last_bin - first_bin + 1
     offset = np.concatenate(([0], np.cumsum(n_bins)[:-1]))  # row of each key's first bin in the output
     n_total = int(n_bins.sum())
     bin_energy, bin_gpu_s = np.zeros(n_total), np.zeros(n_total)
     carry = (0.0, 0.0, 0)  # the running sums of the rate, count and open-run difference arrays before the key's first bin
-    for key in range(len(n_bins)):
+    for key, key_runs in enumerate(runs):
         at, size = int(offset[key]), int(n_bins[key])
-        energy, gpu_s, carry = _key_bins(runs.filter(pl.col("_key") == key), int(first_bin[key]), size, bin_s, carry)
+        energy, gpu_s, carry = _key_bins(key_runs, int(first_bin[key]), size, bin_s, carry)
         bin_energy[at : at + size], bin_gpu_s[at : at + size] = energy, gpu_s
-    del runs
 
     row_key = np.repeat(np.arange(len(n_bins)), n_bins)
     k = np.arange(n_total) - offset[row_key] + first_bin[row_key]
     bin_start = k * bin_s
     bins = pl.DataFrame(
         {
-            **{c: keys[c].gather(row_key) for c in KEYS},
+            **{c: pl.Series(c, [key[i] for key in keys], dtype=pl.String).gather(row_key) for i, c in enumerate(KEYS)},
             "bin_start_s": bin_start.astype(np.float64),
             "bin_end_s": (k + 1) * bin_s,
             "mean_power_w": np.maximum(bin_energy / bin_s, 0.0),  # clears rounding residue of order 1e-10 W

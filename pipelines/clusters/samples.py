@@ -14,6 +14,9 @@ Each draw depends only on (the plan, the traces, ``base_seed``, ``k``): it runs 
 process or on any Dask worker (``pipelines.scaleout.runners.fan_out``), and every total is summed by
 numpy in a fixed order (never by a multi-threaded group-by), so results are bit-identical
 wherever the draws run. A draw returns totals only (a few numbers per row), never its history.
+What no draw changes (each row's jobs in replay order, the workload tables, the measured jobs) is
+built once (``prepare``) and sent with the plan; a draw keeps its runs as arrays
+(``pipelines.clusters.replayed``) and sums every figure over them in the history's order.
 """
 
 from __future__ import annotations
@@ -26,16 +29,18 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from pipelines.clusters import anchoring, mapping, power, simulate
+from pipelines.clusters import anchoring, mapping, power, replayed, simulate
 from pipelines.clusters.capacity import Capacity
 from pipelines.clusters.profiles import POWER_LIMIT_ONLY, PowerLimitOnly
+from pipelines.clusters.replayed import RowRuns
 from pipelines.ingest.grid import Rate
 from pipelines.scaleout.runners import Runner, fan_out
 from pipelines.vocabulary import PolicyName
 from pipelines.vocabulary.units import J_PER_KWH
 from pipelines.zeus import fast
+from pipelines.zeus.groups import group_job_spec
 from pipelines.zeus.power_limit_replay import replay_power_limit_only
-from pipelines.zeus.traces import Traces
+from pipelines.zeus.traces import Traces, WorkloadTable, build_table
 
 #: The policies compared: Zeus against Default (b0 at the maximum power limit).
 POLICIES: tuple[PolicyName, ...] = ("default", "zeus")
@@ -83,7 +88,7 @@ class Plan:
     cluster: Capacity | None = None
     #: The group replay's engine (``pipelines.zeus.fast``): None decides per call; ``engine_for`` picks it for all the draws.
     engine: str | None = None
-    #: Draw 0 also returns its cluster power (``draw_power``), for the report's plots.
+    #: Draw 0 also returns its cluster power (``power.power_bins`` of its runs), for the report's plots.
     keep_power: bool = False
     #: Each job's energy sized to its exported GPU-hours (``pipelines.clusters.anchoring.anchor``), else as the artifact.
     anchored: bool = False
@@ -124,19 +129,23 @@ def _key(policy: str) -> str:
     return policy.replace("-", "_")
 
 
-def _policies(history: pl.DataFrame) -> tuple[str, ...]:
-    """The policies of a draw's history: Default and Zeus, and the carbon-aware Zeus where it was replayed."""
-    return (*POLICIES, CARBON_AWARE) if (history["policy"] == CARBON_AWARE).any() else POLICIES
+def _policies(rows: Sequence[RowRuns]) -> tuple[str, ...]:
+    """The policies of a draw's rows: Default and Zeus, and the carbon-aware Zeus where it was replayed."""
+    return (*POLICIES, CARBON_AWARE) if any(CARBON_AWARE in r.runs for r in rows) else POLICIES
 
 
-def _totals(history: pl.DataFrame) -> dict[str, float]:
+def _runs(rows: Sequence[RowRuns], policy: str, column: str) -> np.ndarray:
+    """A column of ``policy``'s runs over ``rows``, in history order (the rows' histories one after the other)."""
+    parts = [getattr(r.runs[policy], column) for r in rows if policy in r.runs]
+    return np.concatenate(parts) if parts else np.zeros(0)
+
+
+def _totals(rows: Sequence[RowRuns]) -> dict[str, float]:
     """Energy (J) and time (s) of each policy, summed by numpy in history order."""
     out: dict[str, float] = {}
-    energy, time = history["energy_j"].to_numpy(), history["time_s"].to_numpy()
-    for p in _policies(history):
-        mask = (history["policy"] == p).to_numpy()  # a bool mask, not an object array of the policy names
-        out[f"{_key(p)}_j"] = float(np.sum(energy[mask]))
-        out[f"{_key(p)}_s"] = float(np.sum(time[mask]))
+    for p in _policies(rows):
+        out[f"{_key(p)}_j"] = float(np.sum(_runs(rows, p, "energy_j")))
+        out[f"{_key(p)}_s"] = float(np.sum(_runs(rows, p, "time_s")))
     return out
 
 
@@ -154,17 +163,17 @@ def carbon_etas(jobs: pl.DataFrame, grid: Rate, clean: float, dirty: float) -> n
 FLEET_TOTALS = ("default_idle_j", "zeus_idle_j", "default_fleet_j", "zeus_fleet_j", "gpu_idle_w", "over_capacity_gpu_h")
 
 
-def _peaks(history: pl.DataFrame, key: str, plan: Plan) -> dict[str, float | None]:
+def _peaks(rows: Sequence[RowRuns], gpu: str, key: str, plan: Plan) -> dict[str, float | None]:
     """Default and Zeus peak (kW), Zeus's GPU headroom and, where the row has a cluster size and an idle draw, the fleet
-    (``power.power_bins`` / ``power_summary`` with their defaults: jobs plus the idle GPUs of the cluster over the trace's window)."""
+    (``power.power_bins`` / ``power_summary`` with their defaults: jobs plus the idle GPUs of the cluster over the trace's window),
+    of ``rows`` on ``gpu`` (a row's GPU, or ``FLEET``)."""
     found: dict[str, float | None] = {"default_peak_kw": None, "zeus_peak_kw": None, "headroom_gpus": None, **dict.fromkeys(FLEET_TOTALS)}
-    if history.height == 0:
+    if not rows:
         return found
-    gpu = str(history["gpu"][0])
     sized = key in plan.capacities and gpu in plan.idle_w
     sizes = {plan.trace: plan.capacities[key]} if sized else None
     idle = {gpu: plan.idle_w[gpu]} if sized else None
-    for row in power.power_summary(power.power_bins(history, capacity=sizes, idle_w=idle), sizes, idle).iter_rows(named=True):
+    for row in power.power_summary(_power(plan.trace, [(gpu, rows)], sizes, idle), sizes, idle).iter_rows(named=True):
         policy = row["policy"]
         found[f"{policy}_peak_kw"] = row["peak_kw"]
         if sized:
@@ -176,14 +185,34 @@ def _peaks(history: pl.DataFrame, key: str, plan: Plan) -> dict[str, float | Non
     return found
 
 
+def _power(trace: str, labelled: Sequence[tuple[str, Sequence[RowRuns]]], capacity: dict[str, Capacity] | None = None,
+           idle_w: dict[str, float] | None = None) -> pl.DataFrame:
+    """``power.power_bins`` of the Default and Zeus runs of each (gpu label, rows) (distinct labels), a run drawing over its
+    simulated time: the table ``power_bins`` makes of their histories, the rows' relabelled and one after the other."""
+    keys, runs = [], []
+    for gpu, rows in labelled:
+        for policy in POLICIES:
+            start = _runs(rows, policy, "start_s")
+            if start.size:
+                num_gpu = np.concatenate([r.jobs.num_gpu[r.runs[policy].job] for r in rows if policy in r.runs])
+                keys.append((trace, gpu, policy))
+                runs.append(power.KeyRuns(start, start + _runs(rows, policy, "time_s"), _runs(rows, policy, "energy_j"), num_gpu))
+    if not keys:
+        return pl.DataFrame(schema=power.POWER_SCHEMA)
+    order = sorted(range(len(keys)), key=keys.__getitem__)
+    return power.key_power_bins([keys[i] for i in order], [runs[i] for i in order], capacity=capacity, idle_w=idle_w)
+
+
 #: A row's steady-state totals: its Default energy (J) and the same jobs' once Zeus has converged (J); None without ratios.
 STEADY_TOTALS = ("steady_default_j", "steady_zeus_j")
 
 
-def _steady(history: pl.DataFrame, ratios: dict[str, float] | None) -> dict[str, float | None]:
-    if not ratios or history.height == 0:
+def _steady(row: RowRuns, ratios: dict[str, float] | None) -> dict[str, float | None]:
+    if not ratios:
         return dict.fromkeys(STEADY_TOTALS)
-    return dict(zip(STEADY_TOTALS, anchoring.steady_state_totals(history, ratios), strict=True))
+    default = row.runs["default"]
+    totals = anchoring.steady_state_totals(default.energy_j, row.dataset[default.job], row.datasets, ratios)
+    return dict(zip(STEADY_TOTALS, totals, strict=True))
 
 
 #: A row's CO2e (g) and cost of each policy, each run's energy at the intensity and price of when it ran; None: not priced.
@@ -192,18 +221,15 @@ PRICED_TOTALS = ("default_co2e_g", "zeus_co2e_g", "carbon_aware_co2e_g", "defaul
 CARBON_AWARE_TOTALS = ("carbon_aware_j", "carbon_aware_s")
 
 
-def _priced(history: pl.DataFrame, plan: Plan) -> dict[str, float | None]:
+def _priced(row: RowRuns, plan: Plan) -> dict[str, float | None]:
     out: dict[str, float | None] = dict.fromkeys(PRICED_TOTALS)
-    kwh = history["energy_j"].to_numpy() / J_PER_KWH
-    start = history["start_time_s"].to_numpy()
-    end = start + history["time_s"].to_numpy()
-    masks = {p: (history["policy"] == p).to_numpy() for p in _policies(history)}
     for rate, name in ((plan.grid, "co2e_g"), (plan.prices, "cost")):
         if rate is None:
             continue
-        weighted = kwh * rate.means(start, end)
-        for p, mask in masks.items():
-            out[f"{_key(p)}_{name}"] = float(np.sum(weighted[mask]))
+        for p in _policies([row]):
+            runs = row.runs[p]
+            weighted = runs.energy_j / J_PER_KWH * rate.means(runs.start_s, runs.start_s + runs.time_s)
+            out[f"{_key(p)}_{name}"] = float(np.sum(weighted))
     return out
 
 
@@ -211,12 +237,15 @@ def _priced(history: pl.DataFrame, plan: Plan) -> dict[str, float | None]:
 HORIZON_TOTALS = ("horizon_default_j", "horizon_zeus_j")
 
 
-def _horizon(history: pl.DataFrame, jobs: pl.DataFrame, row: Row, plan: Plan) -> dict[str, float | None]:
+def _horizon(runs: RowRuns, row: Row, plan: Plan) -> dict[str, float | None]:
     ratios = plan.converged.get(row.gpu)
     if plan.horizon_s is None or not ratios or row.key not in plan.capacities:
         return dict.fromkeys(HORIZON_TOTALS)
     window = plan.capacities[row.key]
-    totals = anchoring.horizon_totals(history, jobs, ratios, window.window_end_s - window.window_start_s, plan.horizon_s)
+    heads = runs.dataset[runs.jobs.bounds[:-1]]  # each group's workload
+    ratio = np.array([ratios[runs.datasets[d]] for d in heads.tolist()])
+    totals = anchoring.horizon_totals({p: (runs.runs[p].job, runs.runs[p].energy_j) for p in POLICIES}, runs.jobs.bounds, ratio,
+                                      window.window_end_s - window.window_start_s, plan.horizon_s)
     return dict(zip(HORIZON_TOTALS, totals, strict=True))
 
 
@@ -241,25 +270,22 @@ def _whole_fleet(rows: dict[str, dict[str, Any]], plan: Plan) -> dict[str, float
     return out
 
 
-def _top_groups(history: pl.DataFrame, top: int, label: str | None) -> list[dict[str, Any]]:
+def _top_groups(row: RowRuns, top: int, label: str | None) -> list[dict[str, Any]]:
     """The ``top`` groups saving most energy (J), with their workload and job count (the label prefixes their name)."""
-    if history.height == 0 or top == 0:
+    if top == 0:
         return []
-    # each group as its rank among the sorted names (the order _sums sorts them in), not as a wide numpy string array
-    names = history["group"].unique().sort()
-    codes = history["group"].rank("dense").cast(pl.Int64).to_numpy() - 1
-    is_default, is_zeus = ((history["policy"] == p).to_numpy() for p in ("default", "zeus"))
-    energy = history["energy_j"].to_numpy()
-    default_codes, default = _sums(codes[is_default], energy[is_default])
-    zeus_codes, zeus = _sums(codes[is_zeus], energy[is_zeus])
-    zeus_of = dict(zip(zeus_codes.tolist(), zeus.tolist(), strict=True))
-    meta = history.lazy().filter(pl.col("policy") == "default").select("group", "dataset", "job_id").group_by("group").agg(
-        pl.col("dataset").first(), pl.col("job_id").n_unique().alias("jobs")).collect()
-    info = {g: (d, j) for g, d, j in meta.iter_rows()}
-    rows = [(names[c], d, zeus_of.get(c, 0.0)) for c, d in zip(default_codes.tolist(), default.tolist(), strict=True)]
+    jobs = row.jobs
+    default, zeus = row.runs["default"], row.runs["zeus"]
+    default_codes, default_j = _sums(jobs.group[default.job], default.energy_j)
+    zeus_codes, zeus_j = _sums(jobs.group[zeus.job], zeus.energy_j)
+    zeus_of = dict(zip(zeus_codes.tolist(), zeus_j.tolist(), strict=True))
+    # each group's distinct job ids among its Default runs, and its workload
+    pairs = np.unique(np.stack([jobs.group[default.job], jobs.job[default.job]]), axis=1)
+    counts = np.bincount(pairs[0], minlength=len(jobs.names))
+    rows = [(jobs.names[c], d, zeus_of.get(c, 0.0), c) for c, d in zip(default_codes.tolist(), default_j.tolist(), strict=True)]
     rows.sort(key=lambda r: (-(r[1] - r[2]), r[0]))
-    return [{"group": f"{label}: {g}" if label else g, "jobs": int(info[g][1]), "workload": info[g][0], "default_j": d, "zeus_j": z}
-            for g, d, z in rows[:top]]
+    return [{"group": f"{label}: {g}" if label else g, "jobs": int(counts[c]), "workload": row.datasets[int(row.dataset[jobs.bounds[c]])],
+             "default_j": d, "zeus_j": z} for g, d, z, c in rows[:top]]
 
 
 def _quartiles(model: np.ndarray, measured: np.ndarray) -> dict[str, Any]:
@@ -268,29 +294,58 @@ def _quartiles(model: np.ndarray, measured: np.ndarray) -> dict[str, Any]:
     return {"jobs": int(model.size), "modelled_default_j": float(np.sum(model)), "ratio_p25": q25, "ratio_median": q50, "ratio_p75": q75}
 
 
-def _measured(combined: pl.DataFrame, measured: pl.DataFrame) -> dict[str, Any] | None:
+def _measured(rows: Sequence[tuple[int, RowRuns]], measured: Measured | None) -> dict[str, Any] | None:
     """The modelled Default energy of the measured jobs (J) and quartiles over them of measured / modelled, over all of them
     and per row (``by_row``: each exported GPU type's, or each GPU's).
 
     Rows hold different jobs (a job replays in one row as exported; in each row on every GPU), so
-    a job is its row and job id.
+    a job is its row (its place in the plan, ``i`` of ``rows``) and job id.
     """
-    if measured.height == 0 or combined.height == 0:
+    if measured is None or not rows:
         return None
-    default = combined.filter(pl.col("policy") == "default")
-    keys = (default["_row"] + "\x1f" + default["job_id"]).to_numpy().astype(str)
-    jobs, modelled = _sums(keys, default["energy_j"].to_numpy())
-    known = dict(zip(jobs.tolist(), modelled.tolist(), strict=True))
-    wanted = (measured["row"] + "\x1f" + measured["job_id"]).to_list()
-    pairs = [(row, known[k], m) for k, row, m in zip(wanted, measured["row"].to_list(), measured["measured_energy_j"].to_list(), strict=True)
-             if k in known]
-    if not pairs:
+    keys = np.concatenate([i * measured.stride + r.jobs.job[r.runs["default"].job] for i, r in rows])
+    jobs, modelled = _sums(keys, np.concatenate([r.runs["default"].energy_j for _, r in rows]))
+    at = np.minimum(np.searchsorted(jobs, measured.keys), max(jobs.size - 1, 0))
+    known = (jobs.size > 0) & (jobs[at] == measured.keys)
+    if not known.any():
         return None
-    rows = np.array([p[0] for p in pairs], dtype=object)
-    model, meter = np.array([p[1] for p in pairs]), np.array([p[2] for p in pairs])
+    labels, model, meter = measured.rows[known], modelled[at[known]], measured.energy_j[known]
     out = _quartiles(model, meter)
-    out["by_row"] = {row: _quartiles(model[rows == row], meter[rows == row]) for row in dict.fromkeys(rows.tolist())}
+    out["by_row"] = {row: _quartiles(model[labels == row], meter[labels == row]) for row in dict.fromkeys(labels.tolist())}
     return out
+
+
+@dataclass(frozen=True)
+class Measured:
+    """The plan's measured jobs as ``_measured`` finds them among a draw's runs: each as its row's place in the plan x
+    ``stride`` + its id's index among the row's sorted job ids (``replayed.RowJobs.job``), its row key and measured energy (J);
+    in the plan's order, a job whose row or id the plan does not hold as -1."""
+
+    stride: int
+    keys: np.ndarray
+    rows: np.ndarray
+    energy_j: np.ndarray
+
+
+def measured_jobs(plan: Plan) -> Measured | None:
+    """``Measured`` of ``plan`` (None: no measured job)."""
+    if plan.measured.height == 0:
+        return None
+    ids = [r.jobs["job_id"].unique().sort() for r in plan.rows]
+    stride = max((len(i) for i in ids), default=0) + 1
+    keys = np.full(plan.measured.height, -1, dtype=np.int64)
+    where = {r.key: i for i, r in enumerate(plan.rows)}
+    row_keys = plan.measured["row"]
+    for key in row_keys.unique().to_list():
+        if key not in where:
+            continue
+        i = where[key]
+        mask = (row_keys == key).to_numpy()
+        wanted = plan.measured["job_id"].filter(mask)
+        at = np.minimum(ids[i].search_sorted(wanted).to_numpy(), max(len(ids[i]) - 1, 0))
+        found = ids[i].gather(at) == wanted if len(ids[i]) else pl.Series([False] * len(wanted))
+        keys[mask] = np.where(found.to_numpy(), i * stride + at, -1)
+    return Measured(stride, keys, row_keys.to_numpy().astype(object), plan.measured["measured_energy_j"].to_numpy())
 
 
 #: The history columns a draw reads (totals, power, top groups, the measured jobs); the rest is dropped at once.
@@ -312,71 +367,90 @@ def power_limit_history(profile: PowerLimitOnly, jobs: pl.DataFrame, trace: str,
     ]).select(_HISTORY_COLUMNS)
 
 
-def run_draw(draw: int, *, plan: Plan, traces: Traces, base_seed: int) -> dict[str, Any]:
+@dataclass(frozen=True)
+class Prepared:
+    """What every draw of a plan reuses (``prepare``): each row's jobs in replay order (``replayed.row_jobs``; None for a row
+    the compiled replay does not run), the workload tables of each GPU replayed, the measured jobs."""
+
+    rows: tuple[replayed.RowJobs | None, ...]
+    tables: dict[str, dict[str, WorkloadTable]]
+    measured: Measured | None
+
+
+def _compiled(plan: Plan, row: Row) -> bool:
+    """Whether ``row`` replays on the compiled replay straight into arrays (``replayed.replay_row``): not power-limit-only, no
+    carbon-aware Zeus (the reference replay), and the engine ``simulate_trace`` would take is the compiled one."""
+    return (row.power_limit is None and plan.carbon_aware is None and row.jobs.height > 0
+            and fast.resolve_engine(plan.engine, row.jobs.height * len(POLICIES)) == "fast")
+
+
+def prepare(plan: Plan, traces: Traces) -> Prepared:
+    """``Prepared`` of ``plan``: built once for all its draws (``run_draws``), here or on each worker."""
+    compiled = [_compiled(plan, r) for r in plan.rows]
+    tables = {r.gpu: {w: build_table(traces, r.gpu, group_job_spec(traces, r.gpu, w)) for w in r.workloads}
+              for r, c in zip(plan.rows, compiled, strict=True) if c}
+    return Prepared(tuple(replayed.row_jobs(r.jobs) if c else None for r, c in zip(plan.rows, compiled, strict=True)), tables,
+                    measured_jobs(plan))
+
+
+def _replay(i: int, row: Row, plan: Plan, traces: Traces, prepared: Prepared, draw: int, base_seed: int) -> replayed.RowRuns:
+    """Row ``i``'s runs in ``draw``: on the compiled replay straight into arrays where it can (``_compiled``), else its history."""
+    knob, shuffle = seed_knob(base_seed, draw), _shuffle(base_seed, draw, i)
+    jobs_of = prepared.rows[i]
+    if jobs_of is not None:
+        return replayed.replay_row(row.jobs, jobs_of, row.workloads, prepared.tables[row.gpu], eta=plan.eta, beta=plan.beta, seed=knob,
+                                   policies=POLICIES, shuffle=shuffle, anchored=plan.anchored)
+    if row.power_limit is not None:
+        jobs = row.jobs.with_columns(pl.lit(POWER_LIMIT_ONLY).alias("dataset"))
+        return replayed.from_history(power_limit_history(row.power_limit, jobs, plan.trace, plan.eta), jobs)
+    jobs = mapping.finish_own(mapping.assign_by_runtime(row.jobs, row.workloads, shuffle=shuffle, subset=True), plan.trace)
+    history = simulate.simulate_trace(jobs, traces, row.gpu, eta=plan.eta, beta=plan.beta, policies=POLICIES, seed=knob,
+                                      engine=plan.engine).select(_HISTORY_COLUMNS)
+    if plan.carbon_aware is not None and plan.grid is not None:  # the reference replay: one energy weight per job
+        weighted = jobs.with_columns(pl.Series("_eta", carbon_etas(jobs, plan.grid, *plan.carbon_aware)))
+        aware = simulate.simulate_trace(weighted, traces, row.gpu, eta=plan.eta, beta=plan.beta, policies=("zeus",), seed=knob,
+                                        engine="reference", job_eta="_eta").select(_HISTORY_COLUMNS)
+        history = pl.concat([history, aware.with_columns(pl.lit(CARBON_AWARE).alias("policy"))])
+    runs = replayed.from_history(history, jobs)
+    return replace(runs, runs=replayed.anchor(runs.runs, runs.jobs)) if plan.anchored else runs
+
+
+def run_draw(draw: int, *, plan: Plan, traces: Traces, base_seed: int, prepared: Prepared | None = None) -> dict[str, Any]:
     """One draw (see the module docstring): per row its totals and peaks; the fleet's; the measured comparison; for draw 0
-    also the top groups and the jobs per workload."""
-    knob = seed_knob(base_seed, draw)
+    also the top groups and the jobs per workload. ``prepared``: ``prepare(plan, traces)`` (None: built here)."""
+    prepared = prepared or prepare(plan, traces)
     rows: dict[str, dict[str, Any]] = {}
-    histories: list[pl.DataFrame] = []
+    replays: list[tuple[int, Row, replayed.RowRuns]] = []
     for i, row in enumerate(plan.rows):
         if row.jobs.height == 0:
             continue
-        if row.power_limit is not None:
-            jobs = row.jobs.with_columns(pl.lit(POWER_LIMIT_ONLY).alias("dataset"))
-            history = power_limit_history(row.power_limit, jobs, plan.trace, plan.eta)
-        else:
-            assigned = mapping.assign_by_runtime(row.jobs, row.workloads, shuffle=_shuffle(base_seed, draw, i), subset=True)
-            jobs = mapping.finish_own(assigned, plan.trace)
-            history = simulate.simulate_trace(jobs, traces, row.gpu, eta=plan.eta, beta=plan.beta, policies=POLICIES, seed=knob,
-                                              engine=plan.engine).select(_HISTORY_COLUMNS)
-            if plan.carbon_aware is not None and plan.grid is not None:  # the reference replay: one energy weight per job
-                weighted = jobs.with_columns(pl.Series("_eta", carbon_etas(jobs, plan.grid, *plan.carbon_aware)))
-                aware = simulate.simulate_trace(weighted, traces, row.gpu, eta=plan.eta, beta=plan.beta, policies=("zeus",), seed=knob,
-                                                engine="reference", job_eta="_eta").select(_HISTORY_COLUMNS)
-                history = pl.concat([history, aware.with_columns(pl.lit(CARBON_AWARE).alias("policy"))])
-            if plan.anchored:
-                history = anchoring.anchor(history, jobs)
-        rows[row.key] = {**dict.fromkeys(CARBON_AWARE_TOTALS), **_totals(history), **_peaks(_compared(history), row.key, plan),
-                         **_steady(history, plan.converged.get(row.gpu)),
-                         **_horizon(history, jobs, row, plan), **_priced(history, plan)}
+        runs = _replay(i, row, plan, traces, prepared, draw, base_seed)
+        rows[row.key] = {**dict.fromkeys(CARBON_AWARE_TOTALS), **_totals([runs]), **_peaks([runs], row.gpu, row.key, plan),
+                         **_steady(runs, plan.converged.get(row.gpu)), **_horizon(runs, row, plan), **_priced(runs, plan)}
         if draw == 0:
-            rows[row.key]["jobs_by_workload"] = dict(jobs.group_by("dataset").len().sort("dataset").iter_rows())
-        histories.append(history.with_columns(pl.lit(row.key).alias("_row")))
+            counts = np.bincount(runs.dataset, minlength=len(runs.datasets)).tolist()
+            rows[row.key]["jobs_by_workload"] = dict(zip(runs.datasets, counts, strict=True))
+        replays.append((i, row, runs))
     out: dict[str, Any] = {"draw": draw, "rows": rows, "measured": None}
-    if not histories:
+    if not replays:
         return out
-    combined = pl.concat(histories)
+    every = [r for _, _, r in replays]
     if plan.fleet:
-        # relabelled per history: a column added to the concatenated frame would rechunk (copy) all of it
-        fleet = pl.concat([h.drop("_row").with_columns(pl.lit(FLEET).alias("gpu")) for h in histories])
-        whole = {**_totals(combined), **_peaks(_compared(fleet), FLEET, plan), **_summed(rows, STEADY_TOTALS),
+        whole = {**_totals(every), **_peaks(every, FLEET, FLEET, plan), **_summed(rows, STEADY_TOTALS),
                  **_summed(rows, HORIZON_TOTALS), **_summed(rows, PRICED_TOTALS), **_summed(rows, CARBON_AWARE_TOTALS)}
-        del fleet
         out["fleet"] = {**whole, **_whole_fleet(rows, plan)}
-    out["measured"] = _measured(combined, plan.measured)
+    out["measured"] = _measured([(i, r) for i, _, r in replays], prepared.measured)
     if draw == 0 and plan.keep_power:
-        out["power"] = draw_power(histories, plan)
+        out["power"] = _power(plan.trace, [(FLEET, every)] if plan.fleet else [(row.key, [r]) for _, row, r in replays])
     if draw == 0:
         if plan.fleet:
-            label = len(histories) > 1
-            tops = [t for h in histories for t in _top_groups(h, plan.top, str(h["_row"][0]) if label else None)]
+            label = len(replays) > 1
+            tops = [t for _, row, r in replays for t in _top_groups(r, plan.top, row.key if label else None)]
             tops.sort(key=lambda t: (-(t["default_j"] - t["zeus_j"]), t["group"]))
             out["top_groups"] = tops[: plan.top]
         else:
-            out["top_groups"] = _top_groups(histories[0], plan.top, None)
+            out["top_groups"] = _top_groups(every[0], plan.top, None)
     return out
-
-
-def _compared(history: pl.DataFrame) -> pl.DataFrame:
-    """The Default and Zeus runs of a history (its power, peaks and headroom compare those two)."""
-    return history.filter(pl.col("policy").is_in(POLICIES))
-
-
-def draw_power(histories: Sequence[pl.DataFrame], plan: Plan) -> pl.DataFrame:
-    """A draw's cluster power (``power.power_bins``, jobs only, ``ClusterPower`` columns): the whole cluster's when the rows add
-    up to one (``gpu`` = ``FLEET``), else each row's (``gpu`` = the row's key)."""
-    label = pl.lit(FLEET) if plan.fleet else pl.col("_row")
-    return power.power_bins(_compared(pl.concat(histories)).with_columns(label.alias("gpu")).drop("_row"))
 
 
 def engine_for(plan: Plan, samples: int) -> str | None:
@@ -394,7 +468,8 @@ def run_draws(plan: Plan, traces: Traces, samples: int, base_seed: int, runner: 
     if samples < 1:
         raise ValueError(f"samples must be >= 1, got {samples}")
     plan = replace(plan, engine=engine_for(plan, samples)) if plan.engine is None else plan
-    shared = {"plan": plan, "traces": Traces(traces.train, traces.power), "base_seed": base_seed}
+    lean = Traces(traces.train, traces.power)
+    shared = {"plan": plan, "traces": lean, "base_seed": base_seed, "prepared": prepare(plan, lean)}
     return fan_out(runner, run_draw, list(range(samples)), shared, progress=progress, label="samples")
 
 

@@ -27,7 +27,8 @@ most). As long as ``fn`` is deterministic, the results depend neither on the wor
 the completion order.
 Workers need this package importable (same version), not the data or a shared filesystem.
 
-The modules, top down: ``schedulers`` (the scheduler names, ``connect``), ``auto`` (``AutoRunner``),
+The modules, top down: ``schedulers`` (the scheduler names, ``connect``), ``auto`` (``AutoRunner``), ``background``
+(``Background``: a command's own work beside a cluster's start),
 ``runners`` (the ``Runner`` protocol, ``SerialRunner``, ``DaskRunner``, ``fan_out``), ``local``
 (``local_cluster``) and ``jobqueue`` (Dask workers as Slurm jobs).
 """

@@ -22,6 +22,17 @@ LOCAL_START_SECONDS = 5.0
 AUTO_PROBE_TASKS = 2
 
 
+def idle_cores() -> float:
+    """Cores that a local cluster's workers would find idle: the cores less the 1-minute load average beyond this process's
+    own (which the workers would take over); every core where the load cannot be read."""
+    cores = float(os.cpu_count() or 1)
+    try:
+        load = os.getloadavg()[0]
+    except (AttributeError, OSError):  # not on this platform
+        return cores
+    return min(max(cores - max(load - 1.0, 0.0), 0.0), cores)
+
+
 class AutoRunner:
     """The ``"auto"`` scheduler: a map's first tasks in this process, timed; the rest here or on a local cluster,
     whichever the measured seconds per task say is sooner (the package docstring). The cluster, once started, serves
@@ -69,14 +80,19 @@ class AutoRunner:
         return results
 
     def _stays_here(self, rest: int, seconds: float) -> bool:
-        """Whether ``rest`` tasks of ``seconds`` each end sooner here than on a local cluster started now; says which."""
+        """Whether ``rest`` tasks of ``seconds`` each end sooner here than on a local cluster started now; says which.
+
+        The cluster's workers share the cores with everything else running: its work is spread over no more workers than
+        there are idle cores (``idle_cores``), so on a busy machine it stays here."""
         here = rest * seconds
-        there = LOCAL_START_SECONDS + here / self._workers
+        idle = idle_cores()
+        there = LOCAL_START_SECONDS + here / max(min(self._workers, idle), 1.0)
         stay = self._workers < 2 or here <= there
         self._stayed = self._stayed or stay
         choice = "in this process" if stay else f"on a local cluster of {self._workers} workers"
         self._note(f"[auto] {rest} tasks left at {seconds:.3g} s each (measured here): about {here:.1f} s in this process, "
-                   f"{there:.1f} s on a local cluster ({LOCAL_START_SECONDS:g} s to start): running them {choice}")  # fmt: skip
+                   f"{there:.1f} s on a local cluster ({LOCAL_START_SECONDS:g} s to start) with {idle:.1f} of "
+                   f"{os.cpu_count() or 1} cores idle: running them {choice}")  # fmt: skip
         return stay
 
     def _local(self) -> DaskRunner:

@@ -121,8 +121,8 @@ def test_samples_on_dask_equal_samples_in_process_bit_for_bit(mixed, traces: Tra
     here = whatif.run(result, profiles, options)[0]
     with connect("local", workers=2) as runner:
         there = whatif.run(result, profiles, options, runner)[0]
-    for key in ("gpus", "total", "measured", "top_groups"):
-        assert json.dumps(there[key]) == json.dumps(here[key]), key
+    assert there["runner"] != here["runner"]
+    assert json.dumps({**there, "runner": ""}) == json.dumps({**here, "runner": ""})  # the whole report, bit for bit
 
 
 def test_the_measured_section_compares_the_clusters_meter_with_the_model(mixed, traces: Traces) -> None:

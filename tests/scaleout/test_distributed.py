@@ -239,8 +239,24 @@ def test_auto_keeps_cheap_tasks_in_this_process_and_says_so(monkeypatch: pytest.
         assert runner.description.startswith("auto: in-process")
     assert sorted(finished) == list(range(12))
     assert len(notes) == 1 and notes[0].startswith("[auto] 10 tasks left at ") and notes[0].endswith("running them in this process")
-    # 10 tasks of 0.01 s: 0.1 s here against the cluster's start (5 s) + 0.05 s
+    # 10 tasks of 0.01 s: 0.1 s here against the cluster's start (5 s) + 0.05 s (0.1 s on a busy machine)
     assert "about 0.1 s in this process, 5.1 s on a local cluster (5 s to start)" in notes[0]
+
+
+def test_auto_stays_here_where_no_core_is_idle(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Tasks of 0.2 s and a cluster that costs nothing to start, on a machine whose cores are busy: the workers would only
+    take turns with this process, so the rest stays here (issue 36: auto never worse than in-process)."""
+    from pipelines.scaleout import auto
+
+    monkeypatch.setattr(auto, "LOCAL_START_SECONDS", 0.0)
+    monkeypatch.setattr(auto.os, "getloadavg", lambda: (9.0, 9.0, 9.0))
+    monkeypatch.setattr(auto.os, "cpu_count", lambda: 2)
+    assert auto.idle_cores() == 0.0
+    notes: list[str] = []
+    with connect("auto", workers=2, note=notes.append) as runner:
+        assert runner.map(_slow_square, list(range(4)), {"pause": 0.2}) == [0, 1, 4, 9]
+        assert runner.description.startswith("auto: in-process")
+    assert len(notes) == 1 and "with 0.0 of 2 cores idle: running them in this process" in notes[0], notes
 
 
 @pytest.mark.slow
@@ -249,6 +265,7 @@ def test_auto_starts_a_local_cluster_for_work_that_pays_for_it(monkeypatch: pyte
     from pipelines.scaleout import auto
 
     monkeypatch.setattr(auto, "LOCAL_START_SECONDS", 0.0)
+    monkeypatch.setattr(auto, "idle_cores", lambda: 2.0)  # an idle machine: the two workers run beside this process
     notes: list[str] = []
     finished: list[int] = []
     with connect("auto", workers=2, note=notes.append) as runner:

@@ -1,0 +1,149 @@
+"""One row's replay in one whatif draw, as arrays: its jobs in replay order and each policy's runs.
+
+A draw (``pipelines.clusters.samples``) sums its figures over runs. Building a polars history per
+row and draw, and joining it back to its jobs, cost most of a whatif (issue 36). So what no draw
+changes is built once per row (``RowJobs``: the jobs' replay order, groups, times, GPUs, job ids,
+the groups' mean durations), and a draw on the compiled replay goes from it straight to arrays
+(``replay_row``): its workload assignment, each job's runtime_ratio, the kernel's runs, each run's
+energy for the whole job and the anchoring. A history replayed another way (the reference engine,
+a carbon-aware Zeus, a power-limit-only profile) becomes the same arrays (``from_history``).
+
+The numbers are those of ``simulate.simulate_trace`` and ``anchoring.anchor``, bit for bit: each
+value comes from the same floating-point operation on the same operands (runtime_ratio by the
+same polars expression over the jobs in the same order; a run's energy the kernel's times the
+job's GPUs; the anchoring scale summed by ``bincount`` in history order), and the runs keep
+the history's order.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import polars as pl
+
+from pipelines.clusters import anchoring, mapping
+from pipelines.vocabulary import PolicyName
+from pipelines.zeus import fast
+from pipelines.zeus.traces import WorkloadTable
+
+
+@dataclass(frozen=True)
+class RowJobs:
+    """A row's jobs in replay order: groups sorted, each group's jobs by start time, then job id, then table order."""
+
+    order: np.ndarray  # int64 per job: its row in the row's table
+    names: list[str]  # the group names, sorted
+    group: np.ndarray  # int64 per job: index into names
+    bounds: np.ndarray  # int64: each group's first job, then the job count
+    start_s: np.ndarray  # float64 per job, s since 1970
+    end_s: np.ndarray  # float64 per job
+    num_gpu: np.ndarray  # float64 per job
+    job: np.ndarray  # int64 per job: its id as an index into the row's distinct job ids, sorted
+    #: ``mapping.group_runtimes`` of the jobs: what a draw's workload assignment cuts (None: from a history).
+    runtimes: pl.DataFrame | None = None
+
+
+@dataclass(frozen=True)
+class Runs:
+    """One policy's runs of a row, in history order: each run's job (an index into ``RowJobs``), start (s), time (s) and energy
+    (J, the whole job)."""
+
+    job: np.ndarray
+    start_s: np.ndarray
+    time_s: np.ndarray
+    energy_j: np.ndarray
+
+
+@dataclass(frozen=True)
+class RowRuns:
+    """A row's replay in one draw: its jobs, each job's workload (``dataset``, an index into ``datasets``: those the row's jobs
+    play, sorted) and each replayed policy's runs, in the history's policy order."""
+
+    jobs: RowJobs
+    datasets: list[str]
+    dataset: np.ndarray
+    runs: dict[str, Runs]
+
+
+def _groups(group: pl.Series) -> tuple[list[str], np.ndarray, np.ndarray]:
+    """(group names sorted, each job's as an index into them, each group's first job then the count) of jobs sorted by group."""
+    names = group.unique().sort()
+    codes = group.cast(pl.Enum(names)).to_physical().to_numpy().astype(np.int64)
+    bounds = np.append(np.flatnonzero(np.diff(codes, prepend=-1)), codes.size).astype(np.int64)
+    return names.to_list(), codes, bounds
+
+
+def _job_codes(job_id: pl.Series) -> np.ndarray:
+    return job_id.cast(pl.Enum(job_id.unique().sort())).to_physical().to_numpy().astype(np.int64)
+
+
+def row_jobs(jobs: pl.DataFrame) -> RowJobs:
+    """``RowJobs`` of a row's jobs (``mapping.own_keyed`` columns: group, job_id, start_time_s, end_time_s, num_gpu), in the
+    order ``mapping.finish_own`` sorts them and the replay replays them."""
+    ordered = jobs.select("group", "job_id", "start_time_s", "end_time_s", "num_gpu").with_row_index("_row").sort(
+        "group", "start_time_s", "job_id", maintain_order=True)
+    names, group, bounds = _groups(ordered["group"])
+    return RowJobs(ordered["_row"].to_numpy().astype(np.int64), names, group, bounds, ordered["start_time_s"].to_numpy(),
+                   ordered["end_time_s"].to_numpy(), ordered["num_gpu"].to_numpy().astype(np.float64), _job_codes(ordered["job_id"]),
+                   mapping.group_runtimes(jobs))
+
+
+def replay_row(jobs: pl.DataFrame, prepared: RowJobs, workloads: Sequence[str], tables: dict[str, WorkloadTable], *, eta: float,
+               beta: float, seed: int | None, policies: Sequence[PolicyName], shuffle: np.random.Generator | None,
+               anchored: bool) -> RowRuns:
+    """One draw of a row on the compiled replay: its workloads assigned (``mapping.assign_by_runtime``, ``shuffle`` as there),
+    runtime_ratio per workload (``mapping.finish_own``), each policy replayed (``fast.replay``: ``simulate_trace``'s runs)
+    and, when ``anchored``, each job's runs scaled to its elapsed time (``anchoring.anchor``).
+
+    ``jobs``: the row's table, of which ``prepared`` is ``row_jobs``; ``tables``: the workload table of every workload
+    the row may play, on its GPU."""
+    assert prepared.runtimes is not None, "row_jobs builds the jobs a draw replays"
+    assigned = mapping.group_workloads(prepared.runtimes, workloads, shuffle=shuffle, subset=True)
+    of_group = dict(assigned.iter_rows())
+    datasets = sorted(set(of_group.values()))
+    group_dataset = np.array([datasets.index(of_group[g]) for g in prepared.names], dtype=np.int64)
+    dataset = group_dataset[prepared.group]
+    # runtime_ratio as finish_own computes it: over the jobs in table order, each with its group's workload
+    in_table = np.empty_like(dataset)
+    in_table[prepared.order] = dataset
+    runtime = pl.col("end_time_s") - pl.col("start_time_s")
+    ratio = jobs.select("start_time_s", "end_time_s").with_columns(
+        pl.Series("dataset", datasets, dtype=pl.String).gather(in_table)).select(
+        (runtime / runtime.mean().over("dataset")).alias("runtime_ratio"))["runtime_ratio"].to_numpy()[prepared.order]
+    arrays = fast.GroupArrays(prepared.names, datasets, group_dataset, prepared.bounds, prepared.start_s.copy(),
+                              prepared.end_s.copy(), np.array(ratio, dtype=np.float64))
+    runs: dict[str, Runs] = {}
+    for policy in policies:
+        done = fast.replay(arrays, tables, eta, beta, seed, policy)
+        job = prepared.bounds[done.group] + done.job  # the job-th of its group's jobs, in replay order
+        runs[policy] = Runs(job, done.start_time, done.time, done.energy * prepared.num_gpu[job])
+    if anchored:
+        runs = anchor(runs, prepared)
+    return RowRuns(prepared, datasets, dataset, runs)
+
+
+def anchor(runs: dict[str, Runs], jobs: RowJobs) -> dict[str, Runs]:
+    """``runs`` with each job's energies and times scaled so that its Default time is its elapsed time (``anchoring.anchor``)."""
+    if "default" not in runs:
+        raise anchoring.AnchoringError("anchoring needs the Default policy's runs")
+    scale = anchoring.job_scale(runs["default"].job, runs["default"].time_s, jobs.end_s - jobs.start_s)
+    return {p: Runs(r.job, r.start_s, r.time_s * scale[r.job], r.energy_j * scale[r.job]) for p, r in runs.items()}
+
+
+def from_history(history: pl.DataFrame, jobs: pl.DataFrame) -> RowRuns:
+    """A row's history (``simulate_trace``'s columns, of ``jobs``: group, job_id, start and end, num_gpu, dataset) as arrays."""
+    keys, index = anchoring.job_index(history, jobs)
+    names, group, bounds = _groups(keys["group"])
+    prepared = RowJobs(np.arange(keys.height, dtype=np.int64), names, group, bounds, keys["start_time_s"].to_numpy(),
+                       keys["end_time_s"].to_numpy(), keys["num_gpu"].to_numpy().astype(np.float64), _job_codes(keys["job_id"]))
+    datasets = keys["dataset"].unique().sort().to_list()
+    dataset = keys["dataset"].cast(pl.Enum(datasets)).to_physical().to_numpy().astype(np.int64)
+    policy = history["policy"]
+    start, time, energy = (history[c].to_numpy() for c in ("start_time_s", "time_s", "energy_j"))
+    runs = {}
+    for name in policy.unique(maintain_order=True).to_list():
+        mask = (policy == name).to_numpy()
+        runs[name] = Runs(index[mask], start[mask], time[mask], energy[mask])
+    return RowRuns(prepared, datasets, dataset, runs)
