@@ -49,7 +49,7 @@ def orchestrate(select: str, executor: str, concurrency: int, parallel_runs: int
                     nonlocal failed, warned
                     statuses.append(status)
                     echo(f"({i + 1}/{len(plan)}) {status.value} in {seconds:.1f} s: run {run_id[:8]} {plan[i].label()}")
-                    if removed:  # plan[i] is what is left of the run, launched again
+                    if removed:  # what is left of the run is launched again
                         failed.append(f"run {run_id[:8]} ({plan[i].job}) failed as partition {', '.join(removed)} was removed while it "
                                       "ran (clusters remove); launched again over the rest")
                     else:

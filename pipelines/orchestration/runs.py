@@ -138,7 +138,7 @@ def execute_plan(client: DagsterGraphQLClient, plan: list[Run], concurrency: int
     """Launch the runs of ``plan``, each once every run of its ``after`` succeeded, at most ``max_runs`` at once; wait for them.
 
     ``ended(index, run id, status, seconds, removed)`` as each ends; ``removed``: the partitions of a failed run removed from
-    ``instance`` while it ran (``clusters remove``), its failure's cause: ``plan[index]`` becomes the rest, launched again.
+    ``instance`` while it ran (``clusters remove``), its failure's cause: then ``plan[index]`` becomes the rest, launched again.
     After another run that did not succeed (an isolated one may fail) none starts. Raises ``Stopped`` once ``stopping()``.
     Returns a line for each run whose partitions were partly removed before it launched (``narrowed``).
     """
@@ -162,12 +162,13 @@ def execute_plan(client: DagsterGraphQLClient, plan: list[Run], concurrency: int
             if status in ENDED:
                 del running[run_id]
                 left, removed = narrowed(run, instance) if status == dg.DagsterRunStatus.FAILURE else (run, [])
-                plan[i] = left if removed else plan[i]  # launched again over what is left
                 ok = status == dg.DagsterRunStatus.SUCCESS or (run.isolated and status == dg.DagsterRunStatus.FAILURE)
                 succeeded |= {i} if ok else set()  # an isolated run's failure is its partition's own: the runs after it go on
-                pending += [i] if removed else []
                 halted = halted or not (ok or removed)
                 ended(i, run_id, status, time.monotonic() - started, removed)
+                if removed:  # launched again over what is left
+                    plan[i] = left
+                    pending.append(i)
         if not running and (halted or not any(plan[i].after <= succeeded for i in pending)):
             return gone
         time.sleep(POLL_S)

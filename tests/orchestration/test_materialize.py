@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -302,11 +303,13 @@ def test_a_run_that_failed_as_its_partition_was_removed_runs_again_over_the_rest
     with dg.instance_for_test() as instance:
         instance.add_dynamic_partitions("trace", ["itp", "lab"])
         client = RemovedWhileRunning(instance)
-        ends: list[tuple[str, str, list[str]]] = []
+        ends: list[tuple[str, str, list[str], tuple[str, ...]]] = []
         gone = execute_plan(client, plan, 2, 2, lambda: False,  # type: ignore[arg-type]  # the fake stands for Dagster's client
-                            lambda i, run_id, status, seconds, removed: ends.append((run_id, status.value, removed)), instance)
+                            lambda i, run_id, status, seconds, removed: ends.append((run_id, status.value, removed, plan[i].partitions)),
+                            instance)
     assert client.tags == [{RANGE_START: "itp", RANGE_END: "lab"}, {RANGE_START: "itp", RANGE_END: "itp"}, {}]
-    assert ends == [("trace_assets1", "FAILURE", ["lab"]), ("trace_assets2", "SUCCESS", []), ("unpartitioned_assets3", "SUCCESS", [])]
+    assert ends == [("trace_assets1", "FAILURE", ["lab"], ("itp", "lab")), ("trace_assets2", "SUCCESS", [], ("itp",)),
+                    ("unpartitioned_assets3", "SUCCESS", [], ())]
     assert gone == [] and plan[0].partitions == ("itp",)
 
 
@@ -593,6 +596,41 @@ def test_kill_9_of_the_orchestrator_ends_its_processes_and_marks_its_run_failed(
         # before it can (SIGKILL after the grace): then the driver's recovery marks the run. Either way it failed.
         assert "[materialize] the orchestrator ended by signal 9" in log.read_text()
         assert _status(home, run.run_id) == dg.DagsterRunStatus.FAILURE, log.read_text()[-3000:]
+
+
+@pytest.mark.slow
+def test_clusters_remove_during_a_step_over_the_trace_fails_that_run_in_one_line_and_the_rest_completes(
+        knob_grid_project: Path, mirror: Path, tmp_path: Path) -> None:
+    """Issue 39 item 6: `clusters remove lab` while the knob grid's step replays lab beside the public traces. Dagster fails
+    the step (lab's partition range is gone); the command names that in one line, materializes the other traces and exits 1."""
+    from pipelines.clusters import mapping, tracefiles
+    from pipelines.clusters.workloads import workloads_by_default_tta
+    from pipelines.ingest.simulator_inputs import read_trace_dir
+    from pipelines.ingest.slurm import read_sacct
+
+    root = tmp_path / "project"
+    shutil.copytree(knob_grid_project, root)
+    write_export(tmp_path / "lab.sacct", 300, seed=1, timezone="UTC")
+    tracefiles.add_trace(root / "raw", "lab", tmp_path / "lab.sacct", fmt="sacct", timezone="UTC")
+    table = read_sacct(tmp_path / "lab.sacct", trace="lab", source_file="lab.sacct", timezone="UTC").table
+    write_parquet_atomic(mapping.map_own(table, workloads_by_default_tta(read_trace_dir(mirror / "zeus")), "lab"),
+                         root / "assets/cluster_workload_jobs/lab.parquet")
+    home = _home(tmp_path)
+    with _processes() as started:
+        log = tmp_path / "materialize.log"
+        driver = _command(root, home, started, log, "--select", "zeus_knob_grid")
+        _wait(lambda: " grid: " in log.read_text(), "the zeus_knob_grid step to start its replays")
+        env = {**os.environ, "DAGSTER_HOME": str(home), "GPU_ENERGY_HOME": str(root)}
+        removed = subprocess.run([sys.executable, "-m", "pipelines", "clusters", "remove", "lab"], env=env, cwd=REPO_ROOT,
+                                 capture_output=True, text=True, check=False)
+        assert removed.returncode == 0, removed.stderr[-2000:]
+        assert driver.wait(timeout=2 * WAIT_S) == 1, log.read_text()[-3000:]
+    out = log.read_text()
+    failed = [line for line in out.splitlines() if line.startswith("[materialize] FAILED: ")]
+    assert len(failed) == 1 and failed[0].endswith("(trace_assets) failed as partition lab was removed while it ran (clusters remove); "
+                                                   "launched again over the rest"), out[-3000:]
+    assert "[materialize] (1/1) SUCCESS in " in out and "trace_assets: zeus_knob_grid [itp...elasticflow]" in out, out[-3000:]
+    assert sorted(p.name for p in (root / "assets/zeus_knob_grid").iterdir()) == ["elasticflow.parquet", "itp.parquet"]
 
 
 @pytest.mark.slow
