@@ -55,7 +55,8 @@ def orchestrate(select: str, executor: str, concurrency: int, parallel_runs: int
                     else:
                         failed, warned = [a + b for a, b in zip((failed, warned), runs.problems(instance, run_id, plan[i].job), strict=True)]
 
-                failed += runs.execute_plan(client, plan, concurrency, parallel_runs, stopping, ended, instance)
+                gone_before_launch = runs.execute_plan(client, plan, concurrency, parallel_runs, stopping, ended, instance)
+                failed += gone_before_launch  # added after the call: ``ended`` rebinds ``failed``
             except BaseException:  # ``Stopped``, or what the killed webserver made its client raise before it
                 if not stopping():
                     raise
