@@ -1,18 +1,21 @@
 """``python -m pipelines materialize``: every selected asset and partition, as Dagster runs in ``$DAGSTER_HOME``.
 
 The command (the *driver*, no Dagster) holds the home's lock and starts the *orchestrator* in a process group of its own;
-Ctrl-C or SIGTERM reaches it as ``STOP_SIGNAL`` (twice: the group ends at once), and so does the driver's death.
+Ctrl-C or SIGTERM reaches it as ``STOP_SIGNAL``, and so does the driver's death: it kills every other process of its group
+and marks its runs CANCELED, within ``STOP_S`` (else the driver kills the group, and ``recover`` marks the runs).
 Exit status: 0, 1 (each failed step and check named in one line) or 130 (docs/architecture.md, Orchestration).
 """
 
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import signal
 import subprocess
 import sys
 import threading
+import time
 from contextlib import ExitStack
 from pathlib import Path
 
@@ -21,7 +24,7 @@ import click
 from pipelines.home.init import use_dagster_home
 from pipelines.home.paths import find_home
 from pipelines.orchestration import lock
-from pipelines.orchestration.processes import STOP_SIGNAL, die_with_parent, end_group
+from pipelines.orchestration.processes import STOP_S, STOP_SIGNAL, Stopped, die_with_parent, end_group, kill_group_but_self
 from pipelines.orchestration.storage import StorageError, make_folder
 from pipelines.orchestration.webserver import webserver
 from pipelines.scaleout.local import local_cluster
@@ -82,44 +85,69 @@ def cli(select: str, executor: str, scheduler: str | None, concurrency: int | No
 
 
 def _drive(args: list[str]) -> tuple[int, bool]:
-    """Run the orchestrator, forwarding a stop to it; (exit status, whether it ended by a signal)."""
+    """Run the orchestrator, forwarding a stop to it; (exit status, whether it was killed). One that has not ended
+    ``STOP_S`` after a stop is killed with its group."""
     child = subprocess.Popen([sys.executable, "-m", "pipelines", "materialize", *args],
                              env={**os.environ, PARENT_ENV: str(os.getpid())}, start_new_session=True)
-    asked: list[int] = []
+    asked: list[float] = []
 
     def forward(signum: int, frame: object) -> None:
-        if asked:
-            _echo("asked again: ending every process now")
-            end_group(child.pid, grace_s=2.0)
-        asked.append(signum)
+        asked.append(time.monotonic())
         with contextlib.suppress(ProcessLookupError):
             child.send_signal(STOP_SIGNAL)
 
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, forward)
-    code = child.wait()
-    end_group(child.pid, grace_s=2.0)  # whatever of its group is left (nothing, after a clean exit)
-    if code < 0:
+    while (code := child.poll()) is None:
+        if asked and time.monotonic() > asked[0] + STOP_S:
+            _echo(f"the orchestrator did not stop within {STOP_S:.0f} s: ending its processes")
+            end_group(child.pid, grace_s=0.0)
+        time.sleep(0.02)
+    if code < 0 or not asked:  # what is left of its group; after a stop it killed its group itself (resource trackers aside)
+        end_group(child.pid, grace_s=0.0 if asked else 2.0)
+    if code == -STOP_SIGNAL:  # before it set its handler of the signal: it had launched nothing
+        _echo("interrupted as the orchestrator started")
+    elif code < 0:
         _echo(f"the orchestrator ended by signal {-code}: its processes are ended; marking its runs")
-    return ((130 if asked else 128 - code) if code < 0 else code), code < 0
+    return (130 if asked else 128 - code) if code < 0 else code, code < 0 and code != -STOP_SIGNAL
 
 
 def _orchestrate(select: str, executor: str, scheduler: str | None, concurrency: int, parallel_runs: int, parent: int) -> int:
-    """The orchestrator (the driver's child): starts the webserver, then imports Dagster and plans while the server loads."""
-    stop = threading.Event()
-    signal.signal(STOP_SIGNAL, lambda signum, frame: stop.set())
-    die_with_parent(STOP_SIGNAL, expected_parent=parent)
-    with ExitStack() as stack:
-        if executor == "dask":  # read by the code location's executor (pipelines.defs.resources) where the runs load it
-            address = scheduler or os.environ.get(SCHEDULER_ENV) or stack.enter_context(local_cluster()).scheduler_address
-            os.environ["PIPELINES_EXECUTOR"], os.environ[SCHEDULER_ENV] = "dask", address
-            _echo(f"Dask scheduler {address}")
-        try:
-            connect = stack.enter_context(webserver(find_home(), Path(os.environ["DAGSTER_HOME"])))
-        except StorageError as exc:
-            _echo(f"FAILED: {exc}")
-            return 1
-        # Not imported by the driver, and imported only now: Dagster and the code location load here as the server loads them.
-        from pipelines.orchestration.orchestrator import orchestrate
+    """The orchestrator (the driver's child): starts the webserver, then imports Dagster and plans while the server loads.
 
-        return orchestrate(select, executor, concurrency, parallel_runs, connect, stop.is_set, _echo)
+    A stop kills every other process of its group at once (the webserver, its code server, the runs' processes), then
+    ends what it was doing (``Stopped``)."""
+    stop = threading.Event()
+
+    def stop_now(signum: int, frame: object) -> None:
+        if not stop.is_set():
+            stop.set()
+            kill_group_but_self()
+            # What Stopped interrupts may log it or drop it (a connection's close, a garbage-collection callback): not news.
+            logging.disable(logging.CRITICAL)
+            sys.unraisablehook = lambda unraisable: None
+            raise Stopped
+
+    signal.signal(STOP_SIGNAL, stop_now)
+    die_with_parent(STOP_SIGNAL, expected_parent=parent)
+    try:
+        with ExitStack() as stack:
+            if executor == "dask":  # read by the code location's executor (pipelines.defs.resources) where the runs load it
+                address = scheduler or os.environ.get(SCHEDULER_ENV) or stack.enter_context(local_cluster()).scheduler_address
+                os.environ["PIPELINES_EXECUTOR"], os.environ[SCHEDULER_ENV] = "dask", address
+                _echo(f"Dask scheduler {address}")
+            connect = stack.enter_context(webserver(find_home(), Path(os.environ["DAGSTER_HOME"])))
+            # Not imported by the driver, and imported only now: Dagster and the code location load here as the server loads them.
+            from pipelines.orchestration.orchestrator import orchestrate
+
+            code = orchestrate(select, executor, concurrency, parallel_runs, connect, stop.is_set, _echo)
+    except StorageError as exc:
+        _echo(f"FAILED: {exc}")
+        code = 1
+    except Stopped:  # before orchestrate opened the instance: no run launched
+        _echo("interrupted")
+        code = 130
+    if stop.is_set():  # Python's exit would wait for threads of Dagster's that served the killed processes: seconds
+        sys.stderr.flush()
+        os._exit(code)
+    return code

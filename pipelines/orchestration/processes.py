@@ -14,8 +14,16 @@ import psutil
 _PR_SET_PDEATHSIG = 1
 #: What asks materialize's orchestrator to stop: the driver's forwarded Ctrl-C, or the kernel when the driver dies.
 STOP_SIGNAL = signal.SIGUSR1
+#: Seconds from a stop (Ctrl-C) to materialize's end, its runs marked and its processes ended (issue 39).
+STOP_S = 2.0
 #: A process whose start is this many seconds after a run started cannot be that run's process.
 _CLOCK_SLACK_S = 1.0
+
+
+class Stopped(KeyboardInterrupt):
+    """Raised in the orchestrator by ``STOP_SIGNAL``, once every other process of its group is killed (``kill_group_but_self``).
+
+    A ``KeyboardInterrupt``: what ends its work at a Ctrl-C (``pipelines.scaleout.local``) ends it at a stop too."""
 
 
 def die_with_parent(sig: int, expected_parent: int) -> None:
@@ -46,6 +54,25 @@ def group_alive(pgid: int) -> bool:
     except PermissionError:
         pass
     return True
+
+
+def kill_group_but_self() -> None:
+    """SIGKILL every other process of this process's group, until none is left: the processes it started, and theirs
+    (Dagster starts none in a group of its own), orphaned or not. Multiprocessing's resource trackers are spared: they
+    clean up after their killed clients, then exit."""
+    me, group, deadline = os.getpid(), os.getpgid(0), time.monotonic() + 1.0
+    while time.monotonic() < deadline:  # a process in uninterruptible sleep dies once it leaves it: not waited for
+        others = []
+        for process in psutil.process_iter(["pid", "status", "cmdline"]):
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                if process.pid != me and process.info["status"] != psutil.STATUS_ZOMBIE and os.getpgid(process.pid) == group \
+                        and "resource_tracker" not in " ".join(process.info["cmdline"] or ()):
+                    others.append(process)
+        if not others:
+            break
+        for process in others:
+            with contextlib.suppress(psutil.NoSuchProcess):
+                process.kill()
 
 
 def end_group(pgid: int, grace_s: float) -> None:

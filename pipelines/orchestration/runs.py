@@ -15,6 +15,7 @@ from pipelines.defs.jobs import job_name
 from pipelines.defs.shared.io_manager import PARTITIONS_STAND_ALONE
 from pipelines.defs.shared.run_tags import launched_by
 from pipelines.home.init import LOCATION
+from pipelines.orchestration.processes import Stopped
 
 if TYPE_CHECKING:
     from dagster_graphql import DagsterGraphQLClient  # the client is made by pipelines.orchestration.webserver
@@ -132,53 +133,52 @@ ENDED = (dg.DagsterRunStatus.SUCCESS, dg.DagsterRunStatus.FAILURE, dg.DagsterRun
 
 
 def execute_plan(client: DagsterGraphQLClient, plan: list[Run], concurrency: int, max_runs: int, stopping: Callable[[], bool],
-                 grace_s: float, ended: Callable[[int, str, dg.DagsterRunStatus | None, float], None],
+                 ended: Callable[[int, str, dg.DagsterRunStatus, float, list[str]], None],
                  instance: dg.DagsterInstance | None = None) -> list[str]:
     """Launch the runs of ``plan``, each once every run of its ``after`` succeeded, at most ``max_runs`` at once; wait for them.
 
-    ``ended(index, run id, status, seconds)`` as each ends (``status`` None: still running ``grace_s`` after a stop, which
-    terminates every run and starts none). After a run that did not succeed (an isolated one may fail) none starts.
-    Returns a line for each run whose partitions were partly removed from ``instance`` before it launched (``narrowed``).
+    ``ended(index, run id, status, seconds, removed)`` as each ends; ``removed``: the partitions of a failed run removed from
+    ``instance`` while it ran (``clusters remove``), its failure's cause: then ``plan[index]`` becomes the rest, launched again.
+    After another run that did not succeed (an isolated one may fail) none starts. Raises ``Stopped`` once ``stopping()``.
+    Returns a line for each run whose partitions were partly removed before it launched (``narrowed``).
     """
     succeeded: set[int] = set()
     gone: list[str] = []
     pending = list(range(len(plan)))
-    running: dict[str, tuple[int, float]] = {}  # run id -> (index in the plan, start time)
-    halted, deadline = False, None
+    running: dict[str, tuple[int, float, Run]] = {}  # run id -> (index in the plan, start time, the run as launched)
+    halted = False
     while True:
-        if stopping() and deadline is None:
-            for run_id in running:
-                client.terminate_run(run_id)
-            deadline, pending = time.monotonic() + grace_s, []
-        if not halted and deadline is None:
-            for i in [i for i in pending if plan[i].after <= succeeded][:max(0, max_runs - len(running))]:
-                pending.remove(i)
-                launched = _launch_narrowed(client, plan[i], concurrency, instance, gone)
-                if launched is None:
-                    succeeded.add(i)  # nothing of it is left to run
-                else:
-                    running[launched] = (i, time.monotonic())
-        for run_id, (i, started) in list(running.items()):
+        if stopping():
+            raise Stopped
+        for i in [i for i in pending if plan[i].after <= succeeded][:0 if halted else max(0, max_runs - len(running))]:
+            pending.remove(i)
+            launched = _launch_narrowed(client, plan[i], concurrency, instance, gone)
+            if launched is None:
+                succeeded.add(i)  # nothing of it is left to run
+            else:
+                running[launched[0]] = (i, time.monotonic(), launched[1])
+        for run_id, (i, started, run) in list(running.items()):
             status = client.get_run_status(run_id)
             if status in ENDED:
                 del running[run_id]
-                ok = status == dg.DagsterRunStatus.SUCCESS or (plan[i].isolated and status == dg.DagsterRunStatus.FAILURE)
+                left, removed = narrowed(run, instance) if status == dg.DagsterRunStatus.FAILURE else (run, [])
+                ok = status == dg.DagsterRunStatus.SUCCESS or (run.isolated and status == dg.DagsterRunStatus.FAILURE)
                 succeeded |= {i} if ok else set()  # an isolated run's failure is its partition's own: the runs after it go on
-                halted = halted or not ok
-                ended(i, run_id, status, time.monotonic() - started)
-        if deadline is not None and time.monotonic() > deadline:
-            for run_id, (i, started) in running.items():
-                ended(i, run_id, None, time.monotonic() - started)
-            return gone
-        if not running and (halted or deadline is not None or not any(plan[i].after <= succeeded for i in pending)):
+                halted = halted or not (ok or removed)
+                ended(i, run_id, status, time.monotonic() - started, removed)
+                if removed:  # launched again over what is left
+                    plan[i] = left
+                    pending.append(i)
+        if not running and (halted or not any(plan[i].after <= succeeded for i in pending)):
             return gone
         time.sleep(POLL_S)
 
 
 def _launch_narrowed(client: DagsterGraphQLClient, run: Run, concurrency: int, instance: dg.DagsterInstance | None,
-                     gone: list[str]) -> str | None:
-    """Launch ``run`` over its partitions still registered (None: none is); name each one removed in ``gone``. A partition
-    removed between the check and the launch makes the webserver refuse the run: it is checked again once."""
+                     gone: list[str]) -> tuple[str, Run] | None:
+    """Launch ``run`` over its partitions still registered: (run id, the run launched), None when none is; name each one
+    removed in ``gone``. A partition removed between the check and the launch makes the webserver refuse the run: it is
+    checked again once."""
     from dagster_graphql import DagsterGraphQLClientError  # imported once the server runs (see pipelines.orchestration.webserver)
 
     for refused in (False, True):
@@ -191,7 +191,7 @@ def _launch_narrowed(client: DagsterGraphQLClient, run: Run, concurrency: int, i
                 raise
     if removed:
         gone.append(f"{run.label()}: partition {', '.join(removed)} removed while materialize ran (clusters remove); not materialized")
-    return run_id
+    return None if run_id is None else (run_id, now)
 
 
 def problems(instance: dg.DagsterInstance, run_id: str, job: str) -> tuple[list[str], list[str]]:

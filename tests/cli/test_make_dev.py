@@ -18,6 +18,7 @@ import psutil
 import pytest
 
 from pipelines.home.paths import REPO_ROOT
+from tests.support.processes import survivors
 
 
 def planned(target: str) -> list[list[str]]:
@@ -72,27 +73,6 @@ def _start_dev(tmp_path: Path, sigint_ignored: bool) -> tuple[subprocess.Popen[b
     raise AssertionError("make dev did not serve within 240 s")
 
 
-def _survivors(processes: list[psutil.Process], limit_s: float) -> tuple[float, list[str]]:
-    """(seconds until every process of ``processes`` ended, at most ``limit_s``; the command lines of those left)."""
-    started = time.monotonic()
-
-    def alive() -> list[psutil.Process]:
-        live = []
-        for process in processes:
-            with contextlib.suppress(psutil.NoSuchProcess):
-                if process.is_running() and process.status() != psutil.STATUS_ZOMBIE:
-                    live.append(process)
-        return live
-
-    while alive() and time.monotonic() - started < limit_s:
-        time.sleep(0.1)
-    left = []
-    for process in alive():
-        with contextlib.suppress(psutil.NoSuchProcess):
-            left.append(" ".join(process.cmdline())[:120])
-    return time.monotonic() - started, left
-
-
 @pytest.mark.slow
 @pytest.mark.timeout(600)
 @pytest.mark.parametrize(("sig", "sigint_ignored"), [(signal.SIGINT, False), (signal.SIGTERM, False), (signal.SIGTERM, True)],
@@ -109,7 +89,7 @@ def test_make_dev_stops_every_process_within_5_s(sig: signal.Signals, sigint_ign
         assert len(processes) >= 6, processes  # make, the command, dg dev, the webserver, the daemon, the code server...
         os.killpg(dev.pid, sig)  # what the terminal does on Ctrl-C: the foreground group (make's)
         dev.wait(timeout=30)
-        took, left = _survivors(processes, 30)
+        took, left = survivors(processes, 30)
         assert not left and took < 5, (f"{took:.1f} s", left, (tmp_path / "dev.log").read_text()[-800:])
     finally:
         for process in processes:

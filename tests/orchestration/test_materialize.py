@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -27,9 +28,10 @@ from pipelines.home.paths import REPO_ROOT, ProjectPaths
 from pipelines.home.storage import write_parquet_atomic
 from pipelines.orchestration import lock
 from pipelines.orchestration import runs as runs_module
-from pipelines.orchestration.processes import group_alive
+from pipelines.orchestration.processes import STOP_S, Stopped, group_alive
 from pipelines.orchestration.recovery import recover, run_process
 from pipelines.orchestration.runs import RANGE_END, RANGE_START, Run, SelectionError, execute_plan, plan_runs, problems, resolve_selection
+from tests.support.processes import survivors
 from tests.support.sacct_export import write_export
 
 WAIT_S = 120
@@ -172,7 +174,6 @@ class FakeClient:
         self.polls, self.outcome = polls, outcome
         self.left: dict[str, int] = {}
         self.launched: list[str] = []
-        self.terminated: list[str] = []
         self.most_at_once = 0
 
     def submit_job_execution(self, job: str, **kwargs: object) -> str:
@@ -183,13 +184,8 @@ class FakeClient:
         return job
 
     def get_run_status(self, run_id: str) -> dg.DagsterRunStatus:
-        if run_id in self.terminated:
-            return dg.DagsterRunStatus.CANCELED
         self.left[run_id] -= 1
         return self.outcome.get(run_id, dg.DagsterRunStatus.SUCCESS) if self.left[run_id] <= 0 else dg.DagsterRunStatus.STARTED
-
-    def terminate_run(self, run_id: str) -> None:
-        self.terminated.append(run_id)
 
 
 def _plan(*after: tuple[int, ...]) -> list[Run]:
@@ -199,8 +195,8 @@ def _plan(*after: tuple[int, ...]) -> list[Run]:
 
 def _execute(client: FakeClient, plan: list[Run], max_runs: int, stopping: object = lambda: False) -> list[tuple[str, str | None]]:
     ends: list[tuple[str, str | None]] = []
-    execute_plan(client, plan, 2, max_runs, stopping, 0.0,  # type: ignore[arg-type]  # the fake stands for Dagster's client
-                 lambda i, run_id, status, seconds: ends.append((run_id, status.value if status else None)))
+    execute_plan(client, plan, 2, max_runs, stopping,  # type: ignore[arg-type]  # the fake stands for Dagster's client
+                 lambda i, run_id, status, seconds, removed: ends.append((run_id, status.value)))
     return ends
 
 
@@ -233,12 +229,13 @@ def test_an_isolated_run_that_failed_holds_back_nothing(monkeypatch: pytest.Monk
     assert _execute(client, plan, max_runs=2) == [("r0", "FAILURE"), ("r1", "SUCCESS"), ("r2", "SUCCESS")]
 
 
-def test_stopping_terminates_every_running_run_and_starts_no_other(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_stop_raises_stopped_and_starts_no_other_run(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The runs in progress are not waited for: their processes are already killed, and the orchestrator marks them."""
     monkeypatch.setattr(runs_module, "POLL_S", 0.0)
     client = FakeClient({"r0": 1, "r1": 50, "r2": 50, "r3": 1}, {})
-    ends = _execute(client, _plan((), (0,), (0,), (1,)), max_runs=2, stopping=lambda: client.left.get("r1", 50) < 45)
-    assert client.launched == ["r0", "r1", "r2"] and sorted(client.terminated) == ["r1", "r2"]
-    assert ends == [("r0", "SUCCESS"), ("r1", "CANCELED"), ("r2", "CANCELED")]
+    with pytest.raises(Stopped):
+        _execute(client, _plan((), (0,), (0,), (1,)), max_runs=2, stopping=lambda: client.left.get("r1", 50) < 45)
+    assert client.launched == ["r0", "r1", "r2"] and client.left["r1"] == 44
 
 
 class RecordingClient(FakeClient):
@@ -275,8 +272,8 @@ def test_a_trace_removed_while_materialize_runs_fails_its_partition_alone(defini
             instance.delete_dynamic_partition(dimension, "lab")
         client = RecordingClient(instance)
         ends: list[str] = []
-        gone = execute_plan(client, plan, 2, 2, lambda: False, 0.0,  # type: ignore[arg-type]  # the fake stands for Dagster's client
-                            lambda i, run_id, status, seconds: ends.append(run_id), instance)
+        gone = execute_plan(client, plan, 2, 2, lambda: False,  # type: ignore[arg-type]  # the fake stands for Dagster's client
+                            lambda i, run_id, status, seconds, removed: ends.append(run_id), instance)
     # every run launched but lab's own, over what is left of its range; each of lab's partitions named once
     assert len(ends) == len(plan) - 1 and {t.get(RANGE_END) for t in client.tags} == {None, "itp", "v100", "v100|itp"}
     assert not any("lab" in v for t in client.tags for v in t.values())
@@ -284,6 +281,37 @@ def test_a_trace_removed_while_materialize_runs_fails_its_partition_alone(defini
                        "removed while materialize ran (clusters remove); not materialized")
     lab = [[p for p in r.partitions if p.split("|")[-1] == "lab"] for r in plan]
     assert len(gone) == sum(map(bool, lab)) == 3 and all(", ".join(ps) in line for ps, line in zip([p for p in lab if p], gone, strict=True))
+
+
+class RemovedWhileRunning(RecordingClient):
+    """Its first run over lab fails once lab is removed (`clusters remove lab` while its step ran, as the step then fails)."""
+
+    def get_run_status(self, run_id: str) -> dg.DagsterRunStatus:
+        if run_id == "trace_assets1":
+            self.instance.delete_dynamic_partition("trace", "lab")
+            return dg.DagsterRunStatus.FAILURE
+        return super().get_run_status(run_id)
+
+
+def test_a_run_that_failed_as_its_partition_was_removed_runs_again_over_the_rest(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 39 item 6: a trace removed while a run over it ran. The run's failure is put down to the removal, the run is
+    launched again over what is left, and the runs after it go on."""
+    monkeypatch.setattr(runs_module, "POLL_S", 0.0)
+    trace = dg.DynamicPartitionsDefinition(name="trace")
+    plan = [Run("trace_assets", frozenset({dg.AssetKey("replays")}), {RANGE_START: "itp", RANGE_END: "lab"}, False,
+                partitions_def=trace, partitions=("itp", "lab")),
+            Run("unpartitioned_assets", frozenset({dg.AssetKey("figure")}), {}, False, after=frozenset({0}))]
+    with dg.instance_for_test() as instance:
+        instance.add_dynamic_partitions("trace", ["itp", "lab"])
+        client = RemovedWhileRunning(instance)
+        ends: list[tuple[str, str, list[str], tuple[str, ...]]] = []
+        gone = execute_plan(client, plan, 2, 2, lambda: False,  # type: ignore[arg-type]  # the fake stands for Dagster's client
+                            lambda i, run_id, status, seconds, removed: ends.append((run_id, status.value, removed, plan[i].partitions)),
+                            instance)
+    assert client.tags == [{RANGE_START: "itp", RANGE_END: "lab"}, {RANGE_START: "itp", RANGE_END: "itp"}, {}]
+    assert ends == [("trace_assets1", "FAILURE", ["lab"], ("itp", "lab")), ("trace_assets2", "SUCCESS", [], ("itp",)),
+                    ("unpartitioned_assets3", "SUCCESS", [], ())]
+    assert gone == [] and plan[0].partitions == ("itp",)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -478,24 +506,37 @@ def _status(home: Path, run_id: str) -> dg.DagsterRunStatus:
 
 
 @pytest.mark.slow
-def test_ctrl_c_cancels_the_run_and_ends_every_process(knob_grid_project: Path, tmp_path: Path) -> None:
+@pytest.mark.parametrize("when", ["start", "planning", "step"])
+def test_ctrl_c_stops_within_2_s_at_any_point_leaving_no_process_no_run_and_no_output(knob_grid_project: Path, tmp_path: Path,
+                                                                                       when: str) -> None:
+    """Issue 39: a Ctrl-C (SIGINT to the command's group, as a terminal sends it) at start-up, while the orchestrator plans and
+    the webserver loads, and mid-step; the command ends with 130 within ``STOP_S``, and so does every process it started."""
     home = _home(tmp_path)
     with _processes() as started:
         log = tmp_path / "materialize.log"
-        driver, run, orchestrator = _start_knob_grid(knob_grid_project, home, started, log)
-        assert run.job_name == "trace_assets"  # the knob grid is partitioned by trace
-        assert group_alive(orchestrator) and os.getpgid(driver.pid) != orchestrator
-        sent = time.monotonic()
-        driver.send_signal(signal.SIGINT)
-        assert driver.wait(timeout=60) == 130
-        assert time.monotonic() - sent < 45
-        out = log.read_text()
-        # progress: the plan, Dagster's log lines, the run's end, the verdict
-        for line in ("[materialize] 1 assets in 1 runs", "ERROR - trace_assets - ", "RUN_CANCELED",
-                     "[materialize] (1/1) CANCELED in ", "[materialize] interrupted in "):
-            assert line in out, (line, out[-3000:])
-        assert _status(home, run.run_id) == dg.DagsterRunStatus.CANCELED
-        _wait(lambda: not group_alive(orchestrator), "the orchestrator's processes to end", timeout=10)
+        if when == "step":
+            driver, run, _ = _start_knob_grid(knob_grid_project, home, started, log)
+        else:
+            driver = _command(knob_grid_project, home, started, log, "--select", "zeus_knob_grid")
+            if when == "planning":
+                _wait(lambda: "[materialize] traces: " in log.read_text(), "the orchestrator to plan")
+            else:  # the orchestrator is starting: Python, then the webserver, then Dagster
+                _wait(lambda: bool(psutil.Process(driver.pid).children()), "the orchestrator to start", timeout=10)
+        assert driver.poll() is None, log.read_text()[-3000:]
+        processes = [psutil.Process(driver.pid), *psutil.Process(driver.pid).children(recursive=True)]
+        started.groups += [os.getpgid(p.pid) for p in processes[1:2]]
+        os.killpg(driver.pid, signal.SIGINT)
+        seconds, left = survivors(processes, 30)  # the driver, a zombie until waited for, counts as ended
+        code, out = driver.wait(timeout=60), log.read_text()
+        assert code == 130 and seconds < STOP_S and not left, (code, seconds, left, out[-3000:])
+        assert "[materialize] interrupted" in out, out[-3000:]
+        if when == "step":
+            assert f"[materialize] run {run.run_id[:8]} (trace_assets) CANCELED: its processes were ended" in out, out[-3000:]
+            assert _status(home, run.run_id) == dg.DagsterRunStatus.CANCELED
+        with dg.DagsterInstance.from_config(str(home)) as instance:
+            assert {r.status for r in instance.get_runs()} <= {dg.DagsterRunStatus.CANCELED}
+    # no partial output: neither the knob grid's table nor a temp file of it
+    assert not list((knob_grid_project / "assets").rglob("zeus_knob_grid*")) and not list(knob_grid_project.rglob(".tmp_*"))
 
 
 @pytest.mark.slow
@@ -544,6 +585,41 @@ def test_kill_9_of_the_orchestrator_ends_its_processes_and_marks_its_run_failed(
         # before it can (SIGKILL after the grace): then the driver's recovery marks the run. Either way it failed.
         assert "[materialize] the orchestrator ended by signal 9" in log.read_text()
         assert _status(home, run.run_id) == dg.DagsterRunStatus.FAILURE, log.read_text()[-3000:]
+
+
+@pytest.mark.slow
+def test_clusters_remove_during_a_step_over_the_trace_fails_that_run_in_one_line_and_the_rest_completes(
+        knob_grid_project: Path, mirror: Path, tmp_path: Path) -> None:
+    """Issue 39 item 6: `clusters remove lab` while the knob grid's step replays lab beside the public traces. Dagster fails
+    the step (lab's partition range is gone); the command names that in one line, materializes the other traces and exits 1."""
+    from pipelines.clusters import mapping, tracefiles
+    from pipelines.clusters.workloads import workloads_by_default_tta
+    from pipelines.ingest.simulator_inputs import read_trace_dir
+    from pipelines.ingest.slurm import read_sacct
+
+    root = tmp_path / "project"
+    shutil.copytree(knob_grid_project, root)
+    write_export(tmp_path / "lab.sacct", 300, seed=1, timezone="UTC")
+    tracefiles.add_trace(root / "raw", "lab", tmp_path / "lab.sacct", fmt="sacct", timezone="UTC")
+    table = read_sacct(tmp_path / "lab.sacct", trace="lab", source_file="lab.sacct", timezone="UTC").table
+    write_parquet_atomic(mapping.map_own(table, workloads_by_default_tta(read_trace_dir(mirror / "zeus")), "lab"),
+                         root / "assets/cluster_workload_jobs/lab.parquet")
+    home = _home(tmp_path)
+    with _processes() as started:
+        log = tmp_path / "materialize.log"
+        driver = _command(root, home, started, log, "--select", "zeus_knob_grid")
+        _wait(lambda: " grid: " in log.read_text(), "the zeus_knob_grid step to start its replays")
+        env = {**os.environ, "DAGSTER_HOME": str(home), "GPU_ENERGY_HOME": str(root)}
+        removed = subprocess.run([sys.executable, "-m", "pipelines", "clusters", "remove", "lab"], env=env, cwd=REPO_ROOT,
+                                 capture_output=True, text=True, check=False)
+        assert removed.returncode == 0, removed.stderr[-2000:]
+        assert driver.wait(timeout=2 * WAIT_S) == 1, log.read_text()[-3000:]
+    out = log.read_text()
+    failed = [line for line in out.splitlines() if line.startswith("[materialize] FAILED: ")]
+    assert len(failed) == 1 and failed[0].endswith("(trace_assets) failed as partition lab was removed while it ran (clusters remove); "
+                                                   "launched again over the rest"), out[-3000:]
+    assert "[materialize] (1/1) SUCCESS in " in out and "trace_assets: zeus_knob_grid [itp...elasticflow]" in out, out[-3000:]
+    assert sorted(p.name for p in (root / "assets/zeus_knob_grid").iterdir()) == ["elasticflow.parquet", "itp.parquet"]
 
 
 @pytest.mark.slow

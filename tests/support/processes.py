@@ -1,0 +1,29 @@
+"""Waiting for the processes a test started to end."""
+
+from __future__ import annotations
+
+import contextlib
+import time
+
+import psutil
+
+
+def survivors(processes: list[psutil.Process], limit_s: float) -> tuple[float, list[str]]:
+    """(seconds until every process of ``processes`` ended, at most ``limit_s``; the command lines of those left)."""
+    started = time.monotonic()
+
+    def alive() -> list[psutil.Process]:
+        live = []
+        for process in processes:
+            with contextlib.suppress(psutil.NoSuchProcess):
+                if process.is_running() and process.status() != psutil.STATUS_ZOMBIE:
+                    live.append(process)
+        return live
+
+    while alive() and time.monotonic() - started < limit_s:
+        time.sleep(0.1)
+    left = []
+    for process in alive():
+        with contextlib.suppress(psutil.NoSuchProcess):
+            left.append(" ".join(process.cmdline())[:120])
+    return time.monotonic() - started, left
