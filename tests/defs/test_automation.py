@@ -126,6 +126,7 @@ def _runs_after_a_drop_in(definitions: dg.Definitions, instance: dg.DagsterInsta
     raise AssertionError(f"the automation did not settle: {ticks}")
 
 
+@pytest.mark.slow  # five evaluations of the code location's automation conditions: about 15 s of CPU
 def test_a_drop_in_follows_in_one_run_per_partitions_definition() -> None:
     """After the ingest of a new trace of yours, the automation asks for its replays and everything that reads them in three
     waves, one partitions definition each (a Dagster run holds one): the trace's jobs, cluster size and knob grid; its

@@ -37,11 +37,11 @@ FOLLOW_TABLES = (
 #: which a public trace's has not. A dependency, not an input: Dagster refuses to load an input partition that does not
 #: exist, so the step reads the partitions present itself (``ParquetIOManager.load_present``).
 OWN_JOBS = dg.AssetKey("own_cluster_jobs")
-#: zeus_cluster_history follows cluster_workload_jobs, but not while the trace's cluster size is still being written: a
-#: trace's jobs are stored before the end of the run that also writes its cluster size and knob grid, and a history started
-#: then would leave cluster_power (which reads the cluster size) to a run of its own, after it.
-FOLLOW_TRACE_RUN = (FOLLOW & ~dg.AutomationCondition.asset_matches("cluster_capacity", dg.AutomationCondition.in_progress())
-                    ).with_label("eager, after the cluster size")
+#: zeus_cluster_history follows cluster_workload_jobs, but not before the trace's cluster size is written (unless writing it
+#: failed): a trace's jobs are stored before the end of the run that also writes its cluster size and knob grid, and a
+#: history started then would leave cluster_power (which reads the cluster size) to a run of its own, after it.
+FOLLOW_TRACE_RUN = (FOLLOW & ~dg.AutomationCondition.asset_matches("cluster_capacity", dg.AutomationCondition.in_progress() | (
+    dg.AutomationCondition.missing() & ~dg.AutomationCondition.execution_failed()))).with_label("eager, after the cluster size")
 
 
 @table_asset(
