@@ -10,9 +10,9 @@ import dagster as dg
 
 from pipelines.defs.shared.run_tags import launched_by
 
-#: Seconds between two evaluations of the automation conditions. A new trace passes through two (its replays, then the
-#: figures that read them), after the sensor's own tick: each waits half of this on average. One evaluation of this
-#: code location costs about 1 s of CPU here (10 % of a core while `make dev` runs; Dagster's default, 30 s, costs 3 %).
+#: Seconds between two evaluations of the automation conditions. A new trace passes through three (its jobs, its replays
+#: per GPU, then what reads every trace), after the sensor's own tick: each waits half of this on average. One evaluation
+#: of this code location costs about 2 s of CPU here (20 % of a core while `make dev` runs; Dagster's default, 30 s, 7 %).
 INTERVAL_S = 10
 
 automation_sensor = dg.AutomationConditionSensorDefinition(

@@ -7,6 +7,7 @@ sensor evaluated by hand.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Iterator
 
 import dagster as dg
@@ -16,10 +17,12 @@ import pytest
 from pipelines.defs.clusters.partitions import register_trace_partitions
 from pipelines.defs.zeus.sensors import measured_profiles_sensor
 from pipelines.home.paths import ProjectPaths
+from pipelines.vocabulary import PUBLISHED_GPUS
 from tests.support.materialize import INGEST, Homes
 from tests.support.measured_profiles import profile_rows
 
 CLUSTER_JOBS = dg.AssetKey("cluster_workload_jobs")
+OWN_JOBS = dg.AssetKey("own_cluster_jobs")
 
 
 @pytest.fixture(scope="module")
@@ -99,3 +102,59 @@ def test_a_new_measured_profile_is_ingested_by_the_sensor(setting) -> None:
     assert isinstance(request, dg.RunRequest)
     assert run.execute_in_process(resources=resources, instance=instance).success
     assert pl.read_parquet(paths.table("power_limit_profiles"))["source"].to_list() == ["job.json", "job.json"]
+
+
+def _runs_after_a_drop_in(definitions: dg.Definitions, instance: dg.DagsterInstance, traces: list[str]) -> list[dict[str, set[str]]]:
+    """The automation's requests, tick by tick, after the ingest of ``traces`` (the sensor's run): each tick's requested
+    partitions by asset, each marked materialized before the next tick (as the runs would), until a tick requests nothing."""
+    graph = definitions.resolve_asset_graph()
+    downstream = dg.AssetSelection.assets(OWN_JOBS).downstream()
+    result = dg.evaluate_automation_conditions(defs=definitions, instance=instance, asset_selection=downstream)
+    for table in ("own_cluster_jobs", "own_cluster_traces", "quarantine/own_cluster_jobs_bad_rows"):
+        for trace in traces:
+            instance.report_runless_asset_event(dg.AssetMaterialization(dg.AssetKey.from_user_string(table), partition=trace))
+    ticks: list[dict[str, set[str]]] = []
+    while len(ticks) < 6:
+        result = dg.evaluate_automation_conditions(defs=definitions, instance=instance, asset_selection=downstream, cursor=result.cursor)
+        requested = {k: result.get_requested_partitions(k) for k in downstream.resolve(graph) if result.get_num_requested(k)}
+        if not requested:
+            return ticks
+        ticks.append({k.to_user_string(): {str(p) for p in partitions} for k, partitions in requested.items()})
+        for key, partitions in requested.items():
+            for partition in partitions:
+                instance.report_runless_asset_event(dg.AssetMaterialization(key, partition=partition))
+    raise AssertionError(f"the automation did not settle: {ticks}")
+
+
+@pytest.mark.slow  # five evaluations of the code location's automation conditions: about 15 s of CPU
+def test_a_drop_in_follows_in_one_run_per_partitions_definition() -> None:
+    """After the ingest of a new trace of yours, the automation asks for its replays and everything that reads them in three
+    waves, one partitions definition each (a Dagster run holds one): the trace's jobs, cluster size and knob grid; its
+    four GPUs' history, summary and power; then every table and figure that reads all traces, once, together. No public
+    trace's partition is asked for again. (In ``make dev`` a run of each wave: 4 runs with the sensor's ingest,
+    docs/own-cluster.md.)"""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        from pipelines.definitions import defs
+
+        definitions = defs()
+    graph = definitions.resolve_asset_graph()
+    gpus = [f"{gpu}|lab" for gpu in PUBLISHED_GPUS]
+    with dg.instance_for_test() as instance:
+        instance.add_dynamic_partitions("trace", ["itp", "elasticflow"])
+        for key in graph.materializable_asset_keys:  # the home `make figures` leaves
+            partitions_def = graph.get(key).partitions_def
+            for partition in partitions_def.get_partition_keys(dynamic_partitions_store=instance) if partitions_def else [None]:
+                instance.report_runless_asset_event(dg.AssetMaterialization(key, partition=partition))
+        for dimension in ("trace", "own_trace"):  # what cluster_traces_sensor does before it runs lab's ingest
+            instance.add_dynamic_partitions(dimension, ["lab"])
+        ticks = _runs_after_a_drop_in(definitions, instance, ["lab"])
+    unpartitioned = {k.to_user_string() for k in dg.AssetSelection.assets(OWN_JOBS).downstream().resolve(graph)
+                     if graph.get(k).partitions_def is None}
+    assert ticks == [
+        {"cluster_workload_jobs": {"lab"}, "cluster_capacity": {"lab"}, "zeus_knob_grid": {"lab"}},
+        {key: set(gpus) for key in ("zeus_cluster_history", "zeus_cluster_summary", "cluster_power", "cluster_power_summary")},
+        {key: {"None"} for key in unpartitioned},
+    ]
+    assert {"own_cluster_summary", "figures/own_cluster_report", "figures/traces_submissions", "figures/knob_grid_savings",
+            "figures/clusters_timeline_power", "zeus_cluster_co2e"} <= unpartitioned

@@ -16,7 +16,7 @@ from pipelines.clusters import mapping, simulate
 from pipelines.clusters.workloads import REFERENCE_GPU, workloads_by_default_tta
 from pipelines.defs.clusters.partitions import by_partition, trace_gpu, trace_gpu_partitions, trace_partitions
 from pipelines.defs.shared.io_manager import partition_tables
-from pipelines.defs.shared.table_assets import table_asset
+from pipelines.defs.shared.table_assets import FOLLOW, table_asset
 from pipelines.vocabulary import DEFAULT_BETA, DEFAULT_ETA
 from pipelines.zeus.traces import from_frames
 
@@ -37,6 +37,11 @@ FOLLOW_TABLES = (
 #: which a public trace's has not. A dependency, not an input: Dagster refuses to load an input partition that does not
 #: exist, so the step reads the partitions present itself (``ParquetIOManager.load_present``).
 OWN_JOBS = dg.AssetKey("own_cluster_jobs")
+#: zeus_cluster_history follows cluster_workload_jobs, but not before the trace's cluster size is written (unless writing it
+#: failed): a trace's jobs are stored before the end of the run that also writes its cluster size and knob grid, and a
+#: history started then would leave cluster_power (which reads the cluster size) to a run of its own, after it.
+FOLLOW_TRACE_RUN = (FOLLOW & ~dg.AutomationCondition.asset_matches("cluster_capacity", dg.AutomationCondition.in_progress() | (
+    dg.AutomationCondition.missing() & ~dg.AutomationCondition.execution_failed()))).with_label("eager, after the cluster size")
 
 
 @table_asset(
@@ -81,6 +86,7 @@ def cluster_workload_jobs(
     partitions_def=trace_gpu_partitions,
     description=f"Per-run history of Zeus, Default and Grid Search replaying every group of a trace on a GPU "
     f"(eta {ETA}, beta {BETA}); energy in J for the whole job (x num_gpu), time in s.",
+    automation_condition=FOLLOW_TRACE_RUN,
 )
 def zeus_cluster_history(
     context: dg.AssetExecutionContext,

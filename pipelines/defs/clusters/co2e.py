@@ -5,7 +5,7 @@ import dagster as dg
 import polars as pl
 
 from pipelines.clusters.carbon import DEFAULT_REGIONS, co2e_by_region
-from pipelines.defs.own_clusters.assets import FOLLOW_OWN  # eager; the own-trace tables read as present
+from pipelines.defs.own_clusters.assets import FOLLOW_ALL_TRACES  # eager, once the replays are done; the own-trace tables read as present
 from pipelines.defs.shared.table_assets import table_asset
 
 
@@ -16,7 +16,7 @@ class Co2eConfig(dg.Config):
 
 
 @table_asset(
-    automation_condition=FOLLOW_OWN,
+    automation_condition=FOLLOW_ALL_TRACES,
     description="The public traces' replay (zeus_cluster_summary, Zeus vs Default, every workload) in CO2e at each region's yearly "
     f"grid intensity (grid_intensity): per trace, GPU and region (config regions; default {', '.join(DEFAULT_REGIONS)}).",
 )

@@ -13,7 +13,7 @@ from pipelines.clusters.profiles import Profiles, profiles_of
 from pipelines.clusters.whatif import DEFAULT_SAMPLES
 from pipelines.contracts.base import empty
 from pipelines.contracts.owncluster import OwnClusterSummary
-from pipelines.defs.own_clusters.assets import FOLLOW_OWN
+from pipelines.defs.own_clusters.assets import FOLLOW_ALL_TRACES
 from pipelines.defs.shared.dask import DaskResource
 from pipelines.defs.shared.table_assets import table_asset
 from pipelines.ingest.owntrace import OwnTraceResult
@@ -44,7 +44,7 @@ SUMMARY_SEED = 0
 
 
 @table_asset(
-    automation_condition=FOLLOW_OWN,
+    automation_condition=FOLLOW_ALL_TRACES,
     kinds={"dask"},
     # In the step's process by default (the samples of a trace are quick); configure the run's resource
     # (resources: samples_dask: config: scheduler: local, or tcp://...) for a large trace. A key of its own: the

@@ -11,6 +11,7 @@ import polars as pl
 from pipelines.clusters import capacity, fleet, power, tracefiles
 from pipelines.defs.clusters.assets import BETA, ETA
 from pipelines.defs.clusters.partitions import by_partition, trace_gpu_partitions, trace_partitions
+from pipelines.defs.own_clusters.assets import FOLLOW_ALL_TRACES  # eager, once the replays are done
 from pipelines.defs.shared.io_manager import PathsResource, partition_tables
 from pipelines.defs.shared.metadata import markdown_preview
 from pipelines.defs.shared.table_assets import table_asset
@@ -107,6 +108,7 @@ def cluster_power_summary(
     check_specs=[dg.AssetCheckSpec("a100_idle_is_the_measured_low_mode", asset="power_model_vs_measured",
                                    description="The registry's A100 idle draw is the low mode of the measured distributions. Warns when "
                                                "they differ (the registry's cited draw disagrees with the curves).")],
+    automation_condition=FOLLOW_ALL_TRACES,
 )
 def power_model_vs_measured(
     context: dg.AssetExecutionContext,

@@ -15,7 +15,9 @@ copies in the SQLite instance: the run's, the index's, the asset's latest), so t
 (``figure_page``), the figures themselves on disk. A figure with nothing to draw (an optional trace
 absent here) is listed under ``skipped`` with the reason, and writes no file.
 Every figure follows its inputs by ``AutomationCondition.eager()``: a new or changed trace (your
-own ones included) redraws them once every input partition is there (the ``make dev`` daemon).
+own ones included) redraws them once every input partition is there (the ``make dev`` daemon); a
+figure that reads every trace waits until the trace's replays are done (``own_clusters.assets.follow``),
+so that they are drawn in one run.
 """
 
 import base64
@@ -27,7 +29,7 @@ from typing import Any
 import dagster as dg
 import polars as pl
 
-from pipelines.defs.own_clusters.assets import FOLLOW_OWN  # eager; the own-trace tables read as present
+from pipelines.defs.own_clusters.assets import follow
 from pipelines.defs.shared.io_manager import PathsResource
 from pipelines.defs.shared.metadata import PREVIEW_ROWS, markdown_preview
 from pipelines.figures import catalog
@@ -100,7 +102,7 @@ def figure_family(family: catalog.FigureFamily) -> dg.AssetsDefinition:
     """One subsettable multi-asset drawing the figures of ``family``."""
     specs = [
         dg.AssetSpec(asset_key(a), deps=list(a.inputs), group_name=GROUP, description=a.description, kinds={"matplotlib"},
-                     automation_condition=FOLLOW_OWN)
+                     automation_condition=follow(a.inputs))
         for a in family.assets
     ]
 

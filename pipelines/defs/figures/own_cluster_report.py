@@ -18,7 +18,7 @@ import polars as pl
 
 from pipelines.clusters import whatif
 from pipelines.defs.clusters.own_cluster_summary import SUMMARY_SAMPLES, SUMMARY_SEED, own_cluster_summary, replayable, stored_profiles
-from pipelines.defs.own_clusters.assets import FOLLOW_OWN
+from pipelines.defs.own_clusters.assets import FOLLOW_ALL_TRACES
 from pipelines.defs.shared.dask import DaskResource
 from pipelines.defs.shared.io_manager import PathsResource
 from pipelines.home.storage import write_text_atomic
@@ -51,7 +51,7 @@ def _stale(folder: Path, traces: set[str]) -> list[Path]:
 @dg.asset(
     key_prefix="figures",
     group_name="figures",
-    automation_condition=FOLLOW_OWN,
+    automation_condition=FOLLOW_ALL_TRACES,
     kinds={"html", "matplotlib", "dask"},  # a page of figures, not a table
     # own_cluster_summary's own resource (Dagster wants one definition per key): in the step's process unless the run
     # configures samples_dask.

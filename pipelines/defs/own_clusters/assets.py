@@ -7,7 +7,9 @@ Thin wrappers: the readers are ``pipelines.ingest.slurm`` / ``joblog``, the file
 ``pipelines.clusters.tracefiles``.
 """
 
-from collections.abc import Iterator
+import functools
+import operator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import cast
 
@@ -19,7 +21,7 @@ from pipelines.contracts.registry import quarantine_key
 from pipelines.defs.clusters.partitions import own_trace_partitions
 from pipelines.defs.shared.io_manager import PARTITIONS_STAND_ALONE, PathsResource, partition_tables
 from pipelines.defs.shared.metadata import contract_metadata
-from pipelines.defs.shared.table_assets import ONE_RUN
+from pipelines.defs.shared.table_assets import FOLLOW, ONE_RUN
 from pipelines.ingest.common import IngestError
 from pipelines.ingest.owntrace import OwnTraceResult
 from pipelines.terminal import printable
@@ -34,12 +36,42 @@ WARN_QUARANTINE_SHARE = 0.01
 #: The own-trace tables: one partition per trace of yours, each standing alone (that of a trace that could not be read
 #: may be absent; `materialize` ingests each trace in a run of its own).
 OWN_TABLE = {PARTITIONS_STAND_ALONE: True}
-#: Eager, except that a partition of the own-trace tables never materialized (a trace of yours that could not be read)
-#: does not hold back what reads them all: it reads the partitions present.
-FOLLOW_OWN = dg.AutomationCondition.eager().replace(
+#: A trace's replays: by trace (its jobs, cluster size and knob grid, in one run), then by trace x GPU (history, summary,
+#: power and power summary, in one run: a run holds one partitions definition). What reads one of these, or the own-trace
+#: tables, reads every trace.
+TRACE_STAGE = ("cluster_workload_jobs", "cluster_capacity", "zeus_knob_grid")
+TRACE_GPU_STAGE = ("zeus_cluster_history", "zeus_cluster_summary", "cluster_power", "cluster_power_summary")
+TRACE_TABLES = frozenset((TABLE, "own_cluster_traces", QUARANTINE.to_user_string(), *TRACE_STAGE, *TRACE_GPU_STAGE))
+
+
+def _matches(keys: tuple[str, ...], condition: dg.AutomationCondition) -> dg.AutomationCondition:
+    """True while ``condition`` holds for a partition of any of ``keys``."""
+    return functools.reduce(operator.or_, (dg.AutomationCondition.asset_matches(key, condition) for key in keys))
+
+
+#: A trace's replays under way: a stage running, or one that has just ended (updated since the last evaluation), whose next
+#: stage the automation requests in this same evaluation (a run of another partitions definition, which ``will_be_requested``
+#: does not see). Each stage's last assets stand for it: they are planned when its run starts and written last. What reads
+#: every trace waits for them, so that after a drop-in it follows in one run once the replays are done, not in a run after
+#: each stage (issue 40 item 8). Only runs and fresh updates hold it: a stage that failed, or a trace of yours that could not
+#: be read, holds nothing back for longer than one evaluation.
+REPLAYS_PENDING = (
+    _matches((TABLE,), dg.AutomationCondition.newly_updated())
+    | _matches(TRACE_STAGE[1:], dg.AutomationCondition.in_progress() | dg.AutomationCondition.newly_updated())
+    | _matches(TRACE_GPU_STAGE[-1:], dg.AutomationCondition.in_progress())
+).with_label("a trace's replays pending")
+#: What reads every trace: eager, except that a partition of the own-trace tables never materialized (a trace of yours that
+#: could not be read) does not hold it back (it reads the partitions present), and not while a trace's replays are pending.
+FOLLOW_ALL_TRACES = (dg.AutomationCondition.eager().replace(
     "any_deps_missing",
     dg.AutomationCondition.any_deps_missing().ignore(dg.AssetSelection.assets(TABLE, "own_cluster_traces", QUARANTINE)),
-)
+) & ~REPLAYS_PENDING).with_label("eager, once the replays are done")
+
+
+def follow(inputs: Iterable[str]) -> dg.AutomationCondition:
+    """How an unpartitioned asset reading ``inputs`` follows them: ``FOLLOW_ALL_TRACES`` when it reads every trace, else
+    eager (``FOLLOW``)."""
+    return FOLLOW_ALL_TRACES if TRACE_TABLES & set(inputs) else FOLLOW
 
 
 def refused_partition(key: str, raw: Path) -> str:
