@@ -16,6 +16,7 @@ from pathlib import Path
 
 import dagster as dg
 import polars as pl
+import pytest
 
 from pipelines.definitions import loaded
 from pipelines.home.init import write_dagster_yaml
@@ -31,6 +32,7 @@ def _bad_rows(n: int) -> pl.DataFrame:
                         schema_overrides={"column": pl.String})
 
 
+@pytest.mark.slow
 def test_recover_removes_what_renamed_keys_wrote_and_nothing_else(tmp_path: Path) -> None:
     root, dagster_home = tmp_path / "home", tmp_path / "home" / ".dagster_home"
     paths = ProjectPaths(root)

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import dagster as dg
 import polars as pl
+import pytest
 
 from pipelines.clusters import tracefiles, whatif
 from pipelines.clusters.profiles import profiles_of
@@ -22,6 +23,7 @@ from pipelines.zeus.traces import from_frames
 from tests.support.sacct_export import write_export
 
 
+@pytest.mark.slow
 def test_the_report_asset_writes_each_traces_page_and_its_numbers(ingested, tmp_path: Path) -> None:
     paths, _ = ingested
     train, power = pl.read_parquet(paths.table("zeus_train_runs")), pl.read_parquet(paths.table("zeus_power_profiles"))

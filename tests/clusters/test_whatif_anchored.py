@@ -120,6 +120,7 @@ def test_idle_allocations_are_counted_at_the_idle_draw_not_replayed(tmp_path: Pa
     assert bare["source"] is None and bare["jobs_with_util"] == 0 and "no GPU utilisation" in bare["note"]
 
 
+@pytest.mark.slow
 def test_the_steady_state_does_not_depend_on_the_exports_period(tmp_path: Path, traces: Traces) -> None:
     """The same generated cluster over the same 60 days, 5,000 and 50,000 allocations (10 times the recurrences per group):
     the steady-state saving agrees within 3 points, while the period's saving grows with the recurrences."""

@@ -176,6 +176,7 @@ def test_the_pipeline_summary_is_whatifs_report(mixed, traces: Traces) -> None:
     assert total["measured_kwh"] == report["measured"]["measured_kwh"] and frame.height == len(report["gpus"]) + 1
 
 
+@pytest.mark.slow
 def test_bad_input_is_one_line_and_exit_code_2(mixed, tmp_path: Path, mirror: Path) -> None:
     path = str(mixed[0])
     wrong = tmp_path / "wrong.csv"

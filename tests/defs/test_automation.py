@@ -35,6 +35,7 @@ def setting(materialized: Homes) -> Iterator[tuple[dg.Definitions, dg.DagsterIns
         yield materialized.definitions(), instance, home.paths, home.resources()
 
 
+@pytest.mark.slow
 def test_an_ingested_table_updated_in_the_ui_refreshes_cluster_workload_jobs(setting) -> None:
     definitions, instance, _, resources = setting
     job = definitions.resolve_implicit_global_asset_job_def()

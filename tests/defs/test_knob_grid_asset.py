@@ -13,6 +13,7 @@ from pathlib import Path
 
 import dagster as dg
 import polars as pl
+import pytest
 
 from pipelines.clusters import mapping
 from pipelines.clusters.sweep import GRIDS, replays
@@ -30,6 +31,7 @@ def _report(instance: dg.DagsterInstance, key: dg.AssetKey, partition: str | Non
     instance.report_runless_asset_event(dg.AssetMaterialization(asset_key=key, partition=partition))
 
 
+@pytest.mark.slow
 def test_a_new_trace_replays_only_its_own_grid(ingested, materialized: Homes, tmp_path: Path) -> None:
     src, _ = ingested
     root = tmp_path / "home"

@@ -133,6 +133,7 @@ def test_clusters_add_copies_the_file_and_records_its_sha256_and_options(home: P
     assert "lab: clusters/lab.sacct (sacct, times in UTC)" in listed.stdout
 
 
+@pytest.mark.slow
 def test_a_user_trace_flows_through_the_assets_and_into_the_figures(home: Path, ingested, tmp_path: Path) -> None:
     from pipelines.figures import catalog
 
@@ -244,6 +245,7 @@ def test_the_sensor_removes_the_partitions_of_traces_gone_or_rejected_and_says_s
     assert not any("root:x" in m for m in messages) and not log.info.called
 
 
+@pytest.mark.slow
 def test_one_trace_that_cannot_be_read_fails_only_itself(home: Path, ingested) -> None:
     """A file replaced by hand (its sha256 is not its sidecar's) fails its own run; another trace ingests and is summarized."""
     src, _ = ingested

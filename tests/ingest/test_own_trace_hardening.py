@@ -346,6 +346,7 @@ def test_whatif_reads_a_process_substitution_and_escapes_the_job_names(tmp_path:
     assert missing.returncode == 2 and "\x1b" not in missing.stderr and "\\x1b[2Jgone.sacct: no such file" in missing.stderr
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(600)
 def test_hostile_rows_in_the_pipeline_are_quarantined_and_the_replay_runs(tmp_path: Path, ingested, monkeypatch: pytest.MonkeyPatch) -> None:
     """The issue: one such row failed zeus_cluster_history for every partition. Now the history of a trace with them equals that

@@ -82,6 +82,7 @@ def test_arbitrary_bytes_are_read_or_refused_in_one_line(read, data: bytes, tmp_
     _check(data, tmp_path, read)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("read", "header", "sep"), [(_sacct, SACCT_HEADER, "|"), (_joblog, JOBLOG_HEADER, ",")], ids=["sacct", "joblog"])
 @PROPERTY
 @given(rows=st.lists(st.lists(_FIELD, min_size=1, max_size=17), max_size=8), bom=st.booleans(), crlf=st.booleans())
@@ -92,6 +93,7 @@ def test_arbitrary_fields_under_a_valid_header_are_each_accounted_for(read, head
     _check(text.encode("utf-8", "surrogatepass"), tmp_path, read)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("read", "header", "row"), [(_sacct, SACCT_HEADER, SACCT_ROW), (_joblog, JOBLOG_HEADER, JOBLOG_ROW)],
                          ids=["sacct", "joblog"])
 @PROPERTY

@@ -286,7 +286,7 @@ def test_blocks_cut_at_line_ends_whatever_the_block_size(tmp_path: Path) -> None
                 assert [b.first_line for b in blocks] == [1 + sum(b.lines for b in blocks[:i]) for i in range(len(blocks))]
 
 
-@pytest.mark.parametrize(("energy", "malformed"), [("measured", 0), (None, 5), ("zero", 0)])
+@pytest.mark.parametrize(("energy", "malformed"), [pytest.param("measured", 0, marks=pytest.mark.slow), (None, 5), ("zero", 0)])
 def test_small_blocks_read_the_same_as_one_block(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, energy: str | None,
                                                  malformed: int) -> None:
     """The reader holds one block's text at a time (issue 25: memory): a job's steps in the next block still give it their
@@ -314,7 +314,7 @@ def test_small_blocks_read_the_same_as_one_block(tmp_path: Path, monkeypatch: py
         assert from_steps.counts.measured_energy_allocations == many.counts.measured_energy_allocations > 0
 
 
-@pytest.mark.parametrize("energy", ["measured", None])
+@pytest.mark.parametrize("energy", ["measured", pytest.param(None, marks=pytest.mark.slow)])
 def test_small_check_batches_and_fewer_columns_read_the_same(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, energy: str | None) -> None:
     """``finish`` checks the contract ``VALIDATE_ROWS`` rows at a time and frees each block's typed rows as it goes (issue 25:
     memory): batches of 7 rows across blocks, with malformed rows and a duplicate in between, give the same table, quarantine

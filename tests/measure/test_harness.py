@@ -22,6 +22,7 @@ def n_params(module: object) -> int:
     return sum(p.numel() for p in module.parameters())
 
 
+@pytest.mark.slow
 def test_networks_match_the_reference_architectures() -> None:
     import torch  # the measure extra (make test installs it); imported here, not when the suite is collected (2 s per worker)
 

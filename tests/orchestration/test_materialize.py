@@ -405,6 +405,7 @@ def test_recover_marks_runs_of_dead_processes_and_removes_stale_temp_files(tmp_p
         assert recover(instance, ProjectPaths(root)).runs == []
 
 
+@pytest.mark.slow
 def test_recover_leaves_the_runs_of_a_live_materialize_alone(tmp_path: Path) -> None:
     """Issue 39 item 5: while a materialize holds the home's lock, its runs are its own, even one whose process looks gone."""
     home, root = _home(tmp_path), tmp_path / "project"

@@ -8,6 +8,7 @@ import sys
 import threading
 
 import polars as pl
+import pytest
 
 from pipelines.home.storage import write_parquet_atomic
 from pipelines.sql.views import connect, run_sql, sql_file
@@ -34,6 +35,7 @@ def test_cli_formats(ingested) -> None:
     assert bad.returncode == 1 and "no_such_table" in bad.stderr and "materialize" in bad.stderr
 
 
+@pytest.mark.slow
 def test_sql_reads_while_a_materialization_writes(ingested) -> None:
     paths, _ = ingested
     target = paths.table("itp_jobs")
