@@ -176,9 +176,11 @@ def test_pairwise_sum_and_variance_match_numpy() -> None:
     rng = np.random.default_rng(0)
     for n in [*range(300), 1000, 4097, 9000, 65537]:
         x = rng.standard_normal(n) * 10.0 ** rng.integers(-3, 9, n)
-        assert k.pairwise_sum(x, 0, n) == np.add.reduce(x), n
+        work = np.full(k.PAIRWISE_WORK, np.nan)
+        assert k.pairwise_sum(x, 0, n, work) == np.add.reduce(x), n
         if n:
-            assert k.sum_and_var(np.concatenate([x, [1e300]]), n, np.empty(n)) == (x.sum(), np.var(x)), n
+            padded = np.concatenate([[-1e300] * 3, x, [1e300]])  # a row of the rewards, others before and after it
+            assert k.sum_and_var(padded, 3, n, work) == (x.sum(), np.var(x)), n
 
 
 @njit(cache=False)
