@@ -41,10 +41,12 @@ summed rewards on ITP).
 from __future__ import annotations
 
 import math
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
-from numba import njit
+from llvmlite import ir
+from numba import njit, types
+from numba.extending import intrinsic
 from numba.np.random._constants import fi_double, ki_double, wi_double, ziggurat_nor_inv_r, ziggurat_nor_r  # numpy's ziggurat tables
 
 # ---------------------------------------------------------------------------------------------
@@ -356,6 +358,67 @@ _PAIRWISE_SUMS = 3 * (_PAIRWISE_DEPTH + 1)
 PAIRWISE_WORK = _PAIRWISE_SUMS + _PAIRWISE_DEPTH + 1
 
 
+#: numpy's accumulators in a pairwise block: the lanes of one vector.
+_LANES = _PAIRWISE_SEQUENTIAL
+
+
+def _lanes_intrinsic(square: bool) -> Any:
+    """An intrinsic ``(a, lo, end, shift) -> (r0, ..., r7)``: numpy's 8 accumulators of a pairwise block, over the
+    terms ``lo:end`` of contiguous float64 ``a`` (``end - lo`` a multiple of 8, at least 8; ``_term``).
+
+    Accumulator j starts at term ``lo + j`` and adds terms ``lo + j + 8``, ``lo + j + 16``, ... in order, as numpy's
+    block does: the 8 are one vector of 8 lanes here, each lane the same IEEE operations in the same order (no
+    reassociation; LLVM does not vectorize the scalar loop without fastmath). A fit sums its rewards twice per
+    prediction; this cut its time about 5x.
+    """
+
+    @intrinsic
+    def lanes(typingctx: Any, a: Any, lo: Any, end: Any, shift: Any) -> Any:
+        if not (isinstance(a, types.Array) and a.ndim == 1 and a.layout == "C" and a.dtype == types.float64):
+            return None
+        sig = types.UniTuple(types.float64, _LANES)(a, lo, end, shift)
+
+        def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
+            data = context.make_array(signature.args[0])(context, builder, value=args[0]).data
+            i64, vec = ir.IntType(64), ir.VectorType(ir.DoubleType(), _LANES)
+            start = context.cast(builder, args[1], signature.args[1], types.int64)
+            stop = context.cast(builder, args[2], signature.args[2], types.int64)
+            splat = ir.Constant(vec, ir.Undefined)
+            for j in range(_LANES):
+                splat = builder.insert_element(splat, args[3], ir.Constant(ir.IntType(32), j))
+
+            def term(index: Any) -> Any:
+                values = builder.load(builder.bitcast(builder.gep(data, [index]), vec.as_pointer()), align=8)
+                if not square:
+                    return values
+                d = builder.fsub(values, splat)
+                return builder.fmul(d, d)
+
+            first, second, entry = term(start), builder.add(start, ir.Constant(i64, _LANES)), builder.block
+            loop, body, done = (builder.append_basic_block(f"lanes.{name}") for name in ("loop", "body", "done"))
+            builder.branch(loop)
+            builder.position_at_end(loop)
+            acc, index = builder.phi(vec), builder.phi(i64)
+            acc.add_incoming(first, entry)
+            index.add_incoming(second, entry)
+            builder.cbranch(builder.icmp_signed("<", index, stop), body, done)
+            builder.position_at_end(body)
+            acc.add_incoming(builder.fadd(acc, term(index)), body)
+            index.add_incoming(builder.add(index, ir.Constant(i64, _LANES)), body)
+            builder.branch(loop)
+            builder.position_at_end(done)
+            lanes = [builder.extract_element(acc, ir.Constant(ir.IntType(32), j)) for j in range(_LANES)]
+            return context.make_tuple(builder, signature.return_type, lanes)
+
+        return sig, codegen
+
+    return lanes
+
+
+_lanes = _lanes_intrinsic(square=False)
+_lanes_squared = _lanes_intrinsic(square=True)
+
+
 @njit(cache=True, error_model="numpy", inline="always")
 def _term(a: np.ndarray, i: int, shift: float, square: bool) -> float:
     """A summed value: ``a[i]``, or ``(a[i] - shift) ** 2`` as ``np.var`` computes it (the deviation, then its product)."""
@@ -373,24 +436,14 @@ def _pairwise_block(a: np.ndarray, lo: int, n: int, shift: float, square: bool) 
         for i in range(lo, lo + n):
             res += _term(a, i, shift, square)
         return res
-    r0, r1, r2, r3 = _term(a, lo, shift, square), _term(a, lo + 1, shift, square), _term(a, lo + 2, shift, square), _term(a, lo + 3, shift, square)
-    r4, r5, r6, r7 = _term(a, lo + 4, shift, square), _term(a, lo + 5, shift, square), _term(a, lo + 6, shift, square), _term(a, lo + 7, shift, square)
     end = lo + n - n % 8
-    base = lo + 8
-    while base < end:
-        r0 += _term(a, base, shift, square)
-        r1 += _term(a, base + 1, shift, square)
-        r2 += _term(a, base + 2, shift, square)
-        r3 += _term(a, base + 3, shift, square)
-        r4 += _term(a, base + 4, shift, square)
-        r5 += _term(a, base + 5, shift, square)
-        r6 += _term(a, base + 6, shift, square)
-        r7 += _term(a, base + 7, shift, square)
-        base += 8
+    if square:
+        r0, r1, r2, r3, r4, r5, r6, r7 = _lanes_squared(a, lo, end, shift)
+    else:
+        r0, r1, r2, r3, r4, r5, r6, r7 = _lanes(a, lo, end, shift)
     res = ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7))
-    while base < lo + n:
-        res += _term(a, base, shift, square)
-        base += 1
+    for i in range(end, lo + n):
+        res += _term(a, i, shift, square)
     return res
 
 
@@ -411,7 +464,7 @@ def _pairwise(a: np.ndarray, lo: int, n: int, shift: float, square: bool, work: 
     work[0], work[1], work[2] = lo, n, 0
     while top >= 0:
         at = 3 * top
-        nlo, nn = np.int64(work[at]), np.int64(work[at + 1])
+        nlo, nn = int(work[at]), int(work[at + 1])
         if nn <= _PAIRWISE_BLOCK:
             work[_PAIRWISE_SUMS + n_values] = _pairwise_block(a, nlo, nn, shift, square)
             n_values += 1
