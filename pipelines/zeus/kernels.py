@@ -675,10 +675,24 @@ _BIN_ZERO = 1_126
 EXACT_BINS = 2_240
 #: A bin above this carries into the bin 53 up (2**53 times its weight): a bin stays below 2**63 (one add is below 2**53).
 _BIN_CARRY = np.int64(1) << np.int64(62)
-_MANTISSA = 9007199254740992.0  # 2**53
 #: Below this a bin's halves could be subnormal (inexact in ``_exact_total``): such a value is not taken.
 _TINY = 2.0**-960
 _LOW_BITS = np.int64(0xFFFFFFFF)
+#: A normal float64's stored fraction bits, and its implicit leading bit.
+_FRACTION = (np.int64(1) << np.int64(52)) - np.int64(1)
+_IMPLICIT_BIT = np.int64(1) << np.int64(52)
+
+
+@intrinsic
+def _float_bits(typingctx: Any, x: Any) -> Any:
+    """The IEEE bits of float64 ``x`` as an int64 (a bit cast; numba's ``math.frexp`` is a call into C per value)."""
+    if x != types.float64:
+        return None
+
+    def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
+        return builder.bitcast(args[0], ir.IntType(64))
+
+    return types.int64(types.float64), codegen
 
 
 @njit(cache=True, error_model="numpy", inline="always")
@@ -689,9 +703,10 @@ def _exact_add(bins: np.ndarray, x: float) -> bool:
         return True
     if not (_TINY <= x < math.inf):
         return False
-    m, e = math.frexp(x)
-    i = e - 53 + _BIN_ZERO
-    bins[i] += np.int64(m * _MANTISSA)
+    # x = m x 2**(e - 53) (``math.frexp``'s e, m < 2**53) read from its bits: x is normal and positive here
+    bits = _float_bits(x)
+    i = (bits >> np.int64(52)) - 1022 - 53 + _BIN_ZERO
+    bins[i] += (bits & _FRACTION) | _IMPLICIT_BIT
     while bins[i] > _BIN_CARRY:  # rare: after about 500 adds to one bin
         if i + 53 >= EXACT_BINS:
             return False
@@ -977,11 +992,10 @@ def _replay_group(  # noqa: PLR0915 - one event loop as groups.replay_group; num
             return ERR_UNKNOWN_BATCH_SIZE, 0, n_runs
         if n_targets[d, k] == 0:
             return ERR_NO_TRAIN_RUN, k, n_runs
-        m = -1
-        for i in range(n_lim[d, k]):
-            if lim_value[d, k, i] == limit:
-                m = i
-        if m < 0:
+        m = 0  # the first limit of that value (``BatchSizeTable.limit_index``)
+        while m < n_lim[d, k] and lim_value[d, k, m] != limit:
+            m += 1
+        if m == n_lim[d, k]:
             return ERR_LIMIT_INDEX, k, n_runs
         epe, tpe = energy_per_epoch[d, k, m], time_per_epoch[d, k, m]
         target = targets[target_offset[d, k] + bounded(sampler, n_targets[d, k] - 1)]
