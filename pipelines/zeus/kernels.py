@@ -683,9 +683,8 @@ _FRACTION = (np.int64(1) << np.int64(52)) - np.int64(1)
 _IMPLICIT_BIT = np.int64(1) << np.int64(52)
 
 
-@intrinsic
-def _float_bits(typingctx: Any, x: Any) -> Any:
-    """The IEEE bits of float64 ``x`` as an int64 (a bit cast; numba's ``math.frexp`` is a call into C per value)."""
+def _float_bits_typer(typingctx: Any, x: Any) -> Any:
+    """``_float_bits(x)``: the IEEE bits of float64 ``x`` as an int64 (a bit cast; numba's ``math.frexp`` is a call into C)."""
     if x != types.float64:
         return None
 
@@ -693,6 +692,9 @@ def _float_bits(typingctx: Any, x: Any) -> Any:
         return builder.bitcast(args[0], ir.IntType(64))
 
     return types.int64(types.float64), codegen
+
+
+_float_bits: Any = intrinsic(_float_bits_typer)
 
 
 @njit(cache=True, error_model="numpy", inline="always")
