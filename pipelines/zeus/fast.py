@@ -16,7 +16,7 @@ The engine is chosen by ``engine=`` or ``$GPU_ENERGY_REPLAY`` (``auto``, ``fast`
 to pay for loading the compiled code (``AUTO_MIN_JOBS`` job replays) or that code is loaded
 already; smaller calls (a command replaying a trace once) stay in plain Python. The first call in
 a process imports numba and loads the compiled kernel from numba's cache (about 0.5 s; compiling
-it, once per machine, takes about 15 s): see ``kernels``.
+it, once per machine, takes about 20 s of CPU): see ``kernels``.
 
 Errors: the kernel stops at the first group where the reference raises; that group is then
 replayed by the reference, which raises the genuine exception with its message. So the fast path
@@ -89,7 +89,7 @@ def kernels() -> ModuleType:
 
     The first call in a process imports numba and calls the kernel once on a tiny input, under a
     lock shared by the processes of this user: on a machine where nothing is cached yet, one
-    process compiles (about 15 s) while the others (Dask workers, parallel test workers, Dagster
+    process compiles (about 20 s) while the others (Dask workers, parallel test workers, Dagster
     steps) wait and then load its cache instead of compiling too.
     """
     if "module" not in _LOADED:
