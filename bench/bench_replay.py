@@ -12,7 +12,7 @@
     equal the fast grid's. Goal: < 3 min (the reference took ~10 min on 2 workers).
 (c) ``make figures`` on a fresh clone of HEAD (``git clone`` into .tmp_bench/, TRACES_MIRROR = the
     mirror): ``make setup`` (the venv) and the materialization, timed apart. Goal: < 2 min in all.
-    The compiled kernel is not in the clone's cache yet: the clone compiles it once (~15 s).
+    The compiled kernel is not in the clone's cache yet: the clone compiles it once (~20 s).
 (d) The command line's budget: ``simulate single`` (the README example) in a fresh process within
     2.5x of a bare ``import polars, numpy`` (best of 5 each); it never imports numba.
 
@@ -275,7 +275,7 @@ def main() -> None:
     print(f"{os.cpu_count()} cores, load {os.getloadavg()[0]:.2f}; jobs per trace: {dict(jobs.group_by('trace').len().sort('trace').iter_rows())}")
     t0 = time.perf_counter()
     fast.kernels()
-    print(f"compiled kernel ready in {time.perf_counter() - t0:.2f} s (numba import and cache load; a first compile takes ~15 s)")
+    print(f"compiled kernel ready in {time.perf_counter() - t0:.2f} s (numba import and cache load; a first compile takes ~20 s)")
     ok = per_replay(jobs, traces)
     if not args.skip_grid:
         ok &= paper_grid(jobs, traces, args.full_reference)

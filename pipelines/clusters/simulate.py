@@ -136,14 +136,13 @@ def trace_totals(
     return runs.size, math.fsum(energy.tolist()), math.fsum(runs.time.tolist())
 
 
-def trace_totals_batch(
-    jobs: pl.DataFrame, traces: Traces, gpu: str, policy: PolicyName, knobs: list[fast.Knobs]
-) -> list[tuple[int, float, float] | None]:
+def trace_totals_batch(jobs: pl.DataFrame, traces: Traces, gpu: str, policy: PolicyName, knobs: list[fast.Knobs]) -> list[fast.Totals]:
     """``trace_totals`` of many replays of one trace on ``gpu`` under ``policy``, one per (eta, beta, seed) of ``knobs``,
     in one pass of the compiled replay over the jobs (``fast.replay_totals``): the same numbers, bit for bit.
 
-    None for a replay the batch stopped at (where ``simulate_trace`` raises, or a total that is not finite):
-    ``trace_totals`` of that replay alone raises or sums it. Needs numba (``fast.available``).
+    Where ``simulate_trace`` raises ``SimulationError``, that error (the reference's, at the same group); None for a
+    replay the batch set aside (a total that is not finite, buffers too small): ``trace_totals`` of that replay alone
+    sums it. Needs numba (``fast.available``).
     """
     if jobs.height == 0:
         return [(0, 0.0, 0.0) for _ in knobs]

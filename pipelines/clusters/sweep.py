@@ -199,12 +199,14 @@ def batch_totals(batch: Batch, jobs: dict[str, pl.DataFrame], traces: Traces) ->
     compiled replay runs; a replay the batch stopped at is replayed alone (its error, or its totals)."""
     first = batch.replays[0]
     frame = jobs[first.trace]
-    found: list[tuple[int, float, float] | None] = [None] * len(batch.replays)
+    found: list[fast.Totals] = [None] * len(batch.replays)
     if fast.batch_engine() == "fast":
         knobs: list[fast.Knobs] = [(_eta(task), _beta(task), task.seed) for task in batch.replays]
         with contextlib.suppress(SimulationError):  # a trace the replay refuses: each replay alone says why
             found = trace_totals_batch(frame, traces, first.gpu, first.policy, knobs)
-    return [_row(task, frame.height, totals, None) if totals is not None else replay_totals(task, jobs, traces)
+    return [replay_totals(task, jobs, traces) if totals is None
+            else _row(task, frame.height, None, str(totals)) if isinstance(totals, SimulationError)
+            else _row(task, frame.height, totals, None)
             for task, totals in zip(batch.replays, found, strict=True)]  # fmt: skip
 
 

@@ -16,7 +16,7 @@ The engine is chosen by ``engine=`` or ``$GPU_ENERGY_REPLAY`` (``auto``, ``fast`
 to pay for loading the compiled code (``AUTO_MIN_JOBS`` job replays) or that code is loaded
 already; smaller calls (a command replaying a trace once) stay in plain Python. The first call in
 a process imports numba and loads the compiled kernel from numba's cache (about 0.5 s; compiling
-it, once per machine, takes about 15 s): see ``kernels``.
+it, once per machine, takes about 20 s of CPU): see ``kernels``.
 
 Errors: the kernel stops at the first group where the reference raises; that group is then
 replayed by the reference, which raises the genuine exception with its message. So the fast path
@@ -45,6 +45,7 @@ import numpy as np
 import polars as pl
 
 from pipelines.vocabulary import DEFAULT_BETA, DEFAULT_ETA, PolicyName
+from pipelines.zeus.errors import SimulationError
 from pipelines.zeus.policies import FixedPolicy, make_policy
 from pipelines.zeus.reference import group_seed, replay_group
 from pipelines.zeus.traces import WorkloadTable
@@ -88,7 +89,7 @@ def kernels() -> ModuleType:
 
     The first call in a process imports numba and calls the kernel once on a tiny input, under a
     lock shared by the processes of this user: on a machine where nothing is cached yet, one
-    process compiles (about 15 s) while the others (Dask workers, parallel test workers, Dagster
+    process compiles (about 20 s) while the others (Dask workers, parallel test workers, Dagster
     steps) wait and then load its cache instead of compiling too.
     """
     if "module" not in _LOADED:
@@ -402,17 +403,20 @@ def _ctrl_c_ends_process() -> Iterator[None]:
         signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
-#: A replay's totals: (reported runs, energy J, time s), or None where the batch could not sum it (replay it alone).
-Totals = tuple[int, float, float] | None
+#: A replay's totals: (reported runs, energy J, time s), the error the replay raises, or None where the batch could not
+#: sum it (replay it alone).
+Totals = tuple[int, float, float] | SimulationError | None
 
 
 def replay_totals(arrays: GroupArrays, tables: dict[str, WorkloadTable], weight: np.ndarray, policy: PolicyName, knobs: list[Knobs]) -> list[Totals]:
     """Many replays of one trace on one GPU under ``policy``, one per entry of ``knobs``, in one pass over the jobs.
 
     Each entry is (runs, energy, time) exactly as ``replay`` gives them, summed as ``math.fsum``
-    sums them (energy x ``weight``, each job's num_gpu in replay order), or None for a replay the
-    batch stopped (where the reference raises, or a total that is not finite): the caller replays
-    it alone, which raises or sums it as the single replay does.
+    sums them (energy x ``weight``, each job's num_gpu in replay order); or the ``SimulationError``
+    that ``replay`` raises, from the reference's replay of the group the batch stopped at (the first
+    where it raises, as ``replay`` stops there too; any other exception propagates); or None for a
+    replay the batch set aside (its buffers were too small, or a total is not finite): the caller
+    replays it alone, which sums it as the single replay does.
     """
     kern = kernels()
     for _, _, seed in knobs:
@@ -422,7 +426,19 @@ def replay_totals(arrays: GroupArrays, tables: dict[str, WorkloadTable], weight:
     _, history_capacity = _capacities(arrays.bounds, 0, len(arrays.names))
     with _ctrl_c_ends_process():
         _, _, errors, counts, sums = kern.replay_groups_kernel(0, len(arrays.names), _jobs(arrays, weight), tab, pol, 0, history_capacity)
-    return [None if errors[s, 0] != kern.OK else (int(counts[s]), float(sums[s, 0]), float(sums[s, 1])) for s in range(len(knobs))]
+    out: list[Totals] = []
+    for s, (eta, beta, seed) in enumerate(knobs):
+        code, group = int(errors[s, 0]), int(errors[s, 1])
+        if code == kern.OK:
+            out.append((int(counts[s]), float(sums[s, 0]), float(sums[s, 1])))
+        elif code in (kern.ERR_CAPACITY, kern.ERR_INEXACT):
+            out.append(None)
+        else:
+            try:
+                _raise_as_reference(arrays, tables, group, code, eta, beta, seed, policy)
+            except SimulationError as exc:
+                out.append(exc)
+    return out
 
 
 def _capacities(bounds: np.ndarray, g_lo: int, g_hi: int) -> tuple[int, int]:

@@ -41,10 +41,12 @@ summed rewards on ITP).
 from __future__ import annotations
 
 import math
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
-from numba import njit
+from llvmlite import ir
+from numba import njit, types
+from numba.extending import intrinsic
 from numba.np.random._constants import fi_double, ki_double, wi_double, ziggurat_nor_inv_r, ziggurat_nor_r  # numpy's ziggurat tables
 
 # ---------------------------------------------------------------------------------------------
@@ -107,9 +109,11 @@ _DOUBLE_SCALE = 1.0 / 9007199254740992.0
 #: A stream's slots in its uint64 array.
 _ST_HI, _ST_LO, _INC_HI, _INC_LO, _HAS_HIGH, _HIGH = range(6)
 STREAM_WORDS = 6
+#: The words that seeding sets (state and increment; no buffered half yet).
+_SEEDED_WORDS = 4
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, error_model="numpy", inline="always")
 def _mulhi(a: np.uint64, b: np.uint64) -> np.uint64:
     """High 64 bits of the 128-bit product a x b."""
     a_lo = a & _M32
@@ -124,7 +128,7 @@ def _mulhi(a: np.uint64, b: np.uint64) -> np.uint64:
     return p3 + (p1 >> _S32) + (p2 >> _S32) + carry
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, error_model="numpy", inline="always")
 def _step(st: np.ndarray) -> None:
     """state = state x multiplier + inc (mod 2**128)."""
     hi, lo = st[_ST_HI], st[_ST_LO]
@@ -136,17 +140,42 @@ def _step(st: np.ndarray) -> None:
     st[_ST_LO] = out_lo
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy", inline="always")
 def next64(st: np.ndarray) -> np.uint64:
     """One 64-bit output (``random_raw``): step, then XSL-RR of the new state."""
-    _step(st)
-    hi, lo = st[_ST_HI], st[_ST_LO]
-    xored = hi ^ lo
-    rot = hi >> _ROT_SHIFT
-    return (xored >> rot) | (xored << ((_U64_BITS - rot) & _ROT_MASK))
+    return _pcg_next64(st)
 
 
-@njit(cache=True)
+def _pcg_next64_typer(typingctx: Any, st: Any) -> Any:
+    """``_pcg_next64(st)``: ``_step`` then the XSL-RR output, in LLVM's 128-bit integers (one multiply instruction, where
+    ``_mulhi`` takes four; and numba types one call instead of the step's arithmetic, which cut the first compile ~3 s)."""
+    if not (isinstance(st, types.Array) and st.ndim == 1 and st.layout == "C" and st.dtype == types.uint64):
+        return None
+
+    def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
+        data = context.make_array(signature.args[0])(context, builder, value=args[0]).data
+        i64, i128 = ir.IntType(64), ir.IntType(128)
+        words = [builder.gep(data, [ir.Constant(i64, w)]) for w in (_ST_HI, _ST_LO, _INC_HI, _INC_LO)]
+
+        def wide(hi_ptr: Any, lo_ptr: Any) -> Any:
+            hi = builder.shl(builder.zext(builder.load(hi_ptr), i128), ir.Constant(i128, 64))
+            return builder.or_(hi, builder.zext(builder.load(lo_ptr), i128))
+
+        state = builder.add(builder.mul(wide(words[0], words[1]), ir.Constant(i128, (int(_MULT_HI) << 64) | int(_MULT_LO))), wide(words[2], words[3]))
+        hi, lo = builder.trunc(builder.lshr(state, ir.Constant(i128, 64)), i64), builder.trunc(state, i64)
+        builder.store(hi, words[0])
+        builder.store(lo, words[1])
+        xored, rot = builder.xor(hi, lo), builder.lshr(hi, ir.Constant(i64, int(_ROT_SHIFT)))
+        left = builder.and_(builder.sub(ir.Constant(i64, 64), rot), ir.Constant(i64, int(_ROT_MASK)))
+        return builder.or_(builder.lshr(xored, rot), builder.shl(xored, left))
+
+    return types.uint64(st), codegen
+
+
+_pcg_next64: Any = intrinsic(_pcg_next64_typer)
+
+
+@njit(cache=True, error_model="numpy", inline="always")
 def next32(st: np.ndarray) -> np.uint64:
     """One 32-bit draw: the low half of a fresh 64-bit output, then its high half (``exact.Uint32Draws.next32``)."""
     if st[_HAS_HIGH] != _U0:
@@ -158,7 +187,7 @@ def next32(st: np.ndarray) -> np.uint64:
     return raw & _M32
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy", inline="always")
 def bounded(st: np.ndarray, high: int) -> np.int64:
     """A uniform integer in [0, high] by Lemire's method (``exact.Uint32Draws.bounded``); high 0 draws nothing."""
     if high == 0:
@@ -174,13 +203,13 @@ def bounded(st: np.ndarray, high: int) -> np.int64:
     return np.int64(product >> _S32)
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def next_double(st: np.ndarray) -> float:
     """numpy's ``next_double``: the top 53 bits of a 64-bit output, in [0, 1)."""
     return float(next64(st) >> _DOUBLE_SHIFT) * _DOUBLE_SCALE
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def standard_normal(st: np.ndarray) -> float:
     """numpy's ``random_standard_normal`` (ziggurat, ``distributions.c``); consumes 64-bit outputs only."""
     while True:
@@ -219,7 +248,7 @@ _XSHIFT = np.uint64(16)
 _POOL_SIZE = 4
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, error_model="numpy", inline="always")
 def _hashmix(value: np.uint64, hash_const: np.ndarray) -> np.uint64:
     value = (value ^ hash_const[0]) & _M32
     hash_const[0] = (hash_const[0] * _MULT_A) & _M32
@@ -227,13 +256,13 @@ def _hashmix(value: np.uint64, hash_const: np.ndarray) -> np.uint64:
     return value ^ (value >> _XSHIFT)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, error_model="numpy", inline="always")
 def _mix(x: np.uint64, y: np.uint64) -> np.uint64:
     result = ((_MIX_MULT_L * x) - (_MIX_MULT_R * y)) & _M32
     return result ^ (result >> _XSHIFT)
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def seed_pool(entropy: np.ndarray) -> np.ndarray:
     """The pool of ``SeedSequence`` over the assembled entropy words (uint32 values in a uint64 array)."""
     pool = np.zeros(_POOL_SIZE, dtype=np.uint64)
@@ -251,7 +280,7 @@ def seed_pool(entropy: np.ndarray) -> np.ndarray:
     return pool
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def generate_words(pool: np.ndarray, n_words: int) -> np.ndarray:
     """``SeedSequence.generate_state(n_words, np.uint32)`` (as uint64 values)."""
     out = np.zeros(n_words, dtype=np.uint64)
@@ -264,7 +293,7 @@ def generate_words(pool: np.ndarray, n_words: int) -> np.ndarray:
     return out
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def spawned_seed(base: np.uint64, knob_words: np.ndarray) -> np.uint64:
     """``SeedSequence(entropy=base, spawn_key=(knob,)).generate_state(1, np.uint32)[0]`` for a uint32 ``base``.
 
@@ -277,7 +306,7 @@ def spawned_seed(base: np.uint64, knob_words: np.ndarray) -> np.uint64:
     return generate_words(seed_pool(entropy), 1)[0]
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def seed_stream(st: np.ndarray, seed: np.uint64) -> None:
     """``np.random.PCG64(seed)`` for a uint32 ``seed``: SeedSequence words, then ``pcg64_set_seed``."""
     entropy = np.full(1, seed, dtype=np.uint64)
@@ -300,6 +329,47 @@ def seed_stream(st: np.ndarray, seed: np.uint64) -> None:
     st[_HIGH] = _U0
 
 
+@njit(cache=True, error_model="numpy")
+def group_streams(seeds: np.ndarray, g_lo: int, g_hi: int, knob_words: np.ndarray, knob_len: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The seeded generators of groups ``[g_lo, g_hi)`` (``seeds``: each group's adler32) per distinct seed knob:
+    (streams, knob_row). State ``s`` seeds group ``g``'s generators with ``streams[knob_row[s], g]`` (PCG64's
+    state and increment, ``_restart``); states that share a knob share a row, so a sweep's states seed once per knob.
+    """
+    n_states = knob_len.size
+    knob_row = np.full(n_states, -1, dtype=np.int64)
+    first = np.empty(n_states, dtype=np.int64)  # a state of each row
+    n_rows = 0
+    for s in range(n_states):
+        for r in range(n_rows):
+            o, same = first[r], knob_len[first[r]] == knob_len[s]
+            for w in range(knob_len[s] if same else 0):
+                same = same and knob_words[o, w] == knob_words[s, w]
+            if same:
+                knob_row[s] = r
+                break
+        if knob_row[s] < 0:
+            knob_row[s], first[n_rows] = n_rows, s
+            n_rows += 1
+    streams = np.empty((n_rows, g_hi, _SEEDED_WORDS), dtype=np.uint64)  # groups before g_lo are not read
+    st = np.zeros(STREAM_WORDS, dtype=np.uint64)
+    for r in range(n_rows):
+        s = first[r]
+        for g in range(g_lo, g_hi):
+            seed_stream(st, seeds[g] if knob_len[s] == 0 else spawned_seed(seeds[g], knob_words[s, : knob_len[s]]))
+            for w in range(_SEEDED_WORDS):
+                streams[r, g, w] = st[w]
+    return streams, knob_row
+
+
+@njit(cache=True, error_model="numpy", inline="always")
+def _restart(st: np.ndarray, streams: np.ndarray, row: int, i: int) -> None:
+    """Generator ``st`` as ``seed_stream`` leaves it, from ``group_streams``' ``streams[row, i]``."""
+    for w in range(_SEEDED_WORDS):
+        st[w] = streams[row, i, w]
+    st[_HAS_HIGH] = _U0
+    st[_HIGH] = _U0
+
+
 # ---------------------------------------------------------------------------------------------
 # numpy's pairwise summation and CPython's float floor division
 
@@ -307,101 +377,171 @@ _PAIRWISE_SEQUENTIAL = 8
 _PAIRWISE_BLOCK = 128
 #: Nodes on the path from the root of numpy's pairwise tree to a leaf: n halves at each level (n < 2**63).
 _PAIRWISE_DEPTH = 64
+#: Where a pairwise walk's partial sums start in its work array (after 3 floats per node: lo, n, stage) ...
+_PAIRWISE_SUMS = 3 * (_PAIRWISE_DEPTH + 1)
+#: ... and the work array's size.
+PAIRWISE_WORK = _PAIRWISE_SUMS + _PAIRWISE_DEPTH + 1
 
 
-@njit(cache=True)
-def _pairwise_block(a: np.ndarray, lo: int, n: int) -> float:
-    """numpy's pairwise sum of ``a[lo:lo + n]`` for ``n <= 128``: sequential below 8, else 8 accumulators."""
+#: numpy's accumulators in a pairwise block: the lanes of one vector.
+_LANES = _PAIRWISE_SEQUENTIAL
+
+
+def _lanes_intrinsic(square: bool) -> Any:
+    """An intrinsic ``(a, lo, end, shift) -> (r0, ..., r7)``: numpy's 8 accumulators of a pairwise block, over the
+    terms ``lo:end`` of contiguous float64 ``a`` (``end - lo`` a multiple of 8, at least 8; ``_term``).
+
+    Accumulator j starts at term ``lo + j`` and adds terms ``lo + j + 8``, ``lo + j + 16``, ... in order, as numpy's
+    block does: the 8 are one vector of 8 lanes here, each lane the same IEEE operations in the same order (no
+    reassociation; LLVM does not vectorize the scalar loop without fastmath). A fit sums its rewards twice per
+    prediction; this cut its time about 5x.
+    """
+
+    @intrinsic
+    def lanes(typingctx: Any, a: Any, lo: Any, end: Any, shift: Any) -> Any:
+        if not (isinstance(a, types.Array) and a.ndim == 1 and a.layout == "C" and a.dtype == types.float64):
+            return None
+        sig = types.UniTuple(types.float64, _LANES)(a, lo, end, shift)
+
+        def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
+            data = context.make_array(signature.args[0])(context, builder, value=args[0]).data
+            i64, vec = ir.IntType(64), ir.VectorType(ir.DoubleType(), _LANES)
+            start = context.cast(builder, args[1], signature.args[1], types.int64)
+            stop = context.cast(builder, args[2], signature.args[2], types.int64)
+            splat = ir.Constant(vec, ir.Undefined)
+            for j in range(_LANES):
+                splat = builder.insert_element(splat, args[3], ir.Constant(ir.IntType(32), j))
+
+            def term(index: Any) -> Any:
+                values = builder.load(builder.bitcast(builder.gep(data, [index]), vec.as_pointer()), align=8)
+                if not square:
+                    return values
+                d = builder.fsub(values, splat)
+                return builder.fmul(d, d)
+
+            first, second, entry = term(start), builder.add(start, ir.Constant(i64, _LANES)), builder.block
+            loop, body, done = (builder.append_basic_block(f"lanes.{name}") for name in ("loop", "body", "done"))
+            builder.branch(loop)
+            builder.position_at_end(loop)
+            acc, index = builder.phi(vec), builder.phi(i64)
+            acc.add_incoming(first, entry)
+            index.add_incoming(second, entry)
+            builder.cbranch(builder.icmp_signed("<", index, stop), body, done)
+            builder.position_at_end(body)
+            acc.add_incoming(builder.fadd(acc, term(index)), body)
+            index.add_incoming(builder.add(index, ir.Constant(i64, _LANES)), body)
+            builder.branch(loop)
+            builder.position_at_end(done)
+            lanes = [builder.extract_element(acc, ir.Constant(ir.IntType(32), j)) for j in range(_LANES)]
+            return context.make_tuple(builder, signature.return_type, lanes)
+
+        return sig, codegen
+
+    return lanes
+
+
+_lanes = _lanes_intrinsic(square=False)
+_lanes_squared = _lanes_intrinsic(square=True)
+
+
+@njit(cache=True, error_model="numpy", inline="always")
+def _term(a: np.ndarray, i: int, shift: float, square: bool) -> float:
+    """A summed value: ``a[i]``, or ``(a[i] - shift) ** 2`` as ``np.var`` computes it (the deviation, then its product)."""
+    if square:
+        d = a[i] - shift
+        return d * d
+    return a[i]
+
+
+@njit(cache=True, error_model="numpy", inline="always")
+def _pairwise_block(a: np.ndarray, lo: int, n: int, shift: float, square: bool) -> float:
+    """numpy's pairwise sum of the terms ``lo:lo + n`` for ``n <= 128``: sequential below 8, else 8 accumulators."""
     if n < _PAIRWISE_SEQUENTIAL:
         res = 0.0
         for i in range(lo, lo + n):
-            res += a[i]
+            res += _term(a, i, shift, square)
         return res
-    r0, r1, r2, r3 = a[lo], a[lo + 1], a[lo + 2], a[lo + 3]
-    r4, r5, r6, r7 = a[lo + 4], a[lo + 5], a[lo + 6], a[lo + 7]
-    end = n - n % 8
-    i = 8
-    while i < end:
-        base = lo + i
-        r0 += a[base]
-        r1 += a[base + 1]
-        r2 += a[base + 2]
-        r3 += a[base + 3]
-        r4 += a[base + 4]
-        r5 += a[base + 5]
-        r6 += a[base + 6]
-        r7 += a[base + 7]
-        i += 8
+    end = lo + n - n % 8
+    if square:
+        r0, r1, r2, r3, r4, r5, r6, r7 = _lanes_squared(a, lo, end, shift)
+    else:
+        r0, r1, r2, r3, r4, r5, r6, r7 = _lanes(a, lo, end, shift)
     res = ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7))
-    while i < n:
-        res += a[lo + i]
-        i += 1
+    for i in range(end, lo + n):
+        res += _term(a, i, shift, square)
     return res
 
 
-@njit(cache=True)
-def pairwise_sum(a: np.ndarray, lo: int, n: int) -> float:
-    """``np.add.reduce(a[lo:lo + n])`` for contiguous float64 (numpy's pairwise order, ``exact.pairwise_sum``).
+@njit(cache=True, error_model="numpy", inline="always")
+def _pairwise(a: np.ndarray, lo: int, n: int, shift: float, square: bool, work: np.ndarray) -> float:
+    """numpy's pairwise sum (``np.add.reduce``) of the terms ``lo:lo + n`` of contiguous float64 ``a`` (``_term``).
 
     Above 128 values numpy sums the halves (the first rounded down to a multiple of 8) and adds
-    them: the same tree is walked here with an explicit stack, since numba's cache cannot reload
-    code that calls a recursive function.
+    them: the same tree is walked here with an explicit stack in ``work`` (float64 [PAIRWISE_WORK]:
+    allocating it per call cost a tenth of a sweep), since numba's cache cannot reload code that
+    calls a recursive function.
     """
     if n <= _PAIRWISE_BLOCK:
-        return _pairwise_block(a, lo, n)
-    # post-order walk: each node (lo, n) is visited three times (stage 0: left, 1: right, 2: add)
-    node_lo = np.empty(_PAIRWISE_DEPTH, dtype=np.int64)
-    node_n = np.empty(_PAIRWISE_DEPTH, dtype=np.int64)
-    stage = np.empty(_PAIRWISE_DEPTH, dtype=np.int64)
-    values = np.empty(_PAIRWISE_DEPTH + 1, dtype=np.float64)
+        return _pairwise_block(a, lo, n, shift, square)
+    # post-order walk: each node (lo, n) is visited three times (stage 0: left, 1: right, 2: add);
+    # a node's lo and n are kept as floats (exact below 2**53), its partial sums after the nodes
     top, n_values = 0, 0
-    node_lo[0], node_n[0], stage[0] = lo, n, 0
+    work[0], work[1], work[2] = lo, n, 0
     while top >= 0:
-        nlo, nn = node_lo[top], node_n[top]
+        at = 3 * top
+        nlo, nn = int(work[at]), int(work[at + 1])
         if nn <= _PAIRWISE_BLOCK:
-            values[n_values] = _pairwise_block(a, nlo, nn)
+            work[_PAIRWISE_SUMS + n_values] = _pairwise_block(a, nlo, nn, shift, square)
             n_values += 1
             top -= 1
             continue
         half = nn // 2
         half -= half % 8
-        if stage[top] == 0:
-            stage[top] = 1
+        stage = work[at + 2]
+        if stage == 0:
+            work[at + 2] = 1
+            work[at + 3], work[at + 4], work[at + 5] = nlo, half, 0
             top += 1
-            node_lo[top], node_n[top], stage[top] = nlo, half, 0
-        elif stage[top] == 1:
-            stage[top] = 2
+        elif stage == 1:
+            work[at + 2] = 2
+            work[at + 3], work[at + 4], work[at + 5] = nlo + half, nn - half, 0
             top += 1
-            node_lo[top], node_n[top], stage[top] = nlo + half, nn - half, 0
         else:
             n_values -= 1
-            values[n_values - 1] = values[n_values - 1] + values[n_values]
+            work[_PAIRWISE_SUMS + n_values - 1] = work[_PAIRWISE_SUMS + n_values - 1] + work[_PAIRWISE_SUMS + n_values]
             top -= 1
-    return values[0]
+    return work[_PAIRWISE_SUMS]
 
 
-@njit(cache=True)
-def sum_and_var(values: np.ndarray, n: int, scratch: np.ndarray) -> tuple[float, float]:
-    """``(values[:n].sum(), np.var(values[:n]))`` bit for bit (``exact.sum_and_var``); ``scratch`` holds >= n floats."""
+@njit(cache=True, error_model="numpy")
+def pairwise_sum(a: np.ndarray, lo: int, n: int, work: np.ndarray) -> float:
+    """``np.add.reduce(a[lo:lo + n])`` for contiguous float64 (numpy's pairwise order, ``exact.pairwise_sum``);
+    ``work``: float64 [PAIRWISE_WORK]."""
+    return _pairwise(a, lo, n, 0.0, False, work)
+
+
+@njit(cache=True, error_model="numpy", inline="always")
+def sum_and_var(values: np.ndarray, lo: int, n: int, work: np.ndarray) -> tuple[float, float]:
+    """``(v.sum(), np.var(v))`` of ``v = values[lo:lo + n]`` bit for bit (``exact.sum_and_var``); ``work``: float64 [PAIRWISE_WORK].
+
+    np.var sums the squared deviations from the mean as an array of its own: each is the same float64 here, summed
+    in the same pairwise order without that array.
+    """
     if n < _PAIRWISE_SEQUENTIAL:
         total = 0.0
-        for i in range(n):
+        for i in range(lo, lo + n):
             total += values[i]
         mean = total / n
         sq = 0.0
-        for i in range(n):
+        for i in range(lo, lo + n):
             d = values[i] - mean
             sq += d * d
         return total, sq / n
-    total = pairwise_sum(values, 0, n)
-    mean = total / n
-    for i in range(n):
-        d = values[i] - mean
-        scratch[i] = d * d
-    return total, pairwise_sum(scratch, 0, n) / n
+    total = _pairwise(values, lo, n, 0.0, False, work)
+    return total, _pairwise(values, lo, n, total / n, True, work) / n
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def py_floordiv(vx: float, wx: float) -> float:
     """CPython's ``vx // wx`` for floats (``_float_div_mod``); ``wx`` must not be 0 (Python raises there)."""
     mod = np.fmod(vx, wx)
@@ -470,7 +610,8 @@ class PolicyArrays(NamedTuple):
 
 
 class Buffers(NamedTuple):
-    """The working state of one group's replay, allocated once per kernel call and reset per group and state."""
+    """The working state of one group's replay, allocated once per kernel call and reset per group and state (the seeded
+    generators: computed once per call)."""
 
     is_: np.ndarray  # int64 [N_INT_SLOTS, slot]: the runs in flight (a job has at most one)
     fs: np.ndarray  # float64 [N_FLOAT_SLOTS, slot]
@@ -479,8 +620,8 @@ class Buffers(NamedTuple):
     sampler: np.ndarray  # uint64 stream: the run sampler's generator
     profiled: np.ndarray  # bool [k]: Zeus profiled the batch size's limits already
     hist_n: np.ndarray  # int64 [k]: rewards (negated costs) per batch size ...
-    hist: np.ndarray  # float64 [k, history capacity]: ... and their values
-    scratch: np.ndarray  # float64 [history capacity]
+    hist: np.ndarray  # float64 [k x history capacity]: ... and their values, batch size k's from k x capacity on
+    work: np.ndarray  # float64 [PAIRWISE_WORK]: a fit's pairwise sums
     survivors: np.ndarray  # int64 [k]: the pruning walk's survivors, ascending
     directions: np.ndarray  # int64 [2, k]: this round's two directions (down from the default, default included; then up)
     dir_len: np.ndarray  # int64 [2]
@@ -492,6 +633,8 @@ class Buffers(NamedTuple):
     arm_scale: np.ndarray  # float64 [arm]
     arm_stale: np.ndarray  # bool [arm]: observed since its last fit
     bandit_rng: np.ndarray  # uint64 stream: the bandit's generator
+    streams: np.ndarray  # uint64 [knob row, group, word]: each group's seeded generator per seed knob (``group_streams``) ...
+    knob_row: np.ndarray  # int64 [s]: ... the row of state s
 
 
 #: Rows of the int64 state of the runs in flight (``is_[row, slot]``).
@@ -500,7 +643,7 @@ _F_SEQ, _F_JOB, _F_ATTEMPT, _F_K, _F_PL, _F_REACHED, N_INT_SLOTS = range(7)
 _F_T1, _F_T0, _F_RATIO, _F_TIME, _F_ENERGY, _F_COST, N_FLOAT_SLOTS = range(7)
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _copy(source: np.ndarray, target: np.ndarray, n: int) -> None:
     """``target[:n] = source[:n]`` as a loop: a slice assignment of one array to another makes numba compile its
     shape-mismatch error (string formatting), about 2 s of the kernel's first compile for a check that cannot fail here."""
@@ -508,7 +651,7 @@ def _copy(source: np.ndarray, target: np.ndarray, n: int) -> None:
         target[i] = source[i]
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _sort(values: np.ndarray, n: int) -> None:
     """Sort ``values[:n]`` ascending in place (insertion sort: a handful of batch sizes)."""
     for i in range(1, n):
@@ -520,10 +663,11 @@ def _sort(values: np.ndarray, n: int) -> None:
         values[j + 1] = v
 
 
-@njit(cache=True)
-def _fit(rewards: np.ndarray, n: int, scratch: np.ndarray) -> tuple[float, float]:
-    """``GaussianThompson.fit``: (posterior mean, standard deviation) of an arm from its ``n`` rewards (prior mean 0, precision 0)."""
-    total, var = sum_and_var(rewards, n, scratch)
+@njit(cache=True, error_model="numpy")
+def _fit(rewards: np.ndarray, lo: int, n: int, work: np.ndarray) -> tuple[float, float]:
+    """``GaussianThompson.fit``: (posterior mean, standard deviation) of an arm from its ``n`` rewards ``rewards[lo:lo + n]``
+    (prior mean 0, precision 0)."""
+    total, var = sum_and_var(rewards, lo, n, work)
     reward_precision = 1.0 / var if var != 0.0 else math.inf
     if reward_precision == math.inf:
         precision = math.inf
@@ -534,7 +678,7 @@ def _fit(rewards: np.ndarray, n: int, scratch: np.ndarray) -> tuple[float, float
     return mean, math.sqrt(1.0 / precision if precision != 0.0 else math.inf)
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _thompson(rng: np.ndarray, n: int, mean: np.ndarray, scale: np.ndarray) -> int:
     """``GaussianThompson.predict``: the draws of a permutation of the ``n`` arms, one normal per arm; the first largest sample's arm."""
     for j in range(1, n):  # Floyd's picks
@@ -556,13 +700,29 @@ _BIN_ZERO = 1_126
 EXACT_BINS = 2_240
 #: A bin above this carries into the bin 53 up (2**53 times its weight): a bin stays below 2**63 (one add is below 2**53).
 _BIN_CARRY = np.int64(1) << np.int64(62)
-_MANTISSA = 9007199254740992.0  # 2**53
 #: Below this a bin's halves could be subnormal (inexact in ``_exact_total``): such a value is not taken.
 _TINY = 2.0**-960
 _LOW_BITS = np.int64(0xFFFFFFFF)
+#: A normal float64's stored fraction bits, and its implicit leading bit.
+_FRACTION = (np.int64(1) << np.int64(52)) - np.int64(1)
+_IMPLICIT_BIT = np.int64(1) << np.int64(52)
 
 
-@njit(cache=True, inline="always")
+def _float_bits_typer(typingctx: Any, x: Any) -> Any:
+    """``_float_bits(x)``: the IEEE bits of float64 ``x`` as an int64 (a bit cast; numba's ``math.frexp`` is a call into C)."""
+    if x != types.float64:
+        return None
+
+    def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
+        return builder.bitcast(args[0], ir.IntType(64))
+
+    return types.int64(types.float64), codegen
+
+
+_float_bits: Any = intrinsic(_float_bits_typer)
+
+
+@njit(cache=True, error_model="numpy", inline="always")
 def _exact_add(bins: np.ndarray, x: float) -> bool:
     """Add ``x`` to the exact sum in ``bins`` (int64 [EXACT_BINS]); False for a value it does not take (negative, not
     finite): the totals then come from the runs, as ``math.fsum`` sums them."""
@@ -570,9 +730,10 @@ def _exact_add(bins: np.ndarray, x: float) -> bool:
         return True
     if not (_TINY <= x < math.inf):
         return False
-    m, e = math.frexp(x)
-    i = e - 53 + _BIN_ZERO
-    bins[i] += np.int64(m * _MANTISSA)
+    # x = m x 2**(e - 53) (``math.frexp``'s e, m < 2**53) read from its bits: x is normal and positive here
+    bits = _float_bits(x)
+    i = (bits >> np.int64(52)) - 1022 - 53 + _BIN_ZERO
+    bins[i] += (bits & _FRACTION) | _IMPLICIT_BIT
     while bins[i] > _BIN_CARRY:  # rare: after about 500 adds to one bin
         if i + 53 >= EXACT_BINS:
             return False
@@ -582,7 +743,7 @@ def _exact_add(bins: np.ndarray, x: float) -> bool:
     return True
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, error_model="numpy", inline="always")
 def _partials_add(partials: np.ndarray, n: int, value: float) -> int:
     """``math.fsum``'s step (CPython's ``Modules/mathmodule.c``, Shewchuk's partials): ``value`` added to ``partials[:n]``
     (non-overlapping, increasing magnitude), exactly; returns their new count."""
@@ -603,7 +764,7 @@ def _partials_add(partials: np.ndarray, n: int, value: float) -> int:
     return i
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _exact_total(bins: np.ndarray, partials: np.ndarray) -> float:
     """The sum kept in ``bins``, rounded once to the nearest float64 (ties to even): ``math.fsum``'s value of the values
     added. Each bin is split into two exactly representable floats, summed as ``math.fsum`` sums (exact on exact
@@ -634,7 +795,7 @@ def _exact_total(bins: np.ndarray, partials: np.ndarray) -> float:
     return hi
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _replay_group(  # noqa: PLR0915 - one event loop as groups.replay_group; numba wants the hot state in locals (module docstring)
     g: int, s: int, jobs: Jobs, t: Tables, p: PolicyArrays, b: Buffers, runs: np.ndarray, n_runs: int, sums: np.ndarray
 ) -> tuple[int, int, int]:
@@ -644,24 +805,23 @@ def _replay_group(  # noqa: PLR0915 - one event loop as groups.replay_group; num
     energy and time to the exact sums ``sums[0]`` and ``sums[1]`` (``_exact_add``) and counts them in the runs returned.
     """
     # Inputs read once into locals: numba reference-counts each read of a tuple's field in a loop this size.
-    bounds, group_dataset, group_seed, start, end, ratio, weight = jobs.bounds, jobs.dataset, jobs.seed, jobs.start, jobs.end, jobs.ratio, jobs.weight
+    bounds, group_dataset, start, end, ratio, weight = jobs.bounds, jobs.dataset, jobs.start, jobs.end, jobs.ratio, jobs.weight
     n_bs, b0_index, max_epochs, bs_value, max_pl = t.n_bs, t.b0_index, t.max_epochs, t.bs_value, t.max_pl
     first_energy, first_time, n_lim, lim_value = t.first_energy, t.first_time, t.n_lim, t.lim_value
     energy_per_epoch, time_per_epoch, target_offset, n_targets, targets = t.energy_per_epoch, t.time_per_epoch, t.target_offset, t.n_targets, t.targets
     kind, max_power, grid_offset, grid_bs, grid_pl = p.kind, p.max_power, p.grid_offset, p.grid_bs, p.grid_pl
-    eta, beta, knob_words, knob_len = p.eta[s], p.beta[s], p.knob_words[s], p.knob_len[s]
+    eta, beta, streams, knob_row = p.eta[s], p.beta[s], b.streams, b.knob_row
     setup_failed, jit_pl, fixed_bs, fixed_pl = p.setup_failed[s], p.jit_pl[s], p.fixed_bs[s], p.fixed_pl[s]
-    is_, fs, heap, free, sampler, profiled, hist_n, hist, scratch = b.is_, b.fs, b.heap, b.free, b.sampler, b.profiled, b.hist_n, b.hist, b.scratch
+    is_, fs, heap, free, sampler, profiled, hist_n, hist, work = b.is_, b.fs, b.heap, b.free, b.sampler, b.profiled, b.hist_n, b.hist, b.work
     survivors, directions, dir_len, dir_pos, good = b.survivors, b.directions, b.dir_len, b.dir_pos, b.good
     arm_of, arm_k, arm_mean, arm_scale, arm_stale, bandit_rng = b.arm_of, b.arm_k, b.arm_mean, b.arm_scale, b.arm_stale, b.bandit_rng
-    runs_capacity, history_capacity = runs.shape[1], hist.shape[1]
+    runs_capacity, history_capacity = runs.shape[1], hist.size // max(1, bs_value.shape[1])
     energy_sum, time_sum = sums[0], sums[1]
 
     d = group_dataset[g]
     if setup_failed[d]:
         return ERR_SETUP, d, n_runs
-    seed = group_seed[g] if knob_len == 0 else spawned_seed(group_seed[g], knob_words[:knob_len])
-    seed_stream(sampler, seed)
+    _restart(sampler, streams, knob_row[s], g)
     # the group's best known configuration (``groups._GroupState``)
     best_k, best_pl, min_cost = b0_index[d], -1, math.inf
     # Zeus
@@ -710,7 +870,7 @@ def _replay_group(  # noqa: PLR0915 - one event loop as groups.replay_group; num
             if kind == POLICY_ZEUS:
                 if hist_n[k] == history_capacity:
                     return ERR_CAPACITY, hist_n[k], group_runs
-                hist[k, hist_n[k]] = -cost
+                hist[k * history_capacity + hist_n[k]] = -cost
                 hist_n[k] += 1
                 if n_arms > 0:
                     # A fit is a pure function of the arm's rewards and only the next prediction reads it:
@@ -820,18 +980,17 @@ def _replay_group(  # noqa: PLR0915 - one event loop as groups.replay_group; num
                 if n_arms == 0:  # the bandit starts over the survivors, on a fresh generator with the group's seed
                     if n_surv == 0:
                         return ERR_EMPTY_BANDIT, 0, n_runs
-                    seed_stream(bandit_rng, seed)
+                    _restart(bandit_rng, streams, knob_row[s], g)
                     n_arms = n_surv
                     for a in range(n_arms):
-                        arm_k[a], arm_of[survivors[a]], arm_stale[a] = survivors[a], a, False
+                        arm_k[a], arm_of[survivors[a]], arm_stale[a] = survivors[a], a, True  # each fitted below
                     for a in range(n_arms):
                         if hist_n[arm_k[a]] < 2:
                             return ERR_FEW_OBSERVATIONS, arm_k[a], n_runs
-                        arm_mean[a], arm_scale[a] = _fit(hist[arm_k[a]], hist_n[arm_k[a]], scratch)
                 for a in range(n_arms):
                     if arm_stale[a]:
                         arm_stale[a] = False
-                        arm_mean[a], arm_scale[a] = _fit(hist[arm_k[a]], hist_n[arm_k[a]], scratch)
+                        arm_mean[a], arm_scale[a] = _fit(hist, arm_k[a] * history_capacity, hist_n[arm_k[a]], work)
                 k = arm_k[_thompson(bandit_rng, n_arms, arm_mean, arm_scale)]
             # ``ZeusPolicy.choose``: the first run of a batch size profiles its power limits
             limit = jit_pl[d, k]
@@ -860,11 +1019,10 @@ def _replay_group(  # noqa: PLR0915 - one event loop as groups.replay_group; num
             return ERR_UNKNOWN_BATCH_SIZE, 0, n_runs
         if n_targets[d, k] == 0:
             return ERR_NO_TRAIN_RUN, k, n_runs
-        m = -1
-        for i in range(n_lim[d, k]):
-            if lim_value[d, k, i] == limit:
-                m = i
-        if m < 0:
+        m = 0  # the first limit of that value (``BatchSizeTable.limit_index``)
+        while m < n_lim[d, k] and lim_value[d, k, m] != limit:
+            m += 1
+        if m == n_lim[d, k]:
             return ERR_LIMIT_INDEX, k, n_runs
         epe, tpe = energy_per_epoch[d, k, m], time_per_epoch[d, k, m]
         target = targets[target_offset[d, k] + bounded(sampler, n_targets[d, k] - 1)]
@@ -875,9 +1033,15 @@ def _replay_group(  # noqa: PLR0915 - one event loop as groups.replay_group; num
             epoch_cost = eta * epe + (1 - eta) * max_pl[d, k] * tpe
             if epoch_cost == 0.0:
                 return ERR_ZERO_DIVISION, k, n_runs
-            budget = py_floordiv(cost_bound, epoch_cost)
-            # min(budget, max_epochs) as Python takes it: the first unless the second is smaller (a NaN stays)
-            budget = max_epochs[d] if max_epochs[d] < budget else budget
+            if 1.0 <= target <= max_epochs[d] and cost_bound / epoch_cost >= target + 3.0:
+                # The run reaches its target whatever the budget's exact value: the true quotient exceeds target + 2, so
+                # Python's floor division (exact up to 2**52) is above the target, and so is the smaller max_epochs.
+                # The value that stands for it gives the same run without the division's fmod (a libm call per run).
+                budget = target
+            else:
+                budget = py_floordiv(cost_bound, epoch_cost)
+                # min(budget, max_epochs) as Python takes it: the first unless the second is smaller (a NaN stays)
+                budget = max_epochs[d] if max_epochs[d] < budget else budget
         if budget == 0:
             energy, time, reached = 0.0, 0.0, False
         else:
@@ -911,7 +1075,7 @@ def _replay_group(  # noqa: PLR0915 - one event loop as groups.replay_group; num
     return OK, 0, n_runs
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def replay_groups_kernel(
     g_lo: int, g_hi: int, jobs: Jobs, t: Tables, p: PolicyArrays, runs_capacity: int, history_capacity: int
 ) -> tuple[np.ndarray, int, np.ndarray, np.ndarray, np.ndarray]:
@@ -940,14 +1104,16 @@ def replay_groups_kernel(
     for g in range(g_lo, g_hi):
         max_jobs = max(max_jobs, jobs.bounds[g + 1] - jobs.bounds[g])
     nb = t.bs_value.shape[1]
+    streams, knob_row = group_streams(jobs.seed, g_lo, g_hi, p.knob_words, p.knob_len)
     b = Buffers(
         is_=np.zeros((N_INT_SLOTS, max_jobs), dtype=np.int64), fs=np.zeros((N_FLOAT_SLOTS, max_jobs), dtype=np.float64),
         heap=np.zeros(max_jobs, dtype=np.int64), free=np.zeros(max_jobs, dtype=np.int64), sampler=np.zeros(STREAM_WORDS, dtype=np.uint64),
-        profiled=np.zeros(nb, dtype=np.bool_), hist_n=np.zeros(nb, dtype=np.int64), hist=np.empty((nb, history_capacity), dtype=np.float64),
-        scratch=np.empty(history_capacity, dtype=np.float64), survivors=np.zeros(nb, dtype=np.int64), directions=np.zeros((2, nb), dtype=np.int64),
+        profiled=np.zeros(nb, dtype=np.bool_), hist_n=np.zeros(nb, dtype=np.int64), hist=np.empty(nb * history_capacity, dtype=np.float64),
+        work=np.empty(PAIRWISE_WORK, dtype=np.float64), survivors=np.zeros(nb, dtype=np.int64), directions=np.zeros((2, nb), dtype=np.int64),
         dir_len=np.zeros(2, dtype=np.int64), dir_pos=np.zeros(2, dtype=np.int64), good=np.zeros(nb, dtype=np.int64),
         arm_of=np.full(nb, -1, dtype=np.int64), arm_k=np.zeros(nb, dtype=np.int64), arm_mean=np.zeros(nb, dtype=np.float64),
         arm_scale=np.zeros(nb, dtype=np.float64), arm_stale=np.zeros(nb, dtype=np.bool_), bandit_rng=np.zeros(STREAM_WORDS, dtype=np.uint64),
+        streams=streams, knob_row=knob_row,
     )  # fmt: skip
     n_runs = 0
     for g in range(g_lo, g_hi):
