@@ -93,9 +93,11 @@ def test_ctrl_c_stops_sweep(export: Path, mirror: Path, tmp_path: Path, schedule
     assets = write_sweep_inputs(tmp_path / "assets", jobs, traces)
     out = tmp_path / "out" / "grid.parquet"
     out.parent.mkdir()
-    # the paper grid: tens of seconds of replays, so that the signal lands mid-sweep on an idle machine too (the default grid
-    # took 1 s there)
-    code, seconds = _interrupt(["sweep", "--assets", str(assets), "--output", str(out), "--no-progress", "--scheduler", scheduler, "--grid", "paper"],
+    # the paper grid with 20 seeds, not 5: tens of seconds of replays, so that the signal lands mid-sweep on an idle machine too
+    # (the default grid took 1 s there, and the paper grid's 5 seeds ended within 3 s once the kernel ran twice as fast)
+    seeds = ",".join(str(s) for s in range(1, 21))
+    code, seconds = _interrupt(["sweep", "--assets", str(assets), "--output", str(out), "--no-progress", "--scheduler", scheduler, "--grid", "paper",
+                                "--seeds", seeds],
                                "[sweep] on", after_s, tmp_path / "err.log")
     assert code in INTERRUPTED and seconds < STOP_S, (code, seconds, (tmp_path / "err.log").read_text()[-2000:])
     assert list(out.parent.iterdir()) == []  # no table, no temp file

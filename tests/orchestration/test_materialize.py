@@ -600,7 +600,7 @@ def test_clusters_remove_during_a_step_over_the_trace_fails_that_run_in_one_line
 
     root = tmp_path / "project"
     shutil.copytree(knob_grid_project, root)
-    write_export(tmp_path / "lab.sacct", 300, seed=1, timezone="UTC")
+    write_export(tmp_path / "lab.sacct", 5_000, seed=1, timezone="UTC")  # replays that last past the removal
     tracefiles.add_trace(root / "raw", "lab", tmp_path / "lab.sacct", fmt="sacct", timezone="UTC")
     table = read_sacct(tmp_path / "lab.sacct", trace="lab", source_file="lab.sacct", timezone="UTC").table
     write_parquet_atomic(mapping.map_own(table, workloads_by_default_tta(read_trace_dir(mirror / "zeus")), "lab"),
