@@ -15,6 +15,7 @@ from typing import Any, NoReturn
 
 import click
 
+from pipelines.home.interrupt import SIGINT_STATUS, ctrl_c_ends_command
 from pipelines.home.paths import resolve_home
 
 SUBCOMMANDS: dict[str, str] = {
@@ -92,7 +93,8 @@ def main(args: list[str] | None = None, prog_name: str | None = None) -> None:
     script the user typed (``gpu-energy``).
     """
     try:
-        code = cli.main(args=args, prog_name=prog_name, standalone_mode=False)
+        with ctrl_c_ends_command():  # materialize, dev and sql install their own handlers within it
+            code = cli.main(args=args, prog_name=prog_name, standalone_mode=False)
     except click.UsageError as exc:
         hint = f" (see '{exc.ctx.command_path} --help')" if exc.ctx is not None else ""
         click.echo(f"Error: {exc.format_message()}{hint}", err=True)
@@ -116,4 +118,4 @@ def _interrupted() -> NoReturn:
     click.echo("Aborted.", err=True)
     sys.stdout.flush()
     sys.stderr.flush()
-    os._exit(130)
+    os._exit(SIGINT_STATUS)

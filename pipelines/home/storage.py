@@ -10,6 +10,20 @@ from pathlib import Path
 
 import polars as pl
 
+from pipelines.home import interrupt
+
+#: The temp files of the atomic writes in flight in this process: removed by the Ctrl-C watchdog (``interrupt``), which
+#: ends the process without running their ``finally``.
+_IN_FLIGHT: set[Path] = set()
+
+
+def _remove_in_flight() -> None:
+    for tmp in list(_IN_FLIGHT):
+        tmp.unlink(missing_ok=True)
+
+
+interrupt.on_abort(_remove_in_flight)
+
 
 @contextlib.contextmanager
 def atomic_path(target: Path, suffix: str = "") -> Iterator[Path]:
@@ -19,17 +33,22 @@ def atomic_path(target: Path, suffix: str = "") -> Iterator[Path]:
     ``clusters add`` reads its copy of a compressed file decompressed).
 
     The temp file lives in the same folder, so ``os.replace`` is atomic on POSIX. On any
-    exception the temp file is removed and ``target`` is left as it was.
+    exception the temp file is removed and ``target`` is left as it was. After a Ctrl-C (``interrupt.requested``) nothing
+    is published: a command whose ``KeyboardInterrupt`` was dropped somewhere raises it again here.
     """
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = _create_temp(target, suffix)
+    _IN_FLIGHT.add(tmp)
     try:
         yield tmp
         with open(tmp, "rb") as fh:
             os.fsync(fh.fileno())
+        if interrupt.requested():
+            raise KeyboardInterrupt
         os.replace(tmp, target)
     finally:
         tmp.unlink(missing_ok=True)
+        _IN_FLIGHT.discard(tmp)
 
 
 def _create_temp(target: Path, suffix: str = "") -> Path:

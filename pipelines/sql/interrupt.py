@@ -21,10 +21,10 @@ from collections.abc import Iterator
 
 import duckdb
 
+from pipelines.home.interrupt import SIGINT_STATUS
+
 #: Seconds a query is given to stop once interrupted before the process exits.
 GRACE_S = 2.0
-#: The exit status of a process ended by Ctrl-C (128 + SIGINT), as a shell reports it.
-SIGINT_STATUS = 130
 
 
 class QueryTimeout(Exception):

@@ -390,17 +390,19 @@ def _ctrl_c_ends_process() -> Iterator[None]:
     """While a compiled kernel runs (up to minutes of no Python bytecode, so Python's handler of a Ctrl-C would wait for
     its end), a Ctrl-C ends the process at once, by the signal (a shell reports 130); nothing is being written then.
 
-    Only where SIGINT has Python's default handler in the main thread (a command such as sweep or whatif); a process
-    that handles SIGINT itself (a Dagster run, whose cancel is a SIGINT) keeps its handler.
+    Only where SIGINT's handler in the main thread raises KeyboardInterrupt (Python's own, or the CLI's: a command such as
+    sweep or whatif); a process that handles SIGINT itself (a Dagster run, whose cancel is a SIGINT) keeps its handler.
     """
-    if threading.current_thread() is not threading.main_thread() or signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
+    handler = signal.getsignal(signal.SIGINT)
+    if threading.current_thread() is not threading.main_thread() or not (
+            handler is signal.default_int_handler or getattr(handler, "raises_keyboard_interrupt", False)):  # home.interrupt's
         yield
         return
     signal.signal(signal.SIGINT, signal.SIG_DFL)
     try:
         yield
     finally:
-        signal.signal(signal.SIGINT, signal.default_int_handler)
+        signal.signal(signal.SIGINT, handler)
 
 
 #: A replay's totals: (reported runs, energy J, time s), the error the replay raises, or None where the batch could not

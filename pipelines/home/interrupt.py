@@ -1,0 +1,85 @@
+"""A Ctrl-C that always ends a command: ``ctrl_c_ends_command`` (issue 39: Ctrl-C stops a command within 2 s, rc 130).
+
+Python's own SIGINT handler raises ``KeyboardInterrupt`` wherever the main thread happens to be. Where that is a weakref
+callback, a ``__del__`` or a library's ``except BaseException``, the exception is dropped and the command runs on: a
+``whatif`` on a LocalCluster wrote its report after a Ctrl-C, and another waited 30 s in a scatter for the workers the
+same Ctrl-C had ended. Here the handler raises ``KeyboardInterrupt`` as Python's does, and also starts a watchdog: if the
+process still runs ``GRACE_S`` later, the watchdog kills the command's child processes, removes the temp files of the
+atomic writes in flight (``storage.atomic_path``) and exits with status 130. ``atomic_path`` publishes nothing once a
+Ctrl-C came (``requested``), so an output never appears after one.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from types import FrameType
+
+#: The exit status of a process ended by Ctrl-C (128 + SIGINT), as a shell reports it.
+SIGINT_STATUS = 130
+#: Seconds from a Ctrl-C until the watchdog ends a command that did not end by its ``KeyboardInterrupt``.
+GRACE_S = 1.0
+
+_requested = threading.Event()
+#: What the watchdog runs before it exits: ``storage`` removes its temp files in flight.
+_cleanups: list[Callable[[], None]] = []
+
+
+def requested() -> bool:
+    """True once this process got a Ctrl-C under ``ctrl_c_ends_command``."""
+    return _requested.is_set()
+
+
+def on_abort(cleanup: Callable[[], None]) -> None:
+    """Run ``cleanup()`` before the watchdog exits the process (it must not block)."""
+    _cleanups.append(cleanup)
+
+
+class _Handler:
+    """SIGINT's handler under ``ctrl_c_ends_command``: raises ``KeyboardInterrupt`` and arms the watchdog once."""
+
+    #: Read by ``pipelines.zeus.fast``: this handler, like Python's own, may be replaced by the signal's default action
+    #: while a compiled kernel runs (no bytecode runs then, so no Python handler would).
+    raises_keyboard_interrupt = True
+
+    def __call__(self, signum: int, frame: FrameType | None) -> None:
+        if not _requested.is_set():
+            _requested.set()
+            threading.Thread(target=_end_after_grace, name="ctrl-c-watchdog", daemon=True).start()
+        raise KeyboardInterrupt
+
+
+def _end_after_grace() -> None:
+    time.sleep(GRACE_S)
+    import psutil
+
+    for child in psutil.Process().children(recursive=True):
+        with contextlib.suppress(psutil.Error):
+            if "resource_tracker" not in " ".join(child.cmdline()):  # it ends by itself once this process is gone
+                child.kill()
+    for cleanup in _cleanups:
+        with contextlib.suppress(Exception):
+            cleanup()
+    with contextlib.suppress(OSError, ValueError):
+        sys.stderr.write("Aborted.\n")
+        sys.stderr.flush()
+    os._exit(SIGINT_STATUS)
+
+
+@contextlib.contextmanager
+def ctrl_c_ends_command() -> Iterator[None]:
+    """Within the block (main thread only; elsewhere it changes nothing), a Ctrl-C raises ``KeyboardInterrupt`` and, if the
+    process has not ended ``GRACE_S`` later, ends it with status 130. SIGINT's previous handler is restored on exit."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, _Handler())
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)

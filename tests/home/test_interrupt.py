@@ -1,0 +1,68 @@
+"""``home.interrupt``: a Ctrl-C ends a command even where its ``KeyboardInterrupt`` is dropped (issue 39 item 12, the
+CI failure of 2026-11-28: a whatif on a LocalCluster waited 30 s in a scatter after the Ctrl-C had ended its workers)."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+from pipelines.home import interrupt
+from pipelines.home.paths import REPO_ROOT
+
+#: A command that drops its KeyboardInterrupt, as a weakref callback or a library's ``except BaseException`` does.
+DROPS_IT = """
+import os, signal, sys, time
+from pathlib import Path
+from pipelines.home.interrupt import ctrl_c_ends_command
+from pipelines.home.storage import atomic_path
+
+out = Path(sys.argv[1])
+with ctrl_c_ends_command():
+    with atomic_path(out) as tmp:
+        tmp.write_text("half")
+        try:
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(1)
+        except BaseException:
+            pass  # dropped
+        print("ran on", flush=True)
+        {after}
+print("ended", flush=True)
+"""
+
+
+def _run(tmp_path: Path, after: str) -> tuple[subprocess.CompletedProcess[str], float]:
+    script = tmp_path / "command.py"
+    script.write_text(textwrap.dedent(DROPS_IT).replace("{after}", after))
+    started = time.monotonic()
+    done = subprocess.run([sys.executable, str(script), str(tmp_path / "out" / "report.html")], check=False, cwd=REPO_ROOT,
+                          capture_output=True, text=True, timeout=60)
+    return done, time.monotonic() - started
+
+
+def test_a_dropped_ctrl_c_ends_the_command_after_the_grace_and_removes_its_temp_file(tmp_path: Path) -> None:
+    done, seconds = _run(tmp_path, "time.sleep(30)")
+    assert done.returncode == interrupt.SIGINT_STATUS, done.stderr
+    assert done.stdout == "ran on\n"  # the command ran on after dropping it, and the watchdog ended it, not the sleep
+    assert done.stderr.strip().endswith("Aborted.")
+    assert seconds < 10  # 30 s had it waited for the sleep; the grace is 1 s
+    assert list((tmp_path / "out").iterdir()) == []  # no report, no .tmp_ file
+
+
+def test_a_dropped_ctrl_c_publishes_nothing(tmp_path: Path) -> None:
+    done, _ = _run(tmp_path, "pass")  # the block ends at once: atomic_path would rename the temp file over the target
+    # the script has no CLI's exit 130: an uncaught KeyboardInterrupt ends Python by the signal
+    assert done.returncode in (interrupt.SIGINT_STATUS, -signal.SIGINT), done.stderr
+    assert "KeyboardInterrupt" in done.stderr  # raised again where it would have published
+    assert list((tmp_path / "out").iterdir()) == []
+
+
+def test_the_previous_handler_is_restored_and_other_threads_are_left_alone() -> None:
+    before = signal.getsignal(signal.SIGINT)
+    with interrupt.ctrl_c_ends_command():
+        assert getattr(signal.getsignal(signal.SIGINT), "raises_keyboard_interrupt", False)
+    assert signal.getsignal(signal.SIGINT) is before
