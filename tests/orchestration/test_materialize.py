@@ -499,6 +499,22 @@ def _start_knob_grid(root: Path, home: Path, started: Started, log: Path) -> tup
     return driver, run, orchestrator.pid
 
 
+def _wait_for_step_log(instance: dg.DagsterInstance, driver: subprocess.Popen[bytes], text: str) -> int:
+    """The pid of the instance's first run's process (its in-process steps' too) once a message of it holds ``text``,
+    polled every 20 ms."""
+    deadline = time.monotonic() + WAIT_S
+    while time.monotonic() < deadline:
+        assert driver.poll() is None, "the command ended first"
+        with contextlib.suppress(OperationalError):  # sqlite: a run's event log is created by its process
+            runs = instance.get_runs()
+            if runs and any(text in entry.user_message for entry in instance.all_logs(runs[0].run_id)):
+                pid = run_process(instance, runs[0].run_id)
+                assert pid is not None
+                return pid
+        time.sleep(0.02)
+    raise AssertionError(f"timed out waiting for a step to log {text!r}")
+
+
 def _status(home: Path, run_id: str) -> dg.DagsterRunStatus:
     with dg.DagsterInstance.from_config(str(home)) as instance:
         run = instance.get_run_by_id(run_id)
@@ -589,8 +605,6 @@ def test_kill_9_of_the_orchestrator_ends_its_processes_and_marks_its_run_failed(
 
 
 @pytest.mark.slow
-@pytest.mark.skip(reason="racy since the replay kernel got twice as fast: the knob grid's step ends about 2 s after it starts, "
-                  "often before `clusters remove` lands (CI, 2026-11-28); it needs a step that lasts (issue 39 left open for it)")
 def test_clusters_remove_during_a_step_over_the_trace_fails_that_run_in_one_line_and_the_rest_completes(
         knob_grid_project: Path, mirror: Path, tmp_path: Path) -> None:
     """Issue 39 item 6: `clusters remove lab` while the knob grid's step replays lab beside the public traces. Dagster fails
@@ -602,7 +616,7 @@ def test_clusters_remove_during_a_step_over_the_trace_fails_that_run_in_one_line
 
     root = tmp_path / "project"
     shutil.copytree(knob_grid_project, root)
-    write_export(tmp_path / "lab.sacct", 5_000, seed=1, timezone="UTC")  # replays that last past the removal
+    write_export(tmp_path / "lab.sacct", 5_000, seed=1, timezone="UTC")
     tracefiles.add_trace(root / "raw", "lab", tmp_path / "lab.sacct", fmt="sacct", timezone="UTC")
     table = read_sacct(tmp_path / "lab.sacct", trace="lab", source_file="lab.sacct", timezone="UTC").table
     write_parquet_atomic(mapping.map_own(table, workloads_by_default_tta(read_trace_dir(mirror / "zeus")), "lab"),
@@ -611,10 +625,18 @@ def test_clusters_remove_during_a_step_over_the_trace_fails_that_run_in_one_line
     with _processes() as started:
         log = tmp_path / "materialize.log"
         driver = _command(root, home, started, log, "--select", "zeus_knob_grid")
-        _wait(lambda: " grid: " in log.read_text(), "the zeus_knob_grid step to start its replays")
-        env = {**os.environ, "DAGSTER_HOME": str(home), "GPU_ENERGY_HOME": str(root)}
-        removed = subprocess.run([sys.executable, "-m", "pipelines", "clusters", "remove", "lab"], env=env, cwd=REPO_ROOT,
-                                 capture_output=True, text=True, check=False)
+        _wait(lambda: "[materialize] traces: " in log.read_text(), "the orchestrator to open the new home's instance")
+        # The step's replays take 2 to 4 s, about what `clusters remove` takes to start: the step's process is stopped
+        # (SIGSTOP) from the moment it logs its grid until the removal has landed, so that the removal is always mid-step.
+        with dg.DagsterInstance.from_config(str(home)) as instance:
+            step = _wait_for_step_log(instance, driver, " grid: ")
+        os.kill(step, signal.SIGSTOP)
+        try:
+            env = {**os.environ, "DAGSTER_HOME": str(home), "GPU_ENERGY_HOME": str(root)}
+            removed = subprocess.run([sys.executable, "-m", "pipelines", "clusters", "remove", "lab"], env=env, cwd=REPO_ROOT,
+                                     capture_output=True, text=True, check=False)
+        finally:
+            os.kill(step, signal.SIGCONT)
         assert removed.returncode == 0, removed.stderr[-2000:]
         assert driver.wait(timeout=2 * WAIT_S) == 1, log.read_text()[-3000:]
     out = log.read_text()
