@@ -31,7 +31,8 @@ def test_top_level_help_imports_no_subcommand() -> None:
     code = (
         "import sys; from pipelines.cli import main\n"
         "try:\n    main(['--help'])\nexcept SystemExit:\n    pass\n"
-        "print(sorted(m for m in sys.modules if m.startswith('pipelines.') and m not in ('pipelines.cli', 'pipelines.home', 'pipelines.home.paths', 'pipelines.home.interrupt')))"
+        "print(sorted(m for m in sys.modules if m.startswith('pipelines.')\n"
+        "             and m not in ('pipelines.cli', 'pipelines.home', 'pipelines.home.paths', 'pipelines.home.interrupt')))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip().splitlines()[-1] == "[]"
