@@ -10,7 +10,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TypeVar
 
 from pipelines.scaleout.local import local_cluster
-from pipelines.scaleout.runners import DaskRunner
+from pipelines.scaleout.runners import DaskRunner, SerialRunner
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -47,15 +47,28 @@ class AutoRunner:
 
     @property
     def workers(self) -> int:
-        """Tasks that may run at once: the local cluster's workers (what a caller sizes its tasks for)."""
-        return self._workers
+        """Tasks that may run at once: the local cluster's workers (what a caller sizes its tasks for); 1 once ``expect``
+        chose this process."""
+        return 1 if self._stayed and self._cluster is None else self._workers
+
+    def expect(self, seconds: float) -> None:
+        """Before the tasks are sized: the caller's estimate of its work, in seconds in this process. Where even a perfect
+        spread over the idle cores would not win back the cluster's start, the work stays here, sized for one worker
+        (a serial runner's tasks, so the default is never slower than ``"none"``); otherwise ``map`` measures and chooses."""
+        if self._cluster is not None or self._stayed:
+            return
+        spread = max(min(self._workers, idle_cores()), 1.0)
+        if self._workers < 2 or seconds - seconds / spread <= LOCAL_START_SECONDS:
+            self._stayed = True
+            self._note(f"[auto] about {seconds:.1f} s of work (estimated): less than a local cluster's {LOCAL_START_SECONDS:g} s "
+                       "start would win back: running it in this process")
 
     @property
     def description(self) -> str:
         if self._cluster is not None:
             return f"auto: {self._cluster.description}"
         if self._stayed:
-            return "auto: in-process (serial; the measured work did not pay for a local cluster)"
+            return "auto: in-process (serial; the work would not pay for a local cluster)"
         return f"auto: in-process, or a local cluster of {self._workers} workers where the measured work pays for it"
 
     def map(
@@ -67,6 +80,8 @@ class AutoRunner:
     ) -> list[R]:
         if self._cluster is not None:
             return self._cluster.map(fn, tasks, shared, on_done)
+        if self._stayed:
+            return SerialRunner().map(fn, tasks, shared, on_done)
         results: list[R] = []
         fastest = float("inf")
         for i, task in enumerate(tasks):

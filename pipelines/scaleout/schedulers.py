@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import sys
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
@@ -38,6 +39,8 @@ def resolve_scheduler(scheduler: str | None = None) -> str:
 
 
 def _inside_dask_worker() -> bool:
+    if "distributed" not in sys.modules:  # a worker has imported it; importing it to ask would cost about 0.4 s
+        return False
     try:
         from distributed import get_worker
 

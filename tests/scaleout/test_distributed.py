@@ -243,6 +243,30 @@ def test_auto_keeps_cheap_tasks_in_this_process_and_says_so(monkeypatch: pytest.
     assert "about 0.1 s in this process, 5.1 s on a local cluster (5 s to start)" in notes[0]
 
 
+@pytest.mark.parametrize(("seconds", "idle", "stays"), [(9.9, 2.0, True), (10.1, 2.0, False), (30.0, 1.0, True), (30.0, 1.5, False)])
+def test_auto_decides_from_an_estimate_before_the_tasks_are_sized(monkeypatch: pytest.MonkeyPatch, seconds: float, idle: float,
+                                                                  stays: bool) -> None:
+    """Work that a perfect spread over the idle cores could not shorten by the cluster's start (5 s) stays here, sized for
+    one worker as the serial runner's (issue 36: the small sweep's default no slower than in-process); above that, the
+    choice is left to the measured tasks. 2 workers, 2 idle cores: 10 s is the break-even (10 - 10/2 = 5)."""
+    from pipelines.scaleout import auto
+
+    monkeypatch.setattr(auto, "idle_cores", lambda: idle)
+    notes: list[str] = []
+    with connect("auto", workers=2, note=notes.append) as runner:
+        assert isinstance(runner, auto.AutoRunner)
+        runner.expect(seconds)
+        assert runner.workers == (1 if stays else 2)
+        if stays:
+            assert notes == [f"[auto] about {seconds:.1f} s of work (estimated): less than a local cluster's 5 s start would win back: "
+                             "running it in this process"]
+            assert runner.map(_slow_square, list(range(4)), {"pause": 0.0}) == [0, 1, 4, 9]
+            assert runner.description == "auto: in-process (serial; the work would not pay for a local cluster)"
+            assert len(notes) == 1  # no probe, no second choice
+        else:
+            assert notes == []
+
+
 def test_auto_stays_here_where_no_core_is_idle(monkeypatch: pytest.MonkeyPatch) -> None:
     """Tasks of 0.2 s and a cluster that costs nothing to start, on a machine whose cores are busy: the workers would only
     take turns with this process, so the rest stays here (issue 36: auto never worse than in-process)."""
