@@ -4,7 +4,7 @@ Python's own SIGINT handler raises ``KeyboardInterrupt`` wherever the main threa
 callback, a ``__del__`` or a library's ``except BaseException``, the exception is dropped and the command runs on: a
 ``whatif`` on a LocalCluster wrote its report after a Ctrl-C, and another waited 30 s in a scatter for the workers the
 same Ctrl-C had ended. Here the handler raises ``KeyboardInterrupt`` as Python's does, and also starts a watchdog: if the
-process still runs ``GRACE_S`` later, the watchdog kills the command's child processes, removes the temp files of the
+process still runs ``GRACE_S`` later (and no ``deferred`` cleanup runs), the watchdog kills the command's child processes, removes the temp files of the
 atomic writes in flight (``storage.atomic_path``) and exits with status 130. ``atomic_path`` publishes nothing once a
 Ctrl-C came (``requested``), so an output never appears after one.
 """
@@ -26,6 +26,8 @@ SIGINT_STATUS = 130
 GRACE_S = 1.0
 
 _requested = threading.Event()
+#: Held while a cleanup that must finish runs (``deferred``): the watchdog waits for it.
+_hold = threading.RLock()
 #: What the watchdog runs before it exits: ``storage`` removes its temp files in flight.
 _cleanups: list[Callable[[], None]] = []
 
@@ -54,8 +56,17 @@ class _Handler:
         raise KeyboardInterrupt
 
 
+@contextlib.contextmanager
+def deferred() -> Iterator[None]:
+    """Within the block the watchdog waits: for a cleanup that must finish once begun (a Slurm cluster's close, which
+    cancels its jobs), however long it takes."""
+    with _hold:
+        yield
+
+
 def _end_after_grace() -> None:
     time.sleep(GRACE_S)
+    _hold.acquire()  # never released: the process ends below
     import psutil
 
     for child in psutil.Process().children(recursive=True):

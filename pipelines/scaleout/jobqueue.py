@@ -41,6 +41,8 @@ from dataclasses import dataclass, field
 from types import FrameType
 from typing import Any
 
+from pipelines.home import interrupt
+
 #: The ``--scheduler`` value.
 SLURM = "slurm"
 #: The optional extra holding dask-jobqueue.
@@ -221,7 +223,8 @@ def slurm_cluster(options: SlurmOptions, note: Callable[[str], None] | None = No
                 logging.getLogger(name).setLevel(logging.CRITICAL)
             raise
         finally:
-            cluster.close()
+            with interrupt.deferred():  # its jobs cancelled, even where a Ctrl-C's watchdog would end the command first
+                cluster.close()
 
 
 def wait_for_workers(client: Any, note: Callable[[str], None] | None = None, every_s: float = WAIT_NOTE_S) -> None:
