@@ -70,7 +70,8 @@ def test_the_previous_handler_is_restored_and_other_threads_are_left_alone() -> 
 
 def test_a_deferred_cleanup_finishes_before_the_watchdog_ends_the_command(tmp_path: Path) -> None:
     """A Slurm cluster's close (its jobs cancelled) is such a cleanup: 2.5 s here, past the 1 s grace."""
-    after = "from pipelines.home.interrupt import deferred\n        with deferred():\n            time.sleep(2.5)\n            print('cleaned', flush=True)\n        time.sleep(30)"
+    after = ("from pipelines.home.interrupt import deferred\n"
+             "        with deferred():\n            time.sleep(2.5)\n            print('cleaned', flush=True)\n        time.sleep(30)")
     done, seconds = _run(tmp_path, after)
     assert done.returncode == interrupt.SIGINT_STATUS, done.stderr
     assert done.stdout == "ran on\ncleaned\n"
