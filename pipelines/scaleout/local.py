@@ -5,8 +5,14 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import sys
 from collections.abc import Iterator
+from multiprocessing import resource_tracker
 from typing import Any
+
+#: The warning filter (``-W``) the resource tracker starts with: "resource_tracker: There appear to be N leaked semaphore
+#: objects to clean up at shutdown", after the workers were killed.
+_TRACKER_QUIET = "ignore:resource_tracker:UserWarning"
 
 
 @contextlib.contextmanager
@@ -17,6 +23,14 @@ def local_cluster(workers: int | None = None) -> Iterator[Any]:
     from distributed import LocalCluster
 
     before = {p.pid for p in psutil.Process().children(recursive=True)}
+    # Started here, not by the first worker's start: multiprocessing starts it with SIGINT blocked and then unblocks SIGINT
+    # in the starting thread, which would undo ``worker_setup``'s block in the cluster's thread. After a Ctrl-C it removes
+    # the semaphores of the killed workers, as it should, without its warning under the command's one line.
+    sys.warnoptions.append(_TRACKER_QUIET)
+    try:
+        resource_tracker.ensure_running()
+    finally:
+        sys.warnoptions.remove(_TRACKER_QUIET)
     with contextlib.ExitStack() as stack:
         try:
             yield stack.enter_context(LocalCluster(
@@ -30,10 +44,14 @@ def local_cluster(workers: int | None = None) -> Iterator[Any]:
                 # warning when that port is taken (another cluster, two commands at once): any free port.
                 scheduler_kwargs={"dashboard": False, "dashboard_address": "127.0.0.1:0"},
                 silence_logs=logging.ERROR,
+                preload_nanny=["pipelines.scaleout.worker_setup"],  # a Ctrl-C is the command's to handle, not its workers'
             ))
         except KeyboardInterrupt:
             # A Ctrl-C drops the workers' work: they are killed at once, before the cluster's close (the stack's) would
-            # wait seconds on each (issue 39: Ctrl-C stops a command within 2 s).
+            # wait seconds on each (issue 39: Ctrl-C stops a command within 2 s). What their end makes Dask log here (closed
+            # comms) would only bury the command's one line.
+            for name in ("distributed", "asyncio", "tornado"):
+                logging.getLogger(name).setLevel(logging.CRITICAL)
             for child in psutil.Process().children(recursive=True):
                 with contextlib.suppress(psutil.NoSuchProcess):
                     if child.pid not in before and "resource_tracker" not in " ".join(child.cmdline()):  # it cleans up after them

@@ -82,6 +82,7 @@ def test_ctrl_c_stops_whatif(export: Path, tmp_path: Path, scheduler: str, after
     err = (tmp_path / "err.log").read_text()
     assert code in INTERRUPTED and seconds < STOP_S, (code, seconds, err[-2000:])
     assert list(tmp_path.iterdir()) == [tmp_path / "err.log"]  # no report, no temp file
+    assert "Traceback" not in err and "Warning" not in err, err[-3000:]  # no worker's, no resource tracker's
 
 
 @pytest.mark.slow
@@ -99,5 +100,7 @@ def test_ctrl_c_stops_sweep(export: Path, mirror: Path, tmp_path: Path, schedule
     code, seconds = _interrupt(["sweep", "--assets", str(assets), "--output", str(out), "--no-progress", "--scheduler", scheduler, "--grid", "paper",
                                 "--seeds", seeds],
                                "[sweep] on", after_s, tmp_path / "err.log")
-    assert code in INTERRUPTED and seconds < STOP_S, (code, seconds, (tmp_path / "err.log").read_text()[-2000:])
+    err = (tmp_path / "err.log").read_text()
+    assert code in INTERRUPTED and seconds < STOP_S, (code, seconds, err[-2000:])
     assert list(out.parent.iterdir()) == []  # no table, no temp file
+    assert "Traceback" not in err and "Warning" not in err, err[-3000:]  # no worker's, no resource tracker's

@@ -298,3 +298,16 @@ def test_auto_starts_a_local_cluster_for_work_that_pays_for_it(monkeypatch: pyte
         assert runner.map(_slow_square, [3], {"pause": 0.0}) == [9]  # the cluster serves the next map
     assert sorted(finished) == list(range(8))
     assert len(notes) == 1 and notes[0].startswith("[auto] 6 tasks left at 0.5") and notes[0].endswith("on a local cluster of 2 workers")
+
+
+def _blocked_signals(_: int) -> set[int]:
+    return {int(s) for s in signal.pthread_sigmask(signal.SIG_BLOCK, [])}
+
+
+@pytest.mark.slow
+def test_a_local_clusters_workers_leave_ctrl_c_to_the_command() -> None:
+    """A terminal's Ctrl-C reaches the workers too (one process group): they start with SIGINT blocked, so that only the
+    command handles it (its one line, no worker traceback; issue 39 item 12), and the command's own thread does not."""
+    with connect("local", workers=2) as runner:
+        assert runner.map(_blocked_signals, [0, 1], {}) == [{signal.SIGINT}, {signal.SIGINT}]
+        assert signal.SIGINT not in signal.pthread_sigmask(signal.SIG_BLOCK, [])
