@@ -4,8 +4,8 @@ Python's own SIGINT handler raises ``KeyboardInterrupt`` wherever the main threa
 callback, a ``__del__`` or a library's ``except BaseException``, the exception is dropped and the command runs on: a
 ``whatif`` on a LocalCluster wrote its report after a Ctrl-C, and another waited 30 s in a scatter for the workers the
 same Ctrl-C had ended. Here the handler raises ``KeyboardInterrupt`` as Python's does, and also starts a watchdog: if the
-process still runs ``GRACE_S`` later (and no ``deferred`` cleanup runs), the watchdog kills the command's child processes, removes the temp files of the
-atomic writes in flight (``storage.atomic_path``) and exits with status 130. ``atomic_path`` publishes nothing once a
+process still runs ``GRACE_S`` later (and no ``deferred`` cleanup runs), the watchdog kills the command's child processes, removes the temp files in flight
+(``removed_on_abort``: those of ``storage.atomic_path``, a decompressed export) and exits with status 130. ``atomic_path`` publishes nothing once a
 Ctrl-C came (``requested``), so an output never appears after one.
 """
 
@@ -13,11 +13,13 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import signal
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
+from pathlib import Path
 from types import FrameType
 
 #: The exit status of a process ended by Ctrl-C (128 + SIGINT), as a shell reports it.
@@ -28,8 +30,9 @@ GRACE_S = 1.0
 _requested = threading.Event()
 #: Held while a cleanup that must finish runs (``deferred``): the watchdog waits for it.
 _hold = threading.RLock()
-#: What the watchdog runs before it exits: ``storage`` removes its temp files in flight.
-_cleanups: list[Callable[[], None]] = []
+#: Temp files and folders the watchdog removes before it exits (``removed_on_abort``): it ends the process without
+#: running their writers' ``finally``.
+_temporary: set[Path] = set()
 
 
 def requested() -> bool:
@@ -37,9 +40,14 @@ def requested() -> bool:
     return _requested.is_set()
 
 
-def on_abort(cleanup: Callable[[], None]) -> None:
-    """Run ``cleanup()`` before the watchdog exits the process (it must not block)."""
-    _cleanups.append(cleanup)
+@contextlib.contextmanager
+def removed_on_abort(path: Path) -> Iterator[Path]:
+    """Within the block, ``path`` (a temp file or folder) is removed if the watchdog ends the process."""
+    _temporary.add(path)
+    try:
+        yield path
+    finally:
+        _temporary.discard(path)
 
 
 class _Handler:
@@ -73,9 +81,9 @@ def _end_after_grace() -> None:
         with contextlib.suppress(psutil.Error):
             if "resource_tracker" not in " ".join(child.cmdline()):  # it ends by itself once this process is gone
                 child.kill()
-    for cleanup in _cleanups:
-        with contextlib.suppress(Exception):
-            cleanup()
+    for path in list(_temporary):
+        with contextlib.suppress(OSError):
+            shutil.rmtree(path) if path.is_dir() else path.unlink(missing_ok=True)
     with contextlib.suppress(OSError, ValueError):
         sys.stderr.write("Aborted.\n")
         sys.stderr.flush()

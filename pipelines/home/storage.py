@@ -12,18 +12,6 @@ import polars as pl
 
 from pipelines.home import interrupt
 
-#: The temp files of the atomic writes in flight in this process: removed by the Ctrl-C watchdog (``interrupt``), which
-#: ends the process without running their ``finally``.
-_IN_FLIGHT: set[Path] = set()
-
-
-def _remove_in_flight() -> None:
-    for tmp in list(_IN_FLIGHT):
-        tmp.unlink(missing_ok=True)
-
-
-interrupt.on_abort(_remove_in_flight)
-
 
 @contextlib.contextmanager
 def atomic_path(target: Path, suffix: str = "") -> Iterator[Path]:
@@ -38,17 +26,16 @@ def atomic_path(target: Path, suffix: str = "") -> Iterator[Path]:
     """
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = _create_temp(target, suffix)
-    _IN_FLIGHT.add(tmp)
     try:
-        yield tmp
-        with open(tmp, "rb") as fh:
-            os.fsync(fh.fileno())
-        if interrupt.requested():
-            raise KeyboardInterrupt
-        os.replace(tmp, target)
+        with interrupt.removed_on_abort(tmp):
+            yield tmp
+            with open(tmp, "rb") as fh:
+                os.fsync(fh.fileno())
+            if interrupt.requested():
+                raise KeyboardInterrupt
+            os.replace(tmp, target)
     finally:
         tmp.unlink(missing_ok=True)
-        _IN_FLIGHT.discard(tmp)
 
 
 def _create_temp(target: Path, suffix: str = "") -> Path:

@@ -26,6 +26,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+from pipelines.home import interrupt
 from pipelines.ingest.common import IngestError
 
 #: Most bytes one compressed source may expand to (1 GiB; the upstream alibaba_groups.csv is far smaller).
@@ -199,10 +200,11 @@ def plain_file(path: Path, *, limit: int = MAX_DECOMPRESSED_BYTES, name: str | N
     digester = hashlib.sha256() if digest else None
     fd, tmp = tempfile.mkstemp(prefix="gpu-energy-", suffix=uncompressed_name(path).suffix)
     try:
-        with os.fdopen(fd, "wb") as out:
-            for chunk in decompressed_chunks(path, limit=limit, name=name, digest=digester):
-                out.write(chunk)
-        yield Path(tmp), digester.hexdigest() if digester is not None else None
+        with interrupt.removed_on_abort(Path(tmp)):  # a Ctrl-C's watchdog ends the process without this finally
+            with os.fdopen(fd, "wb") as out:
+                for chunk in decompressed_chunks(path, limit=limit, name=name, digest=digester):
+                    out.write(chunk)
+            yield Path(tmp), digester.hexdigest() if digester is not None else None
     finally:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)

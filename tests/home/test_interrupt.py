@@ -3,6 +3,7 @@ CI failure of 2026-11-28: a whatif on a LocalCluster waited 30 s in a scatter af
 
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
 import sys
@@ -76,3 +77,35 @@ def test_a_deferred_cleanup_finishes_before_the_watchdog_ends_the_command(tmp_pa
     assert done.returncode == interrupt.SIGINT_STATUS, done.stderr
     assert done.stdout == "ran on\ncleaned\n"
     assert 2.5 < seconds < 10
+
+
+def test_the_watchdog_removes_a_decompressed_export_too(tmp_path: Path) -> None:
+    """``clusters add`` and ``whatif`` read a compressed export through a decompressed temp file (``plain_file``), which
+    its ``finally`` removes; the watchdog removes it where it ends the process first."""
+    import gzip
+
+    export = tmp_path / "lab.sacct.gz"
+    export.write_bytes(gzip.compress(b"JobID|Start\n1|2026-01-01T00:00:00\n"))
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    script = tmp_path / "command.py"
+    script.write_text(textwrap.dedent("""
+        import os, signal, sys, time
+        from pathlib import Path
+        from pipelines.home.interrupt import ctrl_c_ends_command
+        from pipelines.ingest.compressed import plain_file
+
+        with ctrl_c_ends_command(), plain_file(Path(sys.argv[1])) as (plain, _):
+            print(plain.read_text().splitlines()[0], flush=True)
+            try:
+                os.kill(os.getpid(), signal.SIGINT)
+                time.sleep(1)
+            except BaseException:
+                pass  # dropped
+            time.sleep(30)
+    """))
+    done = subprocess.run([sys.executable, str(script), str(export)], check=False, cwd=REPO_ROOT, capture_output=True, text=True,
+                          timeout=60, env={**os.environ, "TMPDIR": str(temp)})
+    assert done.returncode == interrupt.SIGINT_STATUS, done.stderr
+    assert done.stdout == "JobID|Start\n"
+    assert list(temp.iterdir()) == []
