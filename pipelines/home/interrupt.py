@@ -3,10 +3,11 @@
 Python's own SIGINT handler raises ``KeyboardInterrupt`` wherever the main thread happens to be. Where that is a weakref
 callback, a ``__del__`` or a library's ``except BaseException``, the exception is dropped and the command runs on: a
 ``whatif`` on a LocalCluster wrote its report after a Ctrl-C, and another waited 30 s in a scatter for the workers the
-same Ctrl-C had ended. Here the handler raises ``KeyboardInterrupt`` as Python's does, and also starts a watchdog: if the
-process still runs ``GRACE_S`` later (and no ``deferred`` cleanup runs), the watchdog kills the command's child processes, removes the temp files in flight
-(``removed_on_abort``: those of ``storage.atomic_path``, a decompressed export) and exits with status 130. ``atomic_path`` publishes nothing once a
-Ctrl-C came (``requested``), so an output never appears after one.
+same Ctrl-C had ended. Here the handler raises ``KeyboardInterrupt`` as Python's does, and also starts a watchdog. If the
+process still runs ``GRACE_S`` later (and no ``deferred`` cleanup runs), the watchdog kills the command's child
+processes, removes the temp files in flight (``removed_on_abort``: those of ``storage.atomic_path``, a decompressed
+export) and exits with status 130. ``atomic_path`` publishes nothing once a Ctrl-C came (``requested``), so an output
+never appears after one.
 """
 
 from __future__ import annotations
@@ -83,7 +84,10 @@ def _end_after_grace() -> None:
                 child.kill()
     for path in list(_temporary):
         with contextlib.suppress(OSError):
-            shutil.rmtree(path) if path.is_dir() else path.unlink(missing_ok=True)
+            if path.is_dir():
+                shutil.rmtree(path)
+            else:
+                path.unlink(missing_ok=True)
     with contextlib.suppress(OSError, ValueError):
         sys.stderr.write("Aborted.\n")
         sys.stderr.flush()
