@@ -73,15 +73,21 @@ def deferred() -> Iterator[None]:
         yield
 
 
-def _end_after_grace() -> None:
-    time.sleep(GRACE_S)
-    _hold.acquire()  # never released: the process ends below
+def kill_children(spare: frozenset[int] = frozenset()) -> None:
+    """SIGKILL every descendant process of this one but those in ``spare`` and multiprocessing's resource tracker (it
+    removes what the killed processes left, then ends by itself once this process is gone)."""
     import psutil
 
     for child in psutil.Process().children(recursive=True):
         with contextlib.suppress(psutil.Error):
-            if "resource_tracker" not in " ".join(child.cmdline()):  # it ends by itself once this process is gone
+            if child.pid not in spare and "resource_tracker" not in " ".join(child.cmdline()):
                 child.kill()
+
+
+def _end_after_grace() -> None:
+    time.sleep(GRACE_S)
+    _hold.acquire()  # never released: the process ends below
+    kill_children()
     for path in list(_temporary):
         with contextlib.suppress(OSError):
             if path.is_dir():

@@ -10,6 +10,8 @@ from collections.abc import Iterator
 from multiprocessing import resource_tracker
 from typing import Any
 
+from pipelines.home import interrupt
+
 #: The warning filter (``-W``) the resource tracker starts with: "resource_tracker: There appear to be N leaked semaphore
 #: objects to clean up at shutdown", after the workers were killed.
 _TRACKER_QUIET = "ignore:resource_tracker:UserWarning"
@@ -22,7 +24,7 @@ def local_cluster(workers: int | None = None) -> Iterator[Any]:
     import psutil
     from distributed import LocalCluster
 
-    before = {p.pid for p in psutil.Process().children(recursive=True)}
+    before = frozenset(p.pid for p in psutil.Process().children(recursive=True))
     # Started here, not by the first worker's start: multiprocessing starts it with SIGINT blocked and then unblocks SIGINT
     # in the starting thread, which would undo ``worker_setup``'s block in the cluster's thread. After a Ctrl-C it removes
     # the semaphores of the killed workers, as it should, without its warning under the command's one line.
@@ -52,8 +54,5 @@ def local_cluster(workers: int | None = None) -> Iterator[Any]:
             # comms) would only bury the command's one line.
             for name in ("distributed", "asyncio", "tornado"):
                 logging.getLogger(name).setLevel(logging.CRITICAL)
-            for child in psutil.Process().children(recursive=True):
-                with contextlib.suppress(psutil.NoSuchProcess):
-                    if child.pid not in before and "resource_tracker" not in " ".join(child.cmdline()):  # it cleans up after them
-                        child.kill()
+            interrupt.kill_children(spare=before)
             raise

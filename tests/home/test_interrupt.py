@@ -62,7 +62,7 @@ def test_a_dropped_ctrl_c_publishes_nothing(tmp_path: Path) -> None:
     assert list((tmp_path / "out").iterdir()) == []
 
 
-def test_the_previous_handler_is_restored_and_other_threads_are_left_alone() -> None:
+def test_the_previous_handler_is_restored() -> None:
     before = signal.getsignal(signal.SIGINT)
     with interrupt.ctrl_c_ends_command():
         assert getattr(signal.getsignal(signal.SIGINT), "raises_keyboard_interrupt", False)
