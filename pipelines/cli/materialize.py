@@ -33,8 +33,9 @@ from pipelines.terminal import printable
 
 #: Set in the orchestrator's environment to the driver's pid.
 PARENT_ENV = "PIPELINES_MATERIALIZE_PARENT"
-#: Runs at once by default: a partitioned run replays in one process (one core) while a run of figures uses the others.
-PARALLEL_RUNS = 2
+#: Runs at once by default, one per core and one more: each run executes in one process (one core), and one of them is
+#: often starting (loading the code location) or writing rather than computing.
+PARALLEL_RUNS = (os.cpu_count() or 1) + 1
 
 
 def _echo(message: str) -> None:
@@ -47,11 +48,12 @@ def _echo(message: str) -> None:
 @click.option("--executor", type=click.Choice(["multiprocess", "dask"]), default="multiprocess", show_default=True,
               help="Who runs the steps of each run: Dagster's multiprocess executor here, or dagster-dask's dask_executor.")
 @click.option("--scheduler", help="With --executor dask: the scheduler address (default: $DASK_SCHEDULER_ADDRESS, else a LocalCluster).")
-@click.option("--concurrency", type=click.IntRange(min=1), help="Steps at once in a run (default: one per core).")
-@click.option("--parallel-runs", type=click.IntRange(min=1), default=PARALLEL_RUNS, show_default=True,
+@click.option("--concurrency", type=click.IntRange(min=1), default=1, show_default=True,
+              help="Steps at once in a run: 1 runs them in the run's process; more runs them in processes of their own.")
+@click.option("--parallel-runs", type=click.IntRange(min=1), default=PARALLEL_RUNS, show_default="one per core and one more",
               help="Runs at once (each starts once the runs it reads from have succeeded).")
 @click.option("--exit-with-parent", is_flag=True, help="Stop (canceling the run) when the parent process exits.")
-def cli(select: str, executor: str, scheduler: str | None, concurrency: int | None, parallel_runs: int, exit_with_parent: bool) -> None:
+def cli(select: str, executor: str, scheduler: str | None, concurrency: int, parallel_runs: int, exit_with_parent: bool) -> None:
     """Materialize every selected asset and partition (what `make figures` runs).
 
     One at a time per Dagster home: a second command says which process holds it and waits. Each of your own traces
@@ -63,9 +65,9 @@ def cli(select: str, executor: str, scheduler: str | None, concurrency: int | No
         _echo("Dagster instance: {} ({})".format(*use_dagster_home()))
     if os.environ.get(PARENT_ENV) == str(os.getppid()):
         parent = int(os.environ.pop(PARENT_ENV))
-        sys.exit(_orchestrate(select, executor, scheduler, concurrency or os.cpu_count() or 1, parallel_runs, parent))
+        sys.exit(_orchestrate(select, executor, scheduler, concurrency, parallel_runs, parent))
     args = ["--select", select, "--executor", executor, *(["--scheduler", scheduler] if scheduler else []),
-            *(["--concurrency", str(concurrency)] if concurrency else []), "--parallel-runs", str(parallel_runs)]
+            "--concurrency", str(concurrency), "--parallel-runs", str(parallel_runs)]
     if exit_with_parent:
         die_with_parent(signal.SIGTERM, expected_parent=os.getppid())
     folder = Path(os.environ["DAGSTER_HOME"])

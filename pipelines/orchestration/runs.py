@@ -32,7 +32,7 @@ class SelectionError(ValueError):
 
 
 class Run(NamedTuple):
-    """One run: its asset job, assets, partition tags; ``parallel``: steps in processes; ``isolated``: one partition of
+    """One run: its asset job, assets, partition tags; ``parallel``: steps that could run side by side; ``isolated``: one partition of
     assets whose partitions stand alone (its failure holds back nothing); ``after``: the earlier runs (plan indices) that
     hold an ancestor or another partition of its assets; ``partitions``: the keys of ``partitions_def`` planned."""
 
@@ -119,11 +119,14 @@ def narrowed(run: Run, instance: dg.DagsterInstance | None) -> tuple[Run, list[s
 
 
 def launch(client: DagsterGraphQLClient, run: Run, concurrency: int) -> str:
-    """Submit ``run``; its run id. Its steps run in processes of their own, ``concurrency`` at once, where ``run.parallel``;
-    under ``PIPELINES_EXECUTOR=dask`` the code location's executor is dagster-dask's, configured by itself."""
+    """Submit ``run``; its run id. Its steps run in its run process, one after the other, unless ``run.parallel`` and
+    ``concurrency`` > 1: then in processes of their own, ``concurrency`` at once (a step process costs about 2 s of CPU to
+    start: docs/benchmarks.md, make figures). Under ``PIPELINES_EXECUTOR=dask`` the code location's executor is
+    dagster-dask's, configured by itself."""
     config: dict[str, Any] = {"loggers": {"console": {"config": {"log_level": "INFO"}}}}  # asset logs, step outcomes
     if os.environ.get("PIPELINES_EXECUTOR") != "dask":
-        config["execution"] = {"config": {"multiprocess": {"max_concurrent": concurrency}} if run.parallel else {"in_process": {}}}
+        processes = run.parallel and concurrency > 1
+        config["execution"] = {"config": {"multiprocess": {"max_concurrent": concurrency}} if processes else {"in_process": {}}}
     return client.submit_job_execution(run.job, repository_location_name=LOCATION, repository_name="__repository__",
                                        run_config=config, tags={**run.tags, **launched_by("materialize")},
                                        asset_selection=sorted(run.keys))
