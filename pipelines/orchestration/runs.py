@@ -7,6 +7,7 @@ import os
 import time
 import warnings
 from collections.abc import Callable
+from collections.abc import Set as AbstractSet
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 import dagster as dg
@@ -95,13 +96,22 @@ def plan_runs(defs: dg.Definitions, keys: set[dg.AssetKey], instance: dg.Dagster
         # Light steps (and their light descendants) first, in one process: a process per step costs more than they do.
         light = {k for k in batch if {k, *graph.get_ancestor_asset_keys(k) & batch} <= {a for a in batch if graph.get(a).group_name in LIGHT_GROUPS}}
         for part in (light, batch - light) if light and partitions_def is None else (batch,):
-            heavy = {id(graph.get(k).assets_def) for k in part if graph.get(k).group_name not in LIGHT_GROUPS}
-            # A partitioned run's steps loop over its partitions after reading their input once: in-process is best.
-            runs.append(Run(job_name(partitions_def), frozenset(part), tags, partitions_def is None and len(heavy) > 1,
-                            partitions_def=partitions_def, partitions=tuple(partitions)))
+            # Unpartitioned assets downstream of different runs: a run each, started once those runs have succeeded.
+            for group in _by_runs_read(part, runs, graph.get_ancestor_asset_keys) if partitions_def is None else (part,):
+                heavy = {id(graph.get(k).assets_def) for k in group if graph.get(k).group_name not in LIGHT_GROUPS}
+                runs.append(Run(job_name(partitions_def), frozenset(group), tags, partitions_def is None and len(heavy) > 1,
+                                partitions_def=partitions_def, partitions=tuple(partitions)))
     runs = [run for run in runs if run.keys]
     ancestors = [set().union(*(graph.get_ancestor_asset_keys(k) for k in run.keys)) for run in runs]
     return [run._replace(after=frozenset(i for i in range(j) if runs[i].keys & (ancestors[j] | run.keys))) for j, run in enumerate(runs)]
+
+
+def _by_runs_read(keys: set[dg.AssetKey], runs: list[Run], ancestors: Callable[[dg.AssetKey], AbstractSet[dg.AssetKey]]
+                  ) -> list[set[dg.AssetKey]]:
+    """``keys`` split by the set of ``runs`` that hold their ancestors, fewest first: an asset's set holds its ancestors'
+    sets, so a group comes after the groups it reads from."""
+    reads = {k: frozenset(i for i, run in enumerate(runs) if run.keys & ancestors(k)) for k in keys}
+    return [{k for k in keys if reads[k] == r} for r in sorted(set(reads.values()), key=lambda r: (len(r), sorted(r)))]
 
 
 def narrowed(run: Run, instance: dg.DagsterInstance | None) -> tuple[Run, list[str]]:

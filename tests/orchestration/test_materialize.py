@@ -104,8 +104,8 @@ def test_plan_of_everything(definitions: dg.Definitions, instance: dg.DagsterIns
         "own_trace_assets", {"own_cluster_jobs", "own_cluster_traces", "quarantine/own_cluster_jobs_bad_rows"}, {"dagster/partition": "lab"},
         True)
     assert not any(r.isolated for r in runs)
-    assert [r.job for r in runs] == ["unpartitioned_assets", "unpartitioned_assets", "trace_assets", "gpu_assets", "trace_gpu_assets",
-                                     "unpartitioned_assets"]
+    assert [r.job for r in runs] == ["unpartitioned_assets", "unpartitioned_assets", "unpartitioned_assets", "trace_assets", "gpu_assets",
+                                     "trace_gpu_assets", "unpartitioned_assets", "unpartitioned_assets", "unpartitioned_assets"]
     by_asset = {a: r for r in runs for a in _names(r.keys)}
     history = by_asset["zeus_cluster_history"]
     # one single-run backfill of the 8 trace x GPU partitions for the trace x GPU assets
@@ -116,13 +116,18 @@ def test_plan_of_everything(definitions: dg.Definitions, instance: dg.DagsterIns
     assert by_asset["itp_jobs"] is by_asset["quarantine/itp_jobs_bad_rows"] is by_asset["raw_itp_traces"] is runs[0] and not runs[0].parallel
     assert by_asset["hetero_allocations"] is by_asset["figures/energy_savings_vs_default"] is runs[1] and runs[1].parallel
     assert {graph_group(definitions, k) for k in runs[0].keys} == {"raw", "ingest", "quarantine"}
+    # the figures that read your traces wait for their ingest; the others do not
+    assert by_asset["own_cluster_summary"] is by_asset["figures/traces_submissions"] is runs[2]
     # the knob grid is partitioned by trace: it joins the run of the trace partitions it replays (its replays on Dask)
-    assert by_asset["zeus_knob_grid"] is by_asset["cluster_workload_jobs"] is runs[2]
-    assert _names(runs[2].keys) == {"cluster_workload_jobs", "cluster_capacity", "zeus_knob_grid"}
-    assert by_asset["figures/knob_grid_savings"] is by_asset["figures/clusters_savings_by_trace"] is runs[-1] and runs[-1].parallel
-    # what each run waits for (indices in the plan, your trace's ingest 0): the figures of the ingested tables (2)
-    # run beside the trace runs (3 -> 5, and 4)
-    assert [sorted(r.after) for r in runs] == [[], [0, 1], [0, 1], [1], [0, 1, 3], [0, 1, 3, 4, 5]]
+    assert by_asset["zeus_knob_grid"] is by_asset["cluster_workload_jobs"] is runs[3]
+    assert _names(runs[3].keys) == {"cluster_workload_jobs", "cluster_capacity", "zeus_knob_grid"}
+    # the figures downstream of partitioned runs: a run for each set of runs they read, started once those succeeded
+    assert _names(runs[6].keys) == {"figures/energy_convergence"} and _names(runs[7].keys) == {"figures/knob_grid_savings"}
+    assert by_asset["figures/clusters_savings_by_trace"] is by_asset["zeus_cluster_co2e"] is runs[-1] and runs[-1].parallel
+    # what each run waits for (indices in the plan, your trace's ingest 0): the figures of the ingested tables (2) run
+    # beside the trace runs (4 -> 6, and 5); the convergence figure follows the single-job sweep (5) alone, the knob
+    # grid's figure the knob grid (4)
+    assert [sorted(r.after) for r in runs] == [[], [1], [0, 1], [0, 1], [1], [0, 1, 4], [1, 5], [0, 1, 4], [0, 1, 4, 6]]
 
 
 def graph_group(definitions: dg.Definitions, key: dg.AssetKey) -> str | None:
