@@ -13,9 +13,11 @@ from pipelines.clusters import tracefiles
 from pipelines.definitions import loaded
 from pipelines.defs.clusters.partitions import register_trace_partitions
 from pipelines.defs.shared.run_tags import launched_by
+from pipelines.defs.shared.table_assets import COMPILED_REPLAY
 from pipelines.home.paths import find_home
 from pipelines.orchestration import renamed, runs
 from pipelines.orchestration.recovery import IN_PROGRESS, recover, report
+from pipelines.zeus.fast import compile_in_background
 
 if TYPE_CHECKING:
     from dagster_graphql import DagsterGraphQLClient  # the client is made by pipelines.orchestration.webserver
@@ -32,6 +34,9 @@ def orchestrate(select: str, executor: str, concurrency: int, parallel_runs: int
         with dg.DagsterInstance.get() as instance:
             try:
                 keys, added = runs.resolve_selection(loaded(), select)
+                graph = loaded().resolve_asset_graph()
+                if any(COMPILED_REPLAY.items() <= graph.get(k).tags.items() for k in keys):
+                    compile_in_background()  # while the webserver loads, on the core it leaves idle
                 if added:
                     echo(f"selection widened to the assets written together with it: {', '.join(sorted(k.to_user_string() for k in added))}")
                 report(recover(instance, lock_ours=True))  # the driver holds the lock for us

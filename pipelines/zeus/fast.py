@@ -32,6 +32,8 @@ import importlib.util
 import math
 import os
 import signal
+import subprocess
+import sys
 import tempfile
 import threading
 import zlib
@@ -99,6 +101,18 @@ def kernels() -> ModuleType:
             _warm_up(module)
         _LOADED["module"] = module
     return _LOADED["module"]
+
+
+def compile_in_background() -> subprocess.Popen[bytes] | None:
+    """Start a process that compiles the kernel into numba's cache (``kernels()``), where numba is installed; it ends by
+    itself. A process that replays later loads the kernel (about 0.5 s) instead of compiling it (about 20 s of CPU), or
+    waits on the compile lock for this one to finish. Where the cache holds the kernel already, it only loads it.
+
+    Killed midway, it leaves no broken cache: numba writes each cache file whole (a temp file renamed)."""
+    if not available():
+        return None
+    command = [sys.executable, "-c", "from pipelines.zeus.fast import kernels; kernels()"]
+    return subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
 @contextlib.contextmanager

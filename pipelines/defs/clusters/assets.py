@@ -16,7 +16,7 @@ from pipelines.clusters import mapping, simulate
 from pipelines.clusters.workloads import REFERENCE_GPU, workloads_by_default_tta
 from pipelines.defs.clusters.partitions import by_partition, trace_gpu, trace_gpu_partitions, trace_partitions
 from pipelines.defs.shared.io_manager import partition_tables
-from pipelines.defs.shared.table_assets import FOLLOW, table_asset
+from pipelines.defs.shared.table_assets import COMPILED_REPLAY, FOLLOW, table_asset
 from pipelines.vocabulary import DEFAULT_BETA, DEFAULT_ETA
 from pipelines.zeus.traces import from_frames
 
@@ -87,6 +87,7 @@ def cluster_workload_jobs(
     description=f"Per-run history of Zeus, Default and Grid Search replaying every group of a trace on a GPU "
     f"(eta {ETA}, beta {BETA}); energy in J for the whole job (x num_gpu), time in s.",
     automation_condition=FOLLOW_TRACE_RUN,
+    tags=COMPILED_REPLAY,
 )
 def zeus_cluster_history(
     context: dg.AssetExecutionContext,

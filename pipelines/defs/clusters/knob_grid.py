@@ -16,7 +16,7 @@ from pipelines.contracts.sweep import ZeusKnobGrid
 from pipelines.defs.clusters.partitions import trace_partitions
 from pipelines.defs.shared.dask import DaskResource
 from pipelines.defs.shared.io_manager import partition_tables
-from pipelines.defs.shared.table_assets import table_asset
+from pipelines.defs.shared.table_assets import COMPILED_REPLAY, table_asset
 from pipelines.zeus.traces import from_frames
 
 
@@ -35,6 +35,7 @@ class KnobGridConfig(dg.Config):
 @table_asset(
     partitions_def=trace_partitions,
     kinds={"dask"},
+    tags=COMPILED_REPLAY,
     # Bound here, so that a job of other assets needs no Dask resource; configure it per run
     # (resources: dask: config: scheduler: tcp://...) or with $DASK_SCHEDULER_ADDRESS.
     resource_defs={"dask": DaskResource()},

@@ -15,7 +15,7 @@ from pipelines.contracts.base import empty
 from pipelines.contracts.owncluster import OwnClusterSummary
 from pipelines.defs.own_clusters.assets import FOLLOW_ALL_TRACES
 from pipelines.defs.shared.dask import DaskResource
-from pipelines.defs.shared.table_assets import table_asset
+from pipelines.defs.shared.table_assets import COMPILED_REPLAY, table_asset
 from pipelines.ingest.owntrace import OwnTraceResult
 from pipelines.ingest.zeus import ZEUS_SOURCE
 from pipelines.zeus.traces import from_frames
@@ -46,6 +46,7 @@ SUMMARY_SEED = 0
 @table_asset(
     automation_condition=FOLLOW_ALL_TRACES,
     kinds={"dask"},
+    tags=COMPILED_REPLAY,
     # In the step's process by default (the samples of a trace are quick); configure the run's resource
     # (resources: samples_dask: config: scheduler: local, or tcp://...) for a large trace. A key of its own: the
     # knob grid's "dask" defaults to a LocalCluster.

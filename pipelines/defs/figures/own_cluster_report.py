@@ -21,6 +21,7 @@ from pipelines.defs.clusters.own_cluster_summary import SUMMARY_SAMPLES, SUMMARY
 from pipelines.defs.own_clusters.assets import FOLLOW_ALL_TRACES
 from pipelines.defs.shared.dask import DaskResource
 from pipelines.defs.shared.io_manager import PathsResource
+from pipelines.defs.shared.table_assets import COMPILED_REPLAY
 from pipelines.home.storage import write_text_atomic
 
 #: The files' stem: figures/<PREFIX><trace>.html and .json.
@@ -53,6 +54,7 @@ def _stale(folder: Path, traces: set[str]) -> list[Path]:
     group_name="figures",
     automation_condition=FOLLOW_ALL_TRACES,
     kinds={"html", "matplotlib", "dask"},  # a page of figures, not a table
+    tags=COMPILED_REPLAY,
     # own_cluster_summary's own resource (Dagster wants one definition per key): in the step's process unless the run
     # configures samples_dask.
     resource_defs={"samples_dask": own_cluster_summary.resource_defs["samples_dask"]},

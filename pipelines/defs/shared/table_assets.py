@@ -20,6 +20,9 @@ FOLLOW = dg.AutomationCondition.eager()
 #: trace x GPU partitions is one run, not one run process each); the step returns {partition key: frame} and the IO
 #: manager writes one file per partition.
 ONE_RUN = dg.BackfillPolicy.single_run()
+#: The tag of an asset whose step replays with the compiled kernel (``pipelines.zeus.fast``): ``materialize`` compiles the
+#: kernel in the background first, on a core its start leaves idle.
+COMPILED_REPLAY = {"gpu_energy/replay": "compiled"}
 #: What every table asset is: a polars frame stored as Parquet (more kinds are added per asset: ``dask``).
 TABLE_KINDS = ("polars", "parquet")
 
