@@ -23,12 +23,13 @@ DOCS_PORT ?= 8000
 ## locked versions, exported from uv.lock by uv (which needs no network for that), installed by pip.
 ## Bytecode: each module is compiled on its first import (Python writes its .pyc), not every module at install: uv's
 ## --compile-bytecode compiled all of site-packages (pandas, numba, bokeh... that make figures never imports), 10 s of the
-## 2-minute budget. Where PYTHONDONTWRITEBYTECODE is set (some CI images, this machine) no .pyc would ever be written, and
-## every Dagster run and step process would compile dagster, polars, matplotlib... again (about 2 s of CPU each): make's
-## commands unset it, so the venv's cache is written once (docs/benchmarks.md, make figures).
+## 2-minute budget; pip compiles all it installs unless told --no-compile (torch: 26 s to install, 8.5 s without). Where
+## PYTHONDONTWRITEBYTECODE is set (some CI images, this machine) no .pyc would ever be written, and every Dagster run
+## and step process would compile dagster, polars, matplotlib... again (about 2 s of CPU each): make's commands unset
+## it, so the venv's cache is written once (docs/benchmarks.md, make figures).
 unexport PYTHONDONTWRITEBYTECODE
 UV := $(VENV)/bin/uv
-PIP := $(VENV)/bin/pip install -q
+PIP := $(VENV)/bin/pip install -q --no-compile
 ## $(call locked,--extra X ...): the package (editable) and those extras at uv.lock's versions, with uv, else with pip.
 EXPORT = $(UV) export -q --locked --no-hashes --no-emit-project --no-header --no-annotate $(1)
 locked = $(UV) sync -q --locked --inexact $(1) \
@@ -37,7 +38,7 @@ locked = $(UV) sync -q --locked --inexact $(1) \
 ## setup: the package and what it needs to run (make figures, dev, sql); the other targets add their extras.
 $(STAMP): pyproject.toml uv.lock
 	$(PYTHON) -m venv $(VENV)
-	$(VENV)/bin/pip install -q uv
+	$(PIP) uv
 	$(call locked,)
 	touch $(STAMP)
 

@@ -134,6 +134,26 @@ def graph_group(definitions: dg.Definitions, key: dg.AssetKey) -> str | None:
     return definitions.resolve_asset_graph().get(key).group_name
 
 
+@pytest.mark.parametrize(("parallel", "concurrency", "execution"), [
+    (True, 1, {"in_process": {}}),  # the default: a step process costs more CPU to start than most figure steps take
+    (True, 3, {"multiprocess": {"max_concurrent": 3}}),
+    (False, 3, {"in_process": {}}),  # a partitioned run: its steps loop over partitions after reading their input once
+])
+def test_a_runs_steps_run_in_its_process_unless_asked_for_processes(parallel: bool, concurrency: int, execution: dict[str, object],
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("PIPELINES_EXECUTOR", raising=False)
+    submitted: dict[str, object] = {}
+
+    class Client:
+        def submit_job_execution(self, job: str, **kwargs: object) -> str:
+            submitted.update(kwargs)
+            return "run-id"
+
+    run = Run("unpartitioned_assets", frozenset({dg.AssetKey("a"), dg.AssetKey("b")}), {}, parallel)
+    assert runs_module.launch(Client(), run, concurrency) == "run-id"  # type: ignore[arg-type]  # a stand-in for Dagster's client
+    assert submitted["run_config"] == {"loggers": {"console": {"config": {"log_level": "INFO"}}}, "execution": {"config": execution}}
+
+
 def test_with_no_trace_registered_the_trace_runs_are_left_out(definitions: dg.Definitions) -> None:
     keys, _ = resolve_selection(definitions, "*")
     with dg.instance_for_test() as empty:

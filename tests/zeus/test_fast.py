@@ -517,3 +517,16 @@ def test_a_read_only_install_caches_in_the_user_wide_folder() -> None:
             subprocess.run(["chattr", "-i", str(package)], check=False, capture_output=True)
         package.chmod(0o755)
         shutil.rmtree(root, ignore_errors=True)
+
+
+@pytest.mark.slow
+def test_a_kernel_compiled_in_the_background_is_loaded_by_the_next_process(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """What ``materialize`` starts while its webserver loads: the replays of its runs then load the kernel, not compile it."""
+    monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path))  # an empty cache: the background process compiles
+    process = fast.compile_in_background()
+    assert process is not None and process.wait(timeout=600) == 0
+    assert list(tmp_path.glob("*/kernels.replay_groups_kernel-*.nbi"))
+    code = ("from pipelines.zeus import fast\nk = fast.kernels().replay_groups_kernel\n"
+            "print(sum(k.stats.cache_hits.values()), sum(k.stats.cache_misses.values()))")
+    loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert loaded.stdout.split() == ["1", "0"]  # loaded from the cache, nothing compiled
