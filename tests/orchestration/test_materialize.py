@@ -157,8 +157,11 @@ def test_a_runs_steps_run_in_its_process_unless_asked_for_processes(parallel: bo
 def test_with_no_trace_registered_the_trace_runs_are_left_out(definitions: dg.Definitions) -> None:
     keys, _ = resolve_selection(definitions, "*")
     with dg.instance_for_test() as empty:
-        assert [r.job for r in plan_runs(definitions, keys, empty)] == ["unpartitioned_assets", "unpartitioned_assets", "gpu_assets",
-                                                                    "unpartitioned_assets"]
+        plan = plan_runs(definitions, keys, empty)
+        assert [r.job for r in plan] == ["unpartitioned_assets", "unpartitioned_assets", "gpu_assets", "unpartitioned_assets",
+                                         "unpartitioned_assets"]
+        # the figures downstream of the absent trace runs read only the ingest; the convergence figure waits for the GPU run
+        assert [sorted(r.after) for r in plan[3:]] == [[0], [0, 2]] and _names(plan[4].keys) == {"figures/energy_convergence"}
     with dg.instance_for_test() as public:  # public traces only: no run of your traces' ingest
         public.add_dynamic_partitions("trace", ["itp"])
         assert not any(r.isolated for r in plan_runs(definitions, keys, public, per_run=set[str]().__contains__))
