@@ -36,9 +36,13 @@ locked = $(UV) sync -q --locked --inexact $(1) \
 	|| { $(call EXPORT,$(1)) -o $(VENV)/locked.txt && $(PIP) -r $(VENV)/locked.txt && $(PIP) --no-deps -e . ; }
 
 ## setup: the package and what it needs to run (make figures, dev, sql); the other targets add their extras.
+## The venv is made without pip (ensurepip takes 5 s): uv comes from the system's pip where it has one (pip >= 22.3:
+## --python), else from the venv's own pip (ensurepip); pip then joins the venv through uv (for torch and the pip
+## fallback), else through ensurepip.
 $(STAMP): pyproject.toml uv.lock
-	$(PYTHON) -m venv $(VENV)
-	$(PIP) uv
+	$(PYTHON) -m venv --without-pip $(VENV)
+	$(PYTHON) -m pip --python $(PY) install -q --no-compile uv 2>/dev/null || { $(PY) -m ensurepip -q && $(PIP) uv; }
+	test -x $(VENV)/bin/pip || $(UV) pip install -q --python $(PY) pip || $(PY) -m ensurepip -q
 	$(call locked,)
 	touch $(STAMP)
 
