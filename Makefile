@@ -41,8 +41,8 @@ locked = $(UV) sync -q --locked --inexact $(1) \
 ## fallback), else through ensurepip.
 $(STAMP): pyproject.toml uv.lock
 	$(PYTHON) -m venv --without-pip $(VENV)
-	$(PYTHON) -m pip --python $(PY) install -q --no-compile uv 2>/dev/null || { $(PY) -m ensurepip -q && $(PIP) uv; }
-	test -x $(VENV)/bin/pip || $(UV) pip install -q --python $(PY) pip || $(PY) -m ensurepip -q
+	$(PYTHON) -m pip --python $(PY) install -q --no-compile uv 2>/dev/null || { $(PY) -m ensurepip --default-pip >/dev/null && $(PIP) uv; }
+	test -x $(VENV)/bin/pip || $(UV) pip install -q --python $(PY) pip || $(PY) -m ensurepip --default-pip >/dev/null
 	$(call locked,)
 	touch $(STAMP)
 
