@@ -22,8 +22,8 @@ from pipelines.vocabulary.units import J_PER_MWH
 from pipelines.zeus import fast
 from pipelines.zeus.errors import SimulationError
 from pipelines.zeus.groups import group_job_spec, replay_groups, workload_tables
-from pipelines.zeus.policies import OracleChoice, oracle_config
-from pipelines.zeus.runs import JobRun, hybrid_cost
+from pipelines.zeus.policies import oracle_config
+from pipelines.zeus.runs import hybrid_cost
 from pipelines.zeus.single import simulate_single
 from pipelines.zeus.traces import Traces, WorkloadTable, build_table
 
@@ -240,7 +240,8 @@ def single_job_sweep(
     Returns (rows, errors): combinations where the published simulator would raise are listed in
     ``errors`` instead.
     """
-    frames: list[pl.DataFrame] = []
+    runs_of: dict[str, list[float]] = {c: [] for c in ("combination", "recurrence", "batch_size", "power_limit_w", "energy_j", "time_s", "cost")}
+    combinations: dict[str, list[object]] = {c: [] for c in ("gpu", "dataset", "policy", "eta", "beta", "seed", *_ORACLE)}
     errors: list[str] = []
     for gpu in gpus:
         for dataset in datasets:
@@ -255,44 +256,40 @@ def single_job_sweep(
                             except SimulationError as exc:
                                 errors.append(f"{gpu}/{dataset}/eta={eta}/beta={beta}/seed={seed}/{policy}: {exc}")
                                 continue
-                            frames.append(
-                                _recurrences(runs, table.max_power, eta, oracle).with_columns(
-                                    pl.lit(gpu).alias("gpu"), pl.lit(dataset).alias("dataset"), pl.lit(policy).alias("policy"),
-                                    pl.lit(eta).alias("eta"), pl.lit(beta).alias("beta"), pl.lit(seed).alias("seed"),
-                                )
-                            )
-    if not frames:
+                            combination = len(combinations["gpu"])
+                            for column, value in zip(combinations, (gpu, dataset, policy, eta, beta, seed, oracle.expected_energy,
+                                                                    oracle.expected_time, oracle.expected_cost), strict=True):
+                                combinations[column].append(value)
+                            for r in runs:
+                                for column, value in zip(runs_of, (combination, r.job, r.bs, r.pl, r.energy, r.time,
+                                                                   hybrid_cost(r.energy, r.time, eta, table.max_power)), strict=True):
+                                    runs_of[column].append(value)
+    if not combinations["gpu"]:
         return empty(ZeusSingleJobSweep), errors
-    return conform(pl.concat(frames), ZeusSingleJobSweep), errors
+    return conform(_recurrences(pl.DataFrame(runs_of), pl.DataFrame(combinations)), ZeusSingleJobSweep), errors
 
 
-def _recurrences(runs: list[JobRun], max_power: int, eta: float, oracle: OracleChoice) -> pl.DataFrame:
-    frame = pl.DataFrame(
-        {
-            "recurrence": [r.job for r in runs],
-            "batch_size": [r.bs for r in runs],
-            "power_limit_w": [r.pl for r in runs],
-            "energy_j": [r.energy for r in runs],
-            "time_s": [r.time for r in runs],
-            "cost": [hybrid_cost(r.energy, r.time, eta, max_power) for r in runs],
-        }
-    )
-    per = frame.group_by("recurrence", maintain_order=True).agg(
+#: The Oracle's expected values per recurrence, a column each.
+_ORACLE = ("oracle_energy_j", "oracle_time_s", "oracle_cost")
+
+
+def _recurrences(runs: pl.DataFrame, combinations: pl.DataFrame) -> pl.DataFrame:
+    """One row per recurrence of each simulated combination (``runs.combination``: a row of ``combinations``), in the
+    order of the runs: the recurrence's runs summed, the cumulative sums, and the comparison with the Oracle."""
+    per = runs.group_by("combination", "recurrence", maintain_order=True).agg(
         pl.len().alias("tries"), pl.col("batch_size").last(), pl.col("power_limit_w").last(),
         pl.col("energy_j").sum(), pl.col("time_s").sum(), pl.col("cost").sum(),
     )
     k = pl.col("recurrence") + 1
     return per.with_columns(
-        pl.col("energy_j").cum_sum().alias("cum_energy_j"),
-        pl.col("time_s").cum_sum().alias("cum_time_s"),
-        pl.col("cost").cum_sum().alias("cum_cost"),
-        pl.lit(oracle.expected_energy).alias("oracle_energy_j"),
-        pl.lit(oracle.expected_time).alias("oracle_time_s"),
-        pl.lit(oracle.expected_cost).alias("oracle_cost"),
-    ).with_columns(
+        pl.col("energy_j").cum_sum().over("combination").alias("cum_energy_j"),
+        pl.col("time_s").cum_sum().over("combination").alias("cum_time_s"),
+        pl.col("cost").cum_sum().over("combination").alias("cum_cost"),
+    ).join(combinations.with_row_index("combination").with_columns(pl.col("combination").cast(pl.Int64)), on="combination",
+           how="left", maintain_order="left").with_columns(
         (pl.col("cum_energy_j") - k * pl.col("oracle_energy_j")).alias("energy_regret_j"),
         (pl.col("cum_time_s") - k * pl.col("oracle_time_s")).alias("time_regret_s"),
         (pl.col("cum_cost") - k * pl.col("oracle_cost")).alias("cumulative_regret"),
         (pl.col("cum_energy_j") / (k * pl.col("oracle_energy_j"))).alias("energy_vs_oracle"),
         (pl.col("cum_time_s") / (k * pl.col("oracle_time_s"))).alias("time_vs_oracle"),
-    )
+    ).drop("combination")
