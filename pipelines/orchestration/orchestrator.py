@@ -47,7 +47,8 @@ def orchestrate(select: str, executor: str, concurrency: int, parallel_runs: int
                 yours = {t.name for t in tracefiles.user_traces(find_home() / "raw")[0]}
                 plan = runs.plan_runs(loaded(), keys, instance, per_run=yours.__contains__)  # your traces' ingest: a run each
                 echo(f"{len(keys)} assets in {len(plan)} runs, {min(parallel_runs, len(plan))} at most at once, "
-                     f"steps on the {executor} executor")
+                     + ("steps on Dask" if executor == "dask" else f"steps in {concurrency} processes a run" if concurrency > 1
+                        else "each run's steps in its process"))
                 client = connect()
 
                 def ended(i: int, run_id: str, status: dg.DagsterRunStatus, seconds: float, removed: list[str]) -> None:
