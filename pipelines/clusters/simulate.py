@@ -220,6 +220,10 @@ def summary_mismatches(summary: pl.DataFrame, history: pl.DataFrame) -> list[str
     return problems
 
 
+#: The Oracle's expected values per recurrence, a column each of ``single_job_sweep``'s table.
+_ORACLE = ("oracle_energy_j", "oracle_time_s", "oracle_cost")
+
+
 def single_job_sweep(
     traces: Traces,
     gpus: list[str],
@@ -240,7 +244,7 @@ def single_job_sweep(
     Returns (rows, errors): combinations where the published simulator would raise are listed in
     ``errors`` instead.
     """
-    runs_of: dict[str, list[float]] = {c: [] for c in ("combination", "recurrence", "batch_size", "power_limit_w", "energy_j", "time_s", "cost")}
+    runs_of: dict[str, list[int | float]] = {c: [] for c in ("combination", "recurrence", "batch_size", "power_limit_w", "energy_j", "time_s", "cost")}
     combinations: dict[str, list[object]] = {c: [] for c in ("gpu", "dataset", "policy", "eta", "beta", "seed", *_ORACLE)}
     errors: list[str] = []
     for gpu in gpus:
@@ -267,10 +271,6 @@ def single_job_sweep(
     if not combinations["gpu"]:
         return empty(ZeusSingleJobSweep), errors
     return conform(_recurrences(pl.DataFrame(runs_of), pl.DataFrame(combinations)), ZeusSingleJobSweep), errors
-
-
-#: The Oracle's expected values per recurrence, a column each.
-_ORACLE = ("oracle_energy_j", "oracle_time_s", "oracle_cost")
 
 
 def _recurrences(runs: pl.DataFrame, combinations: pl.DataFrame) -> pl.DataFrame:

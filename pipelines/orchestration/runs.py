@@ -93,7 +93,8 @@ def plan_runs(defs: dg.Definitions, keys: set[dg.AssetKey], instance: dg.Dagster
                      for p in partitions if per_run(p)]
             batch -= one_each
         tags = {RANGE_START: partitions[0], RANGE_END: partitions[-1]} if partitions else {}
-        # Light steps (and their light descendants) first, in one process: a process per step costs more than they do.
+        # Light steps (fetch, ingest, and their light descendants) first, in a run of their own: the runs that read them
+        # start without waiting for the figures of the same batch.
         light = {k for k in batch if {k, *graph.get_ancestor_asset_keys(k) & batch} <= {a for a in batch if graph.get(a).group_name in LIGHT_GROUPS}}
         for part in (light, batch - light) if light and partitions_def is None else (batch,):
             # Unpartitioned assets downstream of different runs: a run each, started once those runs have succeeded.
