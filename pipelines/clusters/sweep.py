@@ -34,7 +34,6 @@ import polars as pl
 from pipelines.clusters.simulate import trace_totals, trace_totals_batch
 from pipelines.contracts.sweep import ZeusKnobGrid
 from pipelines.home.paths import table_files
-from pipelines.scaleout.auto import AutoRunner
 from pipelines.scaleout.runners import Runner, fan_out
 from pipelines.vocabulary import DEFAULT_BETA, DEFAULT_ETA, PUBLISHED_GPUS, REPLAYED_POLICIES, PolicyName
 from pipelines.zeus import fast
@@ -256,8 +255,7 @@ def sweep(jobs: pl.DataFrame, traces: Traces, grid: Grid, runner: Runner, *, pro
     chosen = check_inputs(jobs, traces, grid)
     by_trace = {t: jobs.filter(pl.col("trace") == t).select(JOB_COLUMNS) for t in chosen}
     planned = replays(grid, chosen)
-    if isinstance(runner, AutoRunner):
-        runner.expect(sum(by_trace[r.trace].height for r in planned) * SECONDS_PER_JOB_REPLAY)
+    runner.expect(sum(by_trace[r.trace].height for r in planned) * SECONDS_PER_JOB_REPLAY)
     tasks = batches(planned, {t: frame.height for t, frame in by_trace.items()}, runner.workers)
     shared = {"jobs": by_trace, "traces": Traces(traces.train, traces.power)}  # no memoized lookups on the wire
     totals = [row for rows in fan_out(runner, batch_totals, tasks, shared, progress=progress, label="batches") for row in rows]

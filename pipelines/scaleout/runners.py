@@ -27,6 +27,11 @@ class Runner(Protocol):
     @property
     def description(self) -> str: ...
 
+    def expect(self, seconds: float) -> None:
+        """Before the tasks are sized: the caller's estimate of its work in this process (s). A runner that chooses where
+        to run (``auto``) chooses with it; the others have nothing to choose."""
+        ...
+
     def map(
         self,
         fn: Callable[..., R],
@@ -43,6 +48,9 @@ class SerialRunner:
 
     workers = 1
     description = "in-process (serial)"
+
+    def expect(self, seconds: float) -> None:
+        pass
 
     def map(
         self,
@@ -73,6 +81,9 @@ class DaskRunner:
     @property
     def description(self) -> str:
         return f"{self._description}: {len(self.client.nthreads())} workers, {self.workers} threads"
+
+    def expect(self, seconds: float) -> None:
+        pass
 
     def map(
         self,

@@ -95,6 +95,9 @@ def test_result_does_not_depend_on_completion_order(jobs: pl.DataFrame, traces: 
 
         workers, description = 1, "backwards"
 
+        def expect(self, seconds: float) -> None:
+            pass
+
         def map(self, fn, tasks, shared, on_done=None):
             results: list[object] = [None] * len(tasks)
             for i in reversed(range(len(tasks))):
