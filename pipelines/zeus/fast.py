@@ -431,30 +431,41 @@ def replay_totals(arrays: GroupArrays, tables: dict[str, WorkloadTable], weight:
     sums them (energy x ``weight``, each job's num_gpu in replay order); or the ``SimulationError``
     that ``replay`` raises, from the reference's replay of the group the batch stopped at (the first
     where it raises, as ``replay`` stops there too; any other exception propagates); or None for a
-    replay the batch set aside (its buffers were too small, or a total is not finite): the caller
-    replays it alone, which sums it as the single replay does.
+    replay the batch set aside (a total is not finite, or its buffers stayed too small after
+    ``_TOTALS_TRIES`` passes): the caller replays it alone, which sums it as the single replay does.
     """
     kern = kernels()
     for _, _, seed in knobs:
         if seed is not None:
             group_seed(arrays.names[0], seed)  # the reference's check of the knob (ValueError when negative)
-    tab, pol = _tables(arrays.datasets, tables), _policy(arrays.datasets, tables, policy, knobs)
+    tab, jobs = _tables(arrays.datasets, tables), _jobs(arrays, weight)
     _, history_capacity = _capacities(arrays.bounds, 0, len(arrays.names))
-    with _ctrl_c_ends_process():
-        _, _, errors, counts, sums = kern.replay_groups_kernel(0, len(arrays.names), _jobs(arrays, weight), tab, pol, 0, history_capacity)
-    out: list[Totals] = []
-    for s, (eta, beta, seed) in enumerate(knobs):
-        code, group = int(errors[s, 0]), int(errors[s, 1])
-        if code == kern.OK:
-            out.append((int(counts[s]), float(sums[s, 0]), float(sums[s, 1])))
-        elif code in (kern.ERR_CAPACITY, kern.ERR_INEXACT):
-            out.append(None)
-        else:
-            try:
-                _raise_as_reference(arrays, tables, group, code, eta, beta, seed, policy)
-            except SimulationError as exc:
-                out.append(exc)
+    out: list[Totals] = [None] * len(knobs)
+    todo = list(range(len(knobs)))
+    for _ in range(_TOTALS_TRIES):  # the states whose rewards outgrew the buffer go again, together, with twice the room
+        pol = _policy(arrays.datasets, tables, policy, [knobs[s] for s in todo])
+        with _ctrl_c_ends_process():
+            _, _, errors, counts, sums = kern.replay_groups_kernel(0, len(arrays.names), jobs, tab, pol, 0, history_capacity)
+        again = []
+        for row, s in enumerate(todo):
+            code, group = int(errors[row, 0]), int(errors[row, 1])
+            if code == kern.OK:
+                out[s] = (int(counts[row]), float(sums[row, 0]), float(sums[row, 1]))
+            elif code == kern.ERR_CAPACITY:
+                again.append(s)
+            elif code != kern.ERR_INEXACT:
+                try:
+                    _raise_as_reference(arrays, tables, group, code, *knobs[s], policy)
+                except SimulationError as exc:
+                    out[s] = exc
+        if not again:
+            break
+        todo, history_capacity = again, 2 * history_capacity
     return out
+
+
+#: Passes of ``replay_totals`` over the states that outgrew its buffer, each with twice the room, before setting them aside.
+_TOTALS_TRIES = 4
 
 
 def _capacities(bounds: np.ndarray, g_lo: int, g_hi: int) -> tuple[int, int]:

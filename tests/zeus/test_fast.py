@@ -311,6 +311,27 @@ def test_a_batch_of_replays_side_by_side_is_each_replay_alone(traces: Traces, cl
             assert 0 < sum(isinstance(t, str) for t in got) < len(knobs)  # states stopped while the others went on
 
 
+def test_states_that_outgrow_the_rewards_buffer_go_again_together(traces: Traces, cluster_jobs: pl.DataFrame,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """A state whose batch size's rewards outgrow the buffer is replayed again with twice the room, with the others
+    that did (not set aside for a replay alone): the same totals as each replay alone, and one more kernel pass per
+    doubling, over those states only."""
+    jobs = cluster_jobs.filter((pl.col("trace") == "itp") & pl.col("cluster").is_in(["cluster10", "testbed"]))
+    knobs = [(eta, 2.0, seed) for eta in (0.2, 0.8) for seed in (1, 2)]
+    alone = [simulate.trace_totals(jobs, traces, "v100", "zeus", eta=eta, beta=beta, seed=seed) for eta, beta, seed in knobs]
+    states: list[int] = []
+    kernel = fast.kernels().replay_groups_kernel
+
+    def counted(*args: object) -> object:
+        states.append(args[4].eta.size)  # type: ignore[attr-defined]  # the PolicyArrays
+        return kernel(*args)
+
+    monkeypatch.setattr(fast, "_capacities", lambda bounds, lo, hi: (64, 16))  # 16 rewards per batch size at first
+    monkeypatch.setattr(fast.kernels(), "replay_groups_kernel", counted)
+    assert simulate.trace_totals_batch(jobs, traces, "v100", "zeus", knobs) == alone
+    assert states[0] == len(knobs) and len(states) > 1 and states[1:] == sorted(states[1:], reverse=True)
+
+
 def _comparable(totals: fast.Totals) -> object:
     """Totals as they are, an error as its type's name and message."""
     return f"{type(totals).__name__}: {totals}" if isinstance(totals, Exception) else totals
