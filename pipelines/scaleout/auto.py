@@ -20,6 +20,10 @@ R = TypeVar("R")
 LOCAL_START_SECONDS = 5.0
 #: Tasks ``AutoRunner`` runs in this process, timed, before it chooses (the first pays for loading code; the fastest counts).
 AUTO_PROBE_TASKS = 2
+#: How much sooner the estimate must see a local cluster end before ``AutoRunner`` starts one. What the estimate leaves out
+#: slows the workers: whatif's draws on 1M allocations took 1.25 to 1.3 s per task on each of 2 workers against 0.76 to
+#: 1.0 s here, the two sharing the cores' cache (docs/benchmarks.md); a cluster that would win less than this stays unstarted.
+LOCAL_MARGIN = 1.25
 
 
 def idle_cores() -> float:
@@ -83,31 +87,35 @@ class AutoRunner:
         if self._stayed:
             return SerialRunner().map(fn, tasks, shared, on_done)
         results: list[R] = []
-        fastest = float("inf")
+        fastest, its_cpu = float("inf"), 0.0
         for i, task in enumerate(tasks):
-            if i == AUTO_PROBE_TASKS and not self._stays_here(len(tasks) - i, fastest):
+            if i == AUTO_PROBE_TASKS and not self._stays_here(len(tasks) - i, fastest, its_cpu):
                 return [*results, *self._local().map(fn, tasks[i:], shared, _shifted(on_done, i))]
-            started = time.perf_counter()
+            started, cpu = time.perf_counter(), time.process_time()
             results.append(fn(task, **shared))
-            fastest = min(fastest, time.perf_counter() - started)
+            if (seconds := time.perf_counter() - started) < fastest:
+                fastest, its_cpu = seconds, time.process_time() - cpu
             if on_done is not None:
                 on_done(i)
         return results
 
-    def _stays_here(self, rest: int, seconds: float) -> bool:
-        """Whether ``rest`` tasks of ``seconds`` each end sooner here than on a local cluster started now; says which.
+    def _stays_here(self, rest: int, seconds: float, cpu: float) -> bool:
+        """Whether ``rest`` tasks of ``seconds`` each (``cpu`` seconds of CPU, all this process's threads) end sooner here
+        than on a local cluster started now; says which.
 
-        The cluster's workers share the cores with everything else running: its work is spread over no more workers than
-        there are idle cores (``idle_cores``), so on a busy machine it stays here."""
+        A worker runs one task at a time on one core: a task that kept more than one core busy here (polars' threads)
+        takes its CPU seconds there. The work is spread over no more workers than there are idle cores (``idle_cores``):
+        the workers share them with everything else running, so on a busy machine it stays here. The cluster must win by
+        ``LOCAL_MARGIN``."""
         here = rest * seconds
         idle = idle_cores()
-        there = LOCAL_START_SECONDS + here / max(min(self._workers, idle), 1.0)
-        stay = self._workers < 2 or here <= there
+        there = LOCAL_START_SECONDS + rest * max(seconds, cpu) / max(min(self._workers, idle), 1.0)
+        stay = self._workers < 2 or here <= there * LOCAL_MARGIN
         self._stayed = self._stayed or stay
         choice = "in this process" if stay else f"on a local cluster of {self._workers} workers"
-        self._note(f"[auto] {rest} tasks left at {seconds:.3g} s each (measured here): about {here:.1f} s in this process, "
-                   f"{there:.1f} s on a local cluster ({LOCAL_START_SECONDS:g} s to start) with {idle:.1f} of "
-                   f"{os.cpu_count() or 1} cores idle: running them {choice}")  # fmt: skip
+        self._note(f"[auto] {rest} tasks left at {seconds:.3g} s each, {cpu / seconds:.1f} cores busy (measured here): about "
+                   f"{here:.1f} s in this process, {there:.1f} s on a local cluster ({LOCAL_START_SECONDS:g} s to start) with "
+                   f"{idle:.1f} of {os.cpu_count() or 1} cores idle, where it must end {LOCAL_MARGIN:g}x sooner: running them {choice}")  # fmt: skip
         return stay
 
     def _local(self) -> DaskRunner:

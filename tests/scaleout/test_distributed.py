@@ -280,7 +280,22 @@ def test_auto_stays_here_where_no_core_is_idle(monkeypatch: pytest.MonkeyPatch) 
     with connect("auto", workers=2, note=notes.append) as runner:
         assert runner.map(_slow_square, list(range(4)), {"pause": 0.2}) == [0, 1, 4, 9]
         assert runner.description.startswith("auto: in-process")
-    assert len(notes) == 1 and "with 0.0 of 2 cores idle: running them in this process" in notes[0], notes
+    assert len(notes) == 1 and "with 0.0 of 2 cores idle, where it must end 1.25x sooner: running them in this process" in notes[0], notes
+
+
+def test_auto_stays_here_where_the_cluster_would_win_by_less_than_its_margin(monkeypatch: pytest.MonkeyPatch) -> None:
+    """6 tasks of 0.2 s left (1.2 s here) against 0.4 s to start + 0.6 s on 2 idle cores: the cluster would end sooner,
+    but not 1.25x sooner, so the rest stays here (issue 36: whatif's draws ran 1.4x slower per task on 2 workers)."""
+    from pipelines.scaleout import auto
+
+    monkeypatch.setattr(auto, "LOCAL_START_SECONDS", 0.4)
+    monkeypatch.setattr(auto, "idle_cores", lambda: 2.0)
+    notes: list[str] = []
+    with connect("auto", workers=2, note=notes.append) as runner:
+        assert runner.map(_slow_square, list(range(8)), {"pause": 0.2}) == [x * x for x in range(8)]
+        assert runner.description.startswith("auto: in-process")
+    assert len(notes) == 1 and "about 1.2 s in this process, 1.0 s on a local cluster (0.4 s to start)" in notes[0], notes
+    assert notes[0].endswith("where it must end 1.25x sooner: running them in this process")
 
 
 @pytest.mark.slow
