@@ -289,8 +289,7 @@ def _top_groups(row: RowRuns, top: int, label: str | None) -> list[dict[str, Any
 
 
 def _quartiles(model: np.ndarray, measured: np.ndarray) -> dict[str, Any]:
-    ratio = np.sort(measured / model)
-    q25, q50, q75 = (float(v) for v in np.quantile(ratio, [0.25, 0.5, 0.75]))
+    q25, q50, q75 = (float(v) for v in np.quantile(measured / model, [0.25, 0.5, 0.75]))
     return {"jobs": int(model.size), "modelled_default_j": float(np.sum(model)), "ratio_p25": q25, "ratio_median": q50, "ratio_p75": q75}
 
 
@@ -311,19 +310,22 @@ def _measured(rows: Sequence[tuple[int, RowRuns]], measured: Measured | None) ->
         return None
     labels, model, meter = measured.rows[known], modelled[at[known]], measured.energy_j[known]
     out = _quartiles(model, meter)
-    out["by_row"] = {row: _quartiles(model[labels == row], meter[labels == row]) for row in dict.fromkeys(labels.tolist())}
+    codes, first = np.unique(labels, return_index=True)
+    out["by_row"] = {measured.row_names[row]: _quartiles(model[labels == row], meter[labels == row])
+                     for row in codes[np.argsort(first)].tolist()}  # in the order the rows first appear among these jobs
     return out
 
 
 @dataclass(frozen=True)
 class Measured:
     """The plan's measured jobs as ``_measured`` finds them among a draw's runs: each as its row's place in the plan x
-    ``stride`` + its id's index among the row's sorted job ids (``replayed.RowJobs.job``), its row key and measured energy (J);
-    in the plan's order, a job whose row or id the plan does not hold as -1."""
+    ``stride`` + its id's index among the row's sorted job ids (``replayed.RowJobs.job``), its row key (as an index in
+    ``row_names``) and measured energy (J); in the plan's order, a job whose row or id the plan does not hold as -1."""
 
     stride: int
     keys: np.ndarray
     rows: np.ndarray
+    row_names: tuple[str, ...]
     energy_j: np.ndarray
 
 
@@ -345,7 +347,9 @@ def measured_jobs(plan: Plan) -> Measured | None:
         at = np.minimum(ids[i].search_sorted(wanted).to_numpy(), max(len(ids[i]) - 1, 0))
         found = ids[i].gather(at) == wanted if len(ids[i]) else pl.Series([False] * len(wanted))
         keys[mask] = np.where(found.to_numpy(), i * stride + at, -1)
-    return Measured(stride, keys, row_keys.to_numpy().astype(object), plan.measured["measured_energy_j"].to_numpy())
+    names = tuple(row_keys.unique(maintain_order=True).to_list())
+    rows = row_keys.replace_strict(names, list(range(len(names))), return_dtype=pl.Int64).to_numpy()
+    return Measured(stride, keys, rows, names, plan.measured["measured_energy_j"].to_numpy())
 
 
 #: The history columns a draw reads (totals, power, top groups, the measured jobs); the rest is dropped at once.
