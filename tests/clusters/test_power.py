@@ -105,6 +105,27 @@ def test_bin_length_is_configurable_and_the_invariant_check_can_fail() -> None:
     assert power.energy_mismatches(bins.filter(pl.col("policy") == "default"), history) == ["t/g/zeus: only in the history"]
 
 
+def test_a_large_keys_compiled_pass_is_numpys_bin_for_bin(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Keys of ``COMPILED_MIN_RUNS`` runs or more are binned by ``power_kernel``: the same table, bit for bit, as numpy's
+    passes, on runs that start on bin edges, stay inside one bin, last no time, draw nothing, and span many bins; the
+    carry from key to key included (three keys, in both engines)."""
+    rng = np.random.default_rng(7)
+    runs = []
+    for policy, scale in (("default", 10.0), ("grid-search", 1e4), ("zeus", 1e6)):
+        n = 3_000
+        start = np.where(rng.random(n) < 0.3, np.round(rng.random(n) * 1e6 / 300) * 300, rng.random(n) * 1e6)
+        length = np.where(rng.random(n) < 0.1, 0.0, rng.exponential(scale, n))
+        energy = rng.exponential(1e6, n) * (rng.random(n) > 0.05)
+        runs += [("t", "g", policy, s, s + t, j, int(g)) for s, t, j, g in zip(start, length, energy, rng.integers(0, 9, n), strict=True)]
+    history = pl.DataFrame(runs, schema={"trace": pl.String, "gpu": pl.String, "policy": pl.String, "start_time_s": pl.Float64,
+                                         "end_time_s": pl.Float64, "energy_j": pl.Float64, "num_gpu": pl.Int64}, orient="row")
+    in_numpy = power.power_bins(history, occupancy="trace")
+    monkeypatch.setattr(power, "COMPILED_MIN_RUNS", 1)
+    compiled = power.power_bins(history, occupancy="trace")
+    assert_frame_equal(compiled, in_numpy, check_exact=True)
+    assert in_numpy.height > 3_000 and in_numpy["mean_power_w"].sum() > 0
+
+
 def test_simulated_occupancy_spreads_energy_over_time_s() -> None:
     # 600 J in a [0, 600) slot but a simulated time of 150 s: 4 W over [0, 150) instead of 1 W over the slot.
     history = _history([("zeus", 0.0, 600.0, 600.0, 2)]).with_columns(pl.lit(150.0).alias("time_s"))
