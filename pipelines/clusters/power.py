@@ -51,7 +51,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 import polars as pl
@@ -166,9 +166,10 @@ def _key_bins(runs: KeyRuns, first_bin: int, n_bins: int, bin_s: float,
     summed over the keys before) carried past this key's bins (see the module docstring: the algorithm). A key of
     ``COMPILED_MIN_RUNS`` runs or more is binned by ``power_kernel`` (the same operations in one compiled pass)."""
     if runs.start_s.size >= COMPILED_MIN_RUNS:
-        from pipelines.clusters.power_kernel import key_bins  # numba: imported only for a key this large
+        from pipelines.clusters import power_kernel  # numba: imported only for a key this large
 
-        as_float = (np.ascontiguousarray(a, dtype=np.float64) for a in (runs.start_s, runs.end_s, runs.energy_j, runs.num_gpu))
+        key_bins: Any = power_kernel.key_bins  # a numba dispatcher, whose call mypy types as the dispatcher's own
+        as_float = [np.ascontiguousarray(a, dtype=np.float64) for a in (runs.start_s, runs.end_s, runs.energy_j, runs.num_gpu)]
         energy, gpu_s, *after = key_bins(*as_float, first_bin, n_bins, bin_s, *carry)
         return energy, gpu_s, (float(after[0]), float(after[1]), int(after[2]))
     start, end, energy = runs.start_s, runs.end_s, runs.energy_j
