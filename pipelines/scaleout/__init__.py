@@ -5,7 +5,8 @@ A *scheduler* names where tasks run:
 * ``"auto"`` (``AutoRunner``): in this process where that is faster, else on a ``"local"`` cluster. The
   first tasks of a map run here and are timed; from the rest's estimated seconds (``rest x`` the
   measured seconds per task) against a local cluster's (``LOCAL_START_SECONDS`` + the same work spread
-  over its workers) it goes on here or starts the cluster for the rest, and says which with the estimate;
+  over its workers, a task taking its CPU seconds on a worker's one core) it goes on here or, where the
+  cluster ends ``LOCAL_MARGIN`` times sooner, starts it for the rest, and says which with the estimate;
 * ``"none"``: in this process, one after another (``SerialRunner``; Dask is not imported);
 * ``"local"``: a ``distributed.LocalCluster`` started here and closed on exit: one worker process
   per core, one thread each (the replay is pure-Python CPU work, so processes, not threads),
