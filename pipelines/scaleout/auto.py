@@ -22,7 +22,8 @@ LOCAL_START_SECONDS = 5.0
 AUTO_PROBE_TASKS = 2
 #: How much sooner the estimate must see a local cluster end before ``AutoRunner`` starts one. What the estimate leaves out
 #: slows the workers: whatif's draws on 1M allocations took 1.25 to 1.3 s per task on each of 2 workers against 0.76 to
-#: 1.0 s here, the two sharing the cores' cache (docs/benchmarks.md); a cluster that would win less than this stays unstarted.
+#: 1.0 s here, the two sharing the machine's memory bandwidth (docs/benchmarks.md); a cluster that would win less than this
+#: stays unstarted.
 LOCAL_MARGIN = 1.25
 
 
@@ -113,7 +114,7 @@ class AutoRunner:
         stay = self._workers < 2 or here <= there * LOCAL_MARGIN
         self._stayed = self._stayed or stay
         choice = "in this process" if stay else f"on a local cluster of {self._workers} workers"
-        self._note(f"[auto] {rest} tasks left at {seconds:.3g} s each, {cpu / seconds:.1f} cores busy (measured here): about "
+        self._note(f"[auto] {rest} tasks left at {seconds:.3g} s each, {cpu / max(seconds, 1e-9):.1f} cores busy (measured here): about "
                    f"{here:.1f} s in this process, {there:.1f} s on a local cluster ({LOCAL_START_SECONDS:g} s to start) with "
                    f"{idle:.1f} of {os.cpu_count() or 1} cores idle, where it must end {LOCAL_MARGIN:g}x sooner: running them {choice}")  # fmt: skip
         return stay
