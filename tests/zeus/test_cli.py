@@ -15,6 +15,7 @@ from click.testing import CliRunner
 
 from pipelines.cli.simulate import cli as simulate
 from pipelines.home.paths import REPO_ROOT
+from tests.support.cli import run_main
 from tests.support.zeus_peer import Peer, elasticflow_groups
 
 
@@ -25,7 +26,13 @@ def line(run: tuple, group: str | None = None) -> str:
 
 
 def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
+    """``python -m pipelines simulate ARGS`` as a process of its own."""
     return subprocess.run([sys.executable, "-m", "pipelines", "simulate", *args], capture_output=True, text=True, cwd=REPO_ROOT, check=False)
+
+
+def run_here(capsys: pytest.CaptureFixture[str], *args: str) -> subprocess.CompletedProcess[str]:
+    """The same command in this process (``tests.support.cli.run_main``)."""
+    return run_main(capsys, "simulate", *args)
 
 
 @pytest.fixture(scope="module")
@@ -47,7 +54,7 @@ def test_single_prints_the_published_history(peer, mirror: Path) -> None:
     assert len(expected) >= 96  # 2 x |B| x |P| = 2 x 6 x 8 recurrences
 
 
-def test_groups_prints_the_published_history(peer, mirror: Path, tmp_path: Path) -> None:
+def test_groups_prints_the_published_history(peer, mirror: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     groups = elasticflow_groups(mirror / "itp" / "elasticflow-traces.tar.gz")
     sizes = groups.group_by("group").len()
     chosen = sizes.filter(pl.col("group").str.starts_with("cluster05-") & (pl.col("len") <= 40))["group"]
@@ -55,7 +62,7 @@ def test_groups_prints_the_published_history(peer, mirror: Path, tmp_path: Path)
     path = tmp_path / "groups.csv.xz"
     path.write_bytes(lzma.compress(subset.write_csv().encode()))
     expected = [line(r, group) for group, runs in peer.groups(subset, "a40", 0.8, 1.5) for r in runs]
-    done = run_cli("groups", "--groups", str(path), "--gpu", "a40", "--eta-knob", "0.8", "--beta-knob", "1.5", "--trace-dir", str(mirror / "zeus"))
+    done = run_here(capsys, "groups", "--groups", str(path), "--gpu", "a40", "--eta-knob", "0.8", "--beta-knob", "1.5", "--trace-dir", str(mirror / "zeus"))
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines() == expected
     assert len(chosen) >= 40 and len(expected) > subset.height
@@ -97,16 +104,16 @@ def _artifact_example_args(mirror: Path) -> list[str]:
     return block.replace("\\\n", " ").split()
 
 
-def test_the_artifact_example_command_pastes_in(peer, mirror: Path) -> None:
+def test_the_artifact_example_command_pastes_in(peer, mirror: Path, capsys: pytest.CaptureFixture[str]) -> None:
     from zeus._legacy.job import Job
 
     args = _artifact_example_args(mirror)
     assert "--b_0" in args and "--eta_knob" in args  # the underscore spellings, as published
-    done = run_cli("single", *args, "--trace-dir", str(mirror / "zeus"))
+    done = run_here(capsys, "single", *args, "--trace-dir", str(mirror / "zeus"))
     assert done.returncode == 0, done.stderr
     expected = [line(r) for r in peer.single("v100", Job("librispeech", "deepspeech2", "adamw", 40.0, 16, 192), 0.5, 2.0, 1)]
     assert done.stdout.splitlines() == expected
-    assert "--b_0" not in run_cli("single", "--help").stdout  # hidden aliases
+    assert "--b_0" not in run_here(capsys, "single", "--help").stdout  # hidden aliases
 
 
 def test_dataset_alone_takes_its_published_job(peer, mirror: Path) -> None:
@@ -133,8 +140,8 @@ def test_dataset_alone_takes_its_published_job(peer, mirror: Path) -> None:
         (["--seed", "-3"], "--seed"),
     ],
 )
-def test_out_of_range_options_fail_in_one_line_naming_the_option(mirror: Path, args: list[str], option: str) -> None:
-    done = run_cli("single", *args, "--trace-dir", str(mirror / "zeus"))
+def test_out_of_range_options_fail_in_one_line_naming_the_option(mirror: Path, args: list[str], option: str, capsys: pytest.CaptureFixture[str]) -> None:
+    done = run_here(capsys, "single", *args, "--trace-dir", str(mirror / "zeus"))
     assert done.returncode == 2 and done.stdout == ""
     assert done.stderr.count("\n") == 1 and f"'{option}'" in done.stderr
 
@@ -147,10 +154,10 @@ def test_out_of_range_options_fail_in_one_line_naming_the_option(mirror: Path, a
         ("inf.csv", b"group,start_time,end_time,dataset,runtime_ratio\ng,0,10,cifar100,inf\n", "inf.csv:2: column 'runtime_ratio'"),
     ],
 )
-def test_bad_group_files_fail_in_one_line(mirror: Path, tmp_path: Path, name: str, content: bytes, message: str) -> None:
+def test_bad_group_files_fail_in_one_line(mirror: Path, tmp_path: Path, name: str, content: bytes, message: str, capsys: pytest.CaptureFixture[str]) -> None:
     path = tmp_path / name
     path.write_bytes(content)
-    done = run_cli("groups", "--groups", str(path), "--trace-dir", str(mirror / "zeus"))
+    done = run_here(capsys, "groups", "--groups", str(path), "--trace-dir", str(mirror / "zeus"))
     assert done.returncode == 2 and done.stdout == ""
     assert done.stderr.count("\n") == 1 and message in done.stderr
 
