@@ -19,6 +19,7 @@ from pipelines.ingest.simulator_inputs import read_trace_dir
 from pipelines.ingest.slurm import read_sacct
 from pipelines.zeus.groups import replay_groups
 from pipelines.zeus.traces import Traces
+from tests.support.cli import run_main
 from tests.support.sacct_export import write_export
 from tests.support.zeus_peer import Peer
 
@@ -35,15 +36,10 @@ def export(tmp_path_factory: pytest.TempPathFactory):
     return path, truth
 
 
-def cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "pipelines", "whatif", *args], capture_output=True, text=True, check=False,
-                          cwd=cwd or REPO_ROOT)
-
-
-def test_json_is_one_object_with_the_counts_of_the_file(export, mirror: Path) -> None:
+def test_json_is_one_object_with_the_counts_of_the_file(export, mirror: Path, capsys: pytest.CaptureFixture[str]) -> None:
     path, truth = export
-    done = cli(str(path), "--timezone", "America/New_York", "--gpu", "v100,a40", "--trace-dir", str(mirror / "zeus"), "--json",
-               "--price-per-kwh", "0.2", "--grid-gco2-per-kwh", "400", "--samples", "1")
+    done = run_main(capsys, "whatif", str(path), "--timezone", "America/New_York", "--gpu", "v100,a40", "--trace-dir", str(mirror / "zeus"),
+                    "--json", "--price-per-kwh", "0.2", "--grid-gco2-per-kwh", "400", "--samples", "1")
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout)  # the whole of stdout is one JSON object
     assert isinstance(report, dict) and set(report) >= KEYS
@@ -65,10 +61,10 @@ def test_json_is_one_object_with_the_counts_of_the_file(export, mirror: Path) ->
     assert saved == sorted(saved, reverse=True)
 
 
-def test_the_terminal_report_fits_one_screen(export, mirror: Path) -> None:
+def test_the_terminal_report_fits_one_screen(export, mirror: Path, capsys: pytest.CaptureFixture[str]) -> None:
     path, truth = export
-    done = cli(str(path), "--timezone", "America/New_York", "--trace-dir", str(mirror / "zeus"), "--no-progress", "--price-per-kwh", "0.2",
-               "--samples", "3")
+    done = run_main(capsys, "whatif", str(path), "--timezone", "America/New_York", "--trace-dir", str(mirror / "zeus"), "--no-progress",
+                    "--price-per-kwh", "0.2", "--samples", "3")
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
     assert len(lines) <= 60 and max(map(len, lines)) <= 160
@@ -78,7 +74,7 @@ def test_the_terminal_report_fits_one_screen(export, mirror: Path) -> None:
     assert "saved on all GPUs:" in text and "recurring groups that save most as exported" in text and "CO2e" not in text
 
 
-def test_bad_input_is_one_line_and_exit_code_2(tmp_path: Path, mirror: Path) -> None:
+def test_bad_input_is_one_line_and_exit_code_2(tmp_path: Path, mirror: Path, capsys: pytest.CaptureFixture[str]) -> None:
     fixed = tmp_path / "fixed.txt"
     fixed.write_text("       JobID    JobName \n------------ ---------- \n    22105866      batch \n")
     cases = [
@@ -88,7 +84,7 @@ def test_bad_input_is_one_line_and_exit_code_2(tmp_path: Path, mirror: Path) -> 
         ([str(fixed), "--eta-knob", "2"], "--eta-knob"),
     ]
     for args, message in cases:
-        done = cli(*args, "--trace-dir", str(mirror / "zeus"))
+        done = run_main(capsys, "whatif", *args, "--trace-dir", str(mirror / "zeus"))
         assert done.returncode == 2 and done.stdout == "", args
         assert len(done.stderr.strip().splitlines()) == 1 and message in done.stderr, done.stderr
 
