@@ -88,7 +88,7 @@ def connect(scheduler: str | None = None, *, workers: int | None = None, slurm: 
         return
     try:
         client = Client(target, timeout=CONNECT_TIMEOUT)
-    except OSError as exc:  # nothing listening, a timeout, a name that does not resolve
+    except (OSError, ValueError) as exc:  # nothing listening, a timeout, a name that does not resolve; a scheme Dask lacks
         raise SchedulerError(f"Dask scheduler {target}: {exc}") from None
     with client:
         yield DaskRunner(client, f"Dask scheduler {target}")

@@ -208,7 +208,7 @@ def test_a_worker_killed_mid_sweep_changes_nothing(cluster: Cluster, inputs: tup
     assert sweep.expand(totals, replace(GRID, traces=chosen)).equals(serial)
 
 
-def test_an_address_nothing_listens_on_is_one_error_naming_it(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_an_address_nothing_listens_on_or_of_a_scheme_dask_lacks_is_one_error_naming_it(monkeypatch: pytest.MonkeyPatch) -> None:
     import socket
 
     from pipelines.scaleout import schedulers
@@ -218,6 +218,8 @@ def test_an_address_nothing_listens_on_is_one_error_naming_it(monkeypatch: pytes
         address = f"tcp://127.0.0.1:{probe.getsockname()[1]}"
     monkeypatch.setattr(schedulers, "CONNECT_TIMEOUT", "1s")
     with pytest.raises(schedulers.SchedulerError, match=f"^Dask scheduler {address}: .*{address}"), connect(address):
+        pass
+    with pytest.raises(schedulers.SchedulerError, match="^Dask scheduler bogus://x: unknown address scheme 'bogus'"), connect("bogus://x"):
         pass
 
 
