@@ -331,9 +331,8 @@ class Source:
             if self._digest is not None:
                 self._digest.update(block)
             self.size += len(block)
-            count = block.count(b"\n") + (0 if block.endswith(b"\n") else 1)
+            count, longest, at = _lines(block)
             self.limits.check_rows(self.name, line - 1 + count)
-            longest, at = _longest_line(block)
             self.limits.check_line(self.name, line + at, longest)
             yield Block(block, line, count)
             line += count
@@ -381,13 +380,14 @@ class Source:
         return found
 
 
-def _longest_line(data: bytes) -> tuple[int, int]:
-    """(bytes of the longest line of ``data``, its index among ``data``'s lines, from 0), line breaks not counted."""
+def _lines(data: bytes) -> tuple[int, int, int]:
+    """(lines of non-empty ``data``: a last line without a line break is one; bytes of the longest, line breaks not
+    counted; its index among them, from 0)."""
     breaks = np.flatnonzero(np.frombuffer(data, dtype=np.uint8) == ord("\n"))
     ends = np.append(breaks, len(data))
     lengths = ends - np.concatenate(([0], breaks + 1))
     at = int(np.argmax(lengths))
-    return int(lengths[at]), at
+    return breaks.size + (0 if data.endswith(b"\n") else 1), int(lengths[at]), at
 
 
 def block_lines(block: Block) -> pl.DataFrame:
