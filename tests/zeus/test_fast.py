@@ -252,6 +252,39 @@ def test_the_retry_group(traces: Traces) -> None:
     assert runs.filter(~pl.col("reached")).height == 15
 
 
+def tied_groups() -> pl.DataFrame:
+    """Groups on a coarse clock, so that runs end together: first runs of several jobs, and retries with first runs (whole
+    seconds, a retry lasting what its run lasted); jobs that end as they start; and one group with a job that ends before
+    it starts, whose runs the kernel cannot take in end order."""
+    rng = np.random.default_rng(20261128)
+    frames = []
+    for g, dataset in enumerate(("imagenet", "librispeech", "squad", "cifar100", "sentiment140", "movielens-1m") * 4):
+        n = int(rng.integers(8, 60))
+        start = np.sort(rng.integers(0, 40, n)) * 10.0
+        end = start + rng.integers(0, 20, n) * 10.0
+        if g == 5:
+            end[n // 2] = start[n // 2] - 30.0
+        frames.append(pl.DataFrame({"group": f"tied-{g}", "start_time": start, "end_time": end, "dataset": dataset,
+                                    "runtime_ratio": rng.choice([0.5, 1.0, 1.5], n)}))
+    return pl.concat(frames)
+
+
+@pytest.mark.parametrize("policy", POLICIES)
+def test_runs_that_end_together_end_in_heapqs_order(traces: Traces, policy: str) -> None:
+    """The event order where ends tie (the earlier submission first) and where a job ends before it starts."""
+    groups = tied_groups()
+    assert groups.filter(pl.col("end_time") == pl.col("start_time")).height > 20
+    assert groups.filter(pl.col("end_time") < pl.col("start_time")).height == 1
+    for eta, beta in ((0.5, 1.5), (1.0, 2.0)):
+        runs = both(groups, traces, "v100", eta, beta, policy)
+        assert runs.group_by("group", "end_time").len().filter(pl.col("len") > 1).height > 150  # (group, end) pairs shared
+        if policy == "zeus" and beta == 1.5:  # retries (a run starting as its job's missed run ended) that end with other runs
+            missed = runs.filter(~pl.col("reached")).select("group", "job", missed_end="end_time")
+            retries = runs.join(missed, on=["group", "job"]).filter(pl.col("start_time") == pl.col("missed_end"))
+            assert retries.height > 20
+            assert retries.join(runs, on=["group", "end_time"]).filter(pl.col("job") != pl.col("job_right")).height > 10
+
+
 @pytest.mark.parametrize("policy", POLICIES)
 def test_a_full_itp_replay(traces: Traces, itp: pl.DataFrame, policy: str) -> None:
     runs = both(itp, traces, "v100", 0.5, 2.0, policy)
