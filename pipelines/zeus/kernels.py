@@ -31,11 +31,13 @@ genuine exception and message.
 
 Written for numba's code generation (measured with perf; see ``bench/bench_replay.py``): the event
 loop of a group is one function whose hot state lives in local arrays, since numba reference-counts
-an array on every call that passes it (once per group and state is cheap, once per run is not) and
-on every read of a tuple's field inside a loop of this size (that cost 20x); buffers never grow inside the loop (a re-assigned array is reference-counted on
-every iteration); and an arm's posterior is refitted when the next prediction reads it rather
-than at every observation (the same values: a fit depends on the arm's rewards only; 35x fewer
-summed rewards on ITP).
+an array on every call that passes it and on every read of a tuple's field inside a loop of this
+size (that cost 20x); the loop reads its arrays through views that own nothing (``_borrowed``), so
+the calls in it (a fit, a Thompson step) count no references; buffers never grow inside the loop (a
+re-assigned array is reference-counted on every iteration); a group's first runs end in an order
+known before any state replays it (``end_orders``), so only the retries go through a heap; and an
+arm's posterior is refitted when the next prediction reads it rather than at every observation (the
+same values: a fit depends on the arm's rewards only; 35x fewer summed rewards on ITP).
 """
 
 from __future__ import annotations
