@@ -66,6 +66,7 @@ AUTO_MIN_JOBS = 150_000
 _PROGRESS_CHUNK_JOBS = 4_096
 #: The compiled kernels once loaded in this process (``kernels()``): {"module": pipelines.zeus.kernels}.
 _LOADED: dict[str, ModuleType] = {}
+_LOADING = threading.Lock()
 
 
 class FastPathUnavailable(RuntimeError):
@@ -92,14 +93,22 @@ def kernels() -> ModuleType:
     The first call in a process imports numba and calls the kernel once on a tiny input, under a
     lock shared by the processes of this user: on a machine where nothing is cached yet, one
     process compiles (about 20 s) while the others (Dask workers, parallel test workers, Dagster
-    steps) wait and then load its cache instead of compiling too.
+    steps) wait and then load its cache instead of compiling too. Once a process has compiled or
+    loaded this source's kernel under the lock held alone, it says so in a stamp beside the lock;
+    while the stamp names this source, processes load side by side (a shared lock: a local
+    cluster's workers start at once instead of one after the other, about 1 s each here).
     """
-    if "module" not in _LOADED:
-        with _compile_lock():
-            from pipelines.zeus import kernels as module
+    with _LOADING:  # the threads of one process load it once
+        if "module" not in _LOADED:
+            stamp = _cache_stamp()
+            warm = stamp is not None and _stamped() == stamp
+            with _compile_lock(shared=warm):
+                from pipelines.zeus import kernels as module
 
-            _warm_up(module)
-        _LOADED["module"] = module
+                _warm_up(module)
+                if not warm and stamp is not None:
+                    _write_stamp(stamp)
+            _LOADED["module"] = module
     return _LOADED["module"]
 
 
@@ -115,22 +124,61 @@ def compile_in_background() -> subprocess.Popen[bytes] | None:
     return subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
+def _lock_path() -> Path:
+    """The per-user lock file of the kernel's compile, in the temporary folder (its stamp beside it: ``.stamp``)."""
+    return Path(tempfile.gettempdir()) / f"gpu-energy-pipelines-numba-{os.getuid()}.lock"
+
+
 @contextlib.contextmanager
-def _compile_lock() -> Iterator[None]:
-    """An exclusive ``flock`` on a per-user file in the temporary folder; no lock where that cannot be had."""
+def _compile_lock(shared: bool = False) -> Iterator[None]:
+    """A ``flock`` on ``_lock_path()``, exclusive unless ``shared``; no lock where that cannot be had."""
     try:
         import fcntl
 
-        handle = (Path(tempfile.gettempdir()) / f"gpu-energy-pipelines-numba-{os.getuid()}.lock").open("a")
+        handle = _lock_path().open("a")
     except (ImportError, OSError):  # not POSIX, or no writable temporary folder: compile without the lock
         yield
         return
     with handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
+        fcntl.flock(handle, fcntl.LOCK_SH if shared else fcntl.LOCK_EX)
         try:
             yield
         finally:
             fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def _cache_stamp() -> str | None:
+    """What numba's cache of the kernel is valid for: the source file (path, size, modification time, as numba's index
+    checks it), numba, this Python and the cache folder asked for; None where the source cannot be seen."""
+    spec = importlib.util.find_spec("pipelines.zeus.kernels")
+    if spec is None or spec.origin is None:
+        return None
+    try:
+        st = os.stat(spec.origin)
+    except OSError:
+        return None
+    from importlib.metadata import version
+
+    return f"{spec.origin} {st.st_size} {st.st_mtime_ns} numba {version('numba')} {sys.executable} {os.environ.get('NUMBA_CACHE_DIR', '')}"
+
+
+def _stamped() -> str | None:
+    """The stamp a process wrote after it compiled or loaded the kernel alone (``kernels``); None when there is none."""
+    try:
+        return _lock_path().with_suffix(".stamp").read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
+def _write_stamp(stamp: str) -> None:
+    """Write ``stamp`` whole (a temp file renamed over it); where it cannot be written, the next process locks alone again."""
+    path = _lock_path().with_suffix(".stamp")
+    temp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+    with contextlib.suppress(OSError):
+        temp.write_text(stamp, encoding="utf-8")
+        os.replace(temp, path)
+    with contextlib.suppress(OSError):
+        temp.unlink(missing_ok=True)
 
 
 def _warm_up(module: ModuleType) -> None:

@@ -15,6 +15,7 @@
 
 from __future__ import annotations
 
+import fcntl
 import math
 import os
 import shutil
@@ -584,3 +585,28 @@ def test_a_kernel_compiled_in_the_background_is_loaded_by_the_next_process(tmp_p
             "print(sum(k.stats.cache_hits.values()), sum(k.stats.cache_misses.values()))")
     loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert loaded.stdout.split() == ["1", "0"]  # loaded from the cache, nothing compiled
+
+
+@pytest.mark.slow
+def test_processes_load_a_stamped_cache_side_by_side(tmp_path: Path) -> None:
+    """Once a process has loaded the kernel under the lock held alone, it stamps the cache: the next ones load under a
+    shared lock (beside another loader, not after it); a stamp of another source sends them back to locking alone."""
+    env = {**os.environ, "TMPDIR": str(tmp_path)}  # the lock and its stamp in this test's folder
+    load = [sys.executable, "-c", "from pipelines.zeus import fast\nfast.kernels()\nprint('loaded')"]
+    fast.kernels()  # the cache holds the kernel: the children load it
+    assert subprocess.run(load, env=env, capture_output=True, text=True, check=True, timeout=120).stdout == "loaded\n"
+    lock = tmp_path / f"gpu-energy-pipelines-numba-{os.getuid()}.lock"
+    stamp = lock.with_suffix(".stamp")
+    written = stamp.read_text()
+    assert written.startswith(str(REPO_ROOT / "pipelines" / "zeus" / "kernels.py"))
+    with lock.open("a") as another:
+        fcntl.flock(another, fcntl.LOCK_SH)  # a process loading the kernel
+        beside = subprocess.run(load, env=env, capture_output=True, text=True, check=False, timeout=30)
+        assert beside.returncode == 0 and beside.stdout == "loaded\n", beside.stderr
+        stamp.write_text("another source")
+        alone = subprocess.Popen(load, env=env, stdout=subprocess.PIPE, text=True)
+        with pytest.raises(subprocess.TimeoutExpired):  # it waits for the loader to finish
+            alone.wait(timeout=3)
+        fcntl.flock(another, fcntl.LOCK_UN)
+        assert alone.wait(timeout=120) == 0
+    assert stamp.read_text() == written
