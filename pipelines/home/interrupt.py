@@ -19,9 +19,10 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import FrameType
+from typing import Any
 
 #: The exit status of a process ended by Ctrl-C (128 + SIGINT), as a shell reports it.
 SIGINT_STATUS = 130
@@ -107,8 +108,24 @@ def ctrl_c_ends_command() -> Iterator[None]:
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    previous = signal.signal(signal.SIGINT, _Handler())
+    previous, previous_hook = signal.signal(signal.SIGINT, _Handler()), sys.unraisablehook
+    sys.unraisablehook = _DroppedInterruptsQuiet(previous_hook)
     try:
         yield
     finally:
         signal.signal(signal.SIGINT, previous)
+        sys.unraisablehook = previous_hook
+
+
+class _DroppedInterruptsQuiet:
+    """``sys.unraisablehook`` under ``ctrl_c_ends_command``: a ``KeyboardInterrupt`` raised where it cannot propagate (a
+    ctypes callback, numba's compiler caching the kernel it compiles; a weakref callback; a ``__del__``) is this Ctrl-C,
+    which the watchdog sees to: Python would print it with its traceback under the command's one line. Anything else
+    goes to the hook it replaced."""
+
+    def __init__(self, previous: Callable[[Any], object]) -> None:
+        self.previous = previous
+
+    def __call__(self, unraisable: Any) -> None:
+        if not isinstance(unraisable.exc_value, KeyboardInterrupt):
+            self.previous(unraisable)

@@ -109,3 +109,37 @@ def test_the_watchdog_removes_a_decompressed_export_too(tmp_path: Path) -> None:
     assert done.returncode == interrupt.SIGINT_STATUS, done.stderr
     assert done.stdout == "JobID|Start\n"
     assert list(temp.iterdir()) == []
+
+
+#: A Ctrl-C that lands in a ctypes callback (as in numba's compiler, which llvmlite calls back to cache what it compiled):
+#: ctypes drops the KeyboardInterrupt and prints it; a callback's other errors are printed as before.
+IN_A_CALLBACK = """
+import ctypes, os, signal, time
+from pipelines.home.interrupt import ctrl_c_ends_command
+
+libc = ctypes.CDLL(None)
+compare = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.POINTER(ctypes.c_int), ctypes.POINTER(ctypes.c_int))
+
+def failing(a, b):
+    raise ValueError("a callback's own error")
+
+def interrupted(a, b):
+    os.kill(os.getpid(), signal.SIGINT)  # its handler runs here, inside the callback
+    return a[0] - b[0]
+
+with ctrl_c_ends_command():
+    for fn in (failing, interrupted):
+        values = (ctypes.c_int * 2)(2, 1)
+        libc.qsort(values, 2, ctypes.sizeof(ctypes.c_int), compare(fn))
+    print("ran on", flush=True)
+    time.sleep(30)
+"""
+
+
+def test_a_ctrl_c_dropped_in_a_ctypes_callback_prints_no_traceback(tmp_path: Path) -> None:
+    script = tmp_path / "command.py"
+    script.write_text(textwrap.dedent(IN_A_CALLBACK))
+    done = subprocess.run([sys.executable, str(script)], check=False, cwd=REPO_ROOT, capture_output=True, text=True, timeout=60)
+    assert done.returncode == interrupt.SIGINT_STATUS and done.stdout == "ran on\n", done.stderr
+    assert "ValueError: a callback's own error" in done.stderr and done.stderr.count("Traceback") == 1, done.stderr
+    assert "KeyboardInterrupt" not in done.stderr and done.stderr.endswith("Aborted.\n"), done.stderr
