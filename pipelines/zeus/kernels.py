@@ -818,6 +818,19 @@ def _borrowed_typer(typingctx: Any, a: Any) -> Any:
 _borrowed: Any = intrinsic(_borrowed_typer)
 
 
+def _alive_typer(typingctx: Any, x: Any) -> Any:
+    """``_alive(x)``: nothing, but a use of ``x`` here: numba releases a variable after its last use, and views that
+    ``_borrowed`` made of its arrays must not outlive it."""
+
+    def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
+        return context.get_dummy_value()
+
+    return types.none(x), codegen
+
+
+_alive: Any = intrinsic(_alive_typer)
+
+
 @njit(cache=True, error_model="numpy")
 def _replay_group(  # noqa: PLR0915 - one event loop as groups.replay_group; numba wants the hot state in locals (module docstring)
     g: int, s: int, jobs: Jobs, t: Tables, p: PolicyArrays, b: Buffers, runs: np.ndarray, n_runs: int, sums: np.ndarray
@@ -1177,12 +1190,26 @@ def replay_groups_kernel(
         arm_scale=np.zeros(nb, dtype=np.float64), arm_stale=np.zeros(nb, dtype=np.bool_), bandit_rng=np.zeros(STREAM_WORDS, dtype=np.uint64),
         streams=streams, knob_row=knob_row,
     )  # fmt: skip
+    # The call below reads every array through these tuples of borrowed views (``_borrowed``; ``b`` is kept ``_alive``):
+    # reading a field of a tuple of owned arrays counts a reference to it twice, atomically, some 100 counts a call and a
+    # call per group and state.
+    _b = _borrowed
+    jv = Jobs(_b(jobs.bounds), _b(jobs.dataset), _b(jobs.seed), _b(jobs.start), _b(jobs.end), _b(jobs.ratio), _b(jobs.weight))
+    tv = Tables(_b(t.n_bs), _b(t.b0_index), _b(t.max_epochs), _b(t.bs_value), _b(t.max_pl), _b(t.first_energy), _b(t.first_time),
+                _b(t.n_lim), _b(t.lim_value), _b(t.energy_per_epoch), _b(t.time_per_epoch), _b(t.target_offset), _b(t.n_targets),
+                _b(t.targets))
+    pv = PolicyArrays(p.kind, p.max_power, _b(p.grid_offset), _b(p.grid_bs), _b(p.grid_pl), _b(p.eta), _b(p.beta), _b(p.knob_words),
+                      _b(p.knob_len), _b(p.setup_failed), _b(p.jit_pl), _b(p.fixed_bs), _b(p.fixed_pl))
+    bv = Buffers(_b(b.is_), _b(b.fs), _b(b.heap), _b(b.end_order), _b(b.streamed), _b(b.sampler), _b(b.profiled), _b(b.hist_n),
+                 _b(b.hist), _b(b.work), _b(b.survivors), _b(b.directions), _b(b.dir_len), _b(b.dir_pos), _b(b.good), _b(b.arm_of),
+                 _b(b.arm_k), _b(b.arm_mean), _b(b.arm_scale), _b(b.arm_stale), _b(b.bandit_rng), _b(b.streams), _b(b.knob_row))
+    runs_v, bins_v = _b(runs), _b(bins)
     n_runs = 0
     for g in range(g_lo, g_hi):
         for s in range(n_states):
             if errors[s, 0] != OK:
                 continue
-            code, detail, after = _replay_group(g, s, jobs, t, p, b, runs, counts[s] if runs_capacity == 0 else n_runs, bins[s])
+            code, detail, after = _replay_group(g, s, jv, tv, pv, bv, runs_v, counts[s] if runs_capacity == 0 else n_runs, bins_v[s])
             if code != OK:
                 errors[s, 0], errors[s, 1], errors[s, 2] = code, g, detail
                 if runs_capacity > 0:
@@ -1191,6 +1218,7 @@ def replay_groups_kernel(
                 counts[s] = after
             else:
                 n_runs = after
+    _alive(b)
     partials = np.empty(EXACT_BINS * 2, dtype=np.float64)
     for s in range(n_states):
         if errors[s, 0] == OK:
