@@ -162,17 +162,21 @@ def _cache_stamp() -> str | None:
     return f"{spec.origin} {st.st_size} {st.st_mtime_ns} numba {version('numba')} {sys.executable} {os.environ.get('NUMBA_CACHE_DIR', '')}"
 
 
+def _stamp_path() -> Path:
+    return _lock_path().with_suffix(".stamp")
+
+
 def _stamped() -> str | None:
     """The stamp a process wrote after it compiled or loaded the kernel alone (``kernels``); None when there is none."""
     try:
-        return _lock_path().with_suffix(".stamp").read_text(encoding="utf-8")
+        return _stamp_path().read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError):
         return None
 
 
 def _write_stamp(stamp: str) -> None:
     """Write ``stamp`` whole (a temp file renamed over it); where it cannot be written, the next process locks alone again."""
-    path = _lock_path().with_suffix(".stamp")
+    path = _stamp_path()
     temp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
     with contextlib.suppress(OSError):
         temp.write_text(stamp, encoding="utf-8")

@@ -836,28 +836,26 @@ def _replay_group(  # noqa: PLR0915 - one event loop as groups.replay_group; num
     g: int, s: int, jobs: Jobs, t: Tables, p: PolicyArrays, b: Buffers, runs: np.ndarray, n_runs: int, sums: np.ndarray
 ) -> tuple[int, int, int]:
     """Replay group ``g`` under state ``s``: (``OK`` or the ``ERR_*`` where the reference raises, its detail, runs after it).
+    Every array passed is a borrowed view (``replay_groups_kernel`` makes them once per call).
 
     Records its runs in ``runs`` from column ``n_runs`` on, or, where ``runs`` has no column (totals only), adds their
     energy and time to the exact sums ``sums[0]`` and ``sums[1]`` (``_exact_add``) and counts them in the runs returned.
     """
-    # Inputs read once into locals: numba reference-counts each read of a tuple's field in a loop this size. Each is
-    # ``_borrowed``: the calls in the loop (a fit, a Thompson step, the inlined draws) pass arrays without reference counts.
-    _b = _borrowed
-    bounds, group_dataset, start, end, ratio, weight = _b(jobs.bounds), _b(jobs.dataset), _b(jobs.start), _b(jobs.end), _b(jobs.ratio), _b(jobs.weight)
-    n_bs, b0_index, max_epochs, bs_value, max_pl = _b(t.n_bs), _b(t.b0_index), _b(t.max_epochs), _b(t.bs_value), _b(t.max_pl)
-    first_energy, first_time, n_lim, lim_value = _b(t.first_energy), _b(t.first_time), _b(t.n_lim), _b(t.lim_value)
-    energy_per_epoch, time_per_epoch, target_offset = _b(t.energy_per_epoch), _b(t.time_per_epoch), _b(t.target_offset)
-    n_targets, targets = _b(t.n_targets), _b(t.targets)
-    kind, max_power, grid_offset, grid_bs, grid_pl = p.kind, p.max_power, _b(p.grid_offset), _b(p.grid_bs), _b(p.grid_pl)
-    eta, beta, streams, knob_row = p.eta[s], p.beta[s], _b(b.streams), _b(b.knob_row)
-    setup_failed, jit_pl, fixed_bs, fixed_pl = _b(p.setup_failed[s]), _b(p.jit_pl[s]), _b(p.fixed_bs[s]), _b(p.fixed_pl[s])
-    is_, fs, heap, end_order, sampler = _b(b.is_), _b(b.fs), _b(b.heap), _b(b.end_order), _b(b.sampler)
-    profiled, hist_n, hist, work = _b(b.profiled), _b(b.hist_n), _b(b.hist), _b(b.work)
-    survivors, directions, dir_len, dir_pos, good = _b(b.survivors), _b(b.directions), _b(b.dir_len), _b(b.dir_pos), _b(b.good)
-    arm_of, arm_k, arm_mean, arm_scale = _b(b.arm_of), _b(b.arm_k), _b(b.arm_mean), _b(b.arm_scale)
-    arm_stale, bandit_rng = _b(b.arm_stale), _b(b.bandit_rng)
+    # Inputs read once into locals: numba reference-counts each read of a tuple's field in a loop this size. The caller
+    # passes views that own nothing (``_borrowed``), so these counts, and those of the calls in the loop (a fit, a
+    # Thompson step) that pass them on, are tests of a null pointer.
+    bounds, group_dataset, start, end, ratio, weight = jobs.bounds, jobs.dataset, jobs.start, jobs.end, jobs.ratio, jobs.weight
+    n_bs, b0_index, max_epochs, bs_value, max_pl = t.n_bs, t.b0_index, t.max_epochs, t.bs_value, t.max_pl
+    first_energy, first_time, n_lim, lim_value = t.first_energy, t.first_time, t.n_lim, t.lim_value
+    energy_per_epoch, time_per_epoch, target_offset, n_targets, targets = t.energy_per_epoch, t.time_per_epoch, t.target_offset, t.n_targets, t.targets
+    kind, max_power, grid_offset, grid_bs, grid_pl = p.kind, p.max_power, p.grid_offset, p.grid_bs, p.grid_pl
+    eta, beta, streams, knob_row = p.eta[s], p.beta[s], b.streams, b.knob_row
+    setup_failed, jit_pl, fixed_bs, fixed_pl = p.setup_failed[s], p.jit_pl[s], p.fixed_bs[s], p.fixed_pl[s]
+    is_, fs, heap, end_order, sampler, profiled, hist_n, hist, work = b.is_, b.fs, b.heap, b.end_order, b.sampler, b.profiled, b.hist_n, b.hist, b.work
+    survivors, directions, dir_len, dir_pos, good = b.survivors, b.directions, b.dir_len, b.dir_pos, b.good
+    arm_of, arm_k, arm_mean, arm_scale, arm_stale, bandit_rng = b.arm_of, b.arm_k, b.arm_mean, b.arm_scale, b.arm_stale, b.bandit_rng
     runs_capacity, history_capacity = runs.shape[1], hist.size // max(1, bs_value.shape[1])
-    runs, energy_sum, time_sum = _b(runs), _b(sums[0]), _b(sums[1])
+    energy_sum, time_sum = sums[0], sums[1]
 
     d = group_dataset[g]
     if setup_failed[d]:
