@@ -103,6 +103,7 @@ def log_scale(ax: Axes, axis: str = "both") -> None:
         getattr(ax, f"set_{name}scale")("log")
         target = getattr(ax, f"{name}axis")
         target.set_major_formatter(LogTickLabels(minor=False))
+        target.set_minor_locator(LabelledMinorTicks())
         target.set_minor_formatter(LogTickLabels(minor=True))
 
 
@@ -134,6 +135,29 @@ def power_of_ten(x: float) -> str:
     return f"$10^{{{round(math.log10(x))}}}$"
 
 
+#: Widest span (decades) of a log axis on which ``LogTickLabels`` labels minor ticks.
+MINOR_LABEL_DECADES = 2.0
+
+
+class LabelledMinorTicks(mpl.ticker.LogLocator):
+    """The minor ticks of a base-10 log axis (matplotlib's default ones) where ``LogTickLabels`` may label some, none on
+    an axis spanning more than ``MINOR_LABEL_DECADES``.
+
+    In this theme a tick draws nothing but its label (no tick marks, no minor grid), and an unlabelled minor tick
+    still costs the layout and the draw its artists (a figure of 24 log axes built about 2,900 ticks): without them
+    the figure is the same, faster.
+    """
+
+    def __init__(self) -> None:
+        super().__init__(base=10.0, subs=None)
+
+    def tick_values(self, vmin: float, vmax: float) -> Sequence[float]:
+        lo, hi = sorted((vmin, vmax))
+        if lo > 0 and math.log10(hi / lo) > MINOR_LABEL_DECADES:
+            return []
+        return super().tick_values(vmin, vmax)
+
+
 class LogTickLabels(mpl.ticker.Formatter):
     """Tick labels of a base-10 log axis: ``plain_number`` on the ticks worth labelling (see ``log_scale``)."""
 
@@ -150,7 +174,7 @@ class LogTickLabels(mpl.ticker.Formatter):
             return power_of_ten(x) if decades > 3.0 or hi >= 1e5 or lo < 1e-3 else plain_number(x)
         mantissa = x / 10 ** math.floor(math.log10(x) + 1e-9)
         whole = round(mantissa)
-        if not math.isclose(mantissa, whole, rel_tol=1e-6) or decades > 2.0:
+        if not math.isclose(mantissa, whole, rel_tol=1e-6) or decades > MINOR_LABEL_DECADES:
             return ""
         return plain_number(x) if decades <= 0.5 or whole in (2, 5) else ""
 
