@@ -30,6 +30,7 @@ from typing import Literal
 import numpy as np
 import polars as pl
 
+from pipelines.zeus.cost import zeus_cost
 from pipelines.zeus.groups import group_job_spec
 from pipelines.zeus.policies import expected_to_target
 from pipelines.zeus.traces import Traces, build_table
@@ -105,7 +106,7 @@ def converged_ratio(traces: Traces, gpu: str, dataset: str, eta: float) -> float
         found = expected_to_target(row, row.best_power_limit(eta), max_epochs)
         if found is None:
             continue
-        cost = eta * found[1] + (1 - eta) * table.max_power * found[2]
+        cost = zeus_cost(eta, found[1], table.max_power, found[2])
         if best is None or cost < best[0]:
             best = (cost, found[1])
     assert best is not None  # b0 reaches the target

@@ -20,10 +20,10 @@ from pipelines.ingest.simulator_inputs import conform_groups
 from pipelines.vocabulary import DEFAULT_BETA, DEFAULT_ETA, POLICIES, REPLAYED_POLICIES, PolicyName
 from pipelines.vocabulary.units import J_PER_MWH
 from pipelines.zeus import fast
+from pipelines.zeus.cost import zeus_cost
 from pipelines.zeus.errors import SimulationError
 from pipelines.zeus.groups import group_job_spec, replay_groups, workload_tables
 from pipelines.zeus.policies import oracle_config
-from pipelines.zeus.runs import hybrid_cost
 from pipelines.zeus.single import simulate_single
 from pipelines.zeus.traces import Traces, WorkloadTable, build_table
 
@@ -266,7 +266,7 @@ def single_job_sweep(
                                 combinations[column].append(value)
                             for r in runs:
                                 for column, value in zip(runs_of, (combination, r.job, r.bs, r.pl, r.energy, r.time,
-                                                                   hybrid_cost(r.energy, r.time, eta, table.max_power)), strict=True):
+                                                                   zeus_cost(eta, r.energy, table.max_power, r.time)), strict=True):
                                     runs_of[column].append(value)
     if not combinations["gpu"]:
         return empty(ZeusSingleJobSweep), errors

@@ -29,6 +29,7 @@ import polars as pl
 from pipelines.contracts.base import conform, polars_schema
 from pipelines.contracts.figures import ConfigExpectations
 from pipelines.vocabulary import DEFAULT_ETA, WORKLOADS, Job
+from pipelines.zeus.cost import zeus_cost
 
 #: Columns of ``config_expectations``, types and units: the contract ``ConfigExpectations``.
 EXPECTATION_COLUMNS = polars_schema(ConfigExpectations)
@@ -114,7 +115,7 @@ def pareto_flags(frame: pl.DataFrame, time: str = "tta_s", energy: str = "eta_j"
 
 def hybrid_cost(eta_knob: float) -> pl.Expr:
     """cost(eta) = eta x ETA + (1 - eta) x MaxPower x TTA (J), on an expectations frame."""
-    return eta_knob * pl.col("eta_j") + (1.0 - eta_knob) * pl.col("max_power_w") * pl.col("tta_s")
+    return zeus_cost(eta_knob, pl.col("eta_j"), pl.col("max_power_w"), pl.col("tta_s"))
 
 
 def defaults(expectations: pl.DataFrame) -> pl.DataFrame:

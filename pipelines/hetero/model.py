@@ -30,6 +30,7 @@ import numpy as np
 
 from pipelines.hetero.fit import GpuFit
 from pipelines.vocabulary import DEFAULT_ETA, MODEL_KINDS, TIME_PRICES, ModelKind, TimePrice
+from pipelines.zeus.cost import power_cost, zeus_cost
 
 #: Default idle power of a GPU waiting at the all-reduce, as a fraction of its lowest profiled power limit.
 DEFAULT_IDLE_FRACTION = 0.2
@@ -72,11 +73,6 @@ class CostModel:
         return limits if self.time_price == "power_limit" else np.full_like(limits, limits.max())
 
 
-def gpu_cost(power_w: np.ndarray, time_s: np.ndarray, price_w: np.ndarray, eta: float) -> np.ndarray:
-    """Published per-GPU cost (J): ``(eta * P + (1 - eta) * W) * T``."""
-    return (eta * power_w + (1.0 - eta) * price_w) * time_s
-
-
 def left_sum(terms: Sequence[np.ndarray]) -> np.ndarray:
     """``((t0 + t1) + t2) + ...``: the published summation order."""
     total = terms[0]
@@ -91,7 +87,7 @@ def published_totals(
     """(time_s, energy_j, cost) of the published model; time_s is the slowest GPU's time."""
     time = np.maximum.reduce(np.broadcast_arrays(*times)) if len(times) > 1 else times[0]
     energy = left_sum([p * t for p, t in zip(powers, times, strict=True)])
-    cost = left_sum([gpu_cost(p, t, w, eta) for p, t, w in zip(powers, times, prices, strict=True)])
+    cost = left_sum([power_cost(eta, p, w, t) for p, t, w in zip(powers, times, prices, strict=True)])
     return time, energy, cost
 
 
@@ -107,5 +103,5 @@ def sync_totals(
     busy = left_sum([p * t for p, t in zip(powers, times, strict=True)])
     waiting = left_sum([float(idle_w[i]) * (time - t) for i, t in enumerate(times)])
     energy = busy + waiting
-    cost = eta * energy + (1.0 - eta) * left_sum(list(prices)) * time
+    cost = zeus_cost(eta, energy, left_sum(list(prices)), time)
     return time, energy, cost

@@ -31,7 +31,8 @@ import numpy as np
 
 from pipelines.hetero import compositions
 from pipelines.hetero.fit import GpuFit
-from pipelines.hetero.model import CostModel, gpu_cost, left_sum, published_totals, sync_totals
+from pipelines.hetero.model import CostModel, left_sum, published_totals, sync_totals
+from pipelines.zeus.cost import power_cost
 
 #: Largest number of candidates scored by enumeration (~30 s of numpy on one core for the sync model).
 DEFAULT_MAX_CANDIDATES = 1_000_000_000
@@ -201,7 +202,7 @@ def _search_published(
     # Separable: the best allowed limit of each GPU at each share first (first index among equals).
     best_cost, best_row = [], []
     for table, rows in zip(tables, allowed, strict=True):
-        cost = gpu_cost(table.power[rows], table.time[rows], table.price[rows][:, None], model.eta)
+        cost = power_cost(model.eta, table.power[rows], table.price[rows][:, None], table.time[rows])
         pick = np.argmin(cost, axis=0)
         best_cost.append(cost[pick, np.arange(cost.shape[1])])
         best_row.append(rows[pick])
@@ -356,7 +357,8 @@ def baseline_as_written(fits: Sequence[GpuFit]) -> tuple[Allocation, float]:
         raise ValueError("the published baseline takes exactly two GPUs")
     share = np.array([PUBLISHED_GLOBAL_BATCH // 2])
     second = fits[1]
-    score = gpu_cost(second.power_w(share, clip=False), second.time_s(share, clip=False), second.power_limits[:, None].astype(np.float64), 0.5)[:, 0]
+    score = power_cost(0.5, second.power_w(share, clip=False), second.power_limits[:, None].astype(np.float64),
+                       second.time_s(share, clip=False))[:, 0]
     scores = np.broadcast_to(score[None, :], (fits[0].n_limits, second.n_limits))  # (p1, p2), p1-major as the loops
     p1, p2 = np.unravel_index(int(np.argmin(scores)), scores.shape)
     limits = [int(fits[0].power_limits[p1]), int(second.power_limits[p2])]

@@ -544,6 +544,13 @@ def sum_and_var(values: np.ndarray, lo: int, n: int, work: np.ndarray) -> tuple[
     return total, _pairwise(values, lo, n, total / n, True, work) / n
 
 
+@njit(cache=True, error_model="numpy", inline="always")
+def zeus_cost(eta: float, energy: float, max_power: float, time: float) -> float:
+    """``cost.zeus_cost``, compiled into the replay: its own copy, so that numba's cache of this module never holds a
+    callee from another file it would not see change. tests/zeus/test_cost.py holds the two equal bit for bit."""
+    return eta * energy + (1 - eta) * max_power * time
+
+
 @njit(cache=True, error_model="numpy")
 def py_floordiv(vx: float, wx: float) -> float:
     """CPython's ``vx // wx`` for floats (``_float_div_mod``); ``wx`` must not be 0 (Python raises there)."""
@@ -1080,7 +1087,7 @@ def _replay_group(  # noqa: PLR0915 - one event loop as groups.replay_group; num
         if cost_bound == math.inf:
             budget = max_epochs[d]
         else:
-            epoch_cost = eta * epe + (1 - eta) * max_pl[d, k] * tpe
+            epoch_cost = zeus_cost(eta, epe, max_pl[d, k], tpe)
             if epoch_cost == 0.0:
                 return ERR_ZERO_DIVISION, k, n_runs
             if 1.0 <= target <= max_epochs[d] and cost_bound / epoch_cost >= target + 3.0:
@@ -1108,7 +1115,7 @@ def _replay_group(  # noqa: PLR0915 - one event loop as groups.replay_group; num
         is_[_F_K, slot], is_[_F_PL, slot], is_[_F_REACHED, slot] = k, limit, 1 if reached else 0
         fs[_F_T1, slot], fs[_F_T0, slot], fs[_F_RATIO, slot] = new_t1, new_t0, new_r
         fs[_F_TIME, slot], fs[_F_ENERGY, slot] = time, energy
-        fs[_F_COST, slot] = eta * energy + (1 - eta) * max_power * time  # ``runs.hybrid_cost``
+        fs[_F_COST, slot] = zeus_cost(eta, energy, max_power, time)
         seq += 1
         flying += 1
         if streamed and attempt == 1:

@@ -24,6 +24,7 @@ from typing import Protocol
 
 from pipelines.vocabulary import POLICIES, PolicyName
 from pipelines.zeus.bandit import PruningGTSOptimizer
+from pipelines.zeus.cost import zeus_cost
 from pipelines.zeus.errors import SimulationError
 from pipelines.zeus.traces import BatchSizeTable, WorkloadTable
 
@@ -170,7 +171,7 @@ def oracle_config(table: WorkloadTable, eta: float) -> OracleChoice:
         if found is None:
             continue
         p, energy, time = found
-        cost = eta * energy + (1 - eta) * table.max_power * time
+        cost = zeus_cost(eta, energy, table.max_power, time)
         if best is None or cost < best.expected_cost:
             best = OracleChoice(bs, limit, p, energy, time, cost)
     if best is None:

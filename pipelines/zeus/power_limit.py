@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Literal, get_args
 
 from pipelines.vocabulary import DEFAULT_ETA
+from pipelines.zeus.cost import zeus_cost
 
 SelectorName = Literal["zeus-cost", "energy", "time", "max-slowdown"]
 SELECTORS: tuple[SelectorName, ...] = get_args(SelectorName)
@@ -74,11 +75,6 @@ def max_power_w(measurements: Sequence[Measurement], world_size: int) -> int:
     return max(m.power_limit_w for m in measurements) * world_size
 
 
-def zeus_cost(m: Measurement, eta: float, max_power: float) -> float:
-    """eta x E + (1 - eta) x MaxPower x T (J), in the order zeus.utils.metric.zeus_cost computes it."""
-    return eta * m.energy_j + (1 - eta) * max_power * m.time_s
-
-
 def at_max_limit(measurements: Sequence[Measurement]) -> Measurement:
     """The measurement at the highest limit (the first, if the profile had it twice)."""
     top = max(m.power_limit_w for m in measurements)
@@ -94,7 +90,7 @@ def choose(measurements: Sequence[Measurement], selector: Selector) -> int:
         return min(measurements, key=lambda m: m.time_s).power_limit_w
     if selector.name == "zeus-cost":
         top = max_power_w(measurements, selector.world_size)
-        return min(measurements, key=lambda m: zeus_cost(m, selector.eta, top)).power_limit_w
+        return min(measurements, key=lambda m: zeus_cost(selector.eta, m.energy_j, top, m.time_s)).power_limit_w
     shortest = at_max_limit(measurements).time_s
     return min(m.power_limit_w for m in measurements if m.time_s <= selector.max_slowdown * shortest)
 
@@ -114,5 +110,5 @@ def compare(measurements: Sequence[Measurement], selector: Selector) -> list[Com
     check_profile(measurements)
     top = at_max_limit(measurements)
     max_power = max_power_w(measurements, selector.world_size)
-    return [Compared(m, zeus_cost(m, selector.eta, max_power), 100.0 * (top.energy_j - m.energy_j) / top.energy_j, m.time_s / top.time_s)
+    return [Compared(m, zeus_cost(selector.eta, m.energy_j, max_power, m.time_s), 100.0 * (top.energy_j - m.energy_j) / top.energy_j, m.time_s / top.time_s)
             for m in measurements]

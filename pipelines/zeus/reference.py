@@ -27,9 +27,10 @@ import numpy as np
 import polars as pl
 
 from pipelines.vocabulary import DEFAULT_BETA, DEFAULT_ETA, PolicyName
+from pipelines.zeus.cost import zeus_cost
 from pipelines.zeus.errors import SimulationError
 from pipelines.zeus.policies import make_policy
-from pipelines.zeus.runs import RunSampler, hybrid_cost
+from pipelines.zeus.runs import RunSampler
 from pipelines.zeus.traces import WorkloadTable
 
 #: Runs of one trace job after which its group is declared stuck (the published code would retry forever).
@@ -98,7 +99,7 @@ def replay_group(
         if job_eta is not None and policy == "zeus":  # carbon-aware: this job's own trade-off picks the limit
             limit = table.by_batch_size[bs].best_power_limit(float(job_eta[job]))
         energy, time, reached = sampler.run(bs, limit, profile, beta * state.min_cost)
-        cost = hybrid_cost(energy, time, eta, max_power)
+        cost = zeus_cost(eta, energy, max_power, time)
         heapq.heappush(heap, (t1, seq, t0, r, job, attempt, bs, limit, reached, time, energy, cost))
         seq += 1
 

@@ -23,6 +23,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from pipelines.zeus.cost import zeus_cost
 from pipelines.zeus.errors import SimulationError
 from pipelines.zeus.exact import Uint32Draws
 from pipelines.zeus.traces import WorkloadTable
@@ -74,7 +75,7 @@ class RunSampler:
             budget: float = self._max_epochs
         else:
             eta = self._eta
-            budget = min(cost_bound // (eta * epe + (1 - eta) * max_pl * tpe), self._max_epochs)
+            budget = min(cost_bound // zeus_cost(eta, epe, max_pl, tpe), self._max_epochs)
         if budget == 0:
             return 0.0, 0.0, False
         reached = not math.isnan(target) and target <= budget
@@ -83,7 +84,3 @@ class RunSampler:
             return first_e + epe * (epochs - 1), first_t + tpe * (epochs - 1), reached
         return epe * epochs, tpe * epochs, reached
 
-
-def hybrid_cost(energy: float, time: float, eta: float, max_power: int) -> float:
-    """eta x energy + (1 - eta) x MaxPower x time (J-equivalent)."""
-    return eta * energy + (1 - eta) * max_power * time

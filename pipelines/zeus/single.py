@@ -13,9 +13,10 @@ import math
 import polars as pl
 
 from pipelines.vocabulary import DEFAULT_BETA, DEFAULT_ETA, PolicyName
+from pipelines.zeus.cost import zeus_cost
 from pipelines.zeus.errors import SimulationError
 from pipelines.zeus.policies import make_policy
-from pipelines.zeus.runs import JobRun, RunSampler, hybrid_cost
+from pipelines.zeus.runs import JobRun, RunSampler
 from pipelines.zeus.traces import WorkloadTable
 
 
@@ -47,7 +48,7 @@ def simulate_single(
             if energy == 0 and time == 0 and not reached:
                 pol.observe(bs, limit, 100 * beta * min_cost, False)
                 continue
-            cost = hybrid_cost(energy, time, eta, max_power)
+            cost = zeus_cost(eta, energy, max_power, time)
             cost_acc += cost
             pol.observe(bs, limit, cost, reached)
             history.append(JobRun(i, bs, limit, energy, time, reached))

@@ -21,6 +21,7 @@ import numpy as np
 import polars as pl
 
 from pipelines.vocabulary import Job
+from pipelines.zeus.cost import power_cost
 from pipelines.zeus.exact import kahan_mean_of_copies, tiled_mean
 
 #: The columns of each trace the simulator reads. Their types and units are the contracts'
@@ -99,7 +100,7 @@ class BatchSizeTable:
     def epoch_costs(self, eta: float) -> list[float]:
         """Per limit, the epoch cost the JIT profiler sees: (eta x P_avg + (1 - eta) x P_max,bs) x T_epoch."""
         return [
-            (eta * ap + (1 - eta) * self.max_power_limit) * tpe
+            power_cost(eta, ap, self.max_power_limit, tpe)
             for ap, tpe in zip(self.profile_average_power, self.profile_time_per_epoch, strict=True)
         ]
 
