@@ -48,6 +48,7 @@ from pipelines.ingest import grid as grid_mod
 from pipelines.ingest.common import IngestError
 from pipelines.ingest.grid import Rate
 from pipelines.ingest.grid_files import PriceUnit, implausible, parse_price_unit, read_grid, read_prices
+from pipelines.ingest.openei import Tariff, read_tariff
 from pipelines.ingest.owntrace import check_timezone
 from pipelines.ingest.simulator_inputs import resolve_traces
 from pipelines.ingest.slurm import DEFAULT_DELIMITER, parse_fields
@@ -132,7 +133,9 @@ def _horizon(ctx: click.Context, param: click.Parameter, value: float | None) ->
                    "location-based inventory), lca (life-cycle, as Electricity Maps' app shows) or a column's name  [default: direct]")
 @click.option("--price", "price_file", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="A price series matched to each run the same way: timestamp,price_per_kwh, or a market's file with its unit in "
-                   "the header (Datetime,Price (EUR/MWh)); negative prices are kept.")
+                   "the header (Datetime,Price (EUR/MWh)); negative prices are kept; or an OpenEI U.S. Utility Rate Database "
+                   "item (.json, the tariff Zeus's OpenEIClient fetches), its schedule in --timezone.")
+@click.option("--price-label", default=None, help="The label of the OpenEI item to read where the --price JSON has several.")
 @click.option("--price-unit", default=None, callback=_price_unit,
               help="The unit of prices whose header does not say it, or the currency of --price-per-kwh: EUR/MWh, USD/kWh, "
                    "ct/kWh, EUR, ...")
@@ -191,6 +194,7 @@ def cli(
     grid_column: str | None,
     price_file: Path | None,
     price_unit: PriceUnit | None,
+    price_label: str | None,
     series_timezone: str | None,
     fill: bool,
     carbon_aware: bool,
@@ -223,9 +227,8 @@ def cli(
         _check_html(html_file, inputs, make_parents)
     slurm_cluster = slurm_settings(scheduler, slurm)
     timezone_source = "given" if timezone is not None else "assumed"
-    series_source = "--series-timezone" if series_timezone is not None else "--timezone" if timezone is not None else "assumed"
+    series_timezone, series_source = _series_zone(series_timezone, timezone)
     timezone = timezone or "UTC"
-    series_timezone = series_timezone or timezone
     try:
         check_timezone(timezone)
         check_timezone(series_timezone)
@@ -233,14 +236,15 @@ def cli(
     except ValueError as exc:
         fail(f"--timezone/--series-timezone/--fields: {exc}")
     file_format = tracefiles.format_of(file, fmt)
-    grid, prices = _rates(Series(region, grid_file, grid_column, grid_gco2_per_kwh, price_file, price_unit, price_per_kwh, series_timezone,
-                                 series_source))
+    tariff = _tariff(price_file, price_unit, price_label, timezone)
+    grid, prices = _rates(Series(region, grid_file, grid_column, grid_gco2_per_kwh, None if tariff else price_file, price_unit,
+                                 price_per_kwh, series_timezone, series_source))
     options = report_of.Options(gpus=gpus, fallback_gpu=fallback_gpu.strip().lower(), eta=eta_knob, beta=beta_knob,
                                 price_per_kwh=price_per_kwh, price_currency=None if price_unit is None else price_unit.currency,
                                 grid_gco2_per_kwh=grid_gco2_per_kwh, top=top, cluster_gpus=cluster_gpus,
                                 progress=sys.stderr.isatty() if progress is None else progress, samples=samples, seed=seed,
                                 energy_model=energy_model, min_gpu_util_pct=min_gpu_util, timezone_source=timezone_source,
-                                horizon_days=horizon_days, grid=grid, prices=prices, fill=fill, carbon_aware=carbon_aware,
+                                horizon_days=horizon_days, grid=grid, prices=prices, tariff=tariff, fill=fill, carbon_aware=carbon_aware,
                                 eta_clean=eta_clean, eta_dirty=eta_dirty)
     home = find_home()
     # as exported, any published GPU may be some job's own; by name, only those named (measured ones come from their files)
@@ -278,6 +282,27 @@ def cli(
         provenance = whatif_html.Provenance.now(file.name, sha256, _options_used(), _command_line(file))
         whatif_html.write(html_file, report, power, provenance, grid)
         click.echo(f"[whatif] report -> {printable(str(html_file))}", err=True)
+
+
+def _series_zone(series_timezone: str | None, timezone: str | None) -> tuple[str, str]:
+    """(the zone of a series' bare times, where it came from): --series-timezone, else the export's --timezone, else UTC."""
+    if series_timezone is not None:
+        return series_timezone, "--series-timezone"
+    return (timezone, "--timezone") if timezone is not None else ("UTC", "assumed")
+
+
+def _tariff(price_file: Path | None, unit: PriceUnit | None, label: str | None, timezone: str) -> Tariff | None:
+    """The OpenEI tariff of a ``--price`` JSON, its schedule in the cluster's ``timezone``; None for another file."""
+    if label is not None and (price_file is None or price_file.suffix.lower() != ".json"):
+        fail("--price-label picks an item of an OpenEI --price FILE.json: give the file")
+    if price_file is None or price_file.suffix.lower() != ".json":
+        return None
+    if unit is not None:
+        fail("--price-unit: an OpenEI tariff is in USD per kWh")
+    try:
+        return read_tariff(price_file, timezone, label)
+    except IngestError as exc:
+        fail(str(exc))
 
 
 @dataclass(frozen=True)

@@ -42,6 +42,7 @@ from pipelines.ingest.common import empty_quarantine
 from pipelines.ingest.compressed import uncompressed_name
 from pipelines.ingest.grid import Rate
 from pipelines.ingest.grid_files import implausible
+from pipelines.ingest.openei import Tariff
 from pipelines.ingest.owntrace import OwnTraceResult, TraceCounts
 from pipelines.scaleout.runners import Runner, SerialRunner
 from pipelines.vocabulary import DEFAULT_BETA, DEFAULT_ETA, GPU_BY_NAME, ZEUS_DATASETS
@@ -104,6 +105,8 @@ class Options:
     prices: Rate | None = None
     #: The currency of ``price_per_kwh`` (ISO 4217, ``--price-unit``); None: not said (a series says its own).
     price_currency: str | None = None
+    #: An OpenEI tariff (``pipelines.ingest.openei``): written out as ``prices`` over the jobs' window (``with_tariff``).
+    tariff: Tariff | None = None
     #: A series that does not cover a job's run: use its nearest value (else the job is refused, naming it).
     fill: bool = False
     #: Also replay a carbon-aware Zeus: each job's eta from the grid series' intensity at its start, linearly from
@@ -120,6 +123,22 @@ class Options:
                                  Rate.constant(self.price_per_kwh, {"price_per_kwh": self.price_per_kwh, "source": "--price-per-kwh",
                                                                     "currency": self.price_currency, **_warned(self.price_per_kwh)}))
         return grid, prices
+
+
+#: A tariff is written out from a day before the first job to this long after the last one ends, or 3 times the longest job
+#: if that is longer: Zeus's runs may take longer than the exported jobs did.
+TARIFF_MARGIN_S = 7 * S_PER_DAY
+
+
+def with_tariff(options: Options, keyed: pl.DataFrame) -> Options:
+    """``options`` with its OpenEI tariff written out as ``prices`` over the window of ``keyed``'s jobs (``mapping.own_keyed``)."""
+    if options.tariff is None:
+        return options
+    start, end = keyed["start_time_s"].to_numpy(), keyed["end_time_s"].to_numpy()
+    if start.size == 0:
+        return replace(options, prices=options.tariff.rate(0.0, S_PER_DAY), tariff=None)
+    margin = max(TARIFF_MARGIN_S, 3 * float(np.max(end - start)))
+    return replace(options, prices=options.tariff.rate(float(np.min(start)) - S_PER_DAY, float(np.max(end)) + margin), tariff=None)
 
 
 def _warned(price_per_kwh: float) -> dict[str, str]:
@@ -179,7 +198,8 @@ def plan(result: OwnTraceResult, profiles: Profiles, options: Options) -> tuple[
     Raises ``TraceError`` for a GPU (or fallback) without a profile.
     """
     slim = for_report(result)
-    return _plan(slim, mapping.own_keyed(slim.table, slim.trace), profiles, options)
+    keyed = mapping.own_keyed(slim.table, slim.trace)
+    return _plan(slim, keyed, profiles, with_tariff(options, keyed))
 
 
 def _plan(result: OwnTraceResult, keyed: pl.DataFrame, profiles: Profiles,
@@ -547,6 +567,7 @@ def prepare(result: OwnTraceResult, profiles: Profiles, options: Options) -> Pre
         raise ValueError(f"--samples must be >= 1, got {options.samples}")
     result = for_report(result)
     keyed = mapping.own_keyed(result.table, result.trace)
+    options = with_tariff(options, keyed)
     the_plan, records, mode = _plan(result, keyed, profiles, options)
     utilization = _utilization(result, keyed, records, mode, options)
     keyed = keyed.filter(~_low_util(options))  # the jobs replayed

@@ -289,12 +289,15 @@ def series_notes(r: dict[str, Any]) -> list[str]:
         name = rate.get("file") or rate.get("region") or rate.get("source")
         if "file" in rate and "format" in rate:
             read = [f"{what} {name}: {rate['format']}"]
-            if key == "grid":
+            if "label" in rate:
+                read.append(f"{rate['unit']} (the first tier's rate + adj of each period); {rate.get('note') or 'one tier per period'}")
+            elif key == "grid":
                 default = " (GHG Protocol scope 2, location-based; --grid-column lca for life-cycle)" if rate["column"] == "direct" else ""
                 read.append(f"column {rate['column']}{default}")
             else:
                 read.append(f"{rate['unit']} as {currency(rate)} per kWh; {plural(rate['negative_points'], 'negative price')} kept")
-            read.append(f"times without an offset in {rate['timezone']} ({_ZONE_SOURCES.get(rate['timezone_source'], rate['timezone_source'])})")
+            zone = _ZONE_SOURCES.get(rate["timezone_source"], rate["timezone_source"])
+            read.append(f"{'its schedule' if 'label' in rate else 'times without an offset'} in {rate['timezone']} ({zone})")
             out.append(", ".join(read))
         gaps = rate.get("gaps")
         if gaps and gaps["count"]:
@@ -321,6 +324,8 @@ def _co2e(g: dict[str, Any], name: str) -> str:
 
 def rate_text(rate: dict[str, Any], per: str) -> str:
     """Which intensity or price: ``at 300 g/kWh``, ``at DE's 381 g/kWh (2023)``, ``over grid.csv (hourly, 1,608 points)``."""
+    if "label" in rate:  # an OpenEI tariff
+        return f"over {rate['file']} (OpenEI {rate['label']}: {rate['utility']}, {rate['name']}; hours in {rate['timezone']})"
     if "file" in rate:
         step = rate["step_s"]
         every = "hourly" if step == S_PER_H else f"every {step / 60:g} min" if step < S_PER_H else f"every {step / S_PER_H:g} h"
