@@ -2,7 +2,7 @@
 
 The JSON of the API (``{"items": [...]}``), a list of items, or one item; the item of ``label`` where there are several.
 An item's ``energyratestructure`` lists periods, each a list of tiers (``rate``, ``adj``: USD per kWh);
-``energyweekdayschedule`` and ``energyweekendschedule`` give each [month][hour] (0-based, 12 x 24) its period, in the
+``energyweekdayschedule`` and ``energyweekendschedule`` give each ``[month][hour]`` (0-based, 12 x 24) its period, in the
 cluster's local time, a weekend by its local date (Saturday, Sunday). The price of a period is its first tier's ``rate`` +
 ``adj``, the total OpenEI defines (Zeus's ``EnergyCostMonitor`` takes ``rate`` alone); tiers by monthly consumption (a
 tier's ``max``) are not modelled, and ``describe["note"]`` says so where an item has them. Currency: USD.
@@ -32,7 +32,7 @@ TIERS_NOTE = "each period at its first tier's rate + adj; tiers by monthly consu
 
 @dataclass(frozen=True)
 class Tariff:
-    """A rate's price (USD per kWh) by [month][hour] on weekdays and weekends, in ``timezone`` (local time)."""
+    """A rate's price (USD per kWh) by ``[month][hour]`` on weekdays and weekends, in ``timezone`` (local time)."""
 
     weekday: np.ndarray  # 12 x 24
     weekend: np.ndarray  # 12 x 24

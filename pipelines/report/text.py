@@ -250,15 +250,15 @@ def _money(value: float | None, cur: str) -> str:
 
 def split_lines(r: dict[str, Any], g: dict[str, Any]) -> list[str]:
     """The CO2e and cost saved as their energy part and their timing part (``whatif._split``; each its median over the
-    samples: the parts add up to the saving for a single sample)."""
+    samples: the parts add up to the saving for a single sample), where a series was given (a flat value has no timing part)."""
     out = []
-    if g.get("co2e_saved_by_energy_kg") is not None:
+    if g.get("co2e_saved_by_energy_kg") is not None and "file" in r["grid"]:
         timing = g["co2e_saved_by_timing_kg"]
         out.append(f"CO2e saved {co2e_text(g['co2e_saved_kg'])} = {co2e_text(g['co2e_saved_by_energy_kg'])} by energy (the kWh saved at "
                    f"the {_digits(g['default_met_gco2_per_kwh'])} g/kWh Default's energy met) {'-' if timing < 0 else '+'} "
                    f"{co2e_text(abs(timing))} by timing (Zeus's energy met {_digits(g['zeus_met_gco2_per_kwh'])} g/kWh: its runs, longer or shorter, meet "
                    "other hours)")
-    if g.get("cost_saved_by_energy") is not None:
+    if g.get("cost_saved_by_energy") is not None and "file" in r["prices"]:
         cur = currency(r["prices"])
         timing = g["cost_saved_by_timing"]
         out.append(f"cost saved {_money(g['cost_saved'], cur)} = {_money(g['cost_saved_by_energy'], cur)} by energy (at the "
@@ -275,7 +275,7 @@ def aware_added(a: dict[str, Any]) -> str:
     hours = a["hours_added_over_zeus"]
     return (f"over plain Zeus it saves {co2e_text(a['co2e_added_over_zeus_kg'])} more CO2e ({co2e_text(a['co2e_saved_by_energy_kg'])} "
             f"by energy and {co2e_text(a['co2e_saved_by_timing_kg'])} by timing of its own saving) and its jobs run "
-            f"{_n(abs(hours), 1)} h {'longer' if hours >= 0 else 'shorter'}")
+            f"{_n(abs(hours), 1)} h {'longer' if hours >= 0 else 'shorter'} in all")
 
 
 def series_notes(r: dict[str, Any]) -> list[str]:
@@ -290,7 +290,7 @@ def series_notes(r: dict[str, Any]) -> list[str]:
         if "file" in rate and "format" in rate:
             read = [f"{what} {name}: {rate['format']}"]
             if "label" in rate:
-                read.append(f"{rate['unit']} (the first tier's rate + adj of each period); {rate.get('note') or 'one tier per period'}")
+                read.append(f"{rate['unit']}: {rate.get('note') or 'each period at its first tier’s rate + adj'}")
             elif key == "grid":
                 default = " (GHG Protocol scope 2, location-based; --grid-column lca for life-cycle)" if rate["column"] == "direct" else ""
                 read.append(f"column {rate['column']}{default}")
