@@ -37,6 +37,7 @@ from pipelines.figures.errors import NoData
 from pipelines.home.storage import write_text_atomic
 from pipelines.ingest.grid import Rate
 from pipelines.report.text import (
+    NO_CURRENCY,
     aware_added,
     co2e_text,
     co2e_unit,
@@ -253,7 +254,8 @@ def _money(r: Mapping[str, Any]) -> str:
         parts = []
         if "cost_saved" in g:
             cur = currency(r["prices"])
-            parts.append(f"{_with_interval(g, base, 'cost_saved', _decimals(2), ' ')} {_e(cur)} {_e(rate_text(r['prices'], f'{cur} per kWh'))}")
+            parts.append(f"{_with_interval(g, base, 'cost_saved', _decimals(2), ' ')} {_e(cur)} "
+                         f"{_e(rate_text(r['prices'], f'{cur} per kWh'.lstrip()))}{'' if cur else ' ' + _e(NO_CURRENCY)}")
         if "co2e_saved_kg" in g:
             co2e = _co2e_in(g["co2e_saved_kg"])
             parts.append(f"{_with_interval(g, base, 'co2e_saved_kg', co2e, ' ')} CO2e {_e(rate_text(r['grid'], 'g/kWh'))} (Default "

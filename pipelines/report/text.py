@@ -215,8 +215,8 @@ def _energy(r: dict[str, Any]) -> list[str]:
         saved = [_and(energy_text(g["energy_saved_kwh"]), interval_text(g["energy_saved_kwh_interval"], _units(g["energy_saved_kwh"])))]
         if "cost_saved" in g:
             cur = currency(r["prices"])
-            saved.append(f"{_and(_n(g['cost_saved'], 2), interval_text(g['cost_saved_interval'], digits=2))} {cur} "
-                         f"{rate_text(r['prices'], f'{cur} per kWh')}")
+            saved.append(f"{_and(_n(g['cost_saved'], 2), interval_text(g['cost_saved_interval'], digits=2))}{' ' + cur if cur else ''} "
+                         f"{rate_text(r['prices'], f'{cur} per kWh'.lstrip())}{'' if cur else ' ' + NO_CURRENCY}")
         if "co2e_saved_kg" in g:
             saved.append(f"{_co2e(g, 'co2e_saved_kg')} CO2e {rate_text(r['grid'], 'g/kWh')}")
         out.append(f"saved on {key}: " + ", ".join(saved))
@@ -238,14 +238,18 @@ def _energy(r: dict[str, Any]) -> list[str]:
 _ZONE_SOURCES = {"header": "from the header", "assumed": "assumed: --series-timezone names it", "--timezone": "the export's --timezone"}
 
 
+#: Said once beside the money figures of a price that names no currency (a bare --price-per-kwh, a price_per_kwh file).
+NO_CURRENCY = "(no currency given: --price-unit EUR names it)"
+
+
 def currency(prices: dict[str, Any]) -> str:
-    """The currency of every money figure: the price's (``EUR``), or a note that none was given."""
-    return prices.get("currency") or "(no currency given: --price-unit EUR names it)"
+    """The currency of every money figure: the price's (``EUR``); empty where none was given (``NO_CURRENCY`` says so)."""
+    return str(prices.get("currency") or "")
 
 
 def _money(value: float | None, cur: str) -> str:
     """A sum of money in its currency, to 3 significant digits: ``0.0128 EUR``."""
-    return "-" if value is None else f"{_digits(value)} {cur}"
+    return "-" if value is None else f"{_digits(value)} {cur}".rstrip()
 
 
 def split_lines(r: dict[str, Any], g: dict[str, Any]) -> list[str]:
@@ -295,7 +299,7 @@ def series_notes(r: dict[str, Any]) -> list[str]:
                 default = " (GHG Protocol scope 2, location-based; --grid-column lca for life-cycle)" if rate["column"] == "direct" else ""
                 read.append(f"column {rate['column']}{default}")
             else:
-                read.append(f"{rate['unit']} as {currency(rate)} per kWh; {plural(rate['negative_points'], 'negative price')} kept")
+                read.append(f"{rate['unit']} as {currency(rate) or 'money'} per kWh; {plural(rate['negative_points'], 'negative price')} kept")
             zone = _ZONE_SOURCES.get(rate["timezone_source"], rate["timezone_source"])
             read.append(f"{'its schedule' if 'label' in rate else 'times without an offset'} in {rate['timezone']} ({zone})")
             out.append(", ".join(read))

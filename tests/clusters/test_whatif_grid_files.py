@@ -255,3 +255,20 @@ def test_bare_times_follow_the_series_timezone(tmp_path: Path) -> None:
     rate = read_prices(path, None, "Europe/Berlin")
     assert rate.times_s is not None and rate.times_s.tolist() == [t.timestamp() for t in berlin]
     assert rate.values.tolist() == pytest.approx([0.001, 0.002, 0.003], rel=1e-15)
+
+
+def test_the_html_page_carries_the_currency_the_split_and_the_gaps(tmp_path: Path, traces: Traces) -> None:
+    import polars as pl
+
+    from pipelines.report import html as whatif_html
+
+    missing = range(24 * 9, 24 * 10)
+    rows = [(t, eur_mwh(k)) for k, t in enumerate(hours(24 * 40)) if k not in missing]
+    prices = read_prices(market(tmp_path / "day_ahead.csv", rows), None, "UTC")
+    report = whatif.run(read(job_log(tmp_path / "lab.csv", JOBS)), profiles_of(traces), whatif.Options(samples=1, prices=prices))[0]
+    provenance = whatif_html.Provenance.now("lab.csv", "ab" * 32, {"--samples": "1"}, "gpu-energy whatif lab.csv --html r.html")
+    page = whatif_html.render(report, pl.DataFrame(), provenance)
+    money = page[page.index("<ul class='money'>"):]
+    money = money[:money.index("</ul>")]
+    assert " EUR over day_ahead.csv" in money and "cost saved" in money and "EUR by energy" in money
+    assert "day_ahead.csv: 1 gap (the longest 24.0 h)" in money
