@@ -236,9 +236,9 @@ def cli(
     except ValueError as exc:
         fail(f"--timezone/--series-timezone/--fields: {exc}")
     file_format = tracefiles.format_of(file, fmt)
+    grid, prices = _rates(Series(region, grid_file, grid_column, grid_gco2_per_kwh, price_file, price_unit, price_per_kwh, series_timezone,
+                                 series_source))
     tariff = _tariff(price_file, price_unit, price_label, timezone)
-    grid, prices = _rates(Series(region, grid_file, grid_column, grid_gco2_per_kwh, None if tariff else price_file, price_unit,
-                                 price_per_kwh, series_timezone, series_source))
     options = report_of.Options(gpus=gpus, fallback_gpu=fallback_gpu.strip().lower(), eta=eta_knob, beta=beta_knob,
                                 price_per_kwh=price_per_kwh, price_currency=None if price_unit is None else price_unit.currency,
                                 grid_gco2_per_kwh=grid_gco2_per_kwh, top=top, cluster_gpus=cluster_gpus,
@@ -291,11 +291,16 @@ def _series_zone(series_timezone: str | None, timezone: str | None) -> tuple[str
     return (timezone, "--timezone") if timezone is not None else ("UTC", "assumed")
 
 
+def _is_tariff(price_file: Path | None) -> bool:
+    """Whether ``--price`` names an OpenEI item (a .json file), not a CSV series."""
+    return price_file is not None and price_file.suffix.lower() == ".json"
+
+
 def _tariff(price_file: Path | None, unit: PriceUnit | None, label: str | None, timezone: str) -> Tariff | None:
     """The OpenEI tariff of a ``--price`` JSON, its schedule in the cluster's ``timezone``; None for another file."""
-    if label is not None and (price_file is None or price_file.suffix.lower() != ".json"):
+    if label is not None and not _is_tariff(price_file):
         fail("--price-label picks an item of an OpenEI --price FILE.json: give the file")
-    if price_file is None or price_file.suffix.lower() != ".json":
+    if price_file is None or not _is_tariff(price_file):
         return None
     if unit is not None:
         fail("--price-unit: an OpenEI tariff is in USD per kWh")
@@ -336,7 +341,8 @@ def _rates(s: Series) -> tuple[Rate | None, Rate | None]:
     try:
         grid = (Rate.constant((r := grid_mod.find_region(s.region)).gco2_per_kwh, r.describe()) if s.region is not None else
                 read_grid(s.grid_file, s.grid_column, s.timezone, s.timezone_source) if s.grid_file is not None else None)
-        prices = read_prices(s.price_file, s.price_unit, s.timezone, s.timezone_source) if s.price_file is not None else None
+        prices = (read_prices(s.price_file, s.price_unit, s.timezone, s.timezone_source)
+                  if s.price_file is not None and not _is_tariff(s.price_file) else None)
     except (IngestError, ValueError) as exc:
         fail(str(exc))
     warning = (prices.describe.get("warning") if prices is not None else

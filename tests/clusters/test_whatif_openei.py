@@ -109,3 +109,14 @@ def test_the_item_of_a_label_and_bad_items_name_the_field(tmp_path: Path, mirror
     report = json.loads(done.stdout)
     assert report["total"]["default_cost"] == pytest.approx(0.2 * report["total"]["default_kwh"], rel=1e-12)
     assert report["prices"]["currency"] == "USD" and report["prices"]["timezone"] == ZONE
+
+
+def test_a_tariff_is_one_price_and_is_in_usd(tmp_path: Path, mirror: Path) -> None:
+    path = tmp_path / "rate.json"
+    path.write_text(json.dumps(item([[{"rate": 0.2}]], [[0] * 24] * 12, [[0] * 24] * 12)))
+    log = job_log(tmp_path / "lab.csv", [{"hours": 3, "day": k} for k in range(3)])
+    common = [sys.executable, "-m", "pipelines", "whatif", str(log), "--trace-dir", str(mirror / "zeus"), "--samples", "1", "--price", str(path)]
+    for extra, message in ((["--price-per-kwh", "0.3"], "give one of --price and --price-per-kwh"),
+                           (["--price-unit", "EUR/kWh"], "--price-unit: an OpenEI tariff is in USD per kWh")):
+        done = subprocess.run([*common, *extra], capture_output=True, text=True, check=False, cwd=REPO_ROOT)
+        assert done.returncode == 2 and message in done.stderr and len(done.stderr.strip().splitlines()) == 1
