@@ -9,14 +9,16 @@ Two kinds of input, both as a ``Rate`` (a value per kWh, constant or over time):
   source (``SOURCES``: all from the ``codecarbon`` 3.3.2 package's data, MIT licence;
   ``data/SOURCES.md`` says how the table was derived). An unknown code is refused with the
   nearest codes.
-* **A time series** of the user's (``read_series``): a CSV with a header ``timestamp,<value>``
-  (``gco2_per_kwh`` for intensity, ``price_per_kwh`` for prices; hourly exports of
-  ElectricityMaps or Ember, a utility's 5-minute series: any step). Each value holds from its
-  timestamp to the next one; the last for the series' median step. Timestamps are ISO 8601, with
-  an offset (exact) or without one (read in the export's ``--timezone``; in the hour that repeats
-  when clocks go back, the first reading is the earlier instant and a repeat the later one, as
-  the series' order says). A value that is not a number, a negative one, a timestamp that does
-  not parse or is not after the one before raises ``IngestError`` naming the file, line and column.
+* **A time series** of the user's (``read_series``: the generic CSV ``timestamp,<value>``,
+  ``gco2_per_kwh`` for intensity, ``price_per_kwh`` for prices; ``step_series`` reads the value
+  and time columns of any series file, which ``grid_files`` finds in the files operators download
+  and ``openei`` writes out from a tariff). Any step. Each value holds from its timestamp to the
+  next one; the last for the series' median step (a longer step is a gap: ``Rate.gaps``).
+  Timestamps are ISO 8601, with an offset (exact) or without one (read in the zone given; in the
+  hour that repeats when clocks go back, the first reading is the earlier instant and a repeat the
+  later one, as the series' order says). A value that is not a number, a negative one (but for a
+  market's prices), a timestamp that does not parse or is not after the one before raises
+  ``IngestError`` naming the file, line and column.
 
 ``Rate.means(start_s, end_s)`` is each interval's mean value (time-weighted: a job draws its power
 evenly over its run, so this is its energy-weighted intensity); ``Rate.uncovered`` names the

@@ -191,4 +191,4 @@ def implausible(per_kwh: np.ndarray) -> str | None:
     if high.size == 0:
         return None
     return (f"{high.size:,} of {per_kwh.size:,} prices above {IMPLAUSIBLE_PER_KWH:g} per kWh (the highest {float(np.max(per_kwh)):,.4g}): "
-            "looks like per MWh; say the unit with --price-unit (EUR/MWh)")
+            "looks like per MWh: name the unit in the header (Price (EUR/MWh)), or with --price-unit where it names none")

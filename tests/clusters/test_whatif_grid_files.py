@@ -272,3 +272,11 @@ def test_the_html_page_carries_the_currency_the_split_and_the_gaps(tmp_path: Pat
     money = money[:money.index("</ul>")]
     assert " EUR over day_ahead.csv" in money and "cost saved" in money and "EUR by energy" in money
     assert "day_ahead.csv: 1 gap (the longest 24.0 h)" in money
+
+
+def test_a_per_mwh_file_read_as_per_kwh_is_said_once(tmp_path: Path) -> None:
+    rows = [(t, 40.0 + k) for k, t in enumerate(hours(48))]  # EUR/MWh values under a per-kWh header
+    rate = read_prices(write_generic(tmp_path / "p.csv", PRICE, rows), None, "UTC")
+    assert rate.describe["warning"] == ("48 of 48 prices above 5 per kWh (the highest 87): looks like per MWh: name the unit in "
+                                        "the header (Price (EUR/MWh)), or with --price-unit where it names none")
+    assert "warning" not in read_prices(write_generic(tmp_path / "ok.csv", PRICE, [(t, 0.04) for t in hours(48)]), None, "UTC").describe
