@@ -17,10 +17,12 @@ import json
 import math
 import shlex
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import click
+import numpy as np
 
 from pipelines.cli import invoked_as
 from pipelines.cli.clusters import delimiter_option, read_limit_options, read_limits
@@ -45,6 +47,8 @@ from pipelines.home.paths import ProjectPaths, find_home
 from pipelines.ingest import grid as grid_mod
 from pipelines.ingest.common import IngestError
 from pipelines.ingest.grid import Rate
+from pipelines.ingest.grid_files import PriceUnit, implausible, parse_price_unit, read_grid, read_prices
+from pipelines.ingest.openei import Tariff, read_tariff
 from pipelines.ingest.owntrace import check_timezone
 from pipelines.ingest.simulator_inputs import resolve_traces
 from pipelines.ingest.slurm import DEFAULT_DELIMITER, parse_fields
@@ -67,6 +71,16 @@ def _gpus(ctx: click.Context, param: click.Parameter, value: str | None) -> tupl
         raise click.BadParameter("give as-exported, or one GPU or more, comma-separated (v100,a40,rtx6000,p100, or a measured one), "
                                  "or all")
     return names
+
+
+def _price_unit(ctx: click.Context, param: click.Parameter, value: str | None) -> PriceUnit | None:
+    if value is None:
+        return None
+    unit = parse_price_unit(value)
+    if unit is None:
+        raise click.BadParameter(f"{value!r} is not a price unit: give a currency and an energy unit (EUR/MWh, USD/kWh, ct/kWh) or a "
+                                 "currency (EUR)")
+    return unit
 
 
 #: The longest --horizon (days): a century, past which a projection of today's recurrence rate means nothing.
@@ -112,10 +126,22 @@ def _horizon(ctx: click.Context, param: click.Parameter, value: float | None) ->
               help="Where the energy was used: an ISO 3166 country (DE or DEU), a US state (US-CA) or a Nordic zone (SE3): its "
                    "carbon intensity from the table bundled with the package (no network; docs: Carbon).")
 @click.option("--grid-intensity", "grid_file", type=click.Path(dir_okay=False, path_type=Path), default=None,
-              help="A CSV series timestamp,gco2_per_kwh at any step (ElectricityMaps, Ember, a utility): each run's CO2e at the "
-                   "intensity of when it ran.")
+              help="A carbon-intensity series at any step: timestamp,gco2_per_kwh, or Electricity Maps' CSV export as downloaded; "
+                   "each run's CO2e at the intensity of when it ran.")
+@click.option("--grid-column", default=None,
+              help="The value column of an Electricity Maps export: direct (the combustion emissions of a GHG Protocol scope 2 "
+                   "location-based inventory), lca (life-cycle, as Electricity Maps' app shows) or a column's name  [default: direct]")
 @click.option("--price", "price_file", type=click.Path(dir_okay=False, path_type=Path), default=None,
-              help="A CSV series timestamp,price_per_kwh (time-of-use prices), matched to each run the same way.")
+              help="A price series matched to each run the same way: timestamp,price_per_kwh, or a market's file with its unit in "
+                   "the header (Datetime,Price (EUR/MWh)); negative prices are kept; or an OpenEI U.S. Utility Rate Database "
+                   "item (.json, the tariff Zeus's OpenEIClient fetches), its schedule in --timezone.")
+@click.option("--price-label", default=None, help="The label of the OpenEI item to read where the --price JSON has several.")
+@click.option("--price-unit", default=None, callback=_price_unit,
+              help="The unit of prices whose header does not say it, or the currency of --price-per-kwh: EUR/MWh, USD/kWh, "
+                   "ct/kWh, EUR, ...")
+@click.option("--series-timezone", default=None,
+              help="IANA time zone of --grid-intensity / --price times that carry no offset and whose header names no zone  "
+                   "[default: --timezone, else UTC, and the report says which]")
 @click.option("--fill", is_flag=True, help="A series that does not cover a job's run: use its nearest value (else refused).")
 @click.option("--carbon-aware", is_flag=True,
               help="Also replay a carbon-aware Zeus beside plain Zeus: each job's eta from --grid-intensity at its start, linearly "
@@ -165,7 +191,11 @@ def cli(
     grid_gco2_per_kwh: float | None,
     region: str | None,
     grid_file: Path | None,
+    grid_column: str | None,
     price_file: Path | None,
+    price_unit: PriceUnit | None,
+    price_label: str | None,
+    series_timezone: str | None,
     fill: bool,
     carbon_aware: bool,
     eta_clean: float | None,
@@ -197,19 +227,24 @@ def cli(
         _check_html(html_file, inputs, make_parents)
     slurm_cluster = slurm_settings(scheduler, slurm)
     timezone_source = "given" if timezone is not None else "assumed"
+    series_timezone, series_source = _series_zone(series_timezone, timezone)
     timezone = timezone or "UTC"
     try:
         check_timezone(timezone)
+        check_timezone(series_timezone)
         field_list = parse_fields(fields) if fields else None
     except ValueError as exc:
-        fail(f"--timezone/--fields: {exc}")
+        fail(f"--timezone/--series-timezone/--fields: {exc}")
     file_format = tracefiles.format_of(file, fmt)
-    grid, prices = _rates(region, grid_file, grid_gco2_per_kwh, price_file, price_per_kwh, timezone)
+    grid, prices = _rates(Series(region, grid_file, grid_column, grid_gco2_per_kwh, price_file, price_unit, price_per_kwh, series_timezone,
+                                 series_source))
+    tariff = _tariff(price_file, price_unit, price_label, timezone)
     options = report_of.Options(gpus=gpus, fallback_gpu=fallback_gpu.strip().lower(), eta=eta_knob, beta=beta_knob,
-                                price_per_kwh=price_per_kwh, grid_gco2_per_kwh=grid_gco2_per_kwh, top=top, cluster_gpus=cluster_gpus,
+                                price_per_kwh=price_per_kwh, price_currency=None if price_unit is None else price_unit.currency,
+                                grid_gco2_per_kwh=grid_gco2_per_kwh, top=top, cluster_gpus=cluster_gpus,
                                 progress=sys.stderr.isatty() if progress is None else progress, samples=samples, seed=seed,
                                 energy_model=energy_model, min_gpu_util_pct=min_gpu_util, timezone_source=timezone_source,
-                                horizon_days=horizon_days, grid=grid, prices=prices, fill=fill, carbon_aware=carbon_aware,
+                                horizon_days=horizon_days, grid=grid, prices=prices, tariff=tariff, fill=fill, carbon_aware=carbon_aware,
                                 eta_clean=eta_clean, eta_dirty=eta_dirty)
     home = find_home()
     # as exported, any published GPU may be some job's own; by name, only those named (measured ones come from their files)
@@ -249,19 +284,71 @@ def cli(
         click.echo(f"[whatif] report -> {printable(str(html_file))}", err=True)
 
 
-def _rates(region: str | None, grid_file: Path | None, grid_flat: float | None, price_file: Path | None, price_flat: float | None,
-           timezone: str) -> tuple[Rate | None, Rate | None]:
-    """The carbon intensity and price series or region given (one of each kind at most); one line and exit 2 on bad input."""
-    if sum(x is not None for x in (region, grid_file, grid_flat)) > 1:
-        fail("give one of --region, --grid-intensity and --grid-gco2-per-kwh")
-    if price_file is not None and price_flat is not None:
-        fail("give one of --price and --price-per-kwh")
+def _series_zone(series_timezone: str | None, timezone: str | None) -> tuple[str, str]:
+    """(the zone of a series' bare times, where it came from): --series-timezone, else the export's --timezone, else UTC."""
+    if series_timezone is not None:
+        return series_timezone, "--series-timezone"
+    return (timezone, "--timezone") if timezone is not None else ("UTC", "assumed")
+
+
+def _is_tariff(price_file: Path | None) -> bool:
+    """Whether ``--price`` names an OpenEI item (a .json file), not a CSV series."""
+    return price_file is not None and price_file.suffix.lower() == ".json"
+
+
+def _tariff(price_file: Path | None, unit: PriceUnit | None, label: str | None, timezone: str) -> Tariff | None:
+    """The OpenEI tariff of a ``--price`` JSON, its schedule in the cluster's ``timezone``; None for another file."""
+    if label is not None and not _is_tariff(price_file):
+        fail("--price-label picks an item of an OpenEI --price FILE.json: give the file")
+    if price_file is None or not _is_tariff(price_file):
+        return None
+    if unit is not None:
+        fail("--price-unit: an OpenEI tariff is in USD per kWh")
     try:
-        grid = (Rate.constant((r := grid_mod.find_region(region)).gco2_per_kwh, r.describe()) if region is not None else
-                grid_mod.read_series(grid_file, grid_mod.INTENSITY, timezone) if grid_file is not None else None)
-        prices = grid_mod.read_series(price_file, grid_mod.PRICE, timezone) if price_file is not None else None
+        return read_tariff(price_file, timezone, label)
+    except IngestError as exc:
+        fail(str(exc))
+
+
+@dataclass(frozen=True)
+class Series:
+    """The options that say the grid's carbon intensity and the price (``_rates``)."""
+
+    region: str | None
+    grid_file: Path | None
+    grid_column: str | None
+    grid_flat: float | None
+    price_file: Path | None
+    price_unit: PriceUnit | None
+    price_flat: float | None
+    timezone: str  # of a series' times without an offset or a zone in the header
+    timezone_source: str  # --series-timezone, --timezone or assumed
+
+
+def _rates(s: Series) -> tuple[Rate | None, Rate | None]:
+    """The carbon intensity and price series or region given (one of each kind at most); one line and exit 2 on bad input.
+    An implausible price (``grid_files.implausible``) is said once on stderr (and in the report)."""
+    if sum(x is not None for x in (s.region, s.grid_file, s.grid_flat)) > 1:
+        fail("give one of --region, --grid-intensity and --grid-gco2-per-kwh")
+    if s.price_file is not None and s.price_flat is not None:
+        fail("give one of --price and --price-per-kwh")
+    if s.grid_column is not None and s.grid_file is None:
+        fail("--grid-column picks a column of --grid-intensity FILE: give the file")
+    if s.price_unit is not None and s.price_flat is not None and s.price_unit.per_kwh not in (None, 1.0):
+        fail(f"--price-per-kwh is per kWh: give --price-unit as a currency (EUR) or per kWh (EUR/kWh), not {s.price_unit.text()}")
+    if s.price_unit is not None and s.price_file is None and s.price_flat is None:
+        fail("--price-unit says the unit of --price FILE or the currency of --price-per-kwh: give one")
+    try:
+        grid = (Rate.constant((r := grid_mod.find_region(s.region)).gco2_per_kwh, r.describe()) if s.region is not None else
+                read_grid(s.grid_file, s.grid_column, s.timezone, s.timezone_source) if s.grid_file is not None else None)
+        prices = (read_prices(s.price_file, s.price_unit, s.timezone, s.timezone_source)
+                  if s.price_file is not None and not _is_tariff(s.price_file) else None)
     except (IngestError, ValueError) as exc:
         fail(str(exc))
+    warning = (prices.describe.get("warning") if prices is not None else
+               implausible(np.array([s.price_flat])) if s.price_flat is not None else None)
+    if warning:
+        note(f"Warning: {'--price ' + s.price_file.name if s.price_file is not None else '--price-per-kwh'}: {warning}")
     return grid, prices
 
 

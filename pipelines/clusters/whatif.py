@@ -27,9 +27,10 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
 
+import numpy as np
 import polars as pl
 
-from pipelines.clusters import anchoring, capacity, mapping
+from pipelines.clusters import anchoring, capacity, coverage, mapping
 from pipelines.clusters.anchoring import ANCHORED, EnergyModel
 from pipelines.clusters.power import POWER_SCHEMA
 from pipelines.clusters.profiles import POWER_LIMIT_ONLY, UNTYPED, Profiles
@@ -40,6 +41,8 @@ from pipelines.contracts.owncluster import SUMMARY_FIGURES, OwnClusterSummary
 from pipelines.ingest.common import empty_quarantine
 from pipelines.ingest.compressed import uncompressed_name
 from pipelines.ingest.grid import Rate
+from pipelines.ingest.grid_files import implausible
+from pipelines.ingest.openei import Tariff
 from pipelines.ingest.owntrace import OwnTraceResult, TraceCounts
 from pipelines.scaleout.runners import Runner, SerialRunner
 from pipelines.vocabulary import DEFAULT_BETA, DEFAULT_ETA, GPU_BY_NAME, ZEUS_DATASETS
@@ -100,6 +103,10 @@ class Options:
     #: (``pipelines.ingest.grid``); they take precedence over the flat ``grid_gco2_per_kwh`` / ``price_per_kwh``.
     grid: Rate | None = None
     prices: Rate | None = None
+    #: The currency of ``price_per_kwh`` (ISO 4217, ``--price-unit``); None: not said (a series says its own).
+    price_currency: str | None = None
+    #: An OpenEI tariff (``pipelines.ingest.openei``): written out as ``prices`` over the jobs' window (``with_tariff``).
+    tariff: Tariff | None = None
     #: A series that does not cover a job's run: use its nearest value (else the job is refused, naming it).
     fill: bool = False
     #: Also replay a carbon-aware Zeus: each job's eta from the grid series' intensity at its start, linearly from
@@ -113,8 +120,31 @@ class Options:
         grid = self.grid or (None if self.grid_gco2_per_kwh is None else
                              Rate.constant(self.grid_gco2_per_kwh, {"gco2_per_kwh": self.grid_gco2_per_kwh, "source": "--grid-gco2-per-kwh"}))
         prices = self.prices or (None if self.price_per_kwh is None else
-                                 Rate.constant(self.price_per_kwh, {"price_per_kwh": self.price_per_kwh, "source": "--price-per-kwh"}))
+                                 Rate.constant(self.price_per_kwh, {"price_per_kwh": self.price_per_kwh, "source": "--price-per-kwh",
+                                                                    "currency": self.price_currency, **_warned(self.price_per_kwh)}))
         return grid, prices
+
+
+#: A tariff is written out from a day before the first job to this long after the last one ends, or 3 times the longest job
+#: if that is longer: Zeus's runs may take longer than the exported jobs did.
+TARIFF_MARGIN_S = 7 * S_PER_DAY
+
+
+def with_tariff(options: Options, keyed: pl.DataFrame) -> Options:
+    """``options`` with its OpenEI tariff written out as ``prices`` over the window of ``keyed``'s jobs (``mapping.own_keyed``)."""
+    if options.tariff is None:
+        return options
+    start, end = keyed["start_time_s"].to_numpy(), keyed["end_time_s"].to_numpy()
+    if start.size == 0:
+        return replace(options, prices=options.tariff.rate(0.0, S_PER_DAY), tariff=None)
+    margin = max(TARIFF_MARGIN_S, 3 * float(np.max(end - start)))
+    return replace(options, prices=options.tariff.rate(float(np.min(start)) - S_PER_DAY, float(np.max(end)) + margin), tariff=None)
+
+
+def _warned(price_per_kwh: float) -> dict[str, str]:
+    """``{"warning": ...}`` for an implausible flat price (``grid_files.implausible``), else nothing."""
+    warning = implausible(np.array([price_per_kwh]))
+    return {"warning": warning} if warning else {}
 
 
 def trace_name_for(path: Path) -> str:
@@ -168,7 +198,8 @@ def plan(result: OwnTraceResult, profiles: Profiles, options: Options) -> tuple[
     Raises ``TraceError`` for a GPU (or fallback) without a profile.
     """
     slim = for_report(result)
-    return _plan(slim, mapping.own_keyed(slim.table, slim.trace), profiles, options)
+    keyed = mapping.own_keyed(slim.table, slim.trace)
+    return _plan(slim, keyed, profiles, with_tariff(options, keyed))
 
 
 def _plan(result: OwnTraceResult, keyed: pl.DataFrame, profiles: Profiles,
@@ -313,9 +344,11 @@ def _draw_figures(t: dict[str, Any], options: Options) -> dict[str, float | None
         figures["horizon_saved_pct"] = _pct_saved(t["horizon_zeus_j"], t["horizon_default_j"])
     if t.get("default_cost") is not None:
         figures.update(default_cost=t["default_cost"], zeus_cost=t["zeus_cost"], cost_saved=t["default_cost"] - t["zeus_cost"])
+        figures.update(_split(t, "zeus", "cost", "price_per_kwh", "cost_saved", 1.0))
     if t.get("default_co2e_g") is not None:
         figures.update(default_co2e_kg=t["default_co2e_g"] / 1000, zeus_co2e_kg=t["zeus_co2e_g"] / 1000,
                        co2e_saved_kg=(t["default_co2e_g"] - t["zeus_co2e_g"]) / 1000)
+        figures.update(_split(t, "zeus", "co2e_g", "gco2_per_kwh", "co2e_saved", 1000.0))
     if t.get("carbon_aware_j") is not None:  # nested as ``carbon_aware`` by ``row_report``
         figures.update({f"{CARBON_AWARE_PREFIX}energy_saved_kwh": (t["default_j"] - t["carbon_aware_j"]) / J_PER_KWH,
                         f"{CARBON_AWARE_PREFIX}energy_saved_pct": _pct_saved(t["carbon_aware_j"], t["default_j"]),
@@ -323,7 +356,29 @@ def _draw_figures(t: dict[str, Any], options: Options) -> dict[str, float | None
         if t.get("carbon_aware_co2e_g") is not None:
             figures[f"{CARBON_AWARE_PREFIX}co2e_kg"] = t["carbon_aware_co2e_g"] / 1000
             figures[f"{CARBON_AWARE_PREFIX}co2e_saved_kg"] = (t["default_co2e_g"] - t["carbon_aware_co2e_g"]) / 1000
+            split = _split(t, "carbon_aware", "co2e_g", "gco2_per_kwh", "co2e_saved", 1000.0)
+            figures.update({f"{CARBON_AWARE_PREFIX}{k.removeprefix('carbon_aware_')}": v for k, v in split.items()
+                            if not k.startswith("default_")})
+            # what it adds over plain Zeus: CO2e saved (kg) and the jobs' time (h; positive: longer)
+            figures[f"{CARBON_AWARE_PREFIX}co2e_added_over_zeus_kg"] = (t["zeus_co2e_g"] - t["carbon_aware_co2e_g"]) / 1000
+            figures[f"{CARBON_AWARE_PREFIX}hours_added_over_zeus"] = (t["carbon_aware_s"] - t["zeus_s"]) / S_PER_H
     return figures
+
+
+def _split(t: dict[str, Any], policy: str, total: str, per: str, saved: str, scale: float) -> dict[str, float | None]:
+    """A draw's saving of ``policy`` against Default in CO2e or money (``total``: ``co2e_g`` or ``cost``), in two parts that add
+    up to it: by energy, the kWh saved at the intensity or price Default's energy met; by timing, ``policy``'s energy at the
+    difference between what Default's and its own energy met (its runs, longer or shorter, meet other hours). With the
+    intensity or price each met (``default_met_<per>``, ``<policy>_met_<per>``: the energy-weighted mean). ``scale``:
+    ``total``'s units in the saving's (1000 g in a kg). All None where Default or ``policy`` used no energy."""
+    default_kwh, kwh = t["default_j"] / J_PER_KWH, t[f"{policy}_j"] / J_PER_KWH
+    names = (f"default_met_{per}", f"{policy}_met_{per}", f"{saved}_by_energy{'_kg' if scale != 1 else ''}",
+             f"{saved}_by_timing{'_kg' if scale != 1 else ''}")
+    if default_kwh <= 0 or kwh <= 0:
+        return dict.fromkeys(names)
+    default_met, met = t[f"default_{total}"] / default_kwh, t[f"{policy}_{total}"] / kwh
+    values = (default_met, met, (default_kwh - kwh) * default_met / scale, kwh * (default_met - met) / scale)
+    return dict(zip(names, values, strict=True))
 
 
 #: The carbon-aware Zeus's figures of a draw, before ``row_report`` nests them under ``carbon_aware``.
@@ -353,7 +408,7 @@ def _with_interval(out: dict[str, Any], name: str, values: Sequence[float | None
         median, p05, p95 = (None if v is None else math.floor(v) for v in (median, p05, p95))
     out[name] = median
     out[f"{name}_interval"] = [p05, p95]
-    if name.endswith("_kwh"):
+    if name.endswith("_kwh") and "_per_" not in name:  # an energy, not an intensity or price per kWh
         mwh = name.removesuffix("_kwh") + "_mwh"
         out[mwh] = None if median is None else median / KWH_PER_MWH
         out[f"{mwh}_interval"] = [None if v is None else v / KWH_PER_MWH for v in (p05, p95)]
@@ -512,6 +567,7 @@ def prepare(result: OwnTraceResult, profiles: Profiles, options: Options) -> Pre
         raise ValueError(f"--samples must be >= 1, got {options.samples}")
     result = for_report(result)
     keyed = mapping.own_keyed(result.table, result.trace)
+    options = with_tariff(options, keyed)
     the_plan, records, mode = _plan(result, keyed, profiles, options)
     utilization = _utilization(result, keyed, records, mode, options)
     keyed = keyed.filter(~_low_util(options))  # the jobs replayed
@@ -627,12 +683,25 @@ def _replay(prepared: Prepared, profiles: Profiles, runner: Runner | None,
     if options.grid_gco2_per_kwh is not None:
         report["grid_gco2_per_kwh"] = options.grid_gco2_per_kwh
     if grid is not None:
-        report["grid"] = {**grid.describe, **({"filled": options.fill} if grid.times_s is not None else {})}
+        report["grid"] = {**grid.describe, **({"filled": options.fill} if grid.times_s is not None else {}), **_coverage(grid, the_plan)}
     if the_plan.carbon_aware is not None:
         report["carbon_aware"] = {"eta_clean": the_plan.carbon_aware[0], "eta_dirty": the_plan.carbon_aware[1]}
     if prices is not None:
-        report["prices"] = {**prices.describe, **({"filled": options.fill} if prices.times_s is not None else {})}
+        report["prices"] = {**prices.describe, **({"filled": options.fill} if prices.times_s is not None else {}),
+                            **_coverage(prices, the_plan)}
     return report, draws[0].get("power")
+
+
+def _coverage(rate: Rate, plan_: Plan) -> dict[str, object]:
+    """A series' gaps, fills and years against the replayed jobs (``coverage.series_coverage``), the bundled table's year
+    against theirs (``coverage.table_years``); nothing for a flat value. Each job once: every GPU's row holds them all."""
+    rows = plan_.rows if plan_.fleet else plan_.rows[:1]
+    start = np.concatenate([np.zeros(0), *(r.jobs["start_time_s"].to_numpy() for r in rows)])
+    end = np.concatenate([np.zeros(0), *(r.jobs["end_time_s"].to_numpy() for r in rows)])
+    if rate.times_s is not None:
+        return coverage.series_coverage(rate, start, end)
+    year = rate.describe.get("year")
+    return coverage.table_years(year, start, end) if isinstance(year, int) else {}
 
 
 def _steady_state_note(report: dict[str, Any]) -> str:

@@ -9,14 +9,16 @@ Two kinds of input, both as a ``Rate`` (a value per kWh, constant or over time):
   source (``SOURCES``: all from the ``codecarbon`` 3.3.2 package's data, MIT licence;
   ``data/SOURCES.md`` says how the table was derived). An unknown code is refused with the
   nearest codes.
-* **A time series** of the user's (``read_series``): a CSV with a header ``timestamp,<value>``
-  (``gco2_per_kwh`` for intensity, ``price_per_kwh`` for prices; hourly exports of
-  ElectricityMaps or Ember, a utility's 5-minute series: any step). Each value holds from its
-  timestamp to the next one; the last for the series' median step. Timestamps are ISO 8601, with
-  an offset (exact) or without one (read in the export's ``--timezone``; in the hour that repeats
-  when clocks go back, the first reading is the earlier instant and a repeat the later one, as
-  the series' order says). A value that is not a number, a negative one, a timestamp that does
-  not parse or is not after the one before raises ``IngestError`` naming the file, line and column.
+* **A time series** of the user's (``read_series``: the generic CSV ``timestamp,<value>``,
+  ``gco2_per_kwh`` for intensity, ``price_per_kwh`` for prices; ``step_series`` reads the value
+  and time columns of any series file, which ``grid_files`` finds in the files operators download
+  and ``openei`` writes out from a tariff). Any step. Each value holds from its timestamp to the
+  next one; the last for the series' median step (a longer step is a gap: ``Rate.gaps``).
+  Timestamps are ISO 8601, with an offset (exact) or without one (read in the zone given; in the
+  hour that repeats when clocks go back, the first reading is the earlier instant and a repeat the
+  later one, as the series' order says). A value that is not a number, a negative one (but for a
+  market's prices), a timestamp that does not parse or is not after the one before raises
+  ``IngestError`` naming the file, line and column.
 
 ``Rate.means(start_s, end_s)`` is each interval's mean value (time-weighted: a job draws its power
 evenly over its run, so this is its energy-weighted intensity); ``Rate.uncovered`` names the
@@ -45,6 +47,9 @@ from pipelines.vocabulary.units import S_PER_H, epoch_s
 TABLE = "grid_intensity.csv"
 #: The value column of a series file, by what it holds.
 INTENSITY, PRICE = "gco2_per_kwh", "price_per_kwh"
+#: A step longer than this many usual steps is a gap (``Rate.gaps``): a clock's jitter, or a daily series' 25-hour day when
+#: clocks go back, is not.
+GAP_STEPS = 1.5
 _ISO = r"^(\d{4}-\d{2}-\d{2})[T ](\d{2}:\d{2}(?::\d{2}(?:\.\d{1,9})?)?)(Z|[+-]\d{2}:?\d{2})?$"
 
 
@@ -90,7 +95,8 @@ class Rate:
     """A value per kWh (g CO2e or money), constant (``times_s`` None) or a step series over UTC epoch seconds.
 
     ``describe`` is what the report says of it. Invariants: ``times_s`` strictly increasing,
-    ``values`` finite and >= 0, ``step_s`` > 0 (how long the last value holds).
+    ``values`` finite (>= 0 but for a market's prices, which go negative), ``step_s`` > 0 (the series' usual step: how long
+    the last value holds; a longer step is a gap, ``gaps``).
     """
 
     values: np.ndarray
@@ -137,6 +143,15 @@ class Rate:
         edges = self._edges()
         return np.flatnonzero((start_s < edges[0]) | (end_s > edges[-1]))
 
+    def gaps(self) -> tuple[np.ndarray, np.ndarray]:
+        """(start, end) UTC epoch seconds of each gap: a step longer than ``GAP_STEPS`` usual steps (``step_s``) has no
+        reading from the usual step after its reading to the next (an hourly series missing a day: a 25 h step, a 24 h gap).
+        The reading before a gap holds over it (``means``). None for a constant."""
+        if self.times_s is None:
+            return np.zeros(0), np.zeros(0)
+        long = np.flatnonzero(np.diff(self.times_s) > GAP_STEPS * self.step_s)
+        return self.times_s[long] + self.step_s, self.times_s[long + 1]
+
     def span_text(self) -> str:
         """``2024-03-01T00:00Z to 2024-03-08T00:00Z`` (UTC)."""
         edges = self._edges()
@@ -145,47 +160,65 @@ class Rate:
 
 def read_series(path: Path, column: str, timezone: str) -> Rate:
     """A ``timestamp,<column>`` CSV as a step series (see the module docstring); ``IngestError`` names file, line and column."""
-    name = str(path)
-    try:
-        frame = pl.read_csv(path, infer_schema=False, raise_if_empty=True)
-    except (OSError, pl.exceptions.PolarsError) as exc:
-        raise IngestError(name, f"cannot read it as CSV ({' '.join(str(exc).split())[:200]})") from None
+    frame = read_csv_text(path)
     header = {c.strip().lower(): c for c in frame.columns}
     for wanted in ("timestamp", column):
         if wanted not in header:
-            raise IngestError(name, f"missing column {wanted!r} (the header has {frame.columns}); expected timestamp,{column}", line=1)
-    frame = frame.select(pl.col(header["timestamp"]).str.strip_chars().alias("text"), pl.col(header[column]).str.strip_chars().alias("v"))
+            raise IngestError(str(path), f"missing column {wanted!r} (the header has {frame.columns}); expected timestamp,{column}", line=1)
+    return step_series(frame, path, header["timestamp"], header[column], timezone, {}, label=column)
+
+
+def read_csv_text(path: Path) -> pl.DataFrame:
+    """A series CSV, every field as text (a byte-order mark dropped from the header); ``IngestError`` if it is not CSV."""
+    try:
+        frame = pl.read_csv(path, infer_schema=False, raise_if_empty=True)
+    except (OSError, pl.exceptions.PolarsError) as exc:
+        raise IngestError(str(path), f"cannot read it as CSV ({' '.join(str(exc).split())[:200]})") from None
+    return frame.rename({frame.columns[0]: frame.columns[0].lstrip("\ufeff")}) if frame.columns else frame
+
+
+def step_series(frame: pl.DataFrame, path: Path, time_column: str, value_column: str, timezone: str, describe: dict[str, object], *,
+                label: str, scale: float = 1.0, negative_ok: bool = False, timezone_hint: str = "--timezone") -> Rate:
+    """Columns ``time_column`` and ``value_column`` of a series file read as text (``read_csv_text``) as a step series.
+
+    Each value times ``scale`` (a unit's conversion to per kWh); a negative one refused unless ``negative_ok`` (a market's
+    price); times without an offset read in ``timezone``. ``describe`` (what the report says of the file's format) comes first
+    in the ``Rate``'s description, then ``file``, ``points``, ``step_s``, ``timezone``, ``mean_<label>`` and ``span``.
+    ``IngestError`` names the file, line and column of the first bad field (``timezone_hint``: the option that sets the zone).
+    """
+    name = str(path)
+    frame = frame.select(pl.col(time_column).str.strip_chars().alias("text"), pl.col(value_column).str.strip_chars().alias("v"))
     frame = frame.with_row_index("line", offset=2)
     if frame.height == 0:
         raise IngestError(name, "no rows after the header")
     value = frame["v"].cast(pl.Float64, strict=False)
     bad = frame.filter(value.is_null() | ~value.is_finite())
     if bad.height:
-        raise IngestError(name, f"{bad['v'][0]!r} is not a number", line=int(bad["line"][0]), column=column)
+        raise IngestError(name, f"{bad['v'][0]!r} is not a number", line=int(bad["line"][0]), column=value_column)
     negative = frame.filter(value < 0)
-    if negative.height:
-        raise IngestError(name, f"{negative['v'][0]} is negative", line=int(negative["line"][0]), column=column)
-    times = _utc_seconds(frame, timezone, name)
+    if negative.height and not negative_ok:
+        raise IngestError(name, f"{negative['v'][0]} is negative", line=int(negative["line"][0]), column=value_column)
+    times = _utc_seconds(frame, timezone, name, time_column, timezone_hint)
     order = np.flatnonzero(np.diff(times) <= 0)
     if order.size:
         i = int(order[0]) + 1
         raise IngestError(name, f"{frame['text'][i]!r} is not after the timestamp before it ({frame['text'][i - 1]!r}): the series must "
-                          "be in time order, each timestamp once", line=int(frame["line"][i]), column="timestamp")
+                          "be in time order, each timestamp once", line=int(frame["line"][i]), column=time_column)
     step = float(np.median(np.diff(times))) if len(times) > 1 else S_PER_H
-    describe: dict[str, object] = {"file": path.name, "points": len(times), "step_s": step, "timezone": timezone,
-                                   f"mean_{column}": float(np.mean(value.to_numpy()))}
-    rate = Rate(value.to_numpy().astype(np.float64), describe, times, step)
+    values = value.to_numpy().astype(np.float64) * scale
+    describe = {**describe, "file": path.name, "points": len(times), "step_s": step, "timezone": timezone, f"mean_{label}": float(np.mean(values))}
+    rate = Rate(values, describe, times, step)
     describe["span"] = rate.span_text()
     return rate
 
 
-def _utc_seconds(frame: pl.DataFrame, timezone: str, name: str) -> np.ndarray:
+def _utc_seconds(frame: pl.DataFrame, timezone: str, name: str, column: str, hint: str) -> np.ndarray:
     """UTC epoch seconds of the ISO texts: with an offset exactly, without one in ``timezone`` (repeats by order)."""
     parts = frame["text"].str.extract_groups(_ISO)
     unparsed = frame.filter(parts.struct.field("1").is_null())
     if unparsed.height:
         raise IngestError(name, f"cannot parse {unparsed['text'][0]!r} as ISO 8601 (YYYY-MM-DDTHH:MM[:SS], optional Z or +HH:MM)",
-                          line=int(unparsed["line"][0]), column="timestamp")
+                          line=int(unparsed["line"][0]), column=column)
     clock = parts.struct.field("2")
     clock = pl.select(pl.when(clock.str.len_chars() == 5).then(clock + ":00").otherwise(clock)).to_series()
     naive = (parts.struct.field("1") + "T" + clock).str.to_datetime("%Y-%m-%dT%H:%M:%S%.f", time_unit="us", strict=False)
@@ -200,7 +233,7 @@ def _utc_seconds(frame: pl.DataFrame, timezone: str, name: str) -> np.ndarray:
     gap = frame.filter(offset.is_null() & early.is_null())
     if gap.height:
         raise IngestError(name, f"{gap['text'][0]!r} does not exist in {timezone} (the hour skipped when clocks go forward): the wrong "
-                          "--timezone?", line=int(gap["line"][0]), column="timestamp")
+                          f"{hint}?", line=int(gap["line"][0]), column=column)
     local = early.to_numpy().copy()
     late_np = late.to_numpy()
     for i in np.flatnonzero(late_np != local):  # the repeated hour: a reading not after the one before is the later instant

@@ -36,7 +36,19 @@ import polars as pl
 from pipelines.figures.errors import NoData
 from pipelines.home.storage import write_text_atomic
 from pipelines.ingest.grid import Rate
-from pipelines.report.text import co2e_text, co2e_unit, energy_text, energy_unit, profile_text, rate_text
+from pipelines.report.text import (
+    NO_CURRENCY,
+    aware_added,
+    co2e_text,
+    co2e_unit,
+    currency,
+    energy_text,
+    energy_unit,
+    profile_text,
+    rate_text,
+    series_notes,
+    split_lines,
+)
 from pipelines.terminal import printable
 
 if TYPE_CHECKING:
@@ -241,20 +253,24 @@ def _money(r: Mapping[str, Any]) -> str:
     for label, base, g in rows:
         parts = []
         if "cost_saved" in g:
-            parts.append(f"{_with_interval(g, base, 'cost_saved', _decimals(2), ' ')} {_e(rate_text(r['prices'], 'per kWh'))}")
+            cur = currency(r["prices"])
+            parts.append(f"{_with_interval(g, base, 'cost_saved', _decimals(2), ' ')} {_e(cur)} "
+                         f"{_e(rate_text(r['prices'], f'{cur} per kWh'.lstrip()))}{'' if cur else ' ' + _e(NO_CURRENCY)}")
         if "co2e_saved_kg" in g:
             co2e = _co2e_in(g["co2e_saved_kg"])
             parts.append(f"{_with_interval(g, base, 'co2e_saved_kg', co2e, ' ')} CO2e {_e(rate_text(r['grid'], 'g/kWh'))} (Default "
                          f"{_with_interval(g, base, 'default_co2e_kg', co2e, ' ')}, Zeus {_with_interval(g, base, 'zeus_co2e_kg', co2e, ' ')})")
         if parts:
             out.append(f"<li>saved on {_e(label)}: {'; '.join(parts)}</li>")
+        out += [f"<li>{_e(line)}</li>" for line in split_lines(dict(r), dict(g))]
         aware = g.get("carbon_aware")
         if aware and "co2e_saved_kg" in aware:
             e, ab = r["carbon_aware"], [*base, "carbon_aware"]
             out.append(f"<li>carbon-aware Zeus on {_e(label)} (eta {e['eta_clean']:g} at the cleanest hour to {e['eta_dirty']:g} at the "
                        f"dirtiest): CO2e saved {_with_interval(aware, ab, 'co2e_saved_kg', _co2e_in(aware['co2e_saved_kg']), ' ')}, "
                        f"energy saved {_with_interval(aware, ab, 'energy_saved_pct', _PCT, ' ')}, time saved "
-                       f"{_with_interval(aware, ab, 'time_saved_pct', _PCT, ' ')}</li>")
+                       f"{_with_interval(aware, ab, 'time_saved_pct', _PCT, ' ')}; {_e(aware_added(aware))}</li>")
+    out += [f"<li>{_e(line)}</li>" for line in series_notes(dict(r))]
     return f"<ul class='money'>{''.join(out)}</ul>" if out else ""
 
 

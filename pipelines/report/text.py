@@ -214,19 +214,109 @@ def _energy(r: dict[str, Any]) -> list[str]:
             continue
         saved = [_and(energy_text(g["energy_saved_kwh"]), interval_text(g["energy_saved_kwh_interval"], _units(g["energy_saved_kwh"])))]
         if "cost_saved" in g:
-            saved.append(f"{_and(_n(g['cost_saved'], 2), interval_text(g['cost_saved_interval'], digits=2))} {rate_text(r['prices'], 'per kWh')}")
+            cur = currency(r["prices"])
+            saved.append(f"{_and(_n(g['cost_saved'], 2), interval_text(g['cost_saved_interval'], digits=2))}{' ' + cur if cur else ''} "
+                         f"{rate_text(r['prices'], f'{cur} per kWh'.lstrip())}{'' if cur else ' ' + NO_CURRENCY}")
         if "co2e_saved_kg" in g:
             saved.append(f"{_co2e(g, 'co2e_saved_kg')} CO2e {rate_text(r['grid'], 'g/kWh')}")
         out.append(f"saved on {key}: " + ", ".join(saved))
         if "co2e_saved_kg" in g:
             out.append(f"  CO2e: Default {_co2e(g, 'default_co2e_kg')}, Zeus {_co2e(g, 'zeus_co2e_kg')}")
+        out += [f"  {line}" for line in split_lines(r, g)]
         if g.get("carbon_aware") and "co2e_saved_kg" in g["carbon_aware"]:
             a, e = g["carbon_aware"], r["carbon_aware"]
             out.append(f"  carbon-aware Zeus (eta {e['eta_clean']:g} at the cleanest hour to {e['eta_dirty']:g} at the dirtiest): CO2e saved "
                        f"{_co2e(a, 'co2e_saved_kg')} (plain Zeus {_co2e(g, 'co2e_saved_kg')}), energy saved "
                        f"{_and(_pct(a['energy_saved_pct']), interval_text(a['energy_saved_pct_interval'], digits=1))}, time saved "
                        f"{_and(_pct(a['time_saved_pct']), interval_text(a['time_saved_pct_interval'], digits=1))}")
+            out.append(f"    {aware_added(a)}")
+    out += [f"  {line}" for line in series_notes(r)]
     return out + _steady(r)
+
+
+#: Where a series' zone came from, in the report's words.
+_ZONE_SOURCES = {"header": "from the header", "assumed": "assumed: --series-timezone names it", "--timezone": "the export's --timezone"}
+
+
+#: Said once beside the money figures of a price that names no currency (a bare --price-per-kwh, a price_per_kwh file).
+NO_CURRENCY = "(no currency given: --price-unit EUR names it)"
+
+
+def currency(prices: dict[str, Any]) -> str:
+    """The currency of every money figure: the price's (``EUR``); empty where none was given (``NO_CURRENCY`` says so)."""
+    return str(prices.get("currency") or "")
+
+
+def _money(value: float | None, cur: str) -> str:
+    """A sum of money in its currency, to 3 significant digits: ``0.0128 EUR``."""
+    return "-" if value is None else f"{_digits(value)} {cur}".rstrip()
+
+
+def split_lines(r: dict[str, Any], g: dict[str, Any]) -> list[str]:
+    """The CO2e and cost saved as their energy part and their timing part (``whatif._split``; each its median over the
+    samples: the parts add up to the saving for a single sample), where a series was given (a flat value has no timing part)."""
+    out = []
+    if g.get("co2e_saved_by_energy_kg") is not None and "file" in r["grid"]:
+        timing = g["co2e_saved_by_timing_kg"]
+        out.append(f"CO2e saved {co2e_text(g['co2e_saved_kg'])} = {co2e_text(g['co2e_saved_by_energy_kg'])} by energy (the kWh saved at "
+                   f"the {_digits(g['default_met_gco2_per_kwh'])} g/kWh Default's energy met) {'-' if timing < 0 else '+'} "
+                   f"{co2e_text(abs(timing))} by timing (Zeus's energy met {_digits(g['zeus_met_gco2_per_kwh'])} g/kWh: its runs, longer or shorter, meet "
+                   "other hours)")
+    if g.get("cost_saved_by_energy") is not None and "file" in r["prices"]:
+        cur = currency(r["prices"])
+        timing = g["cost_saved_by_timing"]
+        out.append(f"cost saved {_money(g['cost_saved'], cur)} = {_money(g['cost_saved_by_energy'], cur)} by energy (at the "
+                   f"{_money(g['default_met_price_per_kwh'], cur)} per kWh Default's energy met) {'-' if timing < 0 else '+'} "
+                   f"{_money(abs(timing), cur)} "
+                   f"by timing (Zeus's met {_money(g['zeus_met_price_per_kwh'], cur)} per kWh)")
+    if out and r["samples"] > 1:
+        out[-1] += "; each part its median over the samples"
+    return out
+
+
+def aware_added(a: dict[str, Any]) -> str:
+    """What the carbon-aware Zeus adds over plain Zeus, in CO2e and in the jobs' time."""
+    hours = a["hours_added_over_zeus"]
+    return (f"over plain Zeus it saves {co2e_text(a['co2e_added_over_zeus_kg'])} more CO2e ({co2e_text(a['co2e_saved_by_energy_kg'])} "
+            f"by energy and {co2e_text(a['co2e_saved_by_timing_kg'])} by timing of its own saving) and its jobs run "
+            f"{_n(abs(hours), 1)} h {'longer' if hours >= 0 else 'shorter'} in all")
+
+
+def series_notes(r: dict[str, Any]) -> list[str]:
+    """What the report says of each intensity or price given: the format and column read, the zone of its times, a unit
+    converted, gaps, what --fill filled, its year against the jobs', an implausible price."""
+    out = []
+    for key, what in (("grid", "grid intensity"), ("prices", "prices")):
+        rate = r.get(key)
+        if not rate:
+            continue
+        name = rate.get("file") or rate.get("region") or rate.get("source")
+        if "file" in rate and "format" in rate:
+            read = [f"{what} {name}: {rate['format']}"]
+            if "label" in rate:
+                read.append(f"{rate['unit']}: {rate.get('note') or 'each period at its first tier’s rate + adj'}")
+            elif key == "grid":
+                default = " (GHG Protocol scope 2, location-based; --grid-column lca for life-cycle)" if rate["column"] == "direct" else ""
+                read.append(f"column {rate['column']}{default}")
+            else:
+                read.append(f"{rate['unit']} as {currency(rate) or 'money'} per kWh; {plural(rate['negative_points'], 'negative price')} kept")
+            zone = _ZONE_SOURCES.get(rate["timezone_source"], rate["timezone_source"])
+            read.append(f"{'its schedule' if 'label' in rate else 'times without an offset'} in {rate['timezone']} ({zone})")
+            out.append(", ".join(read))
+        gaps = rate.get("gaps")
+        if gaps and gaps["count"]:
+            one = gaps["count"] == 1
+            out.append(f"{name}: {plural(gaps['count'], 'gap')} (the longest {_n(gaps['longest_h'], 1)} h): {_n(gaps['job_hours'], 1)} "
+                       f"job-hours fell in {'it' if one else 'them'}, at the reading before {'it' if one else 'each'}")
+        filled = (rate.get("filled_before_job_hours") or 0.0, rate.get("filled_after_job_hours") or 0.0)
+        if any(filled):
+            out.append(f"{name}: --fill priced {_n(filled[0], 1)} job-hours before its first reading at its first value and "
+                       f"{_n(filled[1], 1)} after its end at its last")
+        if rate.get("years_note"):
+            out.append(f"{name}: {rate['years_note']}")
+        if rate.get("warning"):
+            out.append(f"Warning: {name}: {rate['warning']}")
+    return out
 
 
 def _co2e(g: dict[str, Any], name: str) -> str:
@@ -238,13 +328,15 @@ def _co2e(g: dict[str, Any], name: str) -> str:
 
 def rate_text(rate: dict[str, Any], per: str) -> str:
     """Which intensity or price: ``at 300 g/kWh``, ``at DE's 381 g/kWh (2023)``, ``over grid.csv (hourly, 1,608 points)``."""
+    if "label" in rate:  # an OpenEI tariff
+        return f"over {rate['file']} (OpenEI {rate['label']}: {rate['utility']}, {rate['name']}; hours in {rate['timezone']})"
     if "file" in rate:
         step = rate["step_s"]
         every = "hourly" if step == S_PER_H else f"every {step / 60:g} min" if step < S_PER_H else f"every {step / S_PER_H:g} h"
         return f"over {rate['file']} ({every}, {rate['points']:,} points, {rate['span']})"
     value = rate.get("gco2_per_kwh", rate.get("price_per_kwh"))
     if "region" in rate:
-        return f"at {rate['region']}'s {value:g} {per} ({rate['name']}, {rate['year']}; docs: Carbon)"
+        return f"at {rate['region']}'s {_digits(rate['gco2_per_kwh'])} {per} ({rate['name']}, {rate['year']}; docs: Carbon)"
     return f"at {value:g} {per}"
 
 

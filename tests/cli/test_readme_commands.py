@@ -30,6 +30,7 @@ from click.testing import CliRunner, Result
 from pipelines.cli import cli
 from pipelines.home.paths import REPO_ROOT, ProjectPaths
 from pipelines.vocabulary import PUBLISHED_GPUS
+from tests.support import grid_examples
 from tests.support.materialize import INGEST, Homes, Step
 from tests.support.sacct_export import write_export
 
@@ -90,11 +91,12 @@ def _leaf(argv: list[str]) -> tuple[click.Command, list[str], str]:
 
 
 def _readme_files(paths: ProjectPaths) -> None:
-    """What the README's commands read besides the assets: the repository's sql/, the whatif example's export and the
-    Zeus log of docs/measure.md's power-limit example."""
+    """What the README's commands read besides the assets: the repository's sql/, the whatif example's export, its grid and
+    price files, and the Zeus log of docs/measure.md's power-limit example."""
     if not (paths.root / "sql").exists():
         (paths.root / "sql").symlink_to(REPO_ROOT / "sql")
     write_export(paths.root / "mycluster.sacct", 300, seed=1)  # the README's whatif example file
+    grid_examples.write_all(paths.root)  # docs/own-cluster.md's grid and price files as downloaded
     paths.measured.mkdir(parents=True, exist_ok=True)
     shutil.copy(ZEUS_LOG, paths.measured / ZEUS_LOG.name)
 
