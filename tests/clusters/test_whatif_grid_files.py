@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -15,7 +15,6 @@ import pytest
 
 from pipelines.clusters import whatif
 from pipelines.clusters.profiles import profiles_of
-from pipelines.home.paths import REPO_ROOT
 from pipelines.ingest.common import IngestError
 from pipelines.ingest.grid import INTENSITY, PRICE, read_series
 from pipelines.ingest.grid_files import parse_price_unit, read_grid, read_prices
@@ -23,6 +22,7 @@ from pipelines.ingest.simulator_inputs import read_trace_dir
 from pipelines.report.text import render
 from pipelines.zeus.traces import Traces
 from tests.clusters.test_whatif_anchored import job_log, read
+from tests.support.cli import run_main
 
 #: Electricity Maps' hourly CSV export header, as downloaded.
 EM_HEADER = ("Datetime (UTC),Country,Zone Name,Zone Id,Carbon Intensity gCO₂eq/kWh (direct),Carbon Intensity gCO₂eq/kWh (LCA),"
@@ -35,8 +35,14 @@ def traces(mirror: Path) -> Traces:
     return read_trace_dir(mirror / "zeus")
 
 
-def cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "pipelines", "whatif", *args], capture_output=True, text=True, check=False, cwd=REPO_ROOT)
+#: ``python -m pipelines whatif ARGS`` -> its exit status, stdout and stderr.
+Cli = Callable[..., subprocess.CompletedProcess[str]]
+
+
+@pytest.fixture
+def cli(capsys: pytest.CaptureFixture[str]) -> Cli:
+    """``python -m pipelines whatif ARGS``, run in this process (tests/support/cli.py)."""
+    return lambda *args: run_main(capsys, "whatif", *args)
 
 
 def hours(n: int, start: datetime = T0) -> list[datetime]:
@@ -81,7 +87,7 @@ def test_an_electricity_maps_export_gives_the_generic_forms_figures(tmp_path: Pa
     assert "column direct (GHG Protocol scope 2, location-based" in render(got | {"grid": {**got["grid"], "column": "direct"}})
 
 
-def test_the_export_on_the_command_line_says_its_column(tmp_path: Path, mirror: Path) -> None:
+def test_the_export_on_the_command_line_says_its_column(cli: Cli, tmp_path: Path, mirror: Path) -> None:
     rows = [(t, *day_night(k)) for k, t in enumerate(hours(24 * 8))]
     export = electricity_maps(tmp_path / "em.csv", rows)
     path = job_log(tmp_path / "lab.csv", [{"hours": 3, "day": k} for k in range(5)])
@@ -177,7 +183,7 @@ def test_a_flat_intensity_has_no_timing_part(tmp_path: Path, traces: Traces) -> 
     assert total["co2e_saved_by_energy_kg"] == pytest.approx(0.25 * total["energy_saved_kwh"], rel=1e-12)
 
 
-def test_a_series_of_another_year_is_named_and_fill_says_what_it_filled(tmp_path: Path, mirror: Path) -> None:
+def test_a_series_of_another_year_is_named_and_fill_says_what_it_filled(cli: Cli, tmp_path: Path, mirror: Path) -> None:
     late = [(t, 300.0) for t in hours(24 * 3, datetime(2023, 12, 29))]  # 2023-12-29 to 2024-01-01 00:00
     grid = write_generic(tmp_path / "old.csv", INTENSITY, late)
     jobs = [{"hours": 3, "day": k} for k in range(4)]  # 2024-03-01 .. 03-04, 3 h each: all after the series' end
@@ -195,7 +201,7 @@ def test_a_series_of_another_year_is_named_and_fill_says_what_it_filled(tmp_path
     assert "at DE's 381 g/kWh (Germany, 2023" in region.stdout and "DE: table 2023, jobs 2024" in region.stdout
 
 
-def test_every_money_figure_carries_its_currency(tmp_path: Path, mirror: Path) -> None:
+def test_every_money_figure_carries_its_currency(cli: Cli, tmp_path: Path, mirror: Path) -> None:
     path = job_log(tmp_path / "lab.csv", [{"hours": 3, "day": k} for k in range(5)])
     common = (str(path), "--trace-dir", str(mirror / "zeus"), "--samples", "1", "--no-progress", "--price-per-kwh", "0.25")
     named = cli(*common, "--price-unit", "EUR")
