@@ -29,7 +29,7 @@ from typing import Any, Literal
 
 import polars as pl
 
-from pipelines.clusters import anchoring, capacity, mapping
+from pipelines.clusters import analogues, anchoring, capacity, mapping
 from pipelines.clusters.anchoring import ANCHORED, EnergyModel
 from pipelines.clusters.power import POWER_SCHEMA
 from pipelines.clusters.profiles import POWER_LIMIT_ONLY, UNTYPED, Profiles
@@ -65,6 +65,14 @@ ENERGY_PLUGINS = (
     "the model; rapl: CPU packages and DRAM only, no GPU at all, not comparable; none: 0 (nothing collected). Only an "
     "exclusive allocation's value is the job's own (sacct(1))."
 )
+
+
+#: What the cluster's energy meter (ConsumedEnergyRaw) covers, as the operator declares it (``--meter``): ``gpu`` (the GPUs'
+#: own counters, AcctGatherEnergyType=gpu): a metered job's Default energy is its metered energy; ``node`` (the whole node:
+#: CPUs, memory, fans) or ``none`` (not declared): the meter is compared with the model only.
+Meter = Literal["none", "gpu", "node"]
+METERS: tuple[Meter, ...] = ("none", "gpu", "node")
+METER_GPU: Meter = "gpu"
 
 
 @dataclass(frozen=True)
@@ -107,6 +115,8 @@ class Options:
     carbon_aware: bool = False
     eta_clean: float | None = None
     eta_dirty: float = 0.9
+    #: What the export's meter covers (``METERS``): with ``gpu`` the meter anchors each metered job's energy.
+    meter: Meter = "none"
 
     def rates(self) -> tuple[Rate | None, Rate | None]:
         """(carbon intensity, price): the series or region given, else the flat option as a constant, else None."""
@@ -210,6 +220,11 @@ def _plan(result: OwnTraceResult, keyed: pl.DataFrame, profiles: Profiles,
     measured_rows = rows if mode == AS_EXPORTED else rows[:1]  # every GPU: compared with the first GPU's model
     measured = pl.concat([r.jobs.filter(pl.col("measured_energy_j").is_not_null()).select(
         "job_id", pl.lit(r.key).alias("row"), "measured_energy_j") for r in measured_rows]) if measured_rows else pl.DataFrame()
+    rows = [replace(r, analogues=_analogues(r, profiles)) for r in rows]
+    metered_keys = {r.key for r in measured_rows} if options.meter == METER_GPU else set()
+    for rec, row in zip(records, rows, strict=True):
+        rec["analogues"] = _analogue_record(row)
+        rec["metered"] = _metered_record(row) if row.key in metered_keys else None
     # the draws need only what the mapping and the replay read (smaller on the wire to Dask workers, faster to map)
     slim = tuple(replace(r, jobs=r.jobs.select(_REPLAY_COLUMNS)) for r in rows)
     converged = {r.gpu: {POWER_LIMIT_ONLY: r.power_limit.converged_ratio(options.eta)} if r.power_limit is not None else
@@ -224,8 +239,58 @@ def _plan(result: OwnTraceResult, keyed: pl.DataFrame, profiles: Profiles,
                  anchored=options.energy_model == ANCHORED, converged=converged,
                  horizon_s=None if options.horizon_days is None else options.horizon_days * S_PER_DAY, grid=grid, prices=prices,
                  carbon_aware=(options.eta if options.eta_clean is None else options.eta_clean, options.eta_dirty)
-                 if options.carbon_aware else None),
+                 if options.carbon_aware else None, metered=options.meter == METER_GPU),
             records, mode)
+
+
+def _analogues(row: Row, profiles: Profiles) -> analogues.Analogues | None:
+    """The utilisation rule of ``row`` (``pipelines.clusters.analogues``): None for a row without a job's utilisation, a
+    power-limit-only row, or a GPU whose idle draw and TDP the registry does not know."""
+    spec = GPU_BY_NAME.get(row.gpu)
+    if row.power_limit is not None or spec is None or row.jobs["gpu_util_pct"].is_null().all():
+        return None
+    return analogues.for_profile(profiles.traces, row.gpu, row.workloads, spec.idle_w, spec.tdp_w)
+
+
+def _analogue_record(row: Row) -> dict[str, Any]:
+    """How a row's groups get their workload: by utilisation (how many groups) or by runtime, and why not by utilisation."""
+    groups = int(row.jobs["group"].n_unique()) if row.jobs.height else 0
+    by_util = 0 if row.analogues is None else analogues.group_utilisation(row.jobs).height
+    out: dict[str, Any] = {"groups_by_utilisation": by_util, "groups_by_runtime": groups - by_util}
+    if row.analogues is not None:
+        out["draw_w"] = dict(row.analogues.draw_w)
+        out["idle_w"], out["tdp_w"] = row.analogues.idle_w, row.analogues.tdp_w
+    elif row.power_limit is None and row.jobs.height and row.jobs["gpu_util_pct"].is_not_null().any():
+        out["note"] = f"no idle draw and TDP known for {row.gpu}: its groups' workloads by runtime"
+    return out
+
+
+def _metered_record(row: Row) -> dict[str, Any]:
+    """A row's jobs with a meter reading (``--meter gpu``): how many, their GPU-hours and their metered energy (kWh)."""
+    metered = row.jobs.filter(pl.col("measured_energy_j").is_not_null())
+    return {"jobs": metered.height, "gpu_hours": _gpu_hours(metered),
+            "kwh": float(metered["measured_energy_j"].sort().sum()) / J_PER_KWH}
+
+
+def _meter_split(records: Sequence[dict[str, Any]], gpus: dict[str, Any], total: dict[str, Any] | None) -> dict[str, Any]:
+    """``--meter gpu``: the Default energy split into what the meter measured and what the model gives (kWh), with the jobs
+    and GPU-hours of each, overall and per row: metered_kwh + modelled_kwh = default_kwh (the whole's, else the metered row's)."""
+    by_row: dict[str, Any] = {}
+    for rec in records:
+        m, g = rec["metered"], gpus[rec["key"]]
+        if m is None or g.get("default_kwh") is None:
+            continue
+        by_row[rec["key"]] = {"metered_jobs": m["jobs"], "metered_gpu_hours": m["gpu_hours"], "metered_kwh": m["kwh"],
+                              "modelled_jobs": rec["jobs"] - m["jobs"], "modelled_gpu_hours": rec["gpu_hours"] - m["gpu_hours"],
+                              "modelled_kwh": g["default_kwh"] - m["kwh"]}
+    whole = total if total is not None else (gpus[next(iter(by_row))] if by_row else None)
+    out: dict[str, Any] = {"meter": METER_GPU, "by_row": by_row}
+    for what in ("jobs", "gpu_hours"):
+        for part in ("metered", "modelled"):
+            out[f"{part}_{what}"] = sum(b[f"{part}_{what}"] for b in by_row.values())
+    out["metered_kwh"] = sum(b["metered_kwh"] for b in by_row.values())
+    out["modelled_kwh"] = None if whole is None or whole.get("default_kwh") is None else whole["default_kwh"] - out["metered_kwh"]
+    return out
 
 
 def _check_covered(rate: Rate, option: str, rows: Sequence[Row]) -> None:
@@ -277,10 +342,10 @@ def _sizes(trace: str, rows: Sequence[Row], keyed: pl.DataFrame, mode: GpuMode,
 
 
 #: The columns of ``mapping.own_keyed`` rows a draw reads.
-_REPLAY_COLUMNS = ("trace", "cluster", "group", "job_id", "start_time_s", "end_time_s", "num_gpu")
+_REPLAY_COLUMNS = ("trace", "cluster", "group", "job_id", "start_time_s", "end_time_s", "num_gpu", "gpu_util_pct")
 #: The columns of a row's jobs the plan reads (``_plan``: GPU-hours, the measured jobs, the cluster sizes, the draws'):
 #: a row copies only these of the keyed jobs.
-_ROW_COLUMNS = (*_REPLAY_COLUMNS, "start_time", "end_time", "num_gpus", "measured_energy_j", "gpu_util_pct")
+_ROW_COLUMNS = (*_REPLAY_COLUMNS, "start_time", "end_time", "num_gpus", "measured_energy_j")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -568,7 +633,10 @@ def _row(rec: dict[str, Any]) -> dict[str, Any]:
     """A row's record as the report gives it (before its figures)."""
     names = ("own_profile", "jobs", "gpu_hours", "profile_source", "workloads", "power_limit_only", "low_util_jobs", "low_util_gpu_hours",
              "low_util_kwh")
-    return {"replayed_on": rec["gpu"], **{k: rec[k] for k in names}}
+    out = {"replayed_on": rec["gpu"], **{k: rec[k] for k in names}}
+    if rec["analogues"]["groups_by_utilisation"] or "note" in rec["analogues"]:  # an export without utilisation: as before
+        out["analogues"] = rec["analogues"]
+    return out
 
 
 def _replay(prepared: Prepared, profiles: Profiles, runner: Runner | None,
@@ -605,11 +673,19 @@ def _replay(prepared: Prepared, profiles: Profiles, runner: Runner | None,
         report["fallback_jobs"] = sum(r["jobs"] for r in records if not r["own_profile"])
         report["total"] = ({"jobs": replayed, "gpu_hours": gpu_hours, **row_report([d["fleet"] for d in draws], options, replayed)}
                            if "fleet" in draws[0] else None)
+    if any(r["analogues"]["groups_by_utilisation"] for r in records):
+        report["analogue_rule"] = analogues.RULE
     report["steady_state"] = _steady_state_note(report)
     report["utilization"] = prepared.utilization
     report["measured_workloads"] = {r["gpu"]: r["workloads"] for r in records if len(r["workloads"]) < len(ZEUS_DATASETS)}
     report["profile_notes"] = list(profiles.notes)
     report["energy_accounting"] = prepared.energy_accounting
+    if options.meter == METER_GPU:
+        report["energy_accounting"] = {**prepared.energy_accounting, **_meter_split(records, gpus, report.get("total"))}
+    elif options.meter != "none":
+        report["energy_accounting"] = {**prepared.energy_accounting, "meter": options.meter,
+                                       "meter_note": "--meter node: the meter holds the whole node (CPUs, memory, fans): compared "
+                                                     "with the model, not used as the jobs' energy"}
     report["measured"] = _measured_report(draws, prepared)
     report["top_groups_gpu"] = "as exported" if mode == AS_EXPORTED else the_plan.rows[0].gpu
     report["top_groups"] = [
