@@ -138,6 +138,10 @@ def _horizon(ctx: click.Context, param: click.Parameter, value: float | None) ->
               callback=finite(0.0, 100.0),
               help="Jobs below this GPU utilisation (%, gres/gpuutil or gpu_util_pct) are idle allocations: not replayed, "
                    "counted at the idle draw.")
+@click.option("--meter", type=click.Choice(report_of.METERS), default="none", show_default=True,
+              help="What the export's ConsumedEnergyRaw meters (AcctGatherEnergyType): gpu, the GPUs' own counters: a metered job's "
+                   "Default energy is its metered energy (Zeus's: that times the replay's ratio); node, the whole node: compared "
+                   "only; none: compared only.")
 @click.option("--horizon", "horizon_days", type=float, default=None, callback=_horizon,
               help="Also project the saving over this many days at the export's recurrence rate (Zeus deployed at its start).")
 @click.option("--json", "as_json", is_flag=True, help="Print exactly one JSON object on stdout.")
@@ -175,6 +179,7 @@ def cli(
     cluster_gpus: int | None,
     energy_model: EnergyModel,
     min_gpu_util: float,
+    meter: report_of.Meter,
     horizon_days: float | None,
     as_json: bool,
     progress: bool | None,
@@ -210,7 +215,7 @@ def cli(
                                 progress=sys.stderr.isatty() if progress is None else progress, samples=samples, seed=seed,
                                 energy_model=energy_model, min_gpu_util_pct=min_gpu_util, timezone_source=timezone_source,
                                 horizon_days=horizon_days, grid=grid, prices=prices, fill=fill, carbon_aware=carbon_aware,
-                                eta_clean=eta_clean, eta_dirty=eta_dirty)
+                                eta_clean=eta_clean, eta_dirty=eta_dirty, meter=meter)
     home = find_home()
     # as exported, any published GPU may be some job's own; by name, only those named (measured ones come from their files)
     named = PAPER_ORDER if gpus is None or gpus == (report_of.AS_EXPORTED,) else gpus

@@ -41,7 +41,7 @@ BAND = 0.25
 #: How much the band widens at a time (fraction of TDP - idle) when no workload lies in it.
 WIDEN = 0.05
 #: The rule in one line, for the report.
-RULE = (f"a group with GPU utilisation u plays a workload whose Default draw per GPU lies within {BAND:.0%} of (TDP - idle) of "
+RULE = (f"a group with GPU utilisation u plays a workload whose Default draw per GPU lies within {BAND * 100:g} % of (TDP - idle) of "
         "idle + u x (TDP - idle), widened until one does; sample 1 the nearest, the others one of them at random")
 
 

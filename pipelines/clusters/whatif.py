@@ -293,6 +293,18 @@ def _meter_split(records: Sequence[dict[str, Any]], gpus: dict[str, Any], total:
     return out
 
 
+def _with_meter(prepared: Prepared, gpus: dict[str, Any], total: dict[str, Any] | None) -> dict[str, Any]:
+    """The report's ``energy_accounting``: the export's, and what ``--meter`` did with it (nothing added without the option)."""
+    meter = prepared.options.meter
+    if meter == METER_GPU:
+        return {**prepared.energy_accounting, **_meter_split(prepared.records, gpus, total)}
+    if meter != "none":
+        return {**prepared.energy_accounting, "meter": meter,
+                "meter_note": f"--meter {meter}: the meter holds the whole node (CPUs, memory, fans): compared with the model, not "
+                              "used as the jobs' energy"}
+    return prepared.energy_accounting
+
+
 def _check_covered(rate: Rate, option: str, rows: Sequence[Row]) -> None:
     """``ValueError`` naming the first job a series does not cover (``Options.fill`` takes the nearest value instead)."""
     for row in rows:
@@ -679,13 +691,7 @@ def _replay(prepared: Prepared, profiles: Profiles, runner: Runner | None,
     report["utilization"] = prepared.utilization
     report["measured_workloads"] = {r["gpu"]: r["workloads"] for r in records if len(r["workloads"]) < len(ZEUS_DATASETS)}
     report["profile_notes"] = list(profiles.notes)
-    report["energy_accounting"] = prepared.energy_accounting
-    if options.meter == METER_GPU:
-        report["energy_accounting"] = {**prepared.energy_accounting, **_meter_split(records, gpus, report.get("total"))}
-    elif options.meter != "none":
-        report["energy_accounting"] = {**prepared.energy_accounting, "meter": options.meter,
-                                       "meter_note": "--meter node: the meter holds the whole node (CPUs, memory, fans): compared "
-                                                     "with the model, not used as the jobs' energy"}
+    report["energy_accounting"] = _with_meter(prepared, gpus, report.get("total"))
     report["measured"] = _measured_report(draws, prepared)
     report["top_groups_gpu"] = "as exported" if mode == AS_EXPORTED else the_plan.rows[0].gpu
     report["top_groups"] = [

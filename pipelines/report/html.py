@@ -311,10 +311,23 @@ def _fleet(r: Mapping[str, Any]) -> str:
             f'trace\'s window.</p><div class="wide"><table class="grid">{head}{"".join(body)}</table></div></section>')
 
 
+def _meter(acc: Mapping[str, Any]) -> str:
+    """What ``--meter`` did: the jobs and GPU-hours metered and modelled (``--meter gpu``), or why the meter is compared only."""
+    b = ["energy_accounting"]
+    if acc.get("meter") == "gpu":
+        return (f"<p>Anchored to the meter (--meter gpu): {num([*b, 'metered_jobs'], acc['metered_jobs'])} jobs, "
+                f"{num([*b, 'metered_gpu_hours'], acc['metered_gpu_hours'])} GPU-hours metered: their Default energy "
+                f"{energy([*b, 'metered_kwh'], acc['metered_kwh'])} as metered, Zeus's that times the replay's ratio; "
+                f"{num([*b, 'modelled_jobs'], acc['modelled_jobs'])} jobs ({num([*b, 'modelled_gpu_hours'], acc['modelled_gpu_hours'])} "
+                f"GPU-hours) modelled, Default {energy([*b, 'modelled_kwh'], acc['modelled_kwh'])}.</p>")
+    return f"<p>{_e(acc['meter_note'])}.</p>" if acc.get("meter_note") else ""
+
+
 def _measured(r: Mapping[str, Any]) -> str:
     acc, m = r["energy_accounting"], r["measured"]
     if m is None:
-        return f'<section id="measured"><h2>Measured energy</h2><p>{_e(acc.get("note", "none for the replayed jobs"))}.</p></section>'
+        return (f'<section id="measured"><h2>Measured energy</h2><p>{_e(acc.get("note", "none for the replayed jobs"))}.</p>'
+                f'{_meter(acc)}</section>')
     unit = energy_unit(m["modelled_default_kwh"])
     zero = (f" ({num(['energy_accounting', 'replayed_jobs_zero'], acc['replayed_jobs_zero'])} more exported 0: not collected, "
             "not counted)") if acc["replayed_jobs_zero"] else ""
@@ -337,7 +350,7 @@ def _measured(r: Mapping[str, Any]) -> str:
     body = "".join(f"<tr><th scope='row'>{_e(k)}</th><td>{v}</td></tr>" for k, v in rows)
     return (f'<section id="measured"><h2>Measured energy ({_e(m["source"])})</h2><p>{num(["measured", "jobs"], m["jobs"])} of '
             f'{num(["measured", "replayed_jobs"], m["replayed_jobs"])} replayed jobs have a measurement{zero}.</p>'
-            f'<table class="kv">{body}</table><p class="note">{_e(m["caption"])}</p></section>')
+            f'<table class="kv">{body}</table>{_meter(acc)}<p class="note">{_e(m["caption"])}</p></section>')
 
 
 def _groups(r: Mapping[str, Any]) -> str:
@@ -372,6 +385,17 @@ def _utilization(r: Mapping[str, Any]) -> str:
     u = r["utilization"]
     if u["source"] is None:
         return f"<p class='note'>GPU utilisation: {_e(u['note'])}.</p>"
+    by_util = [(k, g["analogues"]) for k, g in r["gpus"].items() if g.get("analogues")]
+    rule = "" if not r.get("analogue_rule") else (
+        "<p class='note'>Workloads by GPU utilisation: " + ", ".join(
+            f"{_e(k)} {num(['gpus', k, 'analogues', 'groups_by_utilisation'], a['groups_by_utilisation'])} of "
+            f"{a['groups_by_utilisation'] + a['groups_by_runtime']:,} groups" for k, a in by_util)
+        + f" ({_e(r['analogue_rule'])}).</p>")
+    return _utilization_counts(u) + rule
+
+
+def _utilization_counts(u: Mapping[str, Any]) -> str:
+    """The idle allocations left out of the replay, or that none is below the threshold."""
     b, threshold = ["utilization"], u["threshold_pct"]
     if u["low_util_jobs"] == 0:
         return (f"<p class='note'>GPU utilisation ({_e(u['source'])}): no COMPLETED GPU job below "

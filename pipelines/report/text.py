@@ -124,6 +124,11 @@ def _accounting(r: dict[str, Any]) -> list[str]:
         out.append(f"idle         {u['low_util_jobs']:>11,} COMPLETED GPU {'job' if u['low_util_jobs'] == 1 else 'jobs'} below "
                    f"{u['threshold_pct']:g} % GPU utilisation (--min-gpu-util): idle allocations, not replayed; "
                    f"{_n(u['low_util_gpu_hours'], 1)} GPU-hours, {energy_text(u['low_util_kwh'])} at the idle draw")
+    if r.get("analogue_rule"):
+        groups = [(k, g["analogues"]) for k, g in r["gpus"].items() if g.get("analogues")]
+        counts = ", ".join(f"{k} {a['groups_by_utilisation']:,} of {a['groups_by_utilisation'] + a['groups_by_runtime']:,}" for k, a in groups)
+        out += textwrap.wrap(f"workloads    by GPU utilisation for the groups that have one ({counts}): {r['analogue_rule']}", width=158,
+                             subsequent_indent=" " * 13)
     if u["source"] is None:
         out.append(f"utilisation  {'none':>11} in the export: every COMPLETED GPU job is taken as a training run (TRESUsageInTot tells idle "
                    "ones apart)")
@@ -290,11 +295,25 @@ def _fleet(r: dict[str, Any]) -> list[str]:
             *per_type]
 
 
+def meter_text(acc: dict[str, Any]) -> str | None:
+    """What ``--meter`` did (``energy_accounting``): the jobs and GPU-hours metered and modelled, or why the meter is compared
+    only; None without ``--meter``."""
+    if acc.get("meter") == "gpu":
+        jobs, hours = acc["metered_jobs"] + acc["modelled_jobs"], acc["metered_gpu_hours"] + acc["modelled_gpu_hours"]
+        return (f"anchored to the meter (--meter gpu): {acc['metered_jobs']:,} of {plural(jobs, 'job')}, {_n(acc['metered_gpu_hours'])} of "
+                f"{_n(hours)} GPU-hours metered: their Default energy {energy_text(acc['metered_kwh'])} as metered, Zeus's that times "
+                f"the replay's ratio; {acc['modelled_jobs']:,} modelled ({_n(acc['modelled_gpu_hours'])} GPU-hours, Default "
+                f"{energy_text(acc['modelled_kwh'])})")
+    return acc.get("meter_note")
+
+
 def _measured(r: dict[str, Any]) -> list[str]:
     acc = r["energy_accounting"]
     m = r["measured"]
+    metered = meter_text(acc)
+    anchored = [] if metered is None else textwrap.wrap(metered, width=158, initial_indent="  ", subsequent_indent="    ")
     if m is None:
-        return ["", f"Measured energy: {acc.get('note', 'none for the replayed jobs')}"]
+        return ["", f"Measured energy: {acc.get('note', 'none for the replayed jobs')}", *anchored]
     unit = _units(m["modelled_default_kwh"])
     util = f"; GPU utilisation (Slurm's gres/gpuutil) median {m['gpu_util_median_pct']:.0f} %" if m["gpu_util_median_pct"] is not None else ""
     zero = f" ({acc['replayed_jobs_zero']:,} more exported 0: not collected, not counted)" if acc["replayed_jobs_zero"] else ""
@@ -305,6 +324,7 @@ def _measured(r: dict[str, Any]) -> list[str]:
         f"(the same jobs, modelled on {m['modelled_on']})",
         f"  measured / modelled       per job: median {m['ratio_median']:.2f}, interquartile range {m['ratio_p25']:.2f} to "
         f"{m['ratio_p75']:.2f}{util}",
+        *anchored,
     ]
     if len(m.get("by_row") or {}) > 1:
         lines += textwrap.wrap("per exported GPU type, median (interquartile range): " + "; ".join(
