@@ -38,8 +38,10 @@ from pipelines.cli.options import (
 )
 from pipelines.clusters import tracefiles
 from pipelines.clusters import whatif as report_of
+from pipelines.clusters.analogues import BY_UTILISATION, WORKLOADS_BY
 from pipelines.clusters.anchoring import ANCHORED, ENERGY_MODELS, EnergyModel
 from pipelines.clusters.profiles import Profiles, power_limit_profiles, with_measured
+from pipelines.clusters.standins import AS_PROFILED, STAND_IN_POWER, Spec, parse_specs
 from pipelines.home.outputs import OutputRefused, check_output
 from pipelines.home.paths import ProjectPaths, find_home
 from pipelines.ingest import grid as grid_mod
@@ -67,6 +69,13 @@ def _gpus(ctx: click.Context, param: click.Parameter, value: str | None) -> tupl
         raise click.BadParameter("give as-exported, or one GPU or more, comma-separated (v100,a40,rtx6000,p100, or a measured one), "
                                  "or all")
     return names
+
+
+def _specs(ctx: click.Context, param: click.Parameter, value: tuple[str, ...]) -> tuple[tuple[str, Spec], ...]:
+    try:
+        return tuple(parse_specs(value).items())
+    except ValueError as exc:
+        raise click.BadParameter(str(exc).removeprefix("--gpu-specs ")) from None
 
 
 #: The longest --horizon (days): a century, past which a projection of today's recurrence rate means nothing.
@@ -142,6 +151,16 @@ def _horizon(ctx: click.Context, param: click.Parameter, value: float | None) ->
               help="What the export's ConsumedEnergyRaw meters (AcctGatherEnergyType): gpu, the GPUs' own counters: a metered job's "
                    "Default energy is its metered energy (Zeus's: that times the replay's ratio); node, the whole node: compared "
                    "only; none: compared only.")
+@click.option("--workloads-by", type=click.Choice(WORKLOADS_BY), default=BY_UTILISATION, show_default=True,
+              help="How a recurring group with a GPU utilisation gets its Zeus workload: one whose Default draw fits the utilisation "
+                   "(docs: Workloads from GPU utilisation), or by runtime as a group without one.")
+@click.option("--stand-in-power", type=click.Choice(STAND_IN_POWER), default=AS_PROFILED, show_default=True,
+              help="A job replayed on another GPU's profile (no profile of its own GPU): its power as the stand-in's "
+                   "(as-profiled), or mapped linearly from the stand-in's idle draw..TDP onto its own GPU's (scaled; the saving "
+                   "ratio kept).")
+@click.option("--gpu-specs", "gpu_specs", multiple=True, callback=_specs,
+              help="GPU=TDP:IDLE (W) of a GPU the package does not know (h100=700:60), comma-separated or repeated: for "
+                   "--stand-in-power scaled and the workloads picked by GPU utilisation.")
 @click.option("--horizon", "horizon_days", type=float, default=None, callback=_horizon,
               help="Also project the saving over this many days at the export's recurrence rate (Zeus deployed at its start).")
 @click.option("--json", "as_json", is_flag=True, help="Print exactly one JSON object on stdout.")
@@ -180,6 +199,9 @@ def cli(
     energy_model: EnergyModel,
     min_gpu_util: float,
     meter: report_of.Meter,
+    workloads_by: str,
+    stand_in_power: str,
+    gpu_specs: tuple[tuple[str, Spec], ...],
     horizon_days: float | None,
     as_json: bool,
     progress: bool | None,
@@ -215,7 +237,8 @@ def cli(
                                 progress=sys.stderr.isatty() if progress is None else progress, samples=samples, seed=seed,
                                 energy_model=energy_model, min_gpu_util_pct=min_gpu_util, timezone_source=timezone_source,
                                 horizon_days=horizon_days, grid=grid, prices=prices, fill=fill, carbon_aware=carbon_aware,
-                                eta_clean=eta_clean, eta_dirty=eta_dirty, meter=meter)
+                                eta_clean=eta_clean, eta_dirty=eta_dirty, meter=meter, workloads_by=workloads_by, stand_in_power=stand_in_power,
+                                gpu_specs=gpu_specs)
     home = find_home()
     # as exported, any published GPU may be some job's own; by name, only those named (measured ones come from their files)
     named = PAPER_ORDER if gpus is None or gpus == (report_of.AS_EXPORTED,) else gpus

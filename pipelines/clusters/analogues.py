@@ -36,6 +36,10 @@ from pipelines.clusters import mapping
 from pipelines.zeus.groups import group_job_spec
 from pipelines.zeus.traces import Traces, build_table
 
+#: How groups with a utilisation get their workload (``whatif --workloads-by``): by it (the default), or by runtime as every other.
+BY_UTILISATION = "utilisation"
+BY_RUNTIME = "runtime"
+WORKLOADS_BY = (BY_UTILISATION, BY_RUNTIME)
 #: The band's half-width around P(u), as a fraction of (TDP - idle).
 BAND = 0.25
 #: How much the band widens at a time (fraction of TDP - idle) when no workload lies in it.

@@ -29,11 +29,12 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from pipelines.clusters import analogues, anchoring, mapping, power, replayed, simulate
+from pipelines.clusters import analogues, anchoring, mapping, power, replayed, simulate, standins
 from pipelines.clusters.analogues import Analogues
 from pipelines.clusters.capacity import Capacity
 from pipelines.clusters.profiles import POWER_LIMIT_ONLY, PowerLimitOnly
 from pipelines.clusters.replayed import RowRuns
+from pipelines.clusters.standins import PowerScale
 from pipelines.ingest.grid import Rate
 from pipelines.scaleout.runners import Runner, fan_out
 from pipelines.vocabulary import PolicyName
@@ -70,6 +71,8 @@ class Row:
     power_limit: PowerLimitOnly | None = None
     #: Groups with a GPU utilisation play a workload of a consistent Default draw (``analogues``); None: all by runtime.
     analogues: Analogues | None = None
+    #: A stand-in row's power mapped onto its exported GPU's idle draw and TDP (``standins``); None: as replayed.
+    power_scale: PowerScale | None = None
 
 
 @dataclass(frozen=True)
@@ -455,6 +458,8 @@ def run_draw(draw: int, *, plan: Plan, traces: Traces, base_seed: int, prepared:
         if row.jobs.height == 0:
             continue
         runs = _replay(i, row, plan, traces, prepared, draw, base_seed)
+        if row.power_scale is not None:
+            runs = standins.scale_runs(runs, row.power_scale)
         modelled.append((i, runs))
         if plan.metered and prepared.measured is not None:
             runs = meter(runs, i, prepared.measured)

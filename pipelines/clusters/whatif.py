@@ -29,7 +29,7 @@ from typing import Any, Literal
 
 import polars as pl
 
-from pipelines.clusters import analogues, anchoring, capacity, mapping
+from pipelines.clusters import analogues, anchoring, capacity, mapping, standins
 from pipelines.clusters.anchoring import ANCHORED, EnergyModel
 from pipelines.clusters.power import POWER_SCHEMA
 from pipelines.clusters.profiles import POWER_LIMIT_ONLY, UNTYPED, Profiles
@@ -117,6 +117,12 @@ class Options:
     eta_dirty: float = 0.9
     #: What the export's meter covers (``METERS``): with ``gpu`` the meter anchors each metered job's energy.
     meter: Meter = "none"
+    #: Groups with a GPU utilisation play a workload of a consistent Default draw (``utilisation``), or by runtime (``runtime``).
+    workloads_by: str = analogues.BY_UTILISATION
+    #: A stand-in's power as replayed (``as-profiled``) or mapped onto the exported GPU's idle draw and TDP (``scaled``).
+    stand_in_power: str = standins.AS_PROFILED
+    #: TDP and idle draw of GPUs the registry does not know (``--gpu-specs GPU=TDP:IDLE``), as (name, Spec) pairs.
+    gpu_specs: tuple[tuple[str, standins.Spec], ...] = ()
 
     def rates(self) -> tuple[Rate | None, Rate | None]:
         """(carbon intensity, price): the series or region given, else the flat option as a constant, else None."""
@@ -220,11 +226,15 @@ def _plan(result: OwnTraceResult, keyed: pl.DataFrame, profiles: Profiles,
     measured_rows = rows if mode == AS_EXPORTED else rows[:1]  # every GPU: compared with the first GPU's model
     measured = pl.concat([r.jobs.filter(pl.col("measured_energy_j").is_not_null()).select(
         "job_id", pl.lit(r.key).alias("row"), "measured_energy_j") for r in measured_rows]) if measured_rows else pl.DataFrame()
-    rows = [replace(r, analogues=_analogues(r, profiles)) for r in rows]
+    specs = dict(options.gpu_specs)
+    rows = [replace(r, analogues=_analogues(r, profiles, specs) if options.workloads_by == analogues.BY_UTILISATION else None,
+                    power_scale=_power_scale(r, rec, mode, options, specs))
+            for r, rec in zip(rows, records, strict=True)]
     metered_keys = {r.key for r in measured_rows} if options.meter == METER_GPU else set()
     for rec, row in zip(records, rows, strict=True):
         rec["analogues"] = _analogue_record(row)
         rec["metered"] = _metered_record(row) if row.key in metered_keys else None
+        rec["power_scale"] = row.power_scale
     # the draws need only what the mapping and the replay read (smaller on the wire to Dask workers, faster to map)
     slim = tuple(replace(r, jobs=r.jobs.select(_REPLAY_COLUMNS)) for r in rows)
     converged = {r.gpu: {POWER_LIMIT_ONLY: r.power_limit.converged_ratio(options.eta)} if r.power_limit is not None else
@@ -243,13 +253,28 @@ def _plan(result: OwnTraceResult, keyed: pl.DataFrame, profiles: Profiles,
             records, mode)
 
 
-def _analogues(row: Row, profiles: Profiles) -> analogues.Analogues | None:
+def _analogues(row: Row, profiles: Profiles, specs: dict[str, standins.Spec]) -> analogues.Analogues | None:
     """The utilisation rule of ``row`` (``pipelines.clusters.analogues``): None for a row without a job's utilisation, a
-    power-limit-only row, or a GPU whose idle draw and TDP the registry does not know."""
-    spec = GPU_BY_NAME.get(row.gpu)
+    power-limit-only row, or a GPU whose idle draw and TDP neither ``--gpu-specs`` nor the registry gives."""
+    spec = standins.spec_for(row.gpu, specs)
     if row.power_limit is not None or spec is None or row.jobs["gpu_util_pct"].is_null().all():
         return None
     return analogues.for_profile(profiles.traces, row.gpu, row.workloads, spec.idle_w, spec.tdp_w)
+
+
+def _power_scale(row: Row, rec: dict[str, Any], mode: GpuMode, options: Options,
+                 specs: dict[str, standins.Spec]) -> standins.PowerScale | None:
+    """With ``--stand-in-power scaled``, a stand-in row's mapping onto its exported GPU's power range (``standins``); None
+    for a GPU's own profile, an untyped row, a power-limit-only row, or a GPU of unknown TDP (``rec["unscaled"]`` says so)."""
+    if options.stand_in_power != standins.SCALED or mode != AS_EXPORTED or rec["own_profile"] or row.key == UNTYPED \
+            or row.power_limit is not None:
+        return None
+    exported, stand_in = standins.spec_for(row.key, specs), standins.spec_for(row.gpu, specs)
+    if exported is None or stand_in is None:
+        rec["unscaled"] = True
+        return None
+    same = (exported.tdp_w, exported.idle_w) == (stand_in.tdp_w, stand_in.idle_w)
+    return None if same else standins.PowerScale(stand_in, exported)
 
 
 def _analogue_record(row: Row) -> dict[str, Any]:
@@ -648,7 +673,40 @@ def _row(rec: dict[str, Any]) -> dict[str, Any]:
     out = {"replayed_on": rec["gpu"], **{k: rec[k] for k in names}}
     if rec["analogues"]["groups_by_utilisation"] or "note" in rec["analogues"]:  # an export without utilisation: as before
         out["analogues"] = rec["analogues"]
+    scale: standins.PowerScale | None = rec.get("power_scale")
+    if scale is not None:
+        out["stand_in_power"] = {"replayed_tdp_w": scale.stand_in.tdp_w, "replayed_idle_w": scale.stand_in.idle_w,
+                                 "exported_tdp_w": scale.exported.tdp_w, "exported_idle_w": scale.exported.idle_w,
+                                 "exported_source": scale.exported.source}
     return out
+
+
+def _stand_ins(records: Sequence[dict[str, Any]], mode: GpuMode, options: Options) -> dict[str, Any] | None:
+    """The jobs replayed on another GPU's profile (the fallback), how many and why, for the report's title block; None when
+    GPUs were named (``--gpu``: every job on each by choice)."""
+    if mode == EVERY_GPU and options.gpus:
+        return None
+    counted = records if mode == AS_EXPORTED else records[:1]
+    standing = [r for r in counted if mode == EVERY_GPU or not r["own_profile"]]
+    jobs, hours = sum(r["jobs"] for r in standing), sum(r["gpu_hours"] for r in standing)
+    of_jobs, of_hours = sum(r["jobs"] for r in counted), sum(r["gpu_hours"] for r in counted)
+    no_profile = [r["key"] for r in standing if r["key"] != UNTYPED and mode == AS_EXPORTED]
+    no_type = sum(r["jobs"] for r in standing if r["key"] == UNTYPED or mode == EVERY_GPU)
+    scaled = [r["key"] for r in standing if r.get("power_scale") is not None]
+    unscaled = [r["key"] for r in standing if r.get("unscaled")]
+    why = [*([f"no profile for {', '.join(no_profile)}"] if no_profile else []), *([f"no type on {no_type:,}"] if no_type else [])]
+    text = (f"{jobs:,} of {of_jobs:,} jobs ({hours:,.0f} of {of_hours:,.0f} GPU-hours) replayed on the {options.fallback_gpu} profile"
+            + (f": {'; '.join(why)}" if why else ""))
+    power = None
+    if jobs and options.stand_in_power == standins.SCALED:
+        parts = [*([f"power scaled onto {', '.join(scaled)}'s idle draw and TDP"] if scaled else []),
+                 *([f"no TDP known for {', '.join(unscaled)} (--gpu-specs GPU=TDP:IDLE)"] if unscaled else [])]
+        power = "; ".join(parts) or None
+    elif no_profile:
+        power = f"stand-ins at the {options.fallback_gpu}'s power; --stand-in-power scaled: at their own GPU's"
+    return {"jobs": jobs, "gpu_hours": hours, "of_jobs": of_jobs, "of_gpu_hours": of_hours, "gpu": options.fallback_gpu,
+            "no_profile": no_profile, "no_type_jobs": no_type, "power": options.stand_in_power, "scaled": scaled, "unscaled": unscaled,
+            "text": text, "power_text": power}
 
 
 def _replay(prepared: Prepared, profiles: Profiles, runner: Runner | None,
@@ -679,6 +737,7 @@ def _replay(prepared: Prepared, profiles: Profiles, runner: Runner | None,
             row["jobs_by_workload"] = first[rec["key"]]["jobs_by_workload"]
         gpus[rec["key"]] = row
     report["gpus"] = gpus
+    report["stand_ins"] = _stand_ins(records, mode, options)
     if mode == AS_EXPORTED:
         report["gpu_types"] = {r["key"]: r["jobs"] for r in records}
         report["replayed_on"] = {r["key"]: r["gpu"] for r in records}

@@ -357,7 +357,8 @@ def _groups(r: Mapping[str, Any]) -> str:
     if not r["top_groups"]:
         return ""
     where = "as exported" if r["gpu_mode"] == "as-exported" else f"on {r['top_groups_gpu']}"
-    draw = " (sample 1: each group's workload by its runtime)" if r["samples"] > 1 else ""
+    by = "its utilisation, else its runtime" if r.get("analogue_rule") else "its runtime"
+    draw = f" (sample 1: each group's workload by {by})" if r["samples"] > 1 else ""
     head = "<tr><th>group</th><th>jobs</th><th class='text'>workload</th><th>Default</th><th>saved</th><th>saved</th></tr>"
     body = "".join(
         f"<tr><td class='key group'>{_e(t['group'])}</td><td>{num(['top_groups', i, 'jobs'], t['jobs'])}</td><td class='text'>{_e(t['workload'])}</td>"
@@ -404,6 +405,16 @@ def _utilization_counts(u: Mapping[str, Any]) -> str:
             f"{num([*b, 'threshold_pct'], threshold, text=f'{threshold:g}', suffix=' %')} GPU utilisation "
             f"({_e(u['source'])}) are idle allocations, not replayed: {num([*b, 'low_util_gpu_hours'], u['low_util_gpu_hours'], digits=1)} "
             f"GPU-hours, {energy([*b, 'low_util_kwh'], u['low_util_kwh'])} at the idle draw.</p>")
+
+
+def _stand_ins(r: Mapping[str, Any]) -> str:
+    """The jobs replayed on another GPU's profile, said beside the headline."""
+    st = r.get("stand_ins") or {}
+    if not st.get("jobs"):
+        return ""
+    return (f"<p class='lede'>Stand-ins: {num(['stand_ins', 'jobs'], st['jobs'])} of {num(['stand_ins', 'of_jobs'], st['of_jobs'])} "
+            f"jobs replayed on another GPU's profile. {_e(st['text'])}"
+            f"{'; ' + _e(st['power_text']) if st.get('power_text') else ''}.</p>")
 
 
 def _headline(r: Mapping[str, Any]) -> str:
@@ -463,6 +474,7 @@ def render(report: Mapping[str, Any], power: pl.DataFrame, provenance: Provenanc
         f"<p>{_e(r['format'])} export, times in {_e(r['timezone'])}{' (assumed)' if r.get('timezone_source') == 'assumed' else ''}; "
         f"eta {r['eta']:g}, beta {r['beta']:g}; {_e(samples)}; energy {_e(r.get('energy_model', 'runtime-ratio'))}.</p>",
         _headline(r),
+        _stand_ins(r),
         _accounting(r),
         _utilization(r),
         _types(r) if r["gpu_mode"] == "as-exported" else "",

@@ -153,9 +153,13 @@ def profile_text(key: str, g: dict[str, Any], mode: str) -> str:
 
 
 def _types(r: dict[str, Any]) -> list[str]:
-    out = ["", f"GPUs as exported: each job on its own GPU's profile where there is one, else on {r['fallback_gpu']} (the fallback); "
-               f"{plural(r['fallback_jobs'], 'job')} on the fallback",
-           f"  {'exported':<14} {'jobs':>8} {'GPU-hours':>11}  replayed on"]
+    st = r.get("stand_ins") or {}
+    # the stand-ins (the fallback's jobs) are said under the title: here only how their power was taken
+    head = [] if st.get("jobs") else [
+        f"GPUs as exported: each job on its own GPU's profile where there is one, else on {r['fallback_gpu']} (the fallback); "
+        f"{plural(r['fallback_jobs'], 'job')} on the fallback"]
+    power = f" ({st['power_text']})" if st.get("power_text") else ""
+    out = ["", *head, f"  {'exported':<14} {'jobs':>8} {'GPU-hours':>11}  replayed on{power}"]
     for key, g in r["gpus"].items():
         out.append(f"  {key:<14} {g['jobs']:>8,} {_n(g['gpu_hours']):>11}  {profile_text(key, g, r['gpu_mode'])}")
     return out
@@ -348,7 +352,10 @@ def render(report: dict[str, Any]) -> str:
         out.append(f"Times read as {r['timezone']} (assumed): sacct prints the cluster's local clock; pass --timezone (e.g. "
                    "--timezone Europe/Berlin) if it is not UTC")
     out += [f"What if Zeus had tuned {PurePath(r['file']).name} ({r['format']}, times in {r['timezone']}; eta {r['eta']:g}, beta {r['beta']:g}; {samples}; "
-            f"energy {_MODELS[r['energy_model']]})", "", *_accounting(r)]
+            f"energy {_MODELS[r['energy_model']]})"]
+    if (r.get("stand_ins") or {}).get("jobs"):
+        out += textwrap.wrap(f"Stand-ins: {r['stand_ins']['text']}", width=158, subsequent_indent="  ")
+    out += ["", *_accounting(r)]
     if r["gpu_mode"] == "as-exported":
         out += _types(r)
     elif any(len(g["workloads"]) < 6 or g["profile_source"] != "published" for g in r["gpus"].values()):
@@ -359,7 +366,8 @@ def render(report: dict[str, Any]) -> str:
     out += _measured(r)
     if r["top_groups"]:
         where = "as exported" if r["gpu_mode"] == "as-exported" else f"on {r['top_groups_gpu']}"
-        draw = " (sample 1: each group's workload by its runtime)" if r["samples"] > 1 else ""
+        by = "its utilisation, else its runtime" if r.get("analogue_rule") else "its runtime"
+        draw = f" (sample 1: each group's workload by {by})" if r["samples"] > 1 else ""
         out += ["", f"The {len(r['top_groups'])} recurring groups that save most {where}{draw}:",
                 f"  {'group':<44} {'jobs':>7} {'workload':<13} {'Default':>11} {'saved':>11} {'saved':>8}"]
         for t in r["top_groups"]:
