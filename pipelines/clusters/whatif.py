@@ -642,10 +642,26 @@ def _utilization(result: OwnTraceResult, keyed: pl.DataFrame, records: Sequence[
         "low_util_gpu_hours": float(sum(r["low_util_gpu_hours"] for r in counted)),
         "low_util_kwh": None if any(k is None for k in kwh) else float(sum(kwh)),
     }
+    if source is not None:
+        out.update(_low_util_jobs(keyed.filter(_low_util(options))))
     if source is None:
         out["note"] = ("the export carries no GPU utilisation: every COMPLETED GPU job is taken as a training run (add TRESUsageInTot "
                        "to sacct's --format, or a gpu_util_pct column to the job log, to tell idle allocations apart)")
     return out
+
+
+#: The idle allocations named in the JSON (by GPU-hours, most first), and in the text and the page.
+LOW_UTIL_IDS = 100
+LOW_UTIL_SHOWN = 10
+
+
+def _low_util_jobs(low: pl.DataFrame) -> dict[str, Any]:
+    """The idle allocations by name: ``low_util_job_ids``, the ``LOW_UTIL_IDS`` of most GPU-hours (all where fewer; the count
+    is ``low_util_jobs``), and ``low_util_top``: the first ``LOW_UTIL_SHOWN`` with user, GPU type, GPU-hours, utilisation (%)."""
+    hours = (duration_s(pl.col("end_time") - pl.col("start_time")) * pl.col("num_gpus") / S_PER_H).alias("gpu_hours")
+    ranked = low.select("job_id", "user", "gpu_type", hours, "gpu_util_pct").sort(
+        "gpu_hours", "job_id", descending=[True, False]).head(LOW_UTIL_IDS)
+    return {"low_util_job_ids": ranked["job_id"].to_list(), "low_util_top": ranked.head(LOW_UTIL_SHOWN).to_dicts()}
 
 
 def run(trace: OwnTraceResult | Prepared, profiles: Profiles, options: Options | None = None, runner: Runner | None = None, *,

@@ -404,7 +404,22 @@ def _utilization_counts(u: Mapping[str, Any]) -> str:
     return (f"<p>{num([*b, 'low_util_jobs'], u['low_util_jobs'])} COMPLETED GPU jobs below "
             f"{num([*b, 'threshold_pct'], threshold, text=f'{threshold:g}', suffix=' %')} GPU utilisation "
             f"({_e(u['source'])}) are idle allocations, not replayed: {num([*b, 'low_util_gpu_hours'], u['low_util_gpu_hours'], digits=1)} "
-            f"GPU-hours, {energy([*b, 'low_util_kwh'], u['low_util_kwh'])} at the idle draw.</p>")
+            f"GPU-hours, {energy([*b, 'low_util_kwh'], u['low_util_kwh'])} at the idle draw.</p>{_low_util_top(u)}")
+
+
+def _low_util_top(u: Mapping[str, Any]) -> str:
+    """The idle allocations of most GPU-hours, by job ID, for the operator to ask their users."""
+    top = u.get("low_util_top") or []
+    if not top:
+        return ""
+    b = ["utilization", "low_util_top"]
+    head = "<tr><th>job ID</th><th class='text'>user</th><th class='text'>GPU type</th><th>GPU-hours</th><th>utilisation</th></tr>"
+    body = "".join(
+        f"<tr><td class='key group'>{_e(t['job_id'])}</td><td class='text'>{_e(t['user'] or '–')}</td>"
+        f"<td class='text'>{_e(t['gpu_type'] or 'untyped')}</td><td>{num([*b, i, 'gpu_hours'], t['gpu_hours'], digits=1)}</td>"
+        f"<td>{num([*b, i, 'gpu_util_pct'], t['gpu_util_pct'], suffix=' %')}</td></tr>" for i, t in enumerate(top))
+    which = "All" if len(top) == u["low_util_jobs"] else f"The {len(top)} of most GPU-hours"
+    return f"<p class='note'>{which} (the JSON lists up to 100 job IDs):</p><table class='grid'>{head}{body}</table>"
 
 
 def _stand_ins(r: Mapping[str, Any]) -> str:

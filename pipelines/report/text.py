@@ -124,6 +124,12 @@ def _accounting(r: dict[str, Any]) -> list[str]:
         out.append(f"idle         {u['low_util_jobs']:>11,} COMPLETED GPU {'job' if u['low_util_jobs'] == 1 else 'jobs'} below "
                    f"{u['threshold_pct']:g} % GPU utilisation (--min-gpu-util): idle allocations, not replayed; "
                    f"{_n(u['low_util_gpu_hours'], 1)} GPU-hours, {energy_text(u['low_util_kwh'])} at the idle draw")
+        if u.get("low_util_top"):
+            shown = len(u["low_util_top"])
+            which = "all" if shown == u["low_util_jobs"] else f"the {shown} of most GPU-hours"
+            listed = "; ".join(f"{t['job_id']} ({t['user'] or '?'}, {_n(t['gpu_hours'], 1)} GPU-hours, {t['gpu_util_pct']:.0f} %)"
+                               for t in u["low_util_top"])
+            out += textwrap.wrap(f"{'':13}{which} (job ID, user, GPU-hours, utilisation): {listed}", width=158, subsequent_indent=" " * 13)
     if r.get("analogue_rule"):
         groups = [(k, g["analogues"]) for k, g in r["gpus"].items() if g.get("analogues")]
         counts = ", ".join(f"{k} {a['groups_by_utilisation']:,} of {a['groups_by_utilisation'] + a['groups_by_runtime']:,}" for k, a in groups)
