@@ -47,7 +47,7 @@ from pipelines.home.paths import ProjectPaths, find_home
 from pipelines.ingest import grid as grid_mod
 from pipelines.ingest.common import IngestError
 from pipelines.ingest.grid import Rate
-from pipelines.ingest.owntrace import check_timezone
+from pipelines.ingest.owntrace import Progress, check_timezone
 from pipelines.ingest.simulator_inputs import resolve_traces
 from pipelines.ingest.slurm import DEFAULT_DELIMITER, parse_fields
 from pipelines.report.text import render
@@ -248,7 +248,7 @@ def cli(
         # draws need only the plan
         result = tracefiles.read_trace(file, report_of.trace_name_for(file), file_format, timezone, field_list, source_file=str(file),
                                        digest=html_file is not None, delimiter=delimiter, columns=report_of.REPORT_COLUMNS,
-                                       limits=read_limits(max_rows, max_line_bytes, max_bytes))
+                                       limits=read_limits(max_rows, max_line_bytes, max_bytes), progress=_read_bar(options.progress))
         traces, origin = resolve_traces(trace_dir, home, published)
         missing = [p for p in profile_files if not p.is_file()]
         if missing:
@@ -275,6 +275,25 @@ def cli(
         provenance = whatif_html.Provenance.now(file.name, sha256, _options_used(), _command_line(file))
         whatif_html.write(html_file, report, power, provenance, grid)
         click.echo(f"[whatif] report -> {printable(str(html_file))}", err=True)
+
+
+def _read_bar(enabled: bool) -> Progress | None:
+    """A progress bar of the bytes read (stderr; ``--progress``, by default when stderr is a terminal), told after each block
+    the reader parses (``pipelines.ingest.owntrace.Source``); None: no bar."""
+    if not enabled:
+        return None
+    from tqdm import tqdm
+
+    bars: list[tqdm] = []
+
+    def update(done: int, total: int) -> None:
+        if not bars:
+            bars.append(tqdm(total=total, unit="B", unit_scale=True, desc="[whatif] reading", file=sys.stderr, leave=False))
+        bars[0].update(done - bars[0].n)
+        if done >= total:
+            bars[0].close()
+
+    return update
 
 
 def _rates(region: str | None, grid_file: Path | None, grid_flat: float | None, price_file: Path | None, price_flat: float | None,
