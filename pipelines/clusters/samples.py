@@ -365,19 +365,29 @@ def measured_jobs(plan: Plan) -> Measured | None:
 _HISTORY_COLUMNS = ("trace", "gpu", "policy", "group", "job_id", "dataset", "num_gpu", "start_time_s", "time_s", "energy_j")
 
 
-def power_limit_history(profile: PowerLimitOnly, jobs: pl.DataFrame, trace: str, eta: float) -> pl.DataFrame:
+def power_limit_history(profile: PowerLimitOnly, jobs: pl.DataFrame, trace: str, eta: float,
+                        etas: np.ndarray | None = None) -> pl.DataFrame:
     """A power-limit-only row's runs as a history (``_HISTORY_COLUMNS``): Default at the highest limit for each job's elapsed
     time, Zeus as its GlobalPowerLimitOptimizer (``replay_power_limit_only``: the first job of each recurring group profiles,
-    then the chosen limit). Anchored by construction: a job's work is its exported elapsed time at the highest limit."""
+    then the chosen limit). Anchored by construction: a job's work is its exported elapsed time at the highest limit.
+    ``etas``: each job's carbon-aware eta (in ``jobs``' order): a carbon-aware Zeus too, each job after profiling at the
+    limit its own eta chooses."""
     ordered = jobs.with_row_index("_row").sort("start_time_s", "_row")
-    runs = replay_power_limit_only(profile.measurements, profile.selector(eta), ordered.select(
-        "group", (pl.col("end_time_s") - pl.col("start_time_s")).alias("runtime_s"), pl.col("num_gpu").cast(pl.Int64).alias("gpus")))
+    work = ordered.select(
+        "group", (pl.col("end_time_s") - pl.col("start_time_s")).alias("runtime_s"), pl.col("num_gpu").cast(pl.Int64).alias("gpus"))
+    runs = replay_power_limit_only(profile.measurements, profile.selector(eta), work)
     base = ordered.select(pl.lit(trace).alias("trace"), pl.lit(profile.gpu).alias("gpu"), "group", "job_id", "dataset", "num_gpu",
                           "start_time_s")
-    return pl.concat([
+    parts = [
         base.with_columns(pl.lit("default").alias("policy"), runs["runtime_s"].alias("time_s"), runs["default_energy_j"].alias("energy_j")),
         base.with_columns(pl.lit("zeus").alias("policy"), runs["time_s"].alias("time_s"), runs["energy_j"].alias("energy_j")),
-    ]).select(_HISTORY_COLUMNS)
+    ]
+    if etas is not None:
+        aware = replay_power_limit_only(profile.measurements, profile.selector(eta), work,
+                                        etas=etas[ordered["_row"].to_numpy()].tolist())
+        parts.append(base.with_columns(pl.lit(CARBON_AWARE).alias("policy"), aware["time_s"].alias("time_s"),
+                                       aware["energy_j"].alias("energy_j")))
+    return pl.concat(parts).select(_HISTORY_COLUMNS)
 
 
 @dataclass(frozen=True)
@@ -415,7 +425,8 @@ def _replay(i: int, row: Row, plan: Plan, traces: Traces, prepared: Prepared, dr
                                    policies=POLICIES, shuffle=shuffle, anchored=plan.anchored, by_util=row.analogues)
     if row.power_limit is not None:
         jobs = row.jobs.with_columns(pl.lit(POWER_LIMIT_ONLY).alias("dataset"))
-        return replayed.from_history(power_limit_history(row.power_limit, jobs, plan.trace, plan.eta), jobs)
+        etas = carbon_etas(jobs, plan.grid, *plan.carbon_aware) if plan.carbon_aware is not None and plan.grid is not None else None
+        return replayed.from_history(power_limit_history(row.power_limit, jobs, plan.trace, plan.eta, etas), jobs)
     assigned = analogues.group_datasets(mapping.group_runtimes(row.jobs), analogues.group_utilisation(row.jobs), row.workloads,
                                         row.analogues, shuffle)
     jobs = mapping.finish_own(row.jobs.join(assigned, on="group", how="left"), plan.trace)
