@@ -51,7 +51,7 @@ from pipelines.ingest.owntrace import Progress, check_timezone
 from pipelines.ingest.simulator_inputs import resolve_traces
 from pipelines.ingest.slurm import DEFAULT_DELIMITER, parse_fields
 from pipelines.report.text import render
-from pipelines.scaleout.background import beside
+from pipelines.scaleout.background import Background, beside
 from pipelines.scaleout.schedulers import LOCAL, connect, resolve_scheduler
 from pipelines.terminal import json_safe, printable
 from pipelines.vocabulary import PAPER_ORDER
@@ -222,6 +222,8 @@ def cli(
         inputs = (file, *profile_files, *(Path(spec.partition("=")[2]) for spec in profile_specs if "=" in spec),
                   *(p for p in (grid_file, price_file, trace_dir) if p is not None))
         _check_html(html_file, inputs, make_parents)
+    # the page's figure stack (matplotlib, seaborn and its scipy: seconds) imports while the export is read and replayed
+    figure_stack = Background(_figure_stack) if html_file is not None else None
     slurm_cluster = slurm_settings(scheduler, slurm)
     timezone_source = "given" if timezone is not None else "assumed"
     timezone = timezone or "UTC"
@@ -270,11 +272,25 @@ def cli(
     else:
         click.echo(render(report))
     if html_file is not None:
+        if figure_stack is not None:
+            figure_stack.result()
         from pipelines.report import html as whatif_html  # matplotlib: only for the page
 
         provenance = whatif_html.Provenance.now(file.name, sha256, _options_used(), _command_line(file))
         whatif_html.write(html_file, report, power, provenance, grid)
         click.echo(f"[whatif] report -> {printable(str(html_file))}", err=True)
+
+
+def _figure_stack() -> None:
+    """Import what ``--html`` draws its figures with and set their theme (``Background``: beside the read and the replay). An
+    import that fails here (another thread importing the same module at once) is left to the page's own imports."""
+    try:
+        from pipelines.figures import style
+        from pipelines.report import figures, html  # noqa: F401 - imported for their cost, not used here
+
+        style.apply_theme()
+    except Exception:  # the page imports them again and reports any real error there
+        return
 
 
 def _read_bar(enabled: bool) -> Progress | None:

@@ -92,7 +92,7 @@ def power_timeline(report: dict[str, Any], power: pl.DataFrame) -> tuple[Figure,
         raise NoData("no power bins")
     data = cluster_power.timeline_frame(power.filter(pl.col("policy").is_in(["default", "zeus"])))
     figure = cluster_power.timeline_figure([(t, data.filter(pl.col("gpu") == g)) for t, g in panels], cluster_power.bin_label(power),
-                                           width=style.DOUBLE_COLUMN, panel_height=PANEL_IN)
+                                           width=style.DOUBLE_COLUMN, panel_height=PANEL_IN, peaks_in_title=False)
     return figure, data
 
 

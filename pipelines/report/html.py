@@ -113,8 +113,14 @@ def interval(path: Path_, values: Sequence[float | None] | None, show: Show) -> 
     return f'<span class="iv">[{show([*path, 0], values[0], True)}, {show([*path, 1], values[1], True)}]</span>'
 
 
-def _with_interval(g: Mapping[str, Any], base: Path_, name: str, show: Show, sep: str = "<br>") -> str:
-    return f'{show([*base, name], g.get(name), False)}{sep}{interval([*base, f"{name}_interval"], g.get(f"{name}_interval"), show)}'
+def _with_interval(g: Mapping[str, Any], base: Path_, name: str, show: Show, sep: str = "<br>", why: bool = True) -> str:
+    """A figure and its interval; an interval the report does not give (``[–, –]``) with the row's reason beside it (``why``;
+    the savings table says it once, beside the row's name)."""
+    values = g.get(f"{name}_interval")
+    iv = interval([*base, f"{name}_interval"], values, show)
+    if why and values and all(v is None for v in values) and g.get("interval_note"):
+        iv += f" <span class='iv'>({_e(g['interval_note'])})</span>"
+    return f'{show([*base, name], g.get(name), False)}{sep}{iv}'
 
 
 def _energy_in(unit: tuple[str, float] | None) -> Show:
@@ -223,16 +229,18 @@ def _saving_row(label: str, base: Path_, g: Mapping[str, Any]) -> str:
     unit, saved = energy_unit(g["default_kwh"]), energy_unit(g["energy_saved_kwh"])
     cells = [
         num([*base, "jobs"], g["jobs"]),
-        _with_interval(g, base, "default_kwh", _energy_in(unit)),
-        _with_interval(g, base, "zeus_kwh", _energy_in(unit)),
-        _with_interval(g, base, "energy_saved_pct", _PCT),
-        _with_interval(g, base, "energy_saved_kwh", _energy_in(saved)),
-        _with_interval(g, base, "time_saved_pct", _PCT),
-        _with_interval(g, base, "default_peak_kw", _decimals(1, " kW")),
-        _with_interval(g, base, "zeus_peak_kw", _decimals(1, " kW")),
-        _with_interval(g, base, "headroom_gpus", _decimals(0)),
+        _with_interval(g, base, "default_kwh", _energy_in(unit), why=False),
+        _with_interval(g, base, "zeus_kwh", _energy_in(unit), why=False),
+        _with_interval(g, base, "energy_saved_pct", _PCT, why=False),
+        _with_interval(g, base, "energy_saved_kwh", _energy_in(saved), why=False),
+        _with_interval(g, base, "time_saved_pct", _PCT, why=False),
+        _with_interval(g, base, "default_peak_kw", _decimals(1, " kW"), why=False),
+        _with_interval(g, base, "zeus_peak_kw", _decimals(1, " kW"), why=False),
+        _with_interval(g, base, "headroom_gpus", _decimals(0), why=False),
     ]
-    return f"<tr><td class='key'>{_e(label)}</td>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>"
+    note = g.get("interval_note")
+    why = f"<br><span class='iv'>no interval: {_e(note)}</span>" if note and not note.startswith("a single") else ""
+    return f"<tr><td class='key'>{_e(label)}{why}</td>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>"
 
 
 def _money(r: Mapping[str, Any]) -> str:
@@ -497,8 +505,8 @@ def render(report: Mapping[str, Any], power: pl.DataFrame, provenance: Provenanc
                             "Energy Zeus saves vs Default per row of the table: the median over the samples (dot) and its interval (bar).")),
         '<section id="power"><h2>Cluster power</h2>',
         _figure(lambda: figures.power_timeline(r, power), "Cluster power over the trace, Default vs Zeus",
-                f"Cluster power (kW, mean of each 5-minute bin) of {_e(sample1)}: Default vs Zeus, each policy's peak dashed. "
-                "The table's peaks are medians over the samples."),
+                f"Cluster power (kW, mean of each 5-minute bin) of {_e(sample1)}: Default vs Zeus, that sample's peaks dashed. "
+                "The peaks in kW are the table's: each the median over the samples."),
         _figure(lambda: figures.load_duration_curve(r, power), "Load-duration curve, Default vs Zeus",
                 f"Load-duration curve of {_e(sample1)}: each bin's power, sorted from the highest, against the hours the cluster "
                 "drew at least that much; dots: p99, dotted: Default's peak. The gap between Default's peak and Zeus's p99 is the headroom."),

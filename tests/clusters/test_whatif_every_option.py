@@ -61,3 +61,25 @@ def test_carbon_aware_with_a_power_limit_only_profile(tmp_path: Path, traces: Tr
         {"group": [f"alice/{j['name']}/1gpu" for j in mine], "runtime_s": [3600.0 * j["hours"] for j in mine], "gpus": [1] * len(mine)}),
         etas=etas.tolist())
     assert a40["carbon_aware"]["energy_saved_kwh"] == pytest.approx(a40["default_kwh"] - runs["energy_j"].sum() / 3.6e6, rel=1e-9)
+
+
+def test_the_page_gives_one_peak_and_says_why_an_interval_is_missing(tmp_path: Path, traces: Traces) -> None:
+    """The power plot's title holds no peak of its own (sample 1's would differ from the table's medians); a row without an
+    interval says why beside its name, and so does every other ``[–, –]`` of it."""
+    from pipelines.clusters.power import POWER_SCHEMA
+    from pipelines.report import figures, html
+
+    jobs = [{"hours": 2 + k % 3, "day": k / 3, "name": f"n{k % 4}"} for k in range(36)] + [
+        {"hours": 3, "day": k, "gpu_type": "a40", "name": "a"} for k in range(5)]
+    path = job_log(tmp_path / "lab.csv", jobs)
+    report, power = whatif.run(read(path), profiles_of(traces), whatif.Options(samples=3, price_per_kwh=0.2), keep_power=True)
+    fig, _ = figures.power_timeline(report, power)
+    titles = [ax.get_title() for ax in fig.axes if ax.get_title()]
+    assert titles and not any("peak" in t or "kW" in t for t in titles), titles
+    a40 = report["gpus"]["a40"]
+    assert a40["interval_note"] == "too few jobs (5) for an interval" and a40["default_kwh_interval"] == [None, None]
+    page = html.render(report, pl.DataFrame(schema=POWER_SCHEMA), html.Provenance.now("lab.csv", None, {}))
+    assert "<td class='key'>a40<br><span class='iv'>no interval: too few jobs (5) for an interval</span></td>" in page
+    assert "<td class='key'>v100</td>" in page  # 36 jobs: an interval, no note
+    unknown = [row for row in page.split("<tr>") if "[<span" in row and "–</span>, " in row]  # intervals of unknown ends
+    assert unknown and all("no interval" in row or "too few jobs" in row for row in unknown)
