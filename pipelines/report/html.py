@@ -259,7 +259,8 @@ def _money(r: Mapping[str, Any]) -> str:
         aware = g.get("carbon_aware")
         if aware and "co2e_saved_kg" in aware:
             e, ab = r["carbon_aware"], [*base, "carbon_aware"]
-            out.append(f"<li>carbon-aware Zeus on {_e(label)} (eta {e['eta_clean']:g} at the cleanest hour to {e['eta_dirty']:g} at the "
+            clean, dirty = (num(["carbon_aware", k], e[k], text=f"{e[k]:g}") for k in ("eta_clean", "eta_dirty"))
+            out.append(f"<li>carbon-aware Zeus on {_e(label)} (eta {clean} at the cleanest hour to {dirty} at the "
                        f"dirtiest): CO2e saved {_with_interval(aware, ab, 'co2e_saved_kg', _co2e_in(aware['co2e_saved_kg']), ' ')}, "
                        f"energy saved {_with_interval(aware, ab, 'energy_saved_pct', _PCT, ' ')}, time saved "
                        f"{_with_interval(aware, ab, 'time_saved_pct', _PCT, ' ')}</li>")
@@ -288,7 +289,9 @@ def _steady(r: Mapping[str, Any]) -> str:
     days = r.get("horizon_days")
     horizon = "" if days is None else f"; over {num(['horizon_days'], days, text=f'{days:g}')} days at the export's recurrence rate: "
     items = [f"<li>{_e(label)}: {_with_interval(g, base, 'steady_state_saved_pct', _PCT, ' ')}"
-             + (f"{horizon}{_with_interval(g, base, 'horizon_saved_pct', _PCT, ' ')}" if g.get("horizon_saved_pct") is not None else "")
+             + (f"{horizon}{_with_interval(g, base, 'horizon_saved_pct', _PCT, ' ')}, "
+                f"{_with_interval(g, base, 'horizon_saved_kwh', _energy_in(energy_unit(g['horizon_saved_kwh'])), ' ')}"
+                if g.get("horizon_saved_pct") is not None else "")
              + "</li>" for label, base, g in rows if g.get("steady_state_saved_pct") is not None]
     if not items:
         return ""

@@ -3,6 +3,7 @@ GPU=FILE``), and for each option the JSON's figures the text and the page show t
 
 from __future__ import annotations
 
+import json
 from datetime import datetime, timedelta
 from pathlib import Path
 
@@ -83,3 +84,66 @@ def test_the_page_gives_one_peak_and_says_why_an_interval_is_missing(tmp_path: P
     assert "<td class='key'>v100</td>" in page  # 36 jobs: an interval, no note
     unknown = [row for row in page.split("<tr>") if "[<span" in row and "–</span>, " in row]  # intervals of unknown ends
     assert unknown and all("no interval" in row or "too few jobs" in row for row in unknown)
+
+
+def _at(report: dict, path: tuple) -> object:
+    for key in path:
+        report = report[key]  # type: ignore[index]
+    return report
+
+
+def test_every_option_the_text_shows_the_json_and_the_page_show(tmp_path: Path, traces: Traces) -> None:
+    """Each option run on one export: the figures the text shows for it are in the JSON (not null) and on the page (each a
+    ``data-path`` to that JSON key), and its notes are in all three; the text and the page both change with the option."""
+    import html as html_text
+    import re
+
+    from pipelines.clusters import tracefiles
+    from pipelines.clusters.example_export import write_export
+    from pipelines.clusters.power import POWER_SCHEMA
+    from pipelines.report import html
+    from pipelines.report.text import render
+
+    path = tmp_path / "c.sacct"
+    write_export(path, 500, seed=3, energy="measured", span_days=10, timezone="UTC")
+    start = datetime(2024, 9, 10)
+    grid_csv = tmp_path / "grid.csv"
+    grid_csv.write_text(f"timestamp,{INTENSITY}\n" + "\n".join(
+        f"{(start + timedelta(hours=k)).isoformat()}Z,{150 if 8 <= k % 24 < 18 else 450}" for k in range(24 * 60)) + "\n")
+    result = tracefiles.read_trace(path, "c", "sacct", "UTC", source_file=path.name)
+    profiles = profiles_of(traces)
+
+    def outputs(**options: object) -> tuple[dict, str, str, set[tuple]]:
+        report = whatif.run(result, profiles, whatif.Options(samples=2, **options))[0]  # type: ignore[arg-type]
+        page = html.render(report, pl.DataFrame(schema=POWER_SCHEMA), html.Provenance.now("c.sacct", None, {}))
+        shown = {tuple(json.loads(html_text.unescape(p))) for p in re.findall(r'data-path="([^"]*)"', page)}
+        return report, render(report), page.split('<section id="provenance">')[0], shown
+
+    figures = ("jobs", "gpu_hours", "kwh")
+    options: dict[str, tuple[dict[str, object], list[tuple], list[tuple]]] = {  # option: (Options, figures shown, notes shown)
+        "--price-per-kwh": ({"price_per_kwh": 0.2}, [("total", "cost_saved")], []),
+        "--grid-gco2-per-kwh": ({"grid_gco2_per_kwh": 300.0}, [("total", k) for k in ("co2e_saved_kg", "default_co2e_kg", "zeus_co2e_kg")], []),
+        "--horizon": ({"horizon_days": 365.0}, [("horizon_days",), ("total", "horizon_saved_pct"), ("total", "horizon_saved_kwh")], []),
+        "--cluster-gpus": ({"cluster_gpus": 300}, [("cluster_gpus", "gpus")], []),
+        "--meter gpu": ({"meter": "gpu"}, [("energy_accounting", f"{part}_{f}") for part in ("metered", "modelled") for f in figures], []),
+        "--meter node": ({"meter": "node"}, [], [("energy_accounting", "meter_note")]),
+        "--stand-in-power": ({"stand_in_power": "scaled"}, [("stand_ins", "jobs"), ("stand_ins", "of_jobs")], [("stand_ins", "power_text")]),
+        "--min-gpu-util": ({"min_gpu_util_pct": 60.0}, [("utilization", k) for k in ("low_util_jobs", "low_util_gpu_hours", "low_util_kwh")]
+                           + [("utilization", "low_util_top", 0, "gpu_hours")], []),
+        "--carbon-aware": ({"grid": read_series(grid_csv, INTENSITY, "UTC"), "carbon_aware": True},
+                           [("carbon_aware", "eta_clean"), ("carbon_aware", "eta_dirty")]
+                           + [("total", "carbon_aware", k) for k in ("co2e_saved_kg", "energy_saved_pct", "time_saved_pct")], []),
+    }
+    base, base_text, base_page, _ = outputs()
+    for option, (given, shown, notes) in options.items():
+        report, text, page, paths = outputs(**given)
+        assert text != base_text and page != base_page, option
+        for key in shown:
+            assert _at(report, key) is not None, (option, key)
+            assert key in paths, (option, key)
+        for key in notes:
+            note = _at(report, key)
+            assert isinstance(note, str) and note, (option, key)
+            assert note in text.replace("\n  ", " ").replace("\n    ", " ") or note[:60] in text, (option, key)
+            assert html_text.escape(note, quote=True)[:60] in page, (option, key)
+    assert base["energy_accounting"].get("meter") is None  # without --meter: as before
