@@ -222,7 +222,7 @@ def cli(
         inputs = (file, *profile_files, *(Path(spec.partition("=")[2]) for spec in profile_specs if "=" in spec),
                   *(p for p in (grid_file, price_file, trace_dir) if p is not None))
         _check_html(html_file, inputs, make_parents)
-    # the page's figure stack (matplotlib, seaborn and its scipy: seconds) imports while the export is read and replayed
+    # the page's figure stack (matplotlib: seconds) imports while the export is read and replayed
     figure_stack = Background(_figure_stack) if html_file is not None else None
     slurm_cluster = slurm_settings(scheduler, slurm)
     timezone_source = "given" if timezone is not None else "assumed"
@@ -282,13 +282,14 @@ def cli(
 
 
 def _figure_stack() -> None:
-    """Import what ``--html`` draws its figures with and set their theme (``Background``: beside the read and the replay). An
+    """Import what ``--html`` draws its figures with and set their theme (``Background``: beside the read and the replay; the
+    light theme, no seaborn: ``pipelines.figures.style.apply_light_theme``). An
     import that fails here (another thread importing the same module at once) is left to the page's own imports."""
     try:
         from pipelines.figures import style
         from pipelines.report import figures, html  # noqa: F401 - imported for their cost, not used here
 
-        style.apply_theme()
+        style.apply_light_theme()
     except Exception:  # the page imports them again and reports any real error there
         return
 
