@@ -40,8 +40,10 @@ from pipelines.cli.options import (
 )
 from pipelines.clusters import tracefiles
 from pipelines.clusters import whatif as report_of
+from pipelines.clusters.analogues import BY_UTILISATION, WORKLOADS_BY
 from pipelines.clusters.anchoring import ANCHORED, ENERGY_MODELS, EnergyModel
 from pipelines.clusters.profiles import Profiles, power_limit_profiles, with_measured
+from pipelines.clusters.standins import AS_PROFILED, STAND_IN_POWER, Spec, parse_specs
 from pipelines.home.outputs import OutputRefused, check_output
 from pipelines.home.paths import ProjectPaths, find_home
 from pipelines.ingest import grid as grid_mod
@@ -49,11 +51,11 @@ from pipelines.ingest.common import IngestError
 from pipelines.ingest.grid import Rate
 from pipelines.ingest.grid_files import PriceUnit, implausible, parse_price_unit, read_grid, read_prices
 from pipelines.ingest.openei import Tariff, read_tariff
-from pipelines.ingest.owntrace import check_timezone
+from pipelines.ingest.owntrace import Progress, check_timezone
 from pipelines.ingest.simulator_inputs import resolve_traces
 from pipelines.ingest.slurm import DEFAULT_DELIMITER, parse_fields
 from pipelines.report.text import render
-from pipelines.scaleout.background import beside
+from pipelines.scaleout.background import Background, beside
 from pipelines.scaleout.schedulers import LOCAL, connect, resolve_scheduler
 from pipelines.terminal import json_safe, printable
 from pipelines.vocabulary import PAPER_ORDER
@@ -81,6 +83,11 @@ def _price_unit(ctx: click.Context, param: click.Parameter, value: str | None) -
         raise click.BadParameter(f"{value!r} is not a price unit: give a currency and an energy unit (EUR/MWh, USD/kWh, ct/kWh) or a "
                                  "currency (EUR)")
     return unit
+def _specs(ctx: click.Context, param: click.Parameter, value: tuple[str, ...]) -> tuple[tuple[str, Spec], ...]:
+    try:
+        return tuple(parse_specs(value).items())
+    except ValueError as exc:
+        raise click.BadParameter(str(exc).removeprefix("--gpu-specs ")) from None
 
 
 #: The longest --horizon (days): a century, past which a projection of today's recurrence rate means nothing.
@@ -164,6 +171,20 @@ def _horizon(ctx: click.Context, param: click.Parameter, value: float | None) ->
               callback=finite(0.0, 100.0),
               help="Jobs below this GPU utilisation (%, gres/gpuutil or gpu_util_pct) are idle allocations: not replayed, "
                    "counted at the idle draw.")
+@click.option("--meter", type=click.Choice(report_of.METERS), default="none", show_default=True,
+              help="What the export's ConsumedEnergyRaw meters (AcctGatherEnergyType): gpu, the GPUs' own counters: a metered job's "
+                   "Default energy is its metered energy (Zeus's: that times the replay's ratio); node, the whole node: compared "
+                   "only; none: compared only.")
+@click.option("--workloads-by", type=click.Choice(WORKLOADS_BY), default=BY_UTILISATION, show_default=True,
+              help="How a recurring group with a GPU utilisation gets its Zeus workload: one whose Default draw fits the utilisation "
+                   "(docs: Workloads from GPU utilisation), or by runtime as a group without one.")
+@click.option("--stand-in-power", type=click.Choice(STAND_IN_POWER), default=AS_PROFILED, show_default=True,
+              help="A job replayed on another GPU's profile (no profile of its own GPU): its power as the stand-in's "
+                   "(as-profiled), or mapped linearly from the stand-in's idle draw..TDP onto its own GPU's (scaled; the saving "
+                   "ratio kept).")
+@click.option("--gpu-specs", "gpu_specs", multiple=True, callback=_specs,
+              help="GPU=TDP:IDLE (W) of a GPU the package does not know (h100=700:60), comma-separated or repeated: for "
+                   "--stand-in-power scaled and the workloads picked by GPU utilisation.")
 @click.option("--horizon", "horizon_days", type=float, default=None, callback=_horizon,
               help="Also project the saving over this many days at the export's recurrence rate (Zeus deployed at its start).")
 @click.option("--json", "as_json", is_flag=True, help="Print exactly one JSON object on stdout.")
@@ -205,6 +226,10 @@ def cli(
     cluster_gpus: int | None,
     energy_model: EnergyModel,
     min_gpu_util: float,
+    meter: report_of.Meter,
+    workloads_by: str,
+    stand_in_power: str,
+    gpu_specs: tuple[tuple[str, Spec], ...],
     horizon_days: float | None,
     as_json: bool,
     progress: bool | None,
@@ -216,15 +241,9 @@ def cli(
     **slurm: Any,
 ) -> None:
     """What would Zeus save on your cluster? Replays a Slurm sacct export or a job-log CSV; writes nothing but --html."""
-    if not file.exists():
-        fail(f"{file}: no such file")
-    if file.is_dir():
-        fail(f"{file}: is a folder; give the export file")
-    profile_files = [Path(spec) for spec in profile_specs if "=" not in spec]
-    if html_file is not None:
-        inputs = (file, *profile_files, *(Path(spec.partition("=")[2]) for spec in profile_specs if "=" in spec),
-                  *(p for p in (grid_file, price_file, trace_dir) if p is not None))
-        _check_html(html_file, inputs, make_parents)
+    profile_files = _check_files(file, profile_specs, html_file, (grid_file, price_file, trace_dir), make_parents)
+    # the page's figure stack (matplotlib: seconds) imports while the export is read and replayed
+    figure_stack = Background(_figure_stack) if html_file is not None else None
     slurm_cluster = slurm_settings(scheduler, slurm)
     timezone_source = "given" if timezone is not None else "assumed"
     series_timezone, series_source = _series_zone(series_timezone, timezone)
@@ -245,7 +264,8 @@ def cli(
                                 progress=sys.stderr.isatty() if progress is None else progress, samples=samples, seed=seed,
                                 energy_model=energy_model, min_gpu_util_pct=min_gpu_util, timezone_source=timezone_source,
                                 horizon_days=horizon_days, grid=grid, prices=prices, tariff=tariff, fill=fill, carbon_aware=carbon_aware,
-                                eta_clean=eta_clean, eta_dirty=eta_dirty)
+                                eta_clean=eta_clean, eta_dirty=eta_dirty, meter=meter, workloads_by=workloads_by, stand_in_power=stand_in_power,
+                                gpu_specs=gpu_specs)
     home = find_home()
     # as exported, any published GPU may be some job's own; by name, only those named (measured ones come from their files)
     named = PAPER_ORDER if gpus is None or gpus == (report_of.AS_EXPORTED,) else gpus
@@ -255,7 +275,7 @@ def cli(
         # draws need only the plan
         result = tracefiles.read_trace(file, report_of.trace_name_for(file), file_format, timezone, field_list, source_file=str(file),
                                        digest=html_file is not None, delimiter=delimiter, columns=report_of.REPORT_COLUMNS,
-                                       limits=read_limits(max_rows, max_line_bytes, max_bytes))
+                                       limits=read_limits(max_rows, max_line_bytes, max_bytes), progress=_read_bar(options.progress))
         traces, origin = resolve_traces(trace_dir, home, published)
         missing = [p for p in profile_files if not p.is_file()]
         if missing:
@@ -277,11 +297,61 @@ def cli(
     else:
         click.echo(render(report))
     if html_file is not None:
+        if figure_stack is not None:
+            figure_stack.result()
         from pipelines.report import html as whatif_html  # matplotlib: only for the page
 
         provenance = whatif_html.Provenance.now(file.name, sha256, _options_used(), _command_line(file))
         whatif_html.write(html_file, report, power, provenance, grid)
         click.echo(f"[whatif] report -> {printable(str(html_file))}", err=True)
+
+
+def _check_files(file: Path, profile_specs: tuple[str, ...], html_file: Path | None, other_inputs: tuple[Path | None, ...],
+                 make_parents: bool) -> list[Path]:
+    """The export is a file, and --html names none of the inputs (one line and exit 2 if not); the --profiles files given
+    without a GPU (Zeus's profile files)."""
+    if not file.exists():
+        fail(f"{file}: no such file")
+    if file.is_dir():
+        fail(f"{file}: is a folder; give the export file")
+    profile_files = [Path(spec) for spec in profile_specs if "=" not in spec]
+    if html_file is not None:
+        inputs = (file, *profile_files, *(Path(spec.partition("=")[2]) for spec in profile_specs if "=" in spec),
+                  *(p for p in other_inputs if p is not None))
+        _check_html(html_file, inputs, make_parents)
+    return profile_files
+
+
+def _figure_stack() -> None:
+    """Import what ``--html`` draws its figures with and set their theme (``Background``: beside the read and the replay; the
+    light theme, no seaborn: ``pipelines.figures.style.apply_light_theme``). An
+    import that fails here (another thread importing the same module at once) is left to the page's own imports."""
+    try:
+        from pipelines.figures import style
+        from pipelines.report import figures, html  # noqa: F401 - imported for their cost, not used here
+
+        style.apply_light_theme()
+    except Exception:  # the page imports them again and reports any real error there
+        return
+
+
+def _read_bar(enabled: bool) -> Progress | None:
+    """A progress bar of the bytes read (stderr; ``--progress``, by default when stderr is a terminal), told after each block
+    the reader parses (``pipelines.ingest.owntrace.Source``); None: no bar."""
+    if not enabled:
+        return None
+    from tqdm import tqdm
+
+    bars: list[tqdm] = []
+
+    def update(done: int, total: int) -> None:
+        if not bars:
+            bars.append(tqdm(total=total, unit="B", unit_scale=True, desc="[whatif] reading", file=sys.stderr, leave=False))
+        bars[0].update(done - bars[0].n)
+        if done >= total:
+            bars[0].close()
+
+    return update
 
 
 def _series_zone(series_timezone: str | None, timezone: str | None) -> tuple[str, str]:

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 import polars as pl
 
-from pipelines.clusters import anchoring, mapping
+from pipelines.clusters import analogues, anchoring, mapping
 from pipelines.vocabulary import PolicyName
 from pipelines.zeus import fast
 from pipelines.zeus.traces import WorkloadTable
@@ -43,6 +43,8 @@ class RowJobs:
     job: np.ndarray  # int64 per job: its id as an index into the row's distinct job ids, sorted
     #: ``mapping.group_runtimes`` of the jobs: what a draw's workload assignment cuts (None: from a history).
     runtimes: pl.DataFrame | None = None
+    #: ``analogues.group_utilisation`` of the jobs: the groups whose workload their utilisation picks (None: from a history).
+    utils: pl.DataFrame | None = None
 
 
 @dataclass(frozen=True)
@@ -87,20 +89,21 @@ def row_jobs(jobs: pl.DataFrame) -> RowJobs:
     names, group, bounds = _groups(ordered["group"])
     return RowJobs(ordered["_row"].to_numpy().astype(np.int64), names, group, bounds, ordered["start_time_s"].to_numpy(),
                    ordered["end_time_s"].to_numpy(), ordered["num_gpu"].to_numpy().astype(np.float64), _job_codes(ordered["job_id"]),
-                   mapping.group_runtimes(jobs))
+                   mapping.group_runtimes(jobs), analogues.group_utilisation(jobs))
 
 
 def replay_row(jobs: pl.DataFrame, prepared: RowJobs, workloads: Sequence[str], tables: dict[str, WorkloadTable], *, eta: float,
                beta: float, seed: int | None, policies: Sequence[PolicyName], shuffle: np.random.Generator | None,
-               anchored: bool) -> RowRuns:
-    """One draw of a row on the compiled replay: its workloads assigned (``mapping.assign_by_runtime``, ``shuffle`` as there),
+               anchored: bool, by_util: analogues.Analogues | None = None) -> RowRuns:
+    """One draw of a row on the compiled replay: its workloads assigned (``analogues.group_datasets``: by the groups'
+    utilisation on ``by_util``, else ``mapping.assign_by_runtime``, ``shuffle`` as there),
     runtime_ratio per workload (``mapping.finish_own``), each policy replayed (``fast.replay``: ``simulate_trace``'s runs)
     and, when ``anchored``, each job's runs scaled to its elapsed time (``anchoring.anchor``).
 
     ``jobs``: the row's table, of which ``prepared`` is ``row_jobs``; ``tables``: the workload table of every workload
     the row may play, on its GPU."""
     assert prepared.runtimes is not None, "row_jobs builds the jobs a draw replays"
-    assigned = mapping.group_workloads(prepared.runtimes, workloads, shuffle=shuffle, subset=True)
+    assigned = analogues.group_datasets(prepared.runtimes, prepared.utils, workloads, by_util, shuffle)
     of_group = dict(assigned.iter_rows())
     datasets = sorted(set(of_group.values()))
     group_dataset = np.array([datasets.index(of_group[g]) for g in prepared.names], dtype=np.int64)

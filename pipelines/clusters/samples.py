@@ -29,10 +29,12 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from pipelines.clusters import anchoring, mapping, power, replayed, simulate
+from pipelines.clusters import analogues, anchoring, mapping, power, replayed, simulate, standins
+from pipelines.clusters.analogues import Analogues
 from pipelines.clusters.capacity import Capacity
 from pipelines.clusters.profiles import POWER_LIMIT_ONLY, PowerLimitOnly
 from pipelines.clusters.replayed import RowRuns
+from pipelines.clusters.standins import PowerScale
 from pipelines.ingest.grid import Rate
 from pipelines.scaleout.runners import Runner, fan_out
 from pipelines.vocabulary import PolicyName
@@ -67,6 +69,10 @@ class Row:
     workloads: tuple[str, ...]
     #: Replay the row power-limit-only on this measured profile (``profiles.PowerLimitOnly``), not the Zeus optimizer.
     power_limit: PowerLimitOnly | None = None
+    #: Groups with a GPU utilisation play a workload of a consistent Default draw (``analogues``); None: all by runtime.
+    analogues: Analogues | None = None
+    #: A stand-in row's power mapped onto its exported GPU's idle draw and TDP (``standins``); None: as replayed.
+    power_scale: PowerScale | None = None
 
 
 @dataclass(frozen=True)
@@ -102,6 +108,9 @@ class Plan:
     prices: Rate | None = None
     #: (eta at the series' cleanest, eta at its dirtiest): also replay a carbon-aware Zeus (``carbon_etas``); None: not.
     carbon_aware: tuple[float, float] | None = None
+    #: The cluster's meter is the GPUs' own (``whatif --meter gpu``): each ``measured`` job's Default energy is its metered
+    #: energy and every other policy's the same times the replay's ratio to Default for that job (``meter``).
+    metered: bool = False
 
 
 def seed_knob(base_seed: int, draw: int) -> int | None:
@@ -356,19 +365,29 @@ def measured_jobs(plan: Plan) -> Measured | None:
 _HISTORY_COLUMNS = ("trace", "gpu", "policy", "group", "job_id", "dataset", "num_gpu", "start_time_s", "time_s", "energy_j")
 
 
-def power_limit_history(profile: PowerLimitOnly, jobs: pl.DataFrame, trace: str, eta: float) -> pl.DataFrame:
+def power_limit_history(profile: PowerLimitOnly, jobs: pl.DataFrame, trace: str, eta: float,
+                        etas: np.ndarray | None = None) -> pl.DataFrame:
     """A power-limit-only row's runs as a history (``_HISTORY_COLUMNS``): Default at the highest limit for each job's elapsed
     time, Zeus as its GlobalPowerLimitOptimizer (``replay_power_limit_only``: the first job of each recurring group profiles,
-    then the chosen limit). Anchored by construction: a job's work is its exported elapsed time at the highest limit."""
+    then the chosen limit). Anchored by construction: a job's work is its exported elapsed time at the highest limit.
+    ``etas``: each job's carbon-aware eta (in ``jobs``' order): a carbon-aware Zeus too, each job after profiling at the
+    limit its own eta chooses."""
     ordered = jobs.with_row_index("_row").sort("start_time_s", "_row")
-    runs = replay_power_limit_only(profile.measurements, profile.selector(eta), ordered.select(
-        "group", (pl.col("end_time_s") - pl.col("start_time_s")).alias("runtime_s"), pl.col("num_gpu").cast(pl.Int64).alias("gpus")))
+    work = ordered.select(
+        "group", (pl.col("end_time_s") - pl.col("start_time_s")).alias("runtime_s"), pl.col("num_gpu").cast(pl.Int64).alias("gpus"))
+    runs = replay_power_limit_only(profile.measurements, profile.selector(eta), work)
     base = ordered.select(pl.lit(trace).alias("trace"), pl.lit(profile.gpu).alias("gpu"), "group", "job_id", "dataset", "num_gpu",
                           "start_time_s")
-    return pl.concat([
+    parts = [
         base.with_columns(pl.lit("default").alias("policy"), runs["runtime_s"].alias("time_s"), runs["default_energy_j"].alias("energy_j")),
         base.with_columns(pl.lit("zeus").alias("policy"), runs["time_s"].alias("time_s"), runs["energy_j"].alias("energy_j")),
-    ]).select(_HISTORY_COLUMNS)
+    ]
+    if etas is not None:
+        aware = replay_power_limit_only(profile.measurements, profile.selector(eta), work,
+                                        etas=etas[ordered["_row"].to_numpy()].tolist())
+        parts.append(base.with_columns(pl.lit(CARBON_AWARE).alias("policy"), aware["time_s"].alias("time_s"),
+                                       aware["energy_j"].alias("energy_j")))
+    return pl.concat(parts).select(_HISTORY_COLUMNS)
 
 
 @dataclass(frozen=True)
@@ -403,11 +422,14 @@ def _replay(i: int, row: Row, plan: Plan, traces: Traces, prepared: Prepared, dr
     jobs_of = prepared.rows[i]
     if jobs_of is not None:
         return replayed.replay_row(row.jobs, jobs_of, row.workloads, prepared.tables[row.gpu], eta=plan.eta, beta=plan.beta, seed=knob,
-                                   policies=POLICIES, shuffle=shuffle, anchored=plan.anchored)
+                                   policies=POLICIES, shuffle=shuffle, anchored=plan.anchored, by_util=row.analogues)
     if row.power_limit is not None:
         jobs = row.jobs.with_columns(pl.lit(POWER_LIMIT_ONLY).alias("dataset"))
-        return replayed.from_history(power_limit_history(row.power_limit, jobs, plan.trace, plan.eta), jobs)
-    jobs = mapping.finish_own(mapping.assign_by_runtime(row.jobs, row.workloads, shuffle=shuffle, subset=True), plan.trace)
+        etas = carbon_etas(jobs, plan.grid, *plan.carbon_aware) if plan.carbon_aware is not None and plan.grid is not None else None
+        return replayed.from_history(power_limit_history(row.power_limit, jobs, plan.trace, plan.eta, etas), jobs)
+    assigned = analogues.group_datasets(mapping.group_runtimes(row.jobs), analogues.group_utilisation(row.jobs), row.workloads,
+                                        row.analogues, shuffle)
+    jobs = mapping.finish_own(row.jobs.join(assigned, on="group", how="left"), plan.trace)
     history = simulate.simulate_trace(jobs, traces, row.gpu, eta=plan.eta, beta=plan.beta, policies=POLICIES, seed=knob,
                                       engine=plan.engine).select(_HISTORY_COLUMNS)
     if plan.carbon_aware is not None and plan.grid is not None:  # the reference replay: one energy weight per job
@@ -419,16 +441,39 @@ def _replay(i: int, row: Row, plan: Plan, traces: Traces, prepared: Prepared, dr
     return replace(runs, runs=replayed.anchor(runs.runs, runs.jobs)) if plan.anchored else runs
 
 
+def meter(runs: RowRuns, i: int, measured: Measured) -> RowRuns:
+    """``runs`` of the plan's row ``i`` with each of its metered jobs' energies scaled by metered / replayed Default energy: its
+    Default energy is then the meter's and every policy keeps its ratio to Default for that job (times unchanged). A job
+    without a meter, or whose replayed Default energy is 0, keeps its runs."""
+    mine = (measured.keys >= 0) & (measured.keys // max(measured.stride, 1) == i)
+    if not mine.any() or "default" not in runs.runs:
+        return runs
+    codes = measured.keys[mine] % measured.stride  # the job ids' indices among the row's sorted ids (``RowJobs.job``)
+    default = runs.runs["default"]
+    modelled = np.bincount(runs.jobs.job[default.job], weights=default.energy_j, minlength=measured.stride)
+    scale = np.ones(measured.stride)
+    known = modelled[codes] > 0
+    scale[codes[known]] = measured.energy_j[mine][known] / modelled[codes[known]]
+    scaled = {p: replace(r, energy_j=r.energy_j * scale[runs.jobs.job[r.job]]) for p, r in runs.runs.items()}
+    return replace(runs, runs=scaled)
+
+
 def run_draw(draw: int, *, plan: Plan, traces: Traces, base_seed: int, prepared: Prepared | None = None) -> dict[str, Any]:
     """One draw (see the module docstring): per row its totals and peaks; the fleet's; the measured comparison; for draw 0
     also the top groups and the jobs per workload. ``prepared``: ``prepare(plan, traces)`` (None: built here)."""
     prepared = prepared or prepare(plan, traces)
     rows: dict[str, dict[str, Any]] = {}
     replays: list[tuple[int, Row, replayed.RowRuns]] = []
+    modelled: list[tuple[int, replayed.RowRuns]] = []  # as replayed, before the meter: what the measured comparison compares
     for i, row in enumerate(plan.rows):
         if row.jobs.height == 0:
             continue
         runs = _replay(i, row, plan, traces, prepared, draw, base_seed)
+        if row.power_scale is not None:
+            runs = standins.scale_runs(runs, row.power_scale)
+        modelled.append((i, runs))
+        if plan.metered and prepared.measured is not None:
+            runs = meter(runs, i, prepared.measured)
         rows[row.key] = {**dict.fromkeys(CARBON_AWARE_TOTALS), **_totals([runs]), **_peaks([runs], row.gpu, row.key, plan),
                          **_steady(runs, plan.converged.get(row.gpu)), **_horizon(runs, row, plan), **_priced(runs, plan)}
         if draw == 0:
@@ -443,7 +488,7 @@ def run_draw(draw: int, *, plan: Plan, traces: Traces, base_seed: int, prepared:
         whole = {**_totals(every), **_peaks(every, FLEET, FLEET, plan), **_summed(rows, STEADY_TOTALS),
                  **_summed(rows, HORIZON_TOTALS), **_summed(rows, PRICED_TOTALS), **_summed(rows, CARBON_AWARE_TOTALS)}
         out["fleet"] = {**whole, **_whole_fleet(rows, plan)}
-    out["measured"] = _measured([(i, r) for i, _, r in replays], prepared.measured)
+    out["measured"] = _measured(modelled, prepared.measured)
     if draw == 0 and plan.keep_power:
         out["power"] = _power(plan.trace, [(FLEET, every)] if plan.fleet else [(row.key, [r]) for _, row, r in replays])
     if draw == 0:

@@ -51,7 +51,7 @@ from pipelines.contracts.registry import quarantine_key
 from pipelines.home.storage import atomic_path
 from pipelines.ingest import joblog, slurm
 from pipelines.ingest.compressed import COMPRESSED_SUFFIXES, plain_file, uncompressed_name
-from pipelines.ingest.owntrace import OwnTraceResult, ReadLimits, check_timezone
+from pipelines.ingest.owntrace import OwnTraceResult, Progress, ReadLimits, check_timezone
 from pipelines.sources.fetch import sha256_of
 from pipelines.vocabulary import CLUSTER_TRACES, TRACE_NAME_REGEX
 
@@ -145,24 +145,26 @@ class TraceFile:
 
 def read_trace(path: Path | bytes, name: str, fmt: Format, timezone: str, fields: tuple[str, ...] | list[str] | None = None, *,
                source_file: str, digest: bool = True, delimiter: str = slurm.DEFAULT_DELIMITER,
-               columns: Sequence[str] | None = None, limits: ReadLimits | None = None) -> OwnTraceResult:
+               columns: Sequence[str] | None = None, limits: ReadLimits | None = None,
+               progress: Progress | None = None) -> OwnTraceResult:
     """Read a sacct export or a job-log CSV (``pipelines.ingest.slurm`` / ``pipelines.ingest.joblog``); ``columns``: the
     table's columns (default: all of ``own_cluster_jobs``'s); ``limits``: the bounds on rows, line length and
     decompressed size (``ReadLimits``' defaults).
 
     A compressed file (``.gz``, ``.xz``, ``.zst``) is streamed into a temporary file under the
     decompressed-size cap (``pipelines.ingest.compressed.plain_file``) and read from there; its
-    sha256 is the compressed file's, as ``clusters add`` records it.
+    sha256 is the compressed file's, as ``clusters add`` records it. ``progress``: told the bytes read after each block.
     """
     if fmt != "sacct" and fields:
         raise TraceFileError("fields are for a sacct --noheader export only; a job-log CSV has a header")
     if fmt != "sacct" and delimiter != slurm.DEFAULT_DELIMITER:
         raise TraceFileError("a delimiter is for a sacct export written with --delimiter; a job-log CSV is comma-separated")
     if isinstance(path, bytes):
-        return _read_plain(path, name, fmt, timezone, fields, source_file, digest, delimiter, columns, limits)
+        return _read_plain(path, name, fmt, timezone, fields, source_file, digest, delimiter, columns, limits, progress)
     limits = limits or ReadLimits()
     with plain_file(path, name=source_file, digest=digest, limit=limits.decompressed_bytes) as (plain, sha):
-        result = _read_plain(plain, name, fmt, timezone, fields, source_file, digest and sha is None, delimiter, columns, limits)
+        result = _read_plain(plain, name, fmt, timezone, fields, source_file, digest and sha is None, delimiter, columns, limits,
+                             progress)
     if sha is not None:
         result.sha256 = sha
     return result
@@ -170,12 +172,12 @@ def read_trace(path: Path | bytes, name: str, fmt: Format, timezone: str, fields
 
 def _read_plain(path: Path | bytes, name: str, fmt: Format, timezone: str, fields: tuple[str, ...] | list[str] | None,
                 source_file: str, digest: bool, delimiter: str, columns: Sequence[str] | None,
-                limits: ReadLimits | None) -> OwnTraceResult:
+                limits: ReadLimits | None, progress: Progress | None = None) -> OwnTraceResult:
     if fmt == "sacct":
         return slurm.read_sacct(path, trace=name, source_file=source_file, timezone=timezone, fields=fields, digest=digest,
-                                delimiter=delimiter, columns=columns, limits=limits)
+                                delimiter=delimiter, columns=columns, limits=limits, progress=progress)
     return joblog.read_joblog(path, trace=name, source_file=source_file, timezone=timezone, digest=digest, columns=columns,
-                              limits=limits)
+                              limits=limits, progress=progress)
 
 
 def folder(raw: Path) -> Path:

@@ -30,7 +30,7 @@ from typing import Any, Literal
 import numpy as np
 import polars as pl
 
-from pipelines.clusters import anchoring, capacity, coverage, mapping
+from pipelines.clusters import analogues, anchoring, capacity, coverage, mapping, standins
 from pipelines.clusters.anchoring import ANCHORED, EnergyModel
 from pipelines.clusters.power import POWER_SCHEMA
 from pipelines.clusters.profiles import POWER_LIMIT_ONLY, UNTYPED, Profiles
@@ -68,6 +68,14 @@ ENERGY_PLUGINS = (
     "the model; rapl: CPU packages and DRAM only, no GPU at all, not comparable; none: 0 (nothing collected). Only an "
     "exclusive allocation's value is the job's own (sacct(1))."
 )
+
+
+#: What the cluster's energy meter (ConsumedEnergyRaw) covers, as the operator declares it (``--meter``): ``gpu`` (the GPUs'
+#: own counters, AcctGatherEnergyType=gpu): a metered job's Default energy is its metered energy; ``node`` (the whole node:
+#: CPUs, memory, fans) or ``none`` (not declared): the meter is compared with the model only.
+Meter = Literal["none", "gpu", "node"]
+METERS: tuple[Meter, ...] = ("none", "gpu", "node")
+METER_GPU: Meter = "gpu"
 
 
 @dataclass(frozen=True)
@@ -114,6 +122,14 @@ class Options:
     carbon_aware: bool = False
     eta_clean: float | None = None
     eta_dirty: float = 0.9
+    #: What the export's meter covers (``METERS``): with ``gpu`` the meter anchors each metered job's energy.
+    meter: Meter = "none"
+    #: Groups with a GPU utilisation play a workload of a consistent Default draw (``utilisation``), or by runtime (``runtime``).
+    workloads_by: str = analogues.BY_UTILISATION
+    #: A stand-in's power as replayed (``as-profiled``) or mapped onto the exported GPU's idle draw and TDP (``scaled``).
+    stand_in_power: str = standins.AS_PROFILED
+    #: TDP and idle draw of GPUs the registry does not know (``--gpu-specs GPU=TDP:IDLE``), as (name, Spec) pairs.
+    gpu_specs: tuple[tuple[str, standins.Spec], ...] = ()
 
     def rates(self) -> tuple[Rate | None, Rate | None]:
         """(carbon intensity, price): the series or region given, else the flat option as a constant, else None."""
@@ -241,6 +257,15 @@ def _plan(result: OwnTraceResult, keyed: pl.DataFrame, profiles: Profiles,
     measured_rows = rows if mode == AS_EXPORTED else rows[:1]  # every GPU: compared with the first GPU's model
     measured = pl.concat([r.jobs.filter(pl.col("measured_energy_j").is_not_null()).select(
         "job_id", pl.lit(r.key).alias("row"), "measured_energy_j") for r in measured_rows]) if measured_rows else pl.DataFrame()
+    specs = dict(options.gpu_specs)
+    rows = [replace(r, analogues=_analogues(r, profiles, specs) if options.workloads_by == analogues.BY_UTILISATION else None,
+                    power_scale=_power_scale(r, rec, mode, options, specs))
+            for r, rec in zip(rows, records, strict=True)]
+    metered_keys = {r.key for r in measured_rows} if options.meter == METER_GPU else set()
+    for rec, row in zip(records, rows, strict=True):
+        rec["analogues"] = _analogue_record(row)
+        rec["metered"] = _metered_record(row) if row.key in metered_keys else None
+        rec["power_scale"] = row.power_scale
     # the draws need only what the mapping and the replay read (smaller on the wire to Dask workers, faster to map)
     slim = tuple(replace(r, jobs=r.jobs.select(_REPLAY_COLUMNS)) for r in rows)
     converged = {r.gpu: {POWER_LIMIT_ONLY: r.power_limit.converged_ratio(options.eta)} if r.power_limit is not None else
@@ -255,8 +280,85 @@ def _plan(result: OwnTraceResult, keyed: pl.DataFrame, profiles: Profiles,
                  anchored=options.energy_model == ANCHORED, converged=converged,
                  horizon_s=None if options.horizon_days is None else options.horizon_days * S_PER_DAY, grid=grid, prices=prices,
                  carbon_aware=(options.eta if options.eta_clean is None else options.eta_clean, options.eta_dirty)
-                 if options.carbon_aware else None),
+                 if options.carbon_aware else None, metered=options.meter == METER_GPU),
             records, mode)
+
+
+def _analogues(row: Row, profiles: Profiles, specs: dict[str, standins.Spec]) -> analogues.Analogues | None:
+    """The utilisation rule of ``row`` (``pipelines.clusters.analogues``): None for a row without a job's utilisation, a
+    power-limit-only row, or a GPU whose idle draw and TDP neither ``--gpu-specs`` nor the registry gives."""
+    spec = standins.spec_for(row.gpu, specs)
+    if row.power_limit is not None or spec is None or row.jobs["gpu_util_pct"].is_null().all():
+        return None
+    return analogues.for_profile(profiles.traces, row.gpu, row.workloads, spec.idle_w, spec.tdp_w)
+
+
+def _power_scale(row: Row, rec: dict[str, Any], mode: GpuMode, options: Options,
+                 specs: dict[str, standins.Spec]) -> standins.PowerScale | None:
+    """With ``--stand-in-power scaled``, a stand-in row's mapping onto its exported GPU's power range (``standins``); None
+    for a GPU's own profile, an untyped row, a power-limit-only row, or a GPU of unknown TDP (``rec["unscaled"]`` says so)."""
+    if options.stand_in_power != standins.SCALED or mode != AS_EXPORTED or rec["own_profile"] or row.key == UNTYPED \
+            or row.power_limit is not None:
+        return None
+    exported, stand_in = standins.spec_for(row.key, specs), standins.spec_for(row.gpu, specs)
+    if exported is None or stand_in is None:
+        rec["unscaled"] = True
+        return None
+    same = (exported.tdp_w, exported.idle_w) == (stand_in.tdp_w, stand_in.idle_w)
+    return None if same else standins.PowerScale(stand_in, exported)
+
+
+def _analogue_record(row: Row) -> dict[str, Any]:
+    """How a row's groups get their workload: by utilisation (how many groups) or by runtime, and why not by utilisation."""
+    groups = int(row.jobs["group"].n_unique()) if row.jobs.height else 0
+    by_util = 0 if row.analogues is None else analogues.group_utilisation(row.jobs).height
+    out: dict[str, Any] = {"groups_by_utilisation": by_util, "groups_by_runtime": groups - by_util}
+    if row.analogues is not None:
+        out["draw_w"] = dict(row.analogues.draw_w)
+        out["idle_w"], out["tdp_w"] = row.analogues.idle_w, row.analogues.tdp_w
+    elif row.power_limit is None and row.jobs.height and row.jobs["gpu_util_pct"].is_not_null().any():
+        out["note"] = f"no idle draw and TDP known for {row.gpu}: its groups' workloads by runtime"
+    return out
+
+
+def _metered_record(row: Row) -> dict[str, Any]:
+    """A row's jobs with a meter reading (``--meter gpu``): how many, their GPU-hours and their metered energy (kWh)."""
+    metered = row.jobs.filter(pl.col("measured_energy_j").is_not_null())
+    return {"jobs": metered.height, "gpu_hours": _gpu_hours(metered),
+            "kwh": float(metered["measured_energy_j"].sort().sum()) / J_PER_KWH}
+
+
+def _meter_split(records: Sequence[dict[str, Any]], gpus: dict[str, Any], total: dict[str, Any] | None) -> dict[str, Any]:
+    """``--meter gpu``: the Default energy split into what the meter measured and what the model gives (kWh), with the jobs
+    and GPU-hours of each, overall and per row: metered_kwh + modelled_kwh = default_kwh (the whole's, else the metered row's)."""
+    by_row: dict[str, Any] = {}
+    for rec in records:
+        m, g = rec["metered"], gpus[rec["key"]]
+        if m is None or g.get("default_kwh") is None:
+            continue
+        by_row[rec["key"]] = {"metered_jobs": m["jobs"], "metered_gpu_hours": m["gpu_hours"], "metered_kwh": m["kwh"],
+                              "modelled_jobs": rec["jobs"] - m["jobs"], "modelled_gpu_hours": rec["gpu_hours"] - m["gpu_hours"],
+                              "modelled_kwh": g["default_kwh"] - m["kwh"]}
+    whole = total if total is not None else (gpus[next(iter(by_row))] if by_row else None)
+    out: dict[str, Any] = {"meter": METER_GPU, "by_row": by_row}
+    for what in ("jobs", "gpu_hours"):
+        for part in ("metered", "modelled"):
+            out[f"{part}_{what}"] = sum(b[f"{part}_{what}"] for b in by_row.values())
+    out["metered_kwh"] = sum(b["metered_kwh"] for b in by_row.values())
+    out["modelled_kwh"] = None if whole is None or whole.get("default_kwh") is None else whole["default_kwh"] - out["metered_kwh"]
+    return out
+
+
+def _with_meter(prepared: Prepared, gpus: dict[str, Any], total: dict[str, Any] | None) -> dict[str, Any]:
+    """The report's ``energy_accounting``: the export's, and what ``--meter`` did with it (nothing added without the option)."""
+    meter = prepared.options.meter
+    if meter == METER_GPU:
+        return {**prepared.energy_accounting, **_meter_split(prepared.records, gpus, total)}
+    if meter != "none":
+        return {**prepared.energy_accounting, "meter": meter,
+                "meter_note": f"--meter {meter}: the meter holds the whole node (CPUs, memory, fans): compared with the model, not "
+                              "used as the jobs' energy"}
+    return prepared.energy_accounting
 
 
 def _check_covered(rate: Rate, option: str, rows: Sequence[Row]) -> None:
@@ -308,10 +410,10 @@ def _sizes(trace: str, rows: Sequence[Row], keyed: pl.DataFrame, mode: GpuMode,
 
 
 #: The columns of ``mapping.own_keyed`` rows a draw reads.
-_REPLAY_COLUMNS = ("trace", "cluster", "group", "job_id", "start_time_s", "end_time_s", "num_gpu")
+_REPLAY_COLUMNS = ("trace", "cluster", "group", "job_id", "start_time_s", "end_time_s", "num_gpu", "gpu_util_pct")
 #: The columns of a row's jobs the plan reads (``_plan``: GPU-hours, the measured jobs, the cluster sizes, the draws'):
 #: a row copies only these of the keyed jobs.
-_ROW_COLUMNS = (*_REPLAY_COLUMNS, "start_time", "end_time", "num_gpus", "measured_energy_j", "gpu_util_pct")
+_ROW_COLUMNS = (*_REPLAY_COLUMNS, "start_time", "end_time", "num_gpus", "measured_energy_j")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -596,10 +698,26 @@ def _utilization(result: OwnTraceResult, keyed: pl.DataFrame, records: Sequence[
         "low_util_gpu_hours": float(sum(r["low_util_gpu_hours"] for r in counted)),
         "low_util_kwh": None if any(k is None for k in kwh) else float(sum(kwh)),
     }
+    if source is not None:
+        out.update(_low_util_jobs(keyed.filter(_low_util(options))))
     if source is None:
         out["note"] = ("the export carries no GPU utilisation: every COMPLETED GPU job is taken as a training run (add TRESUsageInTot "
                        "to sacct's --format, or a gpu_util_pct column to the job log, to tell idle allocations apart)")
     return out
+
+
+#: The idle allocations named in the JSON (by GPU-hours, most first), and in the text and the page.
+LOW_UTIL_IDS = 100
+LOW_UTIL_SHOWN = 10
+
+
+def _low_util_jobs(low: pl.DataFrame) -> dict[str, Any]:
+    """The idle allocations by name: ``low_util_job_ids``, the ``LOW_UTIL_IDS`` of most GPU-hours (all where fewer; the count
+    is ``low_util_jobs``), and ``low_util_top``: the first ``LOW_UTIL_SHOWN`` with user, GPU type, GPU-hours, utilisation (%)."""
+    hours = (duration_s(pl.col("end_time") - pl.col("start_time")) * pl.col("num_gpus") / S_PER_H).alias("gpu_hours")
+    ranked = low.select("job_id", "user", "gpu_type", hours, "gpu_util_pct").sort(
+        "gpu_hours", "job_id", descending=[True, False]).head(LOW_UTIL_IDS)
+    return {"low_util_job_ids": ranked["job_id"].to_list(), "low_util_top": ranked.head(LOW_UTIL_SHOWN).to_dicts()}
 
 
 def run(trace: OwnTraceResult | Prepared, profiles: Profiles, options: Options | None = None, runner: Runner | None = None, *,
@@ -624,7 +742,43 @@ def _row(rec: dict[str, Any]) -> dict[str, Any]:
     """A row's record as the report gives it (before its figures)."""
     names = ("own_profile", "jobs", "gpu_hours", "profile_source", "workloads", "power_limit_only", "low_util_jobs", "low_util_gpu_hours",
              "low_util_kwh")
-    return {"replayed_on": rec["gpu"], **{k: rec[k] for k in names}}
+    out = {"replayed_on": rec["gpu"], **{k: rec[k] for k in names}}
+    if rec["analogues"]["groups_by_utilisation"] or "note" in rec["analogues"]:  # an export without utilisation: as before
+        out["analogues"] = rec["analogues"]
+    scale: standins.PowerScale | None = rec.get("power_scale")
+    if scale is not None:
+        out["stand_in_power"] = {"replayed_tdp_w": scale.stand_in.tdp_w, "replayed_idle_w": scale.stand_in.idle_w,
+                                 "exported_tdp_w": scale.exported.tdp_w, "exported_idle_w": scale.exported.idle_w,
+                                 "exported_source": scale.exported.source}
+    return out
+
+
+def _stand_ins(records: Sequence[dict[str, Any]], mode: GpuMode, options: Options) -> dict[str, Any] | None:
+    """The jobs replayed on another GPU's profile (the fallback), how many and why, for the report's title block; None when
+    GPUs were named (``--gpu``: every job on each by choice)."""
+    if mode == EVERY_GPU and options.gpus:
+        return None
+    counted = records if mode == AS_EXPORTED else records[:1]
+    standing = [r for r in counted if mode == EVERY_GPU or not r["own_profile"]]
+    jobs, hours = sum(r["jobs"] for r in standing), sum(r["gpu_hours"] for r in standing)
+    of_jobs, of_hours = sum(r["jobs"] for r in counted), sum(r["gpu_hours"] for r in counted)
+    no_profile = [r["key"] for r in standing if r["key"] != UNTYPED and mode == AS_EXPORTED]
+    no_type = sum(r["jobs"] for r in standing if r["key"] == UNTYPED or mode == EVERY_GPU)
+    scaled = [r["key"] for r in standing if r.get("power_scale") is not None]
+    unscaled = [r["key"] for r in standing if r.get("unscaled")]
+    why = [*([f"no profile for {', '.join(no_profile)}"] if no_profile else []), *([f"no type on {no_type:,}"] if no_type else [])]
+    text = (f"{jobs:,} of {of_jobs:,} jobs ({hours:,.0f} of {of_hours:,.0f} GPU-hours) replayed on the {options.fallback_gpu} profile"
+            + (f": {'; '.join(why)}" if why else ""))
+    power = None
+    if jobs and options.stand_in_power == standins.SCALED:
+        parts = [*([f"power scaled onto {', '.join(scaled)}'s idle draw and TDP"] if scaled else []),
+                 *([f"no TDP known for {', '.join(unscaled)} (--gpu-specs GPU=TDP:IDLE)"] if unscaled else [])]
+        power = "; ".join(parts) or None
+    elif no_profile:
+        power = f"stand-ins at the {options.fallback_gpu}'s power; --stand-in-power scaled: at their own GPU's"
+    return {"jobs": jobs, "gpu_hours": hours, "of_jobs": of_jobs, "of_gpu_hours": of_hours, "gpu": options.fallback_gpu,
+            "no_profile": no_profile, "no_type_jobs": no_type, "power": options.stand_in_power, "scaled": scaled, "unscaled": unscaled,
+            "text": text, "power_text": power}
 
 
 def _replay(prepared: Prepared, profiles: Profiles, runner: Runner | None,
@@ -655,17 +809,20 @@ def _replay(prepared: Prepared, profiles: Profiles, runner: Runner | None,
             row["jobs_by_workload"] = first[rec["key"]]["jobs_by_workload"]
         gpus[rec["key"]] = row
     report["gpus"] = gpus
+    report["stand_ins"] = _stand_ins(records, mode, options)
     if mode == AS_EXPORTED:
         report["gpu_types"] = {r["key"]: r["jobs"] for r in records}
         report["replayed_on"] = {r["key"]: r["gpu"] for r in records}
         report["fallback_jobs"] = sum(r["jobs"] for r in records if not r["own_profile"])
         report["total"] = ({"jobs": replayed, "gpu_hours": gpu_hours, **row_report([d["fleet"] for d in draws], options, replayed)}
                            if "fleet" in draws[0] else None)
+    if any(r["analogues"]["groups_by_utilisation"] for r in records):
+        report["analogue_rule"] = analogues.RULE
     report["steady_state"] = _steady_state_note(report)
     report["utilization"] = prepared.utilization
     report["measured_workloads"] = {r["gpu"]: r["workloads"] for r in records if len(r["workloads"]) < len(ZEUS_DATASETS)}
     report["profile_notes"] = list(profiles.notes)
-    report["energy_accounting"] = prepared.energy_accounting
+    report["energy_accounting"] = _with_meter(prepared, gpus, report.get("total"))
     report["measured"] = _measured_report(draws, prepared)
     report["top_groups_gpu"] = "as exported" if mode == AS_EXPORTED else the_plan.rows[0].gpu
     report["top_groups"] = [

@@ -72,10 +72,11 @@ def timeline_frame(power: pl.DataFrame) -> pl.DataFrame:
 
 
 def timeline_figure(panels: Sequence[tuple[str, pl.DataFrame]], bin_label: str, width: float = style.SINGLE_COLUMN,
-                    panel_height: float = 1.35) -> Figure:
+                    panel_height: float = 1.35, peaks_in_title: bool = True, light: bool = False) -> Figure:
     """One panel per (title, ``timeline_frame`` rows of one cluster): each policy's power as steps, its peak dashed; the title
-    ends with both peaks (kW) and Zeus's change vs Default. ``width``, ``panel_height``: inches."""
-    fig, axes = style.new_figure(width, panel_height * len(panels) + 0.5, len(panels), 1)
+    ends with both peaks (kW) and Zeus's change vs Default unless ``peaks_in_title`` is False (a report whose table gives
+    other peaks: the medians over its samples). ``width``, ``panel_height``: inches; ``light``: ``style.new_figure``'s."""
+    fig, axes = style.new_figure(width, panel_height * len(panels) + 0.5, len(panels), 1, light=light)
     colors = _colors()
     for row, (name, d) in enumerate(panels):
         ax = axes[row, 0]
@@ -89,7 +90,7 @@ def timeline_figure(panels: Sequence[tuple[str, pl.DataFrame]], bin_label: str, 
             peaks[policy] = _max(p["power_kw"])
             ax.axhline(peaks[policy], color=colors[policy], ls="--", lw=0.8)
         title = name
-        if len(peaks) == len(POLICIES):
+        if peaks_in_title and len(peaks) == len(POLICIES):
             title += f": peak {_kw(peaks['default'])} → {_kw(peaks['zeus'])} kW ({_signed_pct(peaks['zeus'], peaks['default'])})"
         ax.set_title(title)
         ax.set_ylim(0, 1.08 * max(peaks.values()))
@@ -117,9 +118,10 @@ def load_duration_curve(power: pl.DataFrame) -> tuple[Figure, pl.DataFrame]:
 
 
 def load_duration_figure(panels: Sequence[tuple[str, pl.DataFrame]], width: float = style.SINGLE_COLUMN,
-                         panel_height: float = 1.35) -> Figure:
-    """One panel per (title, ``power.load_duration`` rows of one cluster: policy, hours, power_kw); see ``load_duration_curve``."""
-    fig, axes = style.new_figure(width, panel_height * len(panels) + 0.5, len(panels), 1)
+                         panel_height: float = 1.35, light: bool = False) -> Figure:
+    """One panel per (title, ``power.load_duration`` rows of one cluster: policy, hours, power_kw); see ``load_duration_curve``.
+    ``light``: ``style.new_figure``'s."""
+    fig, axes = style.new_figure(width, panel_height * len(panels) + 0.5, len(panels), 1, light=light)
     colors = _colors()
     for row, (name, d) in enumerate(panels):
         ax = axes[row, 0]

@@ -17,7 +17,7 @@ import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import matplotlib as mpl
 import numpy as np
@@ -42,50 +42,83 @@ GPU_ORDER: tuple[str, ...] = PAPER_ORDER
 DATASET_ORDER: tuple[str, ...] = ZEUS_DATASETS
 
 
+#: The project's settings on top of seaborn's theme: print-size fonts, ticks, lines, the PNG's resolution, editable PDF text.
+THEME_RC: dict[str, Any] = {
+    "font.size": FONT_SIZE,
+    "axes.labelsize": FONT_SIZE,
+    "axes.titlesize": FONT_SIZE,
+    "xtick.labelsize": SMALL_FONT_SIZE,
+    "ytick.labelsize": SMALL_FONT_SIZE,
+    "legend.fontsize": SMALL_FONT_SIZE,
+    "legend.title_fontsize": SMALL_FONT_SIZE,
+    "figure.titlesize": FONT_SIZE + 1,
+    "axes.titlepad": 3.0,
+    "axes.labelpad": 2.0,
+    # tick marks are hidden in whitegrid, but their length still offsets the labels:
+    # equal major and minor geometry keeps major and minor labels on one baseline.
+    **{f"{a}tick.{w}.{k}": v for a in "xy" for w in ("major", "minor") for k, v in (("size", 3.0), ("pad", 2.5))},
+    "lines.linewidth": 1.2,
+    "lines.markersize": 4.0,
+    "grid.linewidth": 0.5,
+    "legend.frameon": False,
+    "savefig.dpi": PNG_DPI,
+    "pdf.fonttype": 42,  # TrueType in the PDF: text stays editable and searchable
+    "ps.fonttype": 42,
+}
+
+#: seaborn 0.13's colorblind palette (``sns.color_palette("colorblind")``), and the matplotlib colour codes its
+#: ``set_theme`` points at it; with ``SEABORN_RC`` what ``apply_light_theme`` sets without importing seaborn (a test
+#: holds all three to seaborn's).
+COLORBLIND: tuple[str, ...] = ("#0173b2", "#de8f05", "#029e73", "#d55e00", "#cc78bc", "#ca9161", "#fbafe4", "#949494", "#ece133",
+                               "#56b4e9")
+COLOR_CODES: dict[str, str | tuple[float, float, float]] = {"b": "#0173b2", "g": "#029e73", "r": "#d55e00", "m": "#cc78bc",
+                                                             "y": "#ece133", "c": "#56b4e9", "k": (0.1, 0.1, 0.1)}
+#: seaborn's ``whitegrid`` style in its ``paper`` context where they differ from matplotlib's defaults, but ``image.cmap``
+#: (seaborn's ``rocket``, registered by importing seaborn; no figure of the light theme draws an image).
+SEABORN_RC: dict[str, Any] = {
+    "axes.axisbelow": True, "axes.edgecolor": ".8", "axes.grid": True, "axes.labelcolor": ".15", "axes.linewidth": 1.0,
+    "font.sans-serif": ["Arial", "DejaVu Sans", "Liberation Sans", "Bitstream Vera Sans", "sans-serif"], "grid.color": ".8",
+    "lines.solid_capstyle": "round", "patch.edgecolor": "w", "patch.force_edgecolor": True, "patch.linewidth": 0.8,
+    "text.color": ".15", "xtick.bottom": False, "xtick.color": ".15", "xtick.major.width": 1.0, "xtick.minor.width": 0.8,
+    "ytick.color": ".15", "ytick.left": False, "ytick.major.width": 1.0, "ytick.minor.width": 0.8,
+}
+
+
 def apply_theme() -> None:
     """Set the project theme globally (idempotent): whitegrid / paper / colorblind, print-size fonts."""
     import seaborn as sns  # imports scipy: only when a figure is drawn, not when the code location loads
 
-    sns.set_theme(
-        style="whitegrid",
-        context="paper",
-        palette="colorblind",
-        rc={
-            "font.size": FONT_SIZE,
-            "axes.labelsize": FONT_SIZE,
-            "axes.titlesize": FONT_SIZE,
-            "xtick.labelsize": SMALL_FONT_SIZE,
-            "ytick.labelsize": SMALL_FONT_SIZE,
-            "legend.fontsize": SMALL_FONT_SIZE,
-            "legend.title_fontsize": SMALL_FONT_SIZE,
-            "figure.titlesize": FONT_SIZE + 1,
-            "axes.titlepad": 3.0,
-            "axes.labelpad": 2.0,
-            # tick marks are hidden in whitegrid, but their length still offsets the labels:
-            # equal major and minor geometry keeps major and minor labels on one baseline.
-            **{f"{a}tick.{w}.{k}": v for a in "xy" for w in ("major", "minor") for k, v in (("size", 3.0), ("pad", 2.5))},
-            "lines.linewidth": 1.2,
-            "lines.markersize": 4.0,
-            "grid.linewidth": 0.5,
-            "legend.frameon": False,
-            "savefig.dpi": PNG_DPI,
-            "pdf.fonttype": 42,  # TrueType in the PDF: text stays editable and searchable
-            "ps.fonttype": 42,
-        },
-    )
+    sns.set_theme(style="whitegrid", context="paper", palette="colorblind", rc=THEME_RC)
+
+
+def apply_light_theme() -> None:
+    """``apply_theme``'s settings without importing seaborn (and its scipy: seconds of a ``whatif --html``): the same
+    rcParams but ``image.cmap``, the same colour cycle and colour codes."""
+    from cycler import cycler
+    from matplotlib import colors
+
+    settings: dict[str, Any] = {**SEABORN_RC, **THEME_RC, "axes.prop_cycle": cycler("color", [colors.to_rgb(c) for c in COLORBLIND])}
+    cast(Any, mpl.rcParams).update(settings)  # matplotlib types its keys as literals; these are rcParams' own names
+    for code, color in COLOR_CODES.items():
+        colors.colorConverter.colors[code] = colors.to_rgb(color)  # as seaborn's set_color_codes does
 
 
 def palette(n: int) -> list[tuple[float, float, float]]:
     """The first ``n`` colours of the colorblind palette (cycled past 10)."""
-    import seaborn as sns
+    from matplotlib import colors
 
-    base = sns.color_palette("colorblind")
+    base = [colors.to_rgb(c) for c in COLORBLIND]
     return [base[i % len(base)] for i in range(n)]
 
 
-def new_figure(width: float, height: float, nrows: int = 1, ncols: int = 1, **subplot_kw: Any) -> tuple[Figure, np.ndarray]:
-    """A themed, constrained-layout figure of ``width`` x ``height`` inches and its axes (``squeeze=False``)."""
-    apply_theme()
+def new_figure(width: float, height: float, nrows: int = 1, ncols: int = 1, light: bool = False,
+               **subplot_kw: Any) -> tuple[Figure, np.ndarray]:
+    """A themed, constrained-layout figure of ``width`` x ``height`` inches and its axes (``squeeze=False``); ``light``: the
+    theme set without seaborn (``apply_light_theme``)."""
+    if light:
+        apply_light_theme()
+    else:
+        apply_theme()
     fig = Figure(figsize=(width, height), layout="constrained")
     axes = fig.subplots(nrows, ncols, squeeze=False, **subplot_kw)
     return fig, axes

@@ -52,6 +52,7 @@ from pipelines.ingest.owntrace import (
     TEXT,
     Check,
     OwnTraceResult,
+    Progress,
     ReadLimits,
     Source,
     apply_checks,
@@ -237,7 +238,8 @@ def _number(column: str) -> pl.Expr:
 
 
 def read_joblog(source: Path | bytes, *, trace: str, source_file: str, timezone: str = "UTC", digest: bool = True,
-                columns: Sequence[str] | None = None, limits: ReadLimits | None = None) -> OwnTraceResult:
+                columns: Sequence[str] | None = None, limits: ReadLimits | None = None,
+                progress: Progress | None = None) -> OwnTraceResult:
     """One generic job-log CSV -> its rows, quarantine and line accounting (see the module docstring).
 
     ``columns``: the table's columns (default: all of ``own_cluster_jobs``'s; fewer hold less memory).
@@ -249,7 +251,7 @@ def read_joblog(source: Path | bytes, *, trace: str, source_file: str, timezone:
         check_timezone(timezone)
     except ValueError as exc:
         raise IngestError(source_file, str(exc)) from None
-    reader = Source(source, source_file, digest=digest, limits=limits)
+    reader = Source(source, source_file, digest=digest, limits=limits, progress=progress)
     with reader.whole_read():
         return _read(reader, source_file, trace, timezone, columns)
 

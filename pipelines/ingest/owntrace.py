@@ -198,6 +198,10 @@ class Block:
     lines: int
 
 
+#: Told after each block a reader parses: (bytes read so far, bytes of the file); for a progress bar on a terminal.
+Progress = Callable[[int, int], None]
+
+
 class Source:
     """A trace file (or bytes) read in blocks of whole lines, so that a large export never sits in memory whole.
 
@@ -206,8 +210,9 @@ class Source:
     """
 
     def __init__(self, source: Path | bytes, name: str, *, chunk_bytes: int = CHUNK_BYTES, digest: bool = True,
-                 limits: ReadLimits | None = None) -> None:
+                 limits: ReadLimits | None = None, progress: Progress | None = None) -> None:
         self.source, self.name, self.chunk_bytes = source, name, chunk_bytes
+        self.progress = progress
         self.limits = limits or ReadLimits()
         self._want_digest = digest
         self._digest = hashlib.sha256() if digest else None
@@ -337,6 +342,9 @@ class Source:
             yield Block(block, line, count)
             line += count
             self.lines = line - 1
+            if self.progress is not None:
+                total = self._stat[0] if self._stat is not None else len(self.source) if isinstance(self.source, bytes) else self.size
+                self.progress(self.size, total)
         self.lines = line - 1
 
     def first_line(self) -> str:

@@ -67,6 +67,7 @@ from pipelines.ingest.owntrace import (
     Block,
     Check,
     OwnTraceResult,
+    Progress,
     ReadLimits,
     Source,
     apply_checks,
@@ -138,8 +139,12 @@ class Layout:
         missing = [f for f in REQUIRED if f not in self.index]
         if missing:
             where = "the header" if header_given else "the field list given"
-            raise IngestError(name, f"missing column ({where} has {list(names)}); export with: {EXPORT_COMMAND}",
-                              line=1 if header_given else None, column=missing[0])
+            shown = list(names) if len(names) <= 12 else [*names[:12], "..."]
+            # no field name at all on the first line: a --noheader export (its first job), which only --fields can read
+            fix = (f"if the export has no header line (sacct --noheader), give its field list: --fields {','.join(REQUIRED)},... as "
+                   f"given to sacct --format; else export with: {EXPORT_COMMAND}") if header_given and not self.index else \
+                f"export with: {EXPORT_COMMAND}"
+            raise IngestError(name, f"missing column ({where} has {shown}); {fix}", line=1 if header_given else None, column=missing[0])
         self.fields = len(names)
         self.trailing = trailing
         self.delimiter = delimiter
@@ -551,6 +556,7 @@ def read_sacct(
     delimiter: str = DEFAULT_DELIMITER,
     columns: Sequence[str] | None = None,
     limits: ReadLimits | None = None,
+    progress: Progress | None = None,
 ) -> OwnTraceResult:
     """One sacct export -> its allocation rows, quarantine and line accounting (see the module docstring).
 
@@ -567,7 +573,7 @@ def read_sacct(
         check_delimiter(delimiter)
     except ValueError as exc:
         raise IngestError(source_file, str(exc)) from None
-    reader = Source(source, source_file, digest=digest, limits=limits)
+    reader = Source(source, source_file, digest=digest, limits=limits, progress=progress)
     with reader.whole_read():
         return _read(reader, source_file, trace, timezone, fields, delimiter, columns)
 

@@ -54,7 +54,7 @@ def savings_with_intervals(report: dict[str, Any]) -> tuple[Figure, pl.DataFrame
     if data.height == 0:
         raise NoData("no row of the report has a replay")
     unit, scale = energy_unit(max(abs(v) for v in data["energy_saved_kwh"].to_list()))
-    fig, axes = style.new_figure(style.DOUBLE_COLUMN, 0.28 * data.height + 0.85, 1, 2, sharey=True)
+    fig, axes = style.new_figure(style.DOUBLE_COLUMN, 0.28 * data.height + 0.85, 1, 2, light=True, sharey=True)
     colors = style.palette(data.height)
     labels = data["row"].to_list()
     y = list(range(data.height))[::-1]  # the first row on top
@@ -92,7 +92,8 @@ def power_timeline(report: dict[str, Any], power: pl.DataFrame) -> tuple[Figure,
         raise NoData("no power bins")
     data = cluster_power.timeline_frame(power.filter(pl.col("policy").is_in(["default", "zeus"])))
     figure = cluster_power.timeline_figure([(t, data.filter(pl.col("gpu") == g)) for t, g in panels], cluster_power.bin_label(power),
-                                           width=style.DOUBLE_COLUMN, panel_height=PANEL_IN)
+                                           width=style.DOUBLE_COLUMN, panel_height=PANEL_IN, peaks_in_title=False,
+                                           light=True)
     return figure, data
 
 
@@ -102,7 +103,8 @@ def load_duration_curve(report: dict[str, Any], power: pl.DataFrame) -> tuple[Fi
     if not panels:
         raise NoData("no power bins")
     curves = load_duration(power.filter(pl.col("policy").is_in(["default", "zeus"])), ("trace", "gpu", "policy")).sort("gpu", "policy", "hours")
-    figure = cluster_power.load_duration_figure([(t, curves.filter(pl.col("gpu") == g)) for t, g in panels], width=style.DOUBLE_COLUMN, panel_height=PANEL_IN)
+    figure = cluster_power.load_duration_figure([(t, curves.filter(pl.col("gpu") == g)) for t, g in panels], width=style.DOUBLE_COLUMN,
+                                                panel_height=PANEL_IN, light=True)
     return figure, curves
 
 
@@ -118,7 +120,7 @@ def grid_timeline(report: dict[str, Any], power: pl.DataFrame, grid: Rate) -> tu
     start, end = float(busy["bin_start_s"].min()), float(busy["bin_end_s"].max())  # type: ignore[arg-type]
     inside = (grid.times_s >= start - grid.step_s) & (grid.times_s <= end)
     series = pl.DataFrame({"time_s": grid.times_s[inside], "gco2_per_kwh": grid.values[inside]})
-    fig, axes = style.new_figure(style.DOUBLE_COLUMN, 2 * PANEL_IN + 0.4, 2, 1, sharex=True)
+    fig, axes = style.new_figure(style.DOUBLE_COLUMN, 2 * PANEL_IN + 0.4, 2, 1, light=True, sharex=True)
     to_time = pl.col("time_s").mul(1e6).cast(pl.Int64).cast(pl.Datetime("us", "UTC"))
     shown = series.with_columns(to_time.alias("time"))
     axes[0, 0].step(shown["time"].to_numpy(), shown["gco2_per_kwh"].to_numpy(), where="post", color=style.palette(2)[1], lw=1.0)

@@ -125,8 +125,14 @@ def interval(path: Path_, values: Sequence[float | None] | None, show: Show) -> 
     return f'<span class="iv">[{show([*path, 0], values[0], True)}, {show([*path, 1], values[1], True)}]</span>'
 
 
-def _with_interval(g: Mapping[str, Any], base: Path_, name: str, show: Show, sep: str = "<br>") -> str:
-    return f'{show([*base, name], g.get(name), False)}{sep}{interval([*base, f"{name}_interval"], g.get(f"{name}_interval"), show)}'
+def _with_interval(g: Mapping[str, Any], base: Path_, name: str, show: Show, sep: str = "<br>", why: bool = True) -> str:
+    """A figure and its interval; an interval the report does not give (``[–, –]``) with the row's reason beside it (``why``;
+    the savings table says it once, beside the row's name)."""
+    values = g.get(f"{name}_interval")
+    iv = interval([*base, f"{name}_interval"], values, show)
+    if why and values and all(v is None for v in values) and g.get("interval_note"):
+        iv += f" <span class='iv'>({_e(g['interval_note'])})</span>"
+    return f'{show([*base, name], g.get(name), False)}{sep}{iv}'
 
 
 def _energy_in(unit: tuple[str, float] | None) -> Show:
@@ -235,16 +241,18 @@ def _saving_row(label: str, base: Path_, g: Mapping[str, Any]) -> str:
     unit, saved = energy_unit(g["default_kwh"]), energy_unit(g["energy_saved_kwh"])
     cells = [
         num([*base, "jobs"], g["jobs"]),
-        _with_interval(g, base, "default_kwh", _energy_in(unit)),
-        _with_interval(g, base, "zeus_kwh", _energy_in(unit)),
-        _with_interval(g, base, "energy_saved_pct", _PCT),
-        _with_interval(g, base, "energy_saved_kwh", _energy_in(saved)),
-        _with_interval(g, base, "time_saved_pct", _PCT),
-        _with_interval(g, base, "default_peak_kw", _decimals(1, " kW")),
-        _with_interval(g, base, "zeus_peak_kw", _decimals(1, " kW")),
-        _with_interval(g, base, "headroom_gpus", _decimals(0)),
+        _with_interval(g, base, "default_kwh", _energy_in(unit), why=False),
+        _with_interval(g, base, "zeus_kwh", _energy_in(unit), why=False),
+        _with_interval(g, base, "energy_saved_pct", _PCT, why=False),
+        _with_interval(g, base, "energy_saved_kwh", _energy_in(saved), why=False),
+        _with_interval(g, base, "time_saved_pct", _PCT, why=False),
+        _with_interval(g, base, "default_peak_kw", _decimals(1, " kW"), why=False),
+        _with_interval(g, base, "zeus_peak_kw", _decimals(1, " kW"), why=False),
+        _with_interval(g, base, "headroom_gpus", _decimals(0), why=False),
     ]
-    return f"<tr><td class='key'>{_e(label)}</td>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>"
+    note = g.get("interval_note")
+    why = f"<br><span class='iv'>no interval: {_e(note)}</span>" if note and not note.startswith("a single") else ""
+    return f"<tr><td class='key'>{_e(label)}{why}</td>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>"
 
 
 def _money(r: Mapping[str, Any]) -> str:
@@ -266,7 +274,8 @@ def _money(r: Mapping[str, Any]) -> str:
         aware = g.get("carbon_aware")
         if aware and "co2e_saved_kg" in aware:
             e, ab = r["carbon_aware"], [*base, "carbon_aware"]
-            out.append(f"<li>carbon-aware Zeus on {_e(label)} (eta {e['eta_clean']:g} at the cleanest hour to {e['eta_dirty']:g} at the "
+            clean, dirty = (num(["carbon_aware", k], e[k], text=f"{e[k]:g}") for k in ("eta_clean", "eta_dirty"))
+            out.append(f"<li>carbon-aware Zeus on {_e(label)} (eta {clean} at the cleanest hour to {dirty} at the "
                        f"dirtiest): CO2e saved {_with_interval(aware, ab, 'co2e_saved_kg', _co2e_in(aware['co2e_saved_kg']), ' ')}, "
                        f"energy saved {_with_interval(aware, ab, 'energy_saved_pct', _PCT, ' ')}, time saved "
                        f"{_with_interval(aware, ab, 'time_saved_pct', _PCT, ' ')}; {_e(aware_added(aware))}</li>")
@@ -296,7 +305,9 @@ def _steady(r: Mapping[str, Any]) -> str:
     days = r.get("horizon_days")
     horizon = "" if days is None else f"; over {num(['horizon_days'], days, text=f'{days:g}')} days at the export's recurrence rate: "
     items = [f"<li>{_e(label)}: {_with_interval(g, base, 'steady_state_saved_pct', _PCT, ' ')}"
-             + (f"{horizon}{_with_interval(g, base, 'horizon_saved_pct', _PCT, ' ')}" if g.get("horizon_saved_pct") is not None else "")
+             + (f"{horizon}{_with_interval(g, base, 'horizon_saved_pct', _PCT, ' ')}, "
+                f"{_with_interval(g, base, 'horizon_saved_kwh', _energy_in(energy_unit(g['horizon_saved_kwh'])), ' ')}"
+                if g.get("horizon_saved_pct") is not None else "")
              + "</li>" for label, base, g in rows if g.get("steady_state_saved_pct") is not None]
     if not items:
         return ""
@@ -327,10 +338,23 @@ def _fleet(r: Mapping[str, Any]) -> str:
             f'trace\'s window.</p><div class="wide"><table class="grid">{head}{"".join(body)}</table></div></section>')
 
 
+def _meter(acc: Mapping[str, Any]) -> str:
+    """What ``--meter`` did: the jobs and GPU-hours metered and modelled (``--meter gpu``), or why the meter is compared only."""
+    b = ["energy_accounting"]
+    if acc.get("meter") == "gpu":
+        return (f"<p>Anchored to the meter (--meter gpu): {num([*b, 'metered_jobs'], acc['metered_jobs'])} jobs, "
+                f"{num([*b, 'metered_gpu_hours'], acc['metered_gpu_hours'])} GPU-hours metered: their Default energy "
+                f"{energy([*b, 'metered_kwh'], acc['metered_kwh'])} as metered, Zeus's that times the replay's ratio; "
+                f"{num([*b, 'modelled_jobs'], acc['modelled_jobs'])} jobs ({num([*b, 'modelled_gpu_hours'], acc['modelled_gpu_hours'])} "
+                f"GPU-hours) modelled, Default {energy([*b, 'modelled_kwh'], acc['modelled_kwh'])}.</p>")
+    return f"<p>{_e(acc['meter_note'])}.</p>" if acc.get("meter_note") else ""
+
+
 def _measured(r: Mapping[str, Any]) -> str:
     acc, m = r["energy_accounting"], r["measured"]
     if m is None:
-        return f'<section id="measured"><h2>Measured energy</h2><p>{_e(acc.get("note", "none for the replayed jobs"))}.</p></section>'
+        return (f'<section id="measured"><h2>Measured energy</h2><p>{_e(acc.get("note", "none for the replayed jobs"))}.</p>'
+                f'{_meter(acc)}</section>')
     unit = energy_unit(m["modelled_default_kwh"])
     zero = (f" ({num(['energy_accounting', 'replayed_jobs_zero'], acc['replayed_jobs_zero'])} more exported 0: not collected, "
             "not counted)") if acc["replayed_jobs_zero"] else ""
@@ -353,14 +377,15 @@ def _measured(r: Mapping[str, Any]) -> str:
     body = "".join(f"<tr><th scope='row'>{_e(k)}</th><td>{v}</td></tr>" for k, v in rows)
     return (f'<section id="measured"><h2>Measured energy ({_e(m["source"])})</h2><p>{num(["measured", "jobs"], m["jobs"])} of '
             f'{num(["measured", "replayed_jobs"], m["replayed_jobs"])} replayed jobs have a measurement{zero}.</p>'
-            f'<table class="kv">{body}</table><p class="note">{_e(m["caption"])}</p></section>')
+            f'<table class="kv">{body}</table>{_meter(acc)}<p class="note">{_e(m["caption"])}</p></section>')
 
 
 def _groups(r: Mapping[str, Any]) -> str:
     if not r["top_groups"]:
         return ""
     where = "as exported" if r["gpu_mode"] == "as-exported" else f"on {r['top_groups_gpu']}"
-    draw = " (sample 1: each group's workload by its runtime)" if r["samples"] > 1 else ""
+    by = "its utilisation, else its runtime" if r.get("analogue_rule") else "its runtime"
+    draw = f" (sample 1: each group's workload by {by})" if r["samples"] > 1 else ""
     head = "<tr><th>group</th><th>jobs</th><th class='text'>workload</th><th>Default</th><th>saved</th><th>saved</th></tr>"
     body = "".join(
         f"<tr><td class='key group'>{_e(t['group'])}</td><td>{num(['top_groups', i, 'jobs'], t['jobs'])}</td><td class='text'>{_e(t['workload'])}</td>"
@@ -388,6 +413,17 @@ def _utilization(r: Mapping[str, Any]) -> str:
     u = r["utilization"]
     if u["source"] is None:
         return f"<p class='note'>GPU utilisation: {_e(u['note'])}.</p>"
+    by_util = [(k, g["analogues"]) for k, g in r["gpus"].items() if g.get("analogues")]
+    rule = "" if not r.get("analogue_rule") else (
+        "<p class='note'>Workloads by GPU utilisation: " + ", ".join(
+            f"{_e(k)} {num(['gpus', k, 'analogues', 'groups_by_utilisation'], a['groups_by_utilisation'])} of "
+            f"{a['groups_by_utilisation'] + a['groups_by_runtime']:,} groups" for k, a in by_util)
+        + f" ({_e(r['analogue_rule'])}).</p>")
+    return _utilization_counts(u) + rule
+
+
+def _utilization_counts(u: Mapping[str, Any]) -> str:
+    """The idle allocations left out of the replay, or that none is below the threshold."""
     b, threshold = ["utilization"], u["threshold_pct"]
     if u["low_util_jobs"] == 0:
         return (f"<p class='note'>GPU utilisation ({_e(u['source'])}): no COMPLETED GPU job below "
@@ -395,7 +431,32 @@ def _utilization(r: Mapping[str, Any]) -> str:
     return (f"<p>{num([*b, 'low_util_jobs'], u['low_util_jobs'])} COMPLETED GPU jobs below "
             f"{num([*b, 'threshold_pct'], threshold, text=f'{threshold:g}', suffix=' %')} GPU utilisation "
             f"({_e(u['source'])}) are idle allocations, not replayed: {num([*b, 'low_util_gpu_hours'], u['low_util_gpu_hours'], digits=1)} "
-            f"GPU-hours, {energy([*b, 'low_util_kwh'], u['low_util_kwh'])} at the idle draw.</p>")
+            f"GPU-hours, {energy([*b, 'low_util_kwh'], u['low_util_kwh'])} at the idle draw.</p>{_low_util_top(u)}")
+
+
+def _low_util_top(u: Mapping[str, Any]) -> str:
+    """The idle allocations of most GPU-hours, by job ID, for the operator to ask their users."""
+    top = u.get("low_util_top") or []
+    if not top:
+        return ""
+    b = ["utilization", "low_util_top"]
+    head = "<tr><th>job ID</th><th class='text'>user</th><th class='text'>GPU type</th><th>GPU-hours</th><th>utilisation</th></tr>"
+    body = "".join(
+        f"<tr><td class='key group'>{_e(t['job_id'])}</td><td class='text'>{_e(t['user'] or '–')}</td>"
+        f"<td class='text'>{_e(t['gpu_type'] or 'untyped')}</td><td>{num([*b, i, 'gpu_hours'], t['gpu_hours'], digits=1)}</td>"
+        f"<td>{num([*b, i, 'gpu_util_pct'], t['gpu_util_pct'], suffix=' %')}</td></tr>" for i, t in enumerate(top))
+    which = "All" if len(top) == u["low_util_jobs"] else f"The {len(top)} of most GPU-hours"
+    return f"<p class='note'>{which} (the JSON lists up to 100 job IDs):</p><table class='grid'>{head}{body}</table>"
+
+
+def _stand_ins(r: Mapping[str, Any]) -> str:
+    """The jobs replayed on another GPU's profile, said beside the headline."""
+    st = r.get("stand_ins") or {}
+    if not st.get("jobs"):
+        return ""
+    return (f"<p class='lede'>Stand-ins: {num(['stand_ins', 'jobs'], st['jobs'])} of {num(['stand_ins', 'of_jobs'], st['of_jobs'])} "
+            f"jobs replayed on another GPU's profile. {_e(st['text'])}"
+            f"{'; ' + _e(st['power_text']) if st.get('power_text') else ''}.</p>")
 
 
 def _headline(r: Mapping[str, Any]) -> str:
@@ -455,6 +516,7 @@ def render(report: Mapping[str, Any], power: pl.DataFrame, provenance: Provenanc
         f"<p>{_e(r['format'])} export, times in {_e(r['timezone'])}{' (assumed)' if r.get('timezone_source') == 'assumed' else ''}; "
         f"eta {r['eta']:g}, beta {r['beta']:g}; {_e(samples)}; energy {_e(r.get('energy_model', 'runtime-ratio'))}.</p>",
         _headline(r),
+        _stand_ins(r),
         _accounting(r),
         _utilization(r),
         _types(r) if r["gpu_mode"] == "as-exported" else "",
@@ -462,8 +524,8 @@ def render(report: Mapping[str, Any], power: pl.DataFrame, provenance: Provenanc
                             "Energy Zeus saves vs Default per row of the table: the median over the samples (dot) and its interval (bar).")),
         '<section id="power"><h2>Cluster power</h2>',
         _figure(lambda: figures.power_timeline(r, power), "Cluster power over the trace, Default vs Zeus",
-                f"Cluster power (kW, mean of each 5-minute bin) of {_e(sample1)}: Default vs Zeus, each policy's peak dashed. "
-                "The table's peaks are medians over the samples."),
+                f"Cluster power (kW, mean of each 5-minute bin) of {_e(sample1)}: Default vs Zeus, that sample's peaks dashed. "
+                "The peaks in kW are the table's: each the median over the samples."),
         _figure(lambda: figures.load_duration_curve(r, power), "Load-duration curve, Default vs Zeus",
                 f"Load-duration curve of {_e(sample1)}: each bin's power, sorted from the highest, against the hours the cluster "
                 "drew at least that much; dots: p99, dotted: Default's peak. The gap between Default's peak and Zeus's p99 is the headroom."),

@@ -124,6 +124,17 @@ def _accounting(r: dict[str, Any]) -> list[str]:
         out.append(f"idle         {u['low_util_jobs']:>11,} COMPLETED GPU {'job' if u['low_util_jobs'] == 1 else 'jobs'} below "
                    f"{u['threshold_pct']:g} % GPU utilisation (--min-gpu-util): idle allocations, not replayed; "
                    f"{_n(u['low_util_gpu_hours'], 1)} GPU-hours, {energy_text(u['low_util_kwh'])} at the idle draw")
+        if u.get("low_util_top"):
+            shown = len(u["low_util_top"])
+            which = "all" if shown == u["low_util_jobs"] else f"the {shown} of most GPU-hours"
+            listed = "; ".join(f"{t['job_id']} ({t['user'] or '?'}, {_n(t['gpu_hours'], 1)} GPU-hours, {t['gpu_util_pct']:.0f} %)"
+                               for t in u["low_util_top"])
+            out += textwrap.wrap(f"{'':13}{which} (job ID, user, GPU-hours, utilisation): {listed}", width=158, subsequent_indent=" " * 13)
+    if r.get("analogue_rule"):
+        groups = [(k, g["analogues"]) for k, g in r["gpus"].items() if g.get("analogues")]
+        counts = ", ".join(f"{k} {a['groups_by_utilisation']:,} of {a['groups_by_utilisation'] + a['groups_by_runtime']:,}" for k, a in groups)
+        out += textwrap.wrap(f"workloads    by GPU utilisation for the groups that have one ({counts}): {r['analogue_rule']}", width=158,
+                             subsequent_indent=" " * 13)
     if u["source"] is None:
         out.append(f"utilisation  {'none':>11} in the export: every COMPLETED GPU job is taken as a training run (TRESUsageInTot tells idle "
                    "ones apart)")
@@ -148,9 +159,13 @@ def profile_text(key: str, g: dict[str, Any], mode: str) -> str:
 
 
 def _types(r: dict[str, Any]) -> list[str]:
-    out = ["", f"GPUs as exported: each job on its own GPU's profile where there is one, else on {r['fallback_gpu']} (the fallback); "
-               f"{plural(r['fallback_jobs'], 'job')} on the fallback",
-           f"  {'exported':<14} {'jobs':>8} {'GPU-hours':>11}  replayed on"]
+    st = r.get("stand_ins") or {}
+    # the stand-ins (the fallback's jobs) are said under the title: here only how their power was taken
+    head = [] if st.get("jobs") else [
+        f"GPUs as exported: each job on its own GPU's profile where there is one, else on {r['fallback_gpu']} (the fallback); "
+        f"{plural(r['fallback_jobs'], 'job')} on the fallback"]
+    power = f" ({st['power_text']})" if st.get("power_text") else ""
+    out = ["", *head, f"  {'exported':<14} {'jobs':>8} {'GPU-hours':>11}  replayed on{power}"]
     for key, g in r["gpus"].items():
         out.append(f"  {key:<14} {g['jobs']:>8,} {_n(g['gpu_hours']):>11}  {profile_text(key, g, r['gpu_mode'])}")
     return out
@@ -382,11 +397,25 @@ def _fleet(r: dict[str, Any]) -> list[str]:
             *per_type]
 
 
+def meter_text(acc: dict[str, Any]) -> str | None:
+    """What ``--meter`` did (``energy_accounting``): the jobs and GPU-hours metered and modelled, or why the meter is compared
+    only; None without ``--meter``."""
+    if acc.get("meter") == "gpu":
+        jobs, hours = acc["metered_jobs"] + acc["modelled_jobs"], acc["metered_gpu_hours"] + acc["modelled_gpu_hours"]
+        return (f"anchored to the meter (--meter gpu): {acc['metered_jobs']:,} of {plural(jobs, 'job')}, {_n(acc['metered_gpu_hours'])} of "
+                f"{_n(hours)} GPU-hours metered: their Default energy {energy_text(acc['metered_kwh'])} as metered, Zeus's that times "
+                f"the replay's ratio; {acc['modelled_jobs']:,} modelled ({_n(acc['modelled_gpu_hours'])} GPU-hours, Default "
+                f"{energy_text(acc['modelled_kwh'])})")
+    return acc.get("meter_note")
+
+
 def _measured(r: dict[str, Any]) -> list[str]:
     acc = r["energy_accounting"]
     m = r["measured"]
+    metered = meter_text(acc)
+    anchored = [] if metered is None else textwrap.wrap(metered, width=158, initial_indent="  ", subsequent_indent="    ")
     if m is None:
-        return ["", f"Measured energy: {acc.get('note', 'none for the replayed jobs')}"]
+        return ["", f"Measured energy: {acc.get('note', 'none for the replayed jobs')}", *anchored]
     unit = _units(m["modelled_default_kwh"])
     util = f"; GPU utilisation (Slurm's gres/gpuutil) median {m['gpu_util_median_pct']:.0f} %" if m["gpu_util_median_pct"] is not None else ""
     zero = f" ({acc['replayed_jobs_zero']:,} more exported 0: not collected, not counted)" if acc["replayed_jobs_zero"] else ""
@@ -397,6 +426,7 @@ def _measured(r: dict[str, Any]) -> list[str]:
         f"(the same jobs, modelled on {m['modelled_on']})",
         f"  measured / modelled       per job: median {m['ratio_median']:.2f}, interquartile range {m['ratio_p25']:.2f} to "
         f"{m['ratio_p75']:.2f}{util}",
+        *anchored,
     ]
     if len(m.get("by_row") or {}) > 1:
         lines += textwrap.wrap("per exported GPU type, median (interquartile range): " + "; ".join(
@@ -420,7 +450,10 @@ def render(report: dict[str, Any]) -> str:
         out.append(f"Times read as {r['timezone']} (assumed): sacct prints the cluster's local clock; pass --timezone (e.g. "
                    "--timezone Europe/Berlin) if it is not UTC")
     out += [f"What if Zeus had tuned {PurePath(r['file']).name} ({r['format']}, times in {r['timezone']}; eta {r['eta']:g}, beta {r['beta']:g}; {samples}; "
-            f"energy {_MODELS[r['energy_model']]})", "", *_accounting(r)]
+            f"energy {_MODELS[r['energy_model']]})"]
+    if (r.get("stand_ins") or {}).get("jobs"):
+        out += textwrap.wrap(f"Stand-ins: {r['stand_ins']['text']}", width=158, subsequent_indent="  ")
+    out += ["", *_accounting(r)]
     if r["gpu_mode"] == "as-exported":
         out += _types(r)
     elif any(len(g["workloads"]) < 6 or g["profile_source"] != "published" for g in r["gpus"].values()):
@@ -431,7 +464,8 @@ def render(report: dict[str, Any]) -> str:
     out += _measured(r)
     if r["top_groups"]:
         where = "as exported" if r["gpu_mode"] == "as-exported" else f"on {r['top_groups_gpu']}"
-        draw = " (sample 1: each group's workload by its runtime)" if r["samples"] > 1 else ""
+        by = "its utilisation, else its runtime" if r.get("analogue_rule") else "its runtime"
+        draw = f" (sample 1: each group's workload by {by})" if r["samples"] > 1 else ""
         out += ["", f"The {len(r['top_groups'])} recurring groups that save most {where}{draw}:",
                 f"  {'group':<44} {'jobs':>7} {'workload':<13} {'Default':>11} {'saved':>11} {'saved':>8}"]
         for t in r["top_groups"]:

@@ -18,6 +18,7 @@ short (the optimizer then redoes it) are not modelled: a job's epochs are not kn
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 
 import polars as pl
 
@@ -47,24 +48,38 @@ def replay_power_limit_only(
     wait_steps: int = WAIT_STEPS,
     warmup_steps: int = WARMUP_STEPS,
     profile_steps: int = PROFILE_STEPS,
+    etas: Sequence[float] | None = None,
 ) -> pl.DataFrame:
     """Replay ``jobs`` (columns ``group``, ``runtime_s`` at the highest limit, optionally ``gpus``; in run order) -> ``REPLAY_SCHEMA``.
 
-    The profile's world size is ``selector.world_size`` (also ZeusCost's); ``gpus`` defaults to it.
+    The profile's world size is ``selector.world_size`` (also ZeusCost's); ``gpus`` defaults to it. ``etas``: each job's own
+    energy weight (a carbon-aware optimizer): the limit a job runs at after profiling is the one ``selector`` with its eta
+    chooses from the same profile (profiling does not depend on eta).
     """
     if wait_steps < 0 or warmup_steps < 0 or profile_steps <= 0:
         raise ValueError(f"need wait and warmup steps >= 0 and profile steps > 0, got {wait_steps}, {warmup_steps}, {profile_steps}")
     if jobs["runtime_s"].is_null().any() or (jobs["runtime_s"] < 0).any():
         raise ValueError("every job needs a runtime_s >= 0")
-    limit = choose(measurements, selector)
-    chosen = next(m for m in measurements if m.power_limit_w == limit)
+    by_eta: dict[float, tuple[int, Measurement]] = {}
+
+    def pick(eta: float) -> tuple[int, Measurement]:
+        if eta not in by_eta:
+            chosen_limit = choose(measurements, replace(selector, eta=eta))
+            by_eta[eta] = chosen_limit, next(m for m in measurements if m.power_limit_w == chosen_limit)
+        return by_eta[eta]
+
+    limit, chosen = pick(selector.eta)
+    if etas is not None and len(etas) != jobs.height:
+        raise ValueError(f"{len(etas)} etas for {jobs.height} jobs")
     top = at_max_limit(measurements)
     phases = _profiling_phases(measurements, wait_steps, warmup_steps, profile_steps)
     gpus = jobs["gpus"] if "gpus" in jobs.columns else pl.Series([selector.world_size] * jobs.height)
     saved: set[str] = set()
     seen: dict[str, int] = {}
     rows = []
-    for group, runtime, n_gpus in zip(jobs["group"].cast(pl.String), jobs["runtime_s"].cast(pl.Float64), gpus, strict=True):
+    for k, (group, runtime, n_gpus) in enumerate(zip(jobs["group"].cast(pl.String), jobs["runtime_s"].cast(pl.Float64), gpus, strict=True)):
+        if etas is not None:
+            limit, chosen = pick(float(etas[k]))
         share = n_gpus / selector.world_size
         steps = runtime / top.time_s * profile_steps  # the job's work in steps
         time = energy = 0.0

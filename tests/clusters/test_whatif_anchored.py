@@ -109,8 +109,10 @@ def test_idle_allocations_are_counted_at_the_idle_draw_not_replayed(tmp_path: Pa
     report = run(path, traces, samples=1)
     u = report["utilization"]
     idle_w = GPU_BY_NAME["v100"].idle_w
+    top = [{"job_id": f"j{k}", "user": "alice", "gpu_type": "v100", "gpu_hours": pytest.approx(20.0), "gpu_util_pct": 0.0} for k in range(3)]
     assert u == {"source": "the job log's gpu_util_pct", "threshold_pct": 10.0, "jobs_with_util": 15, "low_util_jobs": 3,
-                 "low_util_gpu_hours": pytest.approx(60.0), "low_util_kwh": pytest.approx(60.0 * idle_w / 1000)}
+                 "low_util_gpu_hours": pytest.approx(60.0), "low_util_kwh": pytest.approx(60.0 * idle_w / 1000),
+                 "low_util_job_ids": ["j0", "j1", "j2"], "low_util_top": top}
     assert report["simulated_jobs"] == 12 and report["gpus"]["v100"]["jobs"] == 12
     assert report["gpus"]["v100"]["gpu_hours"] == pytest.approx(24.0)
     assert "3 COMPLETED GPU jobs below 10 % GPU utilisation" in render(report)

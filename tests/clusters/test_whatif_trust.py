@@ -92,13 +92,15 @@ def test_explicit_gpus_keep_their_meaning_every_job_on_each(mixed, traces: Trace
 
 def test_one_sample_is_the_single_replay_and_intervals_bracket_the_medians(mixed, traces: Traces) -> None:
     _, _, result = mixed
-    one = whatif.run(result, profiles_of(traces), whatif.Options(gpus=("v100",), samples=1, energy_model=RUNTIME_RATIO))[0]
+    # the runtime rule for every group (the export has GPU utilisation: by default it picks those groups' workloads)
+    one = whatif.run(result, profiles_of(traces), whatif.Options(gpus=("v100",), samples=1, energy_model=RUNTIME_RATIO,
+                                                                 workloads_by="runtime"))[0]
     jobs = mapping.map_own(result.table, workloads_by_default_tta(traces), "mixed")
     history = simulate.simulate_trace(jobs, traces, "v100", policies=("default", "zeus"))
     default = history.filter(pl.col("policy") == "default")["energy_j"].to_numpy().sum() / 3.6e6
     assert one["gpus"]["v100"]["default_kwh"] == pytest.approx(default, rel=1e-12)
     # anchored (the default): the same replay, each job's runs sized to its exported GPU-hours
-    anchored = whatif.run(result, profiles_of(traces), whatif.Options(gpus=("v100",), samples=1))[0]
+    anchored = whatif.run(result, profiles_of(traces), whatif.Options(gpus=("v100",), samples=1, workloads_by="runtime"))[0]
     sized = anchoring.anchor(history.filter(pl.col("policy").is_in(["default", "zeus"])), jobs)
     assert anchored["gpus"]["v100"]["default_kwh"] == pytest.approx(sized.filter(pl.col("policy") == "default")["energy_j"].sum() / 3.6e6,
                                                                     rel=1e-12)

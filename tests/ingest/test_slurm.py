@@ -129,6 +129,16 @@ def test_noheader_export_needs_the_field_list() -> None:
         read(lines, header=None, fields=["Start", "End"])
 
 
+def test_a_headerless_export_without_fields_is_told_to_give_fields() -> None:
+    """A --noheader export read as if its first line were the header (any delimiter): the error names --fields."""
+    data = "4034541☃4034541☃train☃ann☃2024-03-01T09:00:00☃2024-03-01T10:00:00☃2024-03-01T11:00:00☃COMPLETED☃gres/gpu=1\n"
+    with pytest.raises(IngestError, match=r"^t\.sacct:1: column 'JobID': missing column \(the header has \['4034541', .*"
+                                          r"no header line \(sacct --noheader\), give its field list: --fields JobID,"):
+        read_sacct(data.encode(), trace="t", source_file="t.sacct", delimiter="☃")
+    with pytest.raises(IngestError, match=r"missing column \(the header has \['JobID', 'Start'\]\); export with: sacct"):
+        read_sacct(b"JobID|Start\n1|2024-03-01T09:00:00\n", trace="t", source_file="t.sacct")  # a header: no --fields hint
+
+
 def test_gpus_from_alloctres_counted_once_with_their_type() -> None:
     cases = {
         "1": (GPU4, 4, "a100"),

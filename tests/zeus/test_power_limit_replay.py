@@ -68,3 +68,19 @@ def test_bad_jobs() -> None:
         replay_power_limit_only(PROFILE, Selector(), pl.DataFrame({"group": ["a"], "runtime_s": [-1.0]}))
     with pytest.raises(ValueError, match="profile steps > 0"):
         replay_power_limit_only(PROFILE, Selector(), pl.DataFrame({"group": ["a"], "runtime_s": [1.0]}), profile_steps=0)
+
+
+def test_each_jobs_own_eta_picks_its_limit_after_profiling_by_hand() -> None:
+    """A carbon-aware optimizer: the same profile, each job at the limit its own eta chooses. On ``PROFILE`` eta 0 (time
+    alone) chooses 300 W, 0.5 chooses 250 W, 1 (energy alone) 200 W (1800 J, the least)."""
+    jobs = pl.DataFrame({"group": ["a", "a", "a"], "runtime_s": [100.0, 100.0, 100.0]})
+    out = replay_power_limit_only(PROFILE, Selector(), jobs, etas=[0.0, 1.0, 0.5])
+    # a0 profiles (1 wait step and 50 steps at each limit, as above: 44.0 s, 8575 J), then its other 249 steps at 300 W
+    # (0.25 s and 75 J each); a1 runs its 400 steps at 200 W (0.35 s, 45 J each); a2 at 250 W (0.275 s, 50 J)
+    assert out["time_s"].to_list() == pytest.approx([44.0 + 249 * 0.25, 400 * 0.35, 400 * 0.275], rel=1e-12)
+    assert out["energy_j"].to_list() == pytest.approx([8575.0 + 249 * 75.0, 400 * 45.0, 400 * 50.0], rel=1e-12)
+    assert out["power_limit_w"].to_list() == [300, 200, 250]
+    same = replay_power_limit_only(PROFILE, Selector(), jobs, etas=[0.5] * 3)
+    assert same.equals(replay_power_limit_only(PROFILE, Selector(), jobs))
+    with pytest.raises(ValueError, match="2 etas for 3 jobs"):
+        replay_power_limit_only(PROFILE, Selector(), jobs, etas=[0.5, 0.5])
