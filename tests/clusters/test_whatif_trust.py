@@ -17,7 +17,7 @@ import polars as pl
 import pytest
 import zstandard
 
-from pipelines.clusters import anchoring, mapping, simulate, tracefiles, whatif
+from pipelines.clusters import mapping, simulate, tracefiles, whatif
 from pipelines.clusters.anchoring import RUNTIME_RATIO
 from pipelines.clusters.profiles import profile_key, profiles_of, with_measured
 from pipelines.clusters.workloads import workloads_by_default_tta
@@ -29,6 +29,7 @@ from pipelines.ingest.simulator_inputs import read_trace_dir
 from pipelines.report.text import energy_text, render
 from pipelines.scaleout.schedulers import connect
 from pipelines.zeus.traces import Traces
+from tests.support import anchoring_peer
 from tests.support.sacct_export import write_export
 
 H100 = Path(__file__).with_name("h100_profile.csv")
@@ -99,11 +100,13 @@ def test_one_sample_is_the_single_replay_and_intervals_bracket_the_medians(mixed
     history = simulate.simulate_trace(jobs, traces, "v100", policies=("default", "zeus"))
     default = history.filter(pl.col("policy") == "default")["energy_j"].to_numpy().sum() / 3.6e6
     assert one["gpus"]["v100"]["default_kwh"] == pytest.approx(default, rel=1e-12)
-    # anchored (the default): the same replay, each job's runs sized to its exported GPU-hours
+    # anchored (the default): the same replay, each job's runs sized to its exported elapsed time (tests/support/anchoring_peer.py:
+    # the formula over the replay's runs, none of anchoring's helpers)
     anchored = whatif.run(result, profiles_of(traces), whatif.Options(gpus=("v100",), samples=1, workloads_by="runtime"))[0]
-    sized = anchoring.anchor(history.filter(pl.col("policy").is_in(["default", "zeus"])), jobs)
-    assert anchored["gpus"]["v100"]["default_kwh"] == pytest.approx(sized.filter(pl.col("policy") == "default")["energy_j"].sum() / 3.6e6,
-                                                                    rel=1e-12)
+    runs = history.select("group", "job_id", "policy", "energy_j", "time_s").rows()
+    elapsed = {(g, j): e - s for g, j, s, e in jobs.select("group", "job_id", "start_time_s", "end_time_s").iter_rows()}
+    for policy in ("default", "zeus"):
+        assert anchored["gpus"]["v100"][f"{policy}_kwh"] == pytest.approx(anchoring_peer.anchored_kwh(runs, elapsed, policy), rel=1e-12)
     assert one["gpus"]["v100"]["default_kwh_interval"] == [None, None]  # a single replay: no interval, never a zero-width one
     assert one["gpus"]["v100"]["interval_note"] == "a single replay (--samples 1): no interval"
     many = whatif.run(result, profiles_of(traces), whatif.Options(gpus=("v100",), samples=6, seed=4))[0]

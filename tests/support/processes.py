@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import contextlib
+import os
 import time
+from pathlib import Path
 
 import psutil
 
@@ -27,3 +29,15 @@ def survivors(processes: list[psutil.Process], limit_s: float) -> tuple[float, l
         with contextlib.suppress(psutil.NoSuchProcess):
             left.append(" ".join(process.cmdline())[:120])
     return time.monotonic() - started, left
+
+
+def blocked_on(lock: Path) -> list[int]:
+    """The ids of the processes waiting for a lock (flock or fcntl) on the file ``lock``: /proc/locks's "->" lines (Linux)."""
+    stat = lock.stat()
+    device = f"{os.major(stat.st_dev):02x}:{os.minor(stat.st_dev):02x}:{stat.st_ino}"
+    waiting = []
+    for line in Path("/proc/locks").read_text().splitlines():
+        words = line.split()
+        if len(words) > 6 and words[1] == "->" and words[6] == device:
+            waiting.append(int(words[5]))
+    return waiting

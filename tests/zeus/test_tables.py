@@ -110,3 +110,45 @@ def test_the_simulators_columns_are_the_contracts() -> None:
 
     assert set(TRAIN_COLUMNS) <= set(polars_schema(ZeusTrainRuns))
     assert set(POWER_COLUMNS) <= set(polars_schema(ZeusPowerProfiles))
+
+
+#: A written tie case (the traces have none: no two limits of the 576 cost rows cost the same). One batch size, four limits;
+#: the epoch cost is (eta x P + (1 - eta) x 250 W) x T (Zeus's Equation 7, P_max,bs = 250 W), by hand:
+#:   limit  T (s)  P (W)   eta 1: P x T   eta 0: 250 x T
+#:   250    2      125     250            500   <- ties with 200 at eta 0
+#:   200    2      100     200 (tie)      500   <- ties with 250 at eta 0
+#:   150    2.5    80      200 (tie)      625
+#:   100    4      60      240            1000
+#: Zeus profiles from the highest limit down and keeps a later limit only if strictly cheaper: eta 1 picks 200 W (not 150 W,
+#: not the top), eta 0 picks 250 W. Every number is exact in binary floating point, and so is each mean of copies of it.
+TIE_POWER = [(250, 2.0, 125.0), (200, 2.0, 100.0), (150, 2.5, 80.0), (100, 4.0, 60.0)]
+
+
+@pytest.mark.parametrize(("eta", "chosen"), [(1.0, 200), (0.0, 250)])
+def test_a_tie_of_epoch_costs_goes_to_the_higher_limit_as_in_zeus(eta: float, chosen: int) -> None:
+    import pandas as pd
+    from zeus._legacy.job import Job as ZeusJob
+    from zeus._legacy.policy import JITPowerLimitOptimizer, PruningGTSBatchSizeOptimizer
+    from zeus._legacy.simulate import Simulator
+
+    from pipelines.vocabulary import Job
+    from pipelines.zeus.traces import from_frames
+
+    key = {"dataset": "toy", "network": "net", "batch_size": 32, "optimizer": "sgd"}
+    # three runs of the batch size reach the target (0.5) at epochs 3, 4, 5: the merge holds each power row three times
+    train = [{**key, "learning_rate": 0.1, "run": run, "target_metric": 0.5, "target_epoch": epoch} for run, epoch in ((1, 3), (2, 4), (3, 5))]
+    power = [{**key, "power_limit": limit, "time_per_epoch": t, "average_power": w} for limit, t, w in TIE_POWER]
+    sim = Simulator(pd.DataFrame(train), pd.DataFrame(power), PruningGTSBatchSizeOptimizer(seed=1, verbose=False),
+                    JITPowerLimitOptimizer(verbose=False), seed=1, verbose=False)
+    zeus_job = ZeusJob("toy", "net", "sgd", 0.5, 10, 32)
+    costs = sim._profile_power_limit(zeus_job, 32, eta)
+    tied = 200.0 if eta == 1.0 else 500.0
+    assert sorted(costs.values()).count(tied) == 2 and min(costs.values()) == tied  # the tie is real in zeus's own numbers
+    plo = sim.plo
+    for limit, cost in costs.items():  # as Simulator.simulate_one_job feeds its JIT optimizer
+        plo.observe(zeus_job, 32, limit, cost)
+    assert plo.predict(zeus_job, 32) == chosen
+
+    traces = from_frames(pl.DataFrame(train).drop("learning_rate", "run"), pl.DataFrame([{"gpu": "toy-gpu", **row} for row in power]))
+    table = build_table(traces, "toy-gpu", Job("toy", "net", "sgd", 0.5, 10, 32)).by_batch_size[32]
+    assert table.best_power_limit(eta) == chosen
