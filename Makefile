@@ -12,7 +12,7 @@ SELECT ?= *
 DEV_PORT ?= 3000
 DOCS_PORT ?= 8000
 
-.PHONY: setup setup-test setup-measure setup-docs setup-browser fetch materialize figures test test-all lint docs docs-serve bench dev dev-read-only sql clean
+.PHONY: setup setup-test setup-measure setup-docs setup-browser setup-postgres fetch materialize figures test test-all lint docs docs-serve bench dev dev-read-only sql clean
 
 ## Installs follow uv.lock (committed; `uv lock` rewrites it after a change to pyproject.toml, and a test checks that
 ## the two agree): `uv sync --locked` installs exactly the locked versions, and fails if the lock no longer matches
@@ -70,6 +70,13 @@ setup-measure: $(MEASURE_STAMP)
 ## Playwright driving /usr/bin/chromium; no browser is downloaded). Needs root (apt-get); a no-op when chromium is there.
 setup-browser:
 	@command -v chromium >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; }
+
+## setup-postgres: PostgreSQL's server binaries (initdb, pg_ctl, postgres), for the tests that start a throwaway server of
+## their own (tests/support/postgres.py: a home whose Dagster instance stores in PostgreSQL). Needs root (apt-get); a no-op
+## when initdb is on the PATH or under /usr/lib/postgresql. Those tests fail without it: never skipped.
+setup-postgres:
+	@command -v initdb >/dev/null || ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 \
+		|| { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql; }
 
 ## setup-docs: mkdocs, mkdocs-material, mkdocs-click, mkdocstrings, mkdocs-gen-files and mkdocs-literate-nav (the docs extra, pinned).
 $(DOCS_STAMP): $(STAMP)
