@@ -25,6 +25,7 @@ import pytest
 from click.testing import CliRunner
 
 from pipelines.cli.init import cli as init_cli
+from pipelines.home.paths import REPO_ROOT
 from pipelines.orchestration.storage import StorageError, create_storage
 from tests.support.postgres import Server, throwaway_server
 from tests.support.processes import SLOW_RUN, survivors
@@ -59,7 +60,10 @@ class Home:
         """``sql`` (reading ``table``) where the storage keeps ``table``; ``%s`` placeholders, as psycopg2 takes them."""
         if self.server is not None:
             return self.server.query(self.database, sql, *args)
-        uri = f"{(self.dagster_home / SQLITE_FILES[table]).as_uri()}?mode=ro"
+        database = self.dagster_home / SQLITE_FILES[table]
+        if not database.is_file():  # not created yet
+            return []
+        uri = f"{database.as_uri()}?mode=ro"
         with contextlib.closing(sqlite3.connect(uri, uri=True)) as db:
             return db.execute(sql.replace("%s", "?"), args).fetchall()
 
@@ -129,19 +133,25 @@ def test_the_dev_daemon_ticks_the_sensor_that_registers_a_dropped_trace_and_laun
     """``python -m pipelines dev`` (what ``make dev`` runs): its daemon's ticks, the partition its sensor adds and the run it
     launches are rows of the home's storage; Ctrl-C ends every process within 5 s, as on SQLite."""
     write_export(home.root / "raw" / "clusters" / "lab.sacct", 30, seed=4)
+    assert home.run("recover").returncode == 0  # what make dev runs first
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     log = home.root / "dev.log"
     with log.open("wb") as out:
-        dev = subprocess.Popen([sys.executable, "-m", "pipelines", "dev", "--port", str(port)], cwd=home.root, stdout=out,
+        # from the repository, as make dev runs it (dg dev wants the project's folder), on the data home of GPU_ENERGY_HOME
+        dev = subprocess.Popen([sys.executable, "-m", "pipelines", "dev", "--port", str(port)], cwd=REPO_ROOT, stdout=out,
                                stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
                                env={**home.env, "DAGSTER_HOME": str(home.dagster_home)})
     processes: list[psutil.Process] = []
     try:
         launched = "select count(*) from run_tags where key = %s and value = %s"
-        _wait(lambda: dev.poll() is None and home.rows("runs", launched, "gpu_energy/launched_by", "sensor:cluster_traces_sensor") == [(1,)],
-              "the sensor's run", log)
+
+        def sensor_run() -> bool:
+            assert dev.poll() is None, log.read_text()[-3000:]
+            return home.rows("runs", launched, "gpu_energy/launched_by", "sensor:cluster_traces_sensor") == [(1,)]
+
+        _wait(sensor_run, "the sensor's run", log)
         ticks = home.rows("job_ticks", "select count(*) from job_ticks where selector_id is not null")
         assert ticks[0][0] >= 1  # type: ignore[operator]
         registered = home.rows("dynamic_partitions", "select partitions_def_name, partition from dynamic_partitions order by 1")
