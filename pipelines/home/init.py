@@ -18,8 +18,9 @@ from pipelines.home.storage import write_text_atomic
 #: STARTING or CANCELING (runs whose process died while STARTED are marked failed by
 #: ``python -m pipelines recover``, run first by ``make dev`` and ``materialize``).
 #: Retention: the daemon purges the sensors' ticks (the automation sensor's among them: one every 10 s) as they age,
-#: skipped ones after a day; runs and their events are never purged. The automation evaluations, which grow a home
-#: most, Dagster purges after 30 days whatever this file says: ``RETENTION_NOTE`` in docs/benchmarks.md.
+#: skipped ones after a day; runs and their events are never purged. The automation evaluations, which Dagster keeps
+#: 30 days whatever this file says, ``pipelines.defs.retention`` deletes after an hour (docs/benchmarks.md, "A home
+#: left running").
 #: Storage: SQLite in the instance folder, unless a ``storage:`` section follows (``init --postgres-url``).
 DAGSTER_YAML = """\
 concurrency:
