@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import importlib.util
 import re
 
 import yaml
@@ -13,9 +15,35 @@ def test_the_site_links_pages_as_files_with_system_fonts_and_wrapping_command_li
     config = yaml.safe_load((REPO_ROOT / "mkdocs.yml").read_text())
     # site/x.html, not site/x/: from file:// a folder link shows a directory listing
     assert config["use_directory_urls"] is False
-    # no Google Fonts (an outside host), nor the offline plugin (it loads a shim from unpkg.com)
-    assert config["theme"]["font"] is False and "offline" not in config["plugins"]
+    # no Google Fonts (an outside host); the offline plugin (search from disk) with its worker shim from the site, not unpkg.com
+    assert config["theme"]["font"] is False and "offline" in config["plugins"]
+    assert config["extra"]["polyfills"] == ["javascripts/iframe-worker-shim.js"]
     css = (REPO_ROOT / "docs" / config["extra_css"][0]).read_text()
     assert re.search(r"\.md-typeset \.language-sh pre > code \{\s*white-space: pre-wrap;", css)  # the ```sh blocks wrap
     make = (REPO_ROOT / "Makefile").read_text()
     assert re.search(r"^docs-serve: .*\n\t.*mkdocs serve --strict -a 127\.0\.0\.1:\$\(DOCS_PORT\)$", make, re.MULTILINE)
+
+
+def test_the_search_worker_shim_is_npm_iframe_worker_1_0_4_as_published() -> None:
+    """The shim is served from the site: the bytes of npm's iframe-worker 1.0.4 ``shim/index.js`` after our licence header."""
+    text = (REPO_ROOT / "docs" / "javascripts" / "iframe-worker-shim.js").read_text()
+    header, _, shim = text.partition(" */\n")
+    assert "MIT License" in header and "iframe-worker 1.0.4" in header
+    assert hashlib.sha256(shim.removesuffix("\n").encode()).hexdigest() == "e8e412dbcfea9b7e31b5ffa288d7b6035915e714c542f4176a0cdbe262fc9609"
+    assert "unpkg" not in shim and "http" not in shim  # it loads nothing from anywhere
+
+
+def test_the_404_page_links_relative_to_the_site_root_it_lies_in() -> None:
+    spec = importlib.util.spec_from_file_location("docs_hooks", REPO_ROOT / "docs" / "hooks.py")
+    assert spec and spec.loader
+    hooks = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(hooks)
+    # as MkDocs writes 404.html without a site_url: every link from the root of the server
+    page = ('<link rel="stylesheet" href="/assets/stylesheets/main.css">\n<a href="/sql.html" class="md-nav__link">\n'
+            '<script src="/javascripts/iframe-worker-shim.js"></script>\n<a href="https://squidfunk.github.io/mkdocs-material/">\n'
+            '<a href="//cdn.example/x.js">')
+    assert hooks.on_post_template(page, "404.html", None) == (
+        '<link rel="stylesheet" href="assets/stylesheets/main.css">\n<a href="sql.html" class="md-nav__link">\n'
+        '<script src="javascripts/iframe-worker-shim.js"></script>\n<a href="https://squidfunk.github.io/mkdocs-material/">\n'
+        '<a href="//cdn.example/x.js">')
+    assert hooks.on_post_template(page, "sitemap.xml", None) == page
