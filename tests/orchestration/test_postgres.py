@@ -33,7 +33,7 @@ from tests.support.sacct_export import write_export
 
 #: Where each table the tests read lives in a home on SQLite (Dagster's ``DagsterSqliteStorage`` layout).
 SQLITE_FILES = {"runs": "history/runs.db", "event_logs": "history/runs/index.db", "dynamic_partitions": "history/runs/index.db",
-                "job_ticks": "schedules/schedules.db"}
+                "asset_check_executions": "history/runs/index.db", "job_ticks": "schedules/schedules.db"}
 WAIT_S = 180
 
 
@@ -67,9 +67,9 @@ class Home:
         with contextlib.closing(sqlite3.connect(uri, uri=True)) as db:
             return db.execute(sql.replace("%s", "?"), args).fetchall()
 
-    def run(self, *args: str, timeout: float = WAIT_S) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([sys.executable, "-m", "pipelines", *args], env=self.env, cwd=self.root, capture_output=True, text=True,
-                              check=False, timeout=timeout)
+    def run(self, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "pipelines", *args], env={**self.env, **(env or {})}, cwd=self.root, capture_output=True,
+                              text=True, check=False, timeout=WAIT_S)
 
 
 @pytest.fixture(params=["sqlite", "postgres"])
@@ -100,13 +100,20 @@ def _sqlite_files(home: Home) -> list[str]:
 
 
 @pytest.mark.slow
-def test_materialize_and_recover_store_their_runs_in_the_homes_storage(home: Home, tmp_path: Path) -> None:
-    done = home.run("materialize", "--select", "grid_intensity")
+def test_materialize_and_recover_store_their_runs_in_the_homes_storage(home: Home, mirror: Path, tmp_path: Path) -> None:
+    """Four assets and their checks in one run (the Zeus runs from the mirror, the grid intensities the package ships)."""
+    done = home.run("materialize", "--select", "key:grid_intensity or +key:zeus_train_runs", env={"TRACES_MIRROR": str(mirror)})
     assert done.returncode == 0, done.stderr
-    assert "1 runs succeeded" in done.stderr
+    assert "4 assets in 1 runs" in done.stderr and "1 runs succeeded" in done.stderr
     assert home.rows("runs", "select status, pipeline_name from runs") == [("SUCCESS", "unpartitioned_assets")]
-    materialized = home.rows("event_logs", "select asset_key from event_logs where dagster_event_type = %s", "ASSET_MATERIALIZATION")
-    assert materialized == [('["grid_intensity"]',)]
+    materialized = home.rows("event_logs", "select asset_key from event_logs where dagster_event_type = %s order by 1", "ASSET_MATERIALIZATION")
+    assert materialized == [('["grid_intensity"]',), ('["quarantine", "zeus_train_runs_bad_rows"]',), ('["raw_zeus_traces"]',),
+                            ('["zeus_train_runs"]',)]
+    checks = home.rows("asset_check_executions", "select asset_key, check_name, execution_status from asset_check_executions order by 1, 2")
+    assert checks == [('["quarantine", "zeus_train_runs_bad_rows"]', "no_rows_quarantined", "SUCCEEDED"),
+                      ('["zeus_train_runs"]', "quarantine_share", "SUCCEEDED"), ('["zeus_train_runs"]', "records_accounted", "SUCCEEDED")]
+    assert home.rows("dynamic_partitions", "select partition from dynamic_partitions where partitions_def_name = 'trace' order by 1") == [
+        ("elasticflow",), ("itp",)]  # the mirror's traces, registered by materialize
     if home.server is not None:  # every record on the server: no SQLite database in the home
         assert _sqlite_files(home) == []
     else:
