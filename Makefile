@@ -123,7 +123,7 @@ docs: $(DOCS_STAMP)
 	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict
 
 ## docs-serve: the site served on 127.0.0.1:$(DOCS_PORT) (8000), rebuilt as docs/ changes. site/ also works opened from
-## disk (site/index.html) and offline: mkdocs.yml's use_directory_urls and theme.font (search alone needs the server).
+## disk (site/index.html) and offline: mkdocs.yml's use_directory_urls, theme.font and offline plugin (the search too).
 docs-serve: $(DOCS_STAMP)
 	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs serve --strict -a 127.0.0.1:$(DOCS_PORT)
 
