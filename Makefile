@@ -12,7 +12,7 @@ SELECT ?= *
 DEV_PORT ?= 3000
 DOCS_PORT ?= 8000
 
-.PHONY: setup setup-test setup-measure setup-docs setup-browser fetch materialize figures test test-all lint docs docs-serve bench dev dev-read-only sql clean
+.PHONY: setup setup-test setup-measure setup-docs setup-browser setup-postgres fetch materialize figures test test-all lint docs docs-serve bench dev dev-read-only sql clean
 
 ## Installs follow uv.lock (committed; `uv lock` rewrites it after a change to pyproject.toml, and a test checks that
 ## the two agree): `uv sync --locked` installs exactly the locked versions, and fails if the lock no longer matches
@@ -71,6 +71,13 @@ setup-measure: $(MEASURE_STAMP)
 setup-browser:
 	@command -v chromium >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; }
 
+## setup-postgres: PostgreSQL's server binaries (initdb, pg_ctl, postgres), for the tests that start a throwaway server of
+## their own (tests/support/postgres.py: a home whose Dagster instance stores in PostgreSQL). Needs root (apt-get); a no-op
+## when initdb is on the PATH or under /usr/lib/postgresql. Those tests fail without it: never skipped.
+setup-postgres:
+	@command -v initdb >/dev/null || ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 \
+		|| { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql; }
+
 ## setup-docs: mkdocs, mkdocs-material, mkdocs-click, mkdocstrings, mkdocs-gen-files and mkdocs-literate-nav (the docs extra, pinned).
 $(DOCS_STAMP): $(STAMP)
 	$(call locked,--extra docs)
@@ -116,7 +123,7 @@ docs: $(DOCS_STAMP)
 	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict
 
 ## docs-serve: the site served on 127.0.0.1:$(DOCS_PORT) (8000), rebuilt as docs/ changes. site/ also works opened from
-## disk (site/index.html) and offline: mkdocs.yml's use_directory_urls and theme.font (search alone needs the server).
+## disk (site/index.html) and offline: mkdocs.yml's use_directory_urls, theme.font and offline plugin (the search too).
 docs-serve: $(DOCS_STAMP)
 	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs serve --strict -a 127.0.0.1:$(DOCS_PORT)
 

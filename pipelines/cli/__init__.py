@@ -19,7 +19,7 @@ from pipelines.home.interrupt import SIGINT_STATUS, ctrl_c_ends_command
 from pipelines.home.paths import resolve_home
 
 SUBCOMMANDS: dict[str, str] = {
-    "init": "Make FOLDER (default: here) a data home; existing files are kept.",
+    "init": "Make FOLDER (default: here) a data home; existing files are kept (but the instance's storage, with --postgres-url).",
     "fetch": "Fetch every upstream file into raw/, verified by sha256.",
     "sql": "Run QUERY (or --file, or --example) over in-memory DuckDB views of every materialized table.",
     "materialize": "Materialize every selected asset and partition (what `make figures` runs).",

@@ -10,12 +10,18 @@ import os
 from pathlib import Path
 
 from pipelines.home.paths import HOME_MARKER, find_home
+from pipelines.home.postgres import storage_of, storage_section
 from pipelines.home.storage import write_text_atomic
 
 #: The Dagster instance settings of a home (the repository's Makefile writes the same, through
 #: ``write_dagster_yaml``): at most 2 UI runs at once on 2 cores; run monitoring fails runs stuck
 #: STARTING or CANCELING (runs whose process died while STARTED are marked failed by
 #: ``python -m pipelines recover``, run first by ``make dev`` and ``materialize``).
+#: Retention: the daemon purges the sensors' ticks (the automation sensor's among them: one every 10 s) as they age,
+#: skipped ones after a day; runs and their events are never purged. The automation evaluations, which Dagster keeps
+#: 30 days whatever this file says, ``pipelines.defs.retention`` deletes after an hour (docs/benchmarks.md, "A home
+#: left running").
+#: Storage: SQLite in the instance folder, unless a ``storage:`` section follows (``init --postgres-url``).
 DAGSTER_YAML = """\
 concurrency:
   runs:
@@ -28,6 +34,11 @@ run_monitoring:
   start_timeout_seconds: 180
   cancel_timeout_seconds: 60
   poll_interval_seconds: 30
+retention:
+  sensor:
+    purge_after_days: {skipped: 1, success: 7, failure: 30, started: 7}
+  schedule:
+    purge_after_days: {skipped: 1, success: 30, failure: 30, started: 30}
 telemetry:
   enabled: false
 """
@@ -85,12 +96,21 @@ FILES: dict[str, str] = {
 FOLDERS = ("raw", "assets", "figures")
 
 
-def write_dagster_yaml(dagster_home: Path) -> Path:
-    """``<dagster_home>/dagster.yaml`` with ``DAGSTER_YAML`` (replaced if it differs)."""
+def write_dagster_yaml(dagster_home: Path, postgres_url: str | None = None) -> bool:
+    """Write ``<dagster_home>/dagster.yaml``: ``DAGSTER_YAML`` and a storage section; whether the file changed.
+
+    The storage: PostgreSQL at ``postgres_url`` when given (``pipelines.home.postgres``: its password never written);
+    without it, the storage section the file has (a home on PostgreSQL stays there when ``make`` rewrites the rest), else
+    none (SQLite in ``dagster_home``). Raises ``PostgresUrlError`` for a URL that cannot be one.
+    """
     path = dagster_home / "dagster.yaml"
-    if not path.is_file() or path.read_text() != DAGSTER_YAML:
-        write_text_atomic(DAGSTER_YAML, path)
-    return path
+    old = path.read_text() if path.is_file() else None
+    storage = storage_section(postgres_url) if postgres_url else storage_of(old) if old else None
+    text = DAGSTER_YAML + (storage or "")
+    if text == old:
+        return False
+    write_text_atomic(text, path)
+    return True
 
 
 def use_dagster_home() -> tuple[Path, str]:
@@ -110,8 +130,9 @@ def use_dagster_home() -> tuple[Path, str]:
     return folder, "the data home's; $DAGSTER_HOME is not set"
 
 
-def init_home(folder: Path) -> list[Path]:
-    """Make ``folder`` a data home; return what was created. Existing files are left as they are."""
+def init_home(folder: Path, postgres_url: str | None = None) -> list[Path]:
+    """Make ``folder`` a data home; return what was created or rewritten. Existing files are left as they are, but
+    ``.dagster_home/dagster.yaml`` when ``postgres_url`` is given: its storage is then that PostgreSQL database."""
     folder = folder.expanduser().resolve()
     created: list[Path] = []
     for name in FOLDERS:
@@ -119,6 +140,8 @@ def init_home(folder: Path) -> list[Path]:
         if not path.is_dir():
             path.mkdir(parents=True)
             created.append(path)
+    if postgres_url and write_dagster_yaml(folder / DAGSTER_FOLDER, postgres_url):
+        created.append(folder / DAGSTER_FOLDER / "dagster.yaml")
     for name, text in FILES.items():
         path = folder / name
         if not path.exists():

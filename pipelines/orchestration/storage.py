@@ -1,19 +1,23 @@
-"""A new Dagster home's SQLite storage, created under an advisory lock (``<home>/storage.lock``) by one process at a time.
+"""A new Dagster home's storage, created under an advisory lock (``<home>/storage.lock``) by one process at a time.
 
 Two processes creating a home at once can both stamp a database, which Dagster then cannot open ("more than one head").
-A home whose databases are all stamped is left as it is, read with sqlite3 and no Dagster import.
+A home whose SQLite databases are all stamped is left as it is, read with sqlite3 and no Dagster import. A home whose
+``dagster.yaml`` names its storage (PostgreSQL: ``init --postgres-url``) is opened by Dagster, which creates the tables
+a new database lacks (and retries where another machine's process creates them at the same time).
 """
 
 from __future__ import annotations
 
 import contextlib
 import fcntl
+import os
 import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from pipelines.home.init import use_dagster_home
+from pipelines.home.postgres import PASSWORD_ENV, storage_of
 
 if TYPE_CHECKING:
     import dagster as dg
@@ -47,6 +51,12 @@ def _versions(database: Path) -> int:
             raise StorageError(f"{database}: {exc}; {REPAIR}") from None
 
 
+def configured_storage(dagster_home: Path) -> str | None:
+    """The ``storage:`` section of the home's ``dagster.yaml`` (PostgreSQL: ``init --postgres-url``), or None: SQLite in the home."""
+    path = dagster_home / "dagster.yaml"
+    return storage_of(path.read_text()) if path.is_file() else None
+
+
 def make_folder(dagster_home: Path) -> None:
     """Create the folder of a Dagster home if it is missing; ``StorageError`` (one line) where it cannot be."""
     try:
@@ -59,9 +69,9 @@ def create_storage(dagster_home: Path, instance_folder: Path | None = None) -> N
     """Create the storage of ``dagster_home`` where a database of it is missing or unstamped; no-op on a home that has it.
 
     ``instance_folder`` holds the ``dagster.yaml`` to open it with (default: the home's own); its storage must be the
-    home's SQLite storage. Raises ``StorageError``, naming the file and its repair, for a database stamped twice (a home
-    created by two processes at once before this lock existed) or not an SQLite database, and for a home that cannot be
-    created or written.
+    home's (``configured_storage``). Raises ``StorageError``, naming the file and its repair, for a database stamped twice
+    (a home created by two processes at once before this lock existed) or not an SQLite database, for a home that cannot be
+    created or written, and for a configured storage Dagster cannot open (no password variable, no server).
     """
     make_folder(dagster_home)
     try:
@@ -70,6 +80,10 @@ def create_storage(dagster_home: Path, instance_folder: Path | None = None) -> N
         raise StorageError(f"Dagster home {dagster_home}: not a folder this process can write ({exc.strerror or exc})") from None
     with fh:
         fcntl.flock(fh, fcntl.LOCK_EX)  # released by the kernel when this process ends, however it ends
+        storage = configured_storage(dagster_home)
+        if storage is not None:
+            _open_configured(dagster_home, storage, instance_folder or dagster_home)
+            return
         versions = {name: _versions(dagster_home / name) for name in STORAGE_FILES}
         twice = [name for name, n in versions.items() if n > 1]
         if twice:
@@ -81,6 +95,21 @@ def create_storage(dagster_home: Path, instance_folder: Path | None = None) -> N
 
         with dg.DagsterInstance.from_config(str(instance_folder or dagster_home)):
             pass
+
+
+def _open_configured(dagster_home: Path, storage: str, instance_folder: Path) -> None:
+    """Open the instance of ``instance_folder`` once (Dagster creates or migrates nothing else); ``StorageError`` naming why not."""
+    if f"{{env: {PASSWORD_ENV}}}" in storage and PASSWORD_ENV not in os.environ:
+        raise StorageError(f"{dagster_home / 'dagster.yaml'}: its database password is read from ${PASSWORD_ENV}, which is not set "
+                           "(set it to the password, or to nothing for a server that asks none)")
+    import dagster as dg
+
+    try:
+        with dg.DagsterInstance.from_config(str(instance_folder)):
+            pass
+    except Exception as exc:  # sqlalchemy's and psycopg2's errors, Dagster's config errors: each names its cause
+        first = next((line for line in str(exc).splitlines() if line.strip()), type(exc).__name__)
+        raise StorageError(f"{dagster_home / 'dagster.yaml'}: Dagster cannot open its storage: {first.strip()}") from None
 
 
 @contextlib.contextmanager

@@ -19,14 +19,15 @@ from typing import TYPE_CHECKING
 import psutil
 
 from pipelines.home.init import WORKSPACE_YAML
-from pipelines.orchestration.storage import create_storage
+from pipelines.orchestration.storage import configured_storage, create_storage
 
 if TYPE_CHECKING:
     from dagster_graphql import DagsterGraphQLClient
 
-#: The instance of our webserver: the home's storage, runs launched at once (Dagster's documented config keys).
+#: The instance of our webserver: the home's storage, runs launched at once (Dagster's documented config keys). The storage:
+#: the home's SQLite files, or the section its dagster.yaml names (PostgreSQL: ``init --postgres-url``).
+SQLITE_STORAGE = 'storage: {{sqlite: {{base_dir: "{home}"}}}}\n'
 INSTANCE_YAML = """\
-storage: {{sqlite: {{base_dir: "{home}"}}}}
 local_artifact_storage: {{module: dagster.core.storage.root, class: LocalArtifactStorage, config: {{base_dir: "{home}"}}}}
 compute_logs: {{module: dagster.core.storage.local_compute_log_manager, class: LocalComputeLogManager, config: {{base_dir: "{home}/storage"}}}}
 run_coordinator: {{module: dagster.core.run_coordinator, class: DefaultRunCoordinator}}
@@ -43,7 +44,8 @@ def webserver(home: Path, dagster_home: Path) -> Iterator[Callable[[], DagsterGr
     so that the caller can plan its runs meanwhile.
     """
     with tempfile.TemporaryDirectory(prefix="gpu-energy-materialize-") as folder:
-        (Path(folder) / "dagster.yaml").write_text(INSTANCE_YAML.format(home=dagster_home))
+        storage = configured_storage(dagster_home) or SQLITE_STORAGE.format(home=dagster_home)
+        (Path(folder) / "dagster.yaml").write_text(INSTANCE_YAML.format(home=dagster_home) + storage)
         create_storage(dagster_home, Path(folder))
         workspace = home / "workspace.yaml"
         if not workspace.is_file():  # a home made by hand: the same code location, run from the home

@@ -45,6 +45,20 @@ def test_every_asset_is_grouped_and_described() -> None:
     assert undescribed == []
 
 
+def test_every_job_says_what_it_materializes_and_when_it_runs() -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        definitions = defs()
+    jobs = {j.name: j.description or "" for j in definitions.jobs or []}
+    assert sorted(jobs) == ["gpu_assets", "own_trace_assets", "own_trace_ingest", "trace_assets", "trace_gpu_assets", "trace_ingest",
+                            "unpartitioned_assets"]
+    assert [name for name, text in jobs.items() if len(text) < 60] == []
+    # the jobs of materialize (`make figures`) say so; the ingest jobs say which sensor runs them
+    assert all("make figures" in jobs[name] for name in ("unpartitioned_assets", "trace_assets", "trace_gpu_assets", "gpu_assets",
+                                                         "own_trace_assets"))
+    assert "own_trace_ingest" in jobs["own_trace_assets"]
+
+
 def test_descriptions_show_as_written_and_groups_say_what_the_asset_is() -> None:
     """The UI renders descriptions as Markdown, where ``<trace>`` is an HTML tag and vanishes: outside a code span no
     ``<`` starts a tag. A key's folder is its group (``figures/``, ``quarantine/``), and a raw asset's prefix."""

@@ -167,7 +167,9 @@ def test_a_user_trace_flows_through_the_assets_and_into_the_figures(home: Path, 
         assert jobs_run.success
         checks = {e.check_name: e.passed for e in [*first.get_asset_check_evaluations(), *jobs_run.get_asset_check_evaluations()]}
         assert checks == {"every_line_accounted_for": True, "quarantine_share": True, "runtime_ratio_means_one": True,
-                          "setting_covers_peak": True}
+                          "setting_covers_peak": True, "no_rows_quarantined": False}  # the 2 malformed lines: a warning
+        (quarantined,) = [e for e in first.get_asset_check_evaluations() if e.check_name == "no_rows_quarantined"]
+        assert quarantined.severity == dg.AssetCheckSeverity.WARN and quarantined.description.startswith("2 rows quarantined; ")
         rest = dg.materialize(everything, resources=resources, instance=instance, partition_key="v100|lab",
                               selection=["zeus_cluster_history", "zeus_cluster_summary", "cluster_power", "cluster_power_summary"])
         assert rest.success
@@ -198,7 +200,7 @@ def test_both_sensors_run_without_a_click_and_the_replay_follows_eagerly() -> No
     sensors = {s.name: s for s in DEFINITIONS.sensors}
     assert {name: s.default_status for name, s in sensors.items()} == {
         "cluster_traces_sensor": dg.DefaultSensorStatus.RUNNING, "automation_sensor": dg.DefaultSensorStatus.RUNNING,
-        "measured_profiles_sensor": dg.DefaultSensorStatus.RUNNING}
+        "measured_profiles_sensor": dg.DefaultSensorStatus.RUNNING, "retention_sensor": dg.DefaultSensorStatus.RUNNING}
     graph = DEFINITIONS.resolve_asset_graph()
     eager = {k.to_user_string() for k in graph.get_all_asset_keys() if graph.get(k).automation_condition is not None}
     assert {"zeus_cluster_history", "zeus_cluster_summary", "cluster_power", "cluster_power_summary", "figures/clusters_timeline_power",

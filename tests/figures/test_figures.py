@@ -352,6 +352,13 @@ def test_dagster_assets_write_figures_and_report_skips(materialized: Homes) -> N
     assert drawn["folder"].value == str(paths.figures)
     skipped = meta["figures/acme_queueing_delay_cdf"]["figure"].value
     assert skipped.startswith("Nothing drawn: acme_queueing_delay_cdf: ") and len(skipped) < 1000  # shown inline by the UI
+    # Its check fails as a warning (yellow in the UI, blocking nothing) in the same words; the figure drawn passes its own.
+    checks = {e.asset_key.to_user_string(): e for e in result.get_asset_check_evaluations() if e.check_name == "drew_something"}
+    assert set(checks) == set(selection)
+    empty = checks["figures/acme_queueing_delay_cdf"]
+    assert (empty.passed, empty.severity, empty.description) == (False, dg.AssetCheckSeverity.WARN, skipped)
+    assert "trace_seren.csv" in empty.description and empty.metadata["figure_count"].value == 0
+    assert (checks["figures/acme_final_states"].passed, checks["figures/acme_final_states"].description) == (True, "1 of 1 drawn")
     states = assert_figure(paths.figures, "acme_final_states", ["cluster", "source", "basis", "state", "share"])
     assert states.filter(pl.col("source") == trace_data.PUBLISHED).height == 4 * 6  # PAI publishes no state shares
 

@@ -138,7 +138,7 @@ def test_a_refused_file_or_a_decreasing_curve_blocks_downstream(case: str, raw: 
     marker = root / "ran"
     if case == "hostile":
         data = pickle.dumps([np.zeros(3), RunsCommand(marker)])
-        failing = {"quarantine_share", "every_curve_present"}
+        failing = {"quarantine_share", "every_curve_present", "no_rows_quarantined"}  # the last a warning, on the quarantine
     else:
         data = pickle.dumps([np.array([50.0, 60, 70, 80]), np.array([0, 50, 40, 100.0])])
         failing = {"curves_non_decreasing"}
@@ -150,5 +150,6 @@ def test_a_refused_file_or_a_decreasing_curve_blocks_downstream(case: str, raw: 
         quarantine = pl.read_parquet(root / "assets/quarantine/fleet_power_cdf_bad_rows.parquet")
         assert "names the global posix.system" in quarantine["reason"][0] and not marker.exists()
         assert "kalos/gpu_power_w" in checks["every_curve_present"].description
+        assert checks["no_rows_quarantined"].description.startswith(f"{quarantine.height} rows quarantined; most frequent reason (")
     else:
         assert checks["curves_non_decreasing"].description == "kalos/gpu_power_w: cdf_pct decreases at point 2"

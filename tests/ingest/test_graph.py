@@ -26,6 +26,8 @@ def test_every_check_passes_but_absent_optional_sources_warn_with_where_to_put_t
     assert evaluations[("zeus_power_profiles", "published_power_limits")].passed
     for table in INGESTED:  # every ingested table, the Zeus² profiles included, has both blocking checks
         assert evaluations[(table, "quarantine_share")].passed and evaluations[(table, "records_accounted")].passed
+        clean = evaluations[(f"quarantine/{table}_bad_rows", "no_rows_quarantined")]  # the public traces quarantine no row
+        assert (clean.passed, clean.description) == (True, "no row quarantined")
     # The optional tables are empty here (their files are not in the mirror): the default install, so the check fails as a
     # warning (never blocking), and its description and the materialization's metadata name each file and where it goes.
     optional = {k: e for k, e in evaluations.items() if k[1] == "optional_sources_usable"}
@@ -52,7 +54,9 @@ def test_every_warn_check_says_when_it_warns(ingested) -> None:
     warned = {(e.asset_key.to_user_string(), e.check_name) for e in result.get_asset_check_evaluations() if e.severity.value == "WARN"}
     assert warned >= {("acme_jobs", "duration_and_gpu_time_identities"), ("acme_jobs", "optional_sources_usable")}
     # and the WARN checks of assets downstream of ingest (not materialized here)
-    for key in (*warned, ("power_model_vs_measured", "a100_idle_is_the_measured_low_mode"), ("own_cluster_jobs", "quarantine_share")):
+    for key in (*warned, ("power_model_vs_measured", "a100_idle_is_the_measured_low_mode"), ("own_cluster_jobs", "quarantine_share"),
+                ("quarantine/itp_jobs_bad_rows", "no_rows_quarantined"), ("quarantine/own_cluster_jobs_bad_rows", "no_rows_quarantined"),
+                ("figures/acme_queueing_delay_cdf", "drew_something"), ("figures/own_cluster_report", "wrote_reports")):
         assert "Warns when" in (specs[key].description or ""), key
 
 
@@ -76,6 +80,11 @@ def test_an_optional_source_present_but_unusable_warns(ingested, materialized, t
     assert not check.passed and check.severity.value == "WARN"
     assert check.description == "alibaba_groups is empty although zeus/alibaba_groups.csv.xz is present: see quarantine/alibaba_groups_bad_rows"
     assert pl.read_parquet(tmp_path / "assets/quarantine/alibaba_groups_bad_rows.parquet")["reason"].to_list() == ["empty file: header but no data rows"]
+    # The quarantine's own check warns, with the count and the most frequent reason (blocking nothing: quarantine_share blocks).
+    (quarantined,) = [e for e in result.get_asset_check_evaluations() if e.check_name == "no_rows_quarantined"]
+    assert (quarantined.asset_key.to_user_string(), quarantined.passed, quarantined.severity.value) == (
+        "quarantine/alibaba_groups_bad_rows", False, "WARN")
+    assert quarantined.description == "1 rows quarantined; most frequent reason (1 rows): empty file: header but no data rows"
 
 
 def test_the_description_of_an_optional_table_names_its_sources() -> None:

@@ -114,7 +114,7 @@ def measured_home(materialized: Homes) -> tuple[ProjectPaths, object]:
 def test_asset_reads_raw_measured_and_passes_its_checks(measured_home: tuple[ProjectPaths, object]) -> None:
     paths, result = measured_home
     checks = {e.check_name: e.passed for e in result.get_asset_check_evaluations()}
-    assert checks == {"quarantine_share": True, "records_accounted": True, "published_power_limits": True}
+    assert checks == {"quarantine_share": True, "records_accounted": True, "published_power_limits": True, "no_rows_quarantined": True}
     power = pl.read_parquet(paths.table("zeus_power_profiles"))
     assert dict(power.group_by("source").len().iter_rows()) == {"zeus-nsdi23": 1609, "measured:a100.csv": 24}
     materializations = [e for e in result.get_asset_materialization_events() if e.asset_key.path == ["zeus_power_profiles"]]

@@ -12,7 +12,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import textwrap
 import time
 import warnings
 from collections.abc import Iterator
@@ -31,7 +30,7 @@ from pipelines.orchestration import runs as runs_module
 from pipelines.orchestration.processes import Stopped, group_alive
 from pipelines.orchestration.recovery import recover, run_process
 from pipelines.orchestration.runs import RANGE_END, RANGE_START, Run, SelectionError, execute_plan, plan_runs, problems, resolve_selection
-from tests.support.processes import survivors
+from tests.support.processes import SLOW_RUN, survivors
 from tests.support.sacct_export import write_export
 
 WAIT_S = 120
@@ -349,19 +348,6 @@ def test_a_run_that_failed_as_its_partition_was_removed_runs_again_over_the_rest
 
 # ---------------------------------------------------------------------------------------------
 # start-up recovery: a run whose process was killed
-
-
-SLOW_RUN = textwrap.dedent("""
-    import time
-    import dagster as dg
-
-    @dg.asset
-    def slow() -> int:
-        time.sleep(300)
-        return 1
-
-    dg.materialize([slow], instance=dg.DagsterInstance.get())
-""")
 
 
 def _wait(predicate, what: str, timeout: float = WAIT_S) -> None:

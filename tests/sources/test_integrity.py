@@ -183,7 +183,7 @@ def test_failed_published_totals_block_downstream(mirror: Path, tmp_path: Path, 
     raw, ingest = _defs_assets("raw_itp_traces", "itp_jobs")
     result = _materialize(tmp_path, [raw, ingest, _downstream_of_itp()], raise_on_error=False)
     checks = {e.check_name: e.passed for e in result.get_asset_check_evaluations()}
-    assert checks == {"published_totals": False, "quarantine_share": True, "records_accounted": True}
+    assert checks == {"published_totals": False, "quarantine_share": True, "records_accounted": True, "no_rows_quarantined": True}
     assert not result.success
     assert [e.step_key for e in result.get_step_success_events()] == ["raw_itp_traces"]  # after_itp never ran
 

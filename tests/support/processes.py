@@ -4,10 +4,24 @@ from __future__ import annotations
 
 import contextlib
 import os
+import textwrap
 import time
 from pathlib import Path
 
 import psutil
+
+#: A script (``python -c``) whose run stays STARTED in ``$DAGSTER_HOME``'s instance for 5 minutes, until its process is killed.
+SLOW_RUN = textwrap.dedent("""
+    import time
+    import dagster as dg
+
+    @dg.asset
+    def slow() -> int:
+        time.sleep(300)
+        return 1
+
+    dg.materialize([slow], instance=dg.DagsterInstance.get())
+""")
 
 
 def survivors(processes: list[psutil.Process], limit_s: float) -> tuple[float, list[str]]:

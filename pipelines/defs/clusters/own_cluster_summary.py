@@ -27,13 +27,17 @@ def stored_profiles(zeus_train_runs: pl.DataFrame, zeus_power_profiles: pl.DataF
                        {g: "measured" for g in zeus_power_profiles.filter(pl.col("source") != ZEUS_SOURCE)["gpu"].unique()})
 
 
+#: Why a trace of yours has no summary or report (its ``own_cluster_jobs`` rows hold nothing to replay).
+NOT_REPLAYABLE = "no COMPLETED GPU job to replay"
+
+
 def replayable(own_cluster_traces: pl.DataFrame, own_cluster_jobs: pl.DataFrame,
                log: logging.Logger) -> Iterator[tuple[dict[str, Any], OwnTraceResult]]:
     """(``own_cluster_traces`` row, the trace as read) of every trace with a COMPLETED GPU job; the others named in ``log``."""
     for trace in own_cluster_traces.iter_rows(named=True):
         result = whatif.result_of(trace, own_cluster_jobs)
         if result.counts.completed_gpu_allocations == 0:
-            log.warning(f"trace {trace['trace']}: no COMPLETED GPU job to replay")
+            log.warning(f"trace {trace['trace']}: {NOT_REPLAYABLE}")
             continue
         yield trace, result
 

@@ -40,6 +40,8 @@ KEY_PREFIX = "figures"
 THUMBNAIL_PX = (720, 560, 480, 400, 320, 240)
 #: Most bytes of the ``figure`` entry (UTF-8 markdown, thumbnails base64-encoded in it): every materialization keeps it in the event log.
 MAX_ENTRY_BYTES = 256 * 1024
+#: The check on every figure asset: WARN when it drew nothing.
+DREW_SOMETHING = "drew_something"
 
 
 def asset_key(asset: catalog.FigureAsset) -> dg.AssetKey:
@@ -64,13 +66,18 @@ def _panel(name: str, files: dict[str, object], width_px: int | None) -> str:
     return heading if width_px is None else f"{heading}\n\n{_thumbnail(Path(str(files['png'])), width_px)}"
 
 
+def nothing_drawn(report: catalog.Report) -> str:
+    """Why ``report`` drew nothing, and what would fill it: each skipped panel's reason (the catalog names the input or file)."""
+    return "Nothing drawn: " + "; ".join(f"{name}: {reason}" for name, reason in report.skipped.items())
+
+
 def figure_page(report: catalog.Report) -> str:
     """Markdown of every panel drawn (thumbnails first, all together), then each panel's plotted data (first rows).
 
     At most ``MAX_ENTRY_BYTES``: the widest thumbnails of ``THUMBNAIL_PX`` that fit, else the panels' paths alone.
     """
     if not report.written:
-        return "Nothing drawn: " + "; ".join(f"{name}: {reason}" for name, reason in report.skipped.items())
+        return nothing_drawn(report)
     previews = [
         f"**{name}**: {files['rows']} rows of plotted data in `{Path(str(files['data'])).name}`; first {PREVIEW_ROWS}:\n\n"
         + markdown_preview(pl.read_parquet(str(files["data"]), n_rows=PREVIEW_ROWS))
@@ -85,7 +92,21 @@ def figure_page(report: catalog.Report) -> str:
     return page
 
 
-def _result(asset: catalog.FigureAsset, report: catalog.Report, folder: Path) -> dg.MaterializeResult:
+def drew_something(asset: catalog.FigureAsset, report: catalog.Report) -> dg.AssetCheckResult:
+    """``DREW_SOMETHING``: passes when ``report`` wrote a panel; else fails with WARN severity, saying why (``nothing_drawn``)."""
+    drawn = len(report.written)
+    return dg.AssetCheckResult(
+        asset_key=asset_key(asset),
+        check_name=DREW_SOMETHING,
+        passed=drawn > 0,
+        severity=dg.AssetCheckSeverity.WARN,
+        description=f"{drawn} of {drawn + len(report.skipped)} drawn" if drawn else nothing_drawn(report),
+        metadata={"figure_count": drawn, "skipped": dg.MetadataValue.json(report.skipped)},
+    )
+
+
+def _result(asset: catalog.FigureAsset, report: catalog.Report, folder: Path, checked: bool) -> dg.MaterializeResult:
+    """The asset's materialization; with its ``DREW_SOMETHING`` check's result when ``checked`` (the check is selected)."""
     metadata: dict[str, Any] = {  # in this order on the asset's page: the figure first
         "figure": dg.MetadataValue.md(figure_page(report)),
         "figure_count": len(report.written),
@@ -95,7 +116,7 @@ def _result(asset: catalog.FigureAsset, report: catalog.Report, folder: Path) ->
         "skipped": dg.MetadataValue.json(report.skipped),
         "notes": dg.MetadataValue.json(report.notes),
     }
-    return dg.MaterializeResult(asset_key=asset_key(asset), metadata=metadata)
+    return dg.MaterializeResult(asset_key=asset_key(asset), metadata=metadata, check_results=[drew_something(asset, report)] if checked else None)
 
 
 def figure_family(family: catalog.FigureFamily) -> dg.AssetsDefinition:
@@ -105,10 +126,16 @@ def figure_family(family: catalog.FigureFamily) -> dg.AssetsDefinition:
                      automation_condition=follow(a.inputs))
         for a in family.assets
     ]
+    check_specs = [
+        dg.AssetCheckSpec(DREW_SOMETHING, asset=asset_key(a), description="The asset drew at least one panel. Warns when it drew nothing "
+                          "(never blocking), with each panel's reason: the input that is empty or the file to supply.")
+        for a in family.assets
+    ]
 
     @dg.multi_asset(
         name=family.name,
         specs=specs,
+        check_specs=check_specs,
         ins={k: dg.AssetIn(dg.AssetKey(k)) for k in family.inputs},
         can_subset=True,
         # Dagster's multiprocess executor starts the steps of higher priority first (the slowest figures).
@@ -128,7 +155,8 @@ def figure_family(family: catalog.FigureFamily) -> dg.AssetsDefinition:
                 context.log.warning(f"{name}: skipped, {reason}")
             for note in report.notes:
                 context.log.warning(f"{asset.key}: {note}")
-            yield _result(asset, report, folder)
+            checked = dg.AssetCheckKey(asset_key(asset), DREW_SOMETHING) in context.selected_asset_check_keys
+            yield _result(asset, report, folder, checked)
 
     return _draw
 

@@ -17,7 +17,14 @@ import dagster as dg
 import polars as pl
 
 from pipelines.clusters import whatif
-from pipelines.defs.clusters.own_cluster_summary import SUMMARY_SAMPLES, SUMMARY_SEED, own_cluster_summary, replayable, stored_profiles
+from pipelines.defs.clusters.own_cluster_summary import (
+    NOT_REPLAYABLE,
+    SUMMARY_SAMPLES,
+    SUMMARY_SEED,
+    own_cluster_summary,
+    replayable,
+    stored_profiles,
+)
 from pipelines.defs.own_clusters.assets import FOLLOW_ALL_TRACES
 from pipelines.defs.shared.dask import DaskResource
 from pipelines.defs.shared.io_manager import PathsResource
@@ -28,6 +35,19 @@ from pipelines.home.storage import write_text_atomic
 PREFIX = "own_cluster_report_"
 #: Resolution (dpi) of the plot shown on the asset's page.
 THUMBNAIL_DPI = 80
+#: The check: WARN when no report was written.
+WROTE_REPORTS = "wrote_reports"
+#: Why there is no report when no trace of yours is registered, and what would make one.
+NO_TRACE = ("no trace of yours: add a Slurm sacct export or a job-log CSV (`gpu-energy clusters add NAME FILE`, or drop it "
+            "into raw/clusters/ while `make dev` runs)")
+
+
+KEY = dg.AssetKey(["figures", "own_cluster_report"])
+
+
+def no_report(traces: list[str]) -> str:
+    """Why no report was written for ``traces`` (those of ``own_cluster_traces``), and what would make one."""
+    return "No report: " + ("; ".join(f"{trace}: {NOT_REPLAYABLE}" for trace in traces) if traces else NO_TRACE)
 
 
 def _thumbnail(report: dict[str, object]) -> str:
@@ -52,6 +72,9 @@ def _stale(folder: Path, traces: set[str]) -> list[Path]:
 @dg.asset(
     key_prefix="figures",
     group_name="figures",
+    check_specs=[dg.AssetCheckSpec(WROTE_REPORTS, asset=KEY,
+                                   description="A report was written for a trace of yours. Warns when none was "
+                                   "(never blocking), saying why: no trace added yet, or none with a COMPLETED GPU job.")],
     automation_condition=FOLLOW_ALL_TRACES,
     kinds={"html", "matplotlib", "dask"},  # a page of figures, not a table
     tags=COMPILED_REPLAY,
@@ -102,4 +125,9 @@ def own_cluster_report(
     for path in _stale(folder, written):
         path.unlink(missing_ok=True)
         context.log.info(f"removed {path}: its trace has no report now")
-    return dg.MaterializeResult(metadata={"reports": dg.MetadataValue.json(sorted(written)), **metadata})
+    why = no_report(sorted(own_cluster_traces["trace"])) if not written else None
+    check = dg.AssetCheckResult(check_name=WROTE_REPORTS, passed=bool(written), severity=dg.AssetCheckSeverity.WARN,
+                                description=why or f"{len(written)} report(s): {', '.join(sorted(written))}", metadata={"reports": len(written)})
+    return dg.MaterializeResult(
+        metadata={"reports": dg.MetadataValue.json(sorted(written)), **({"no_report": dg.MetadataValue.text(why)} if why else {}), **metadata},
+        check_results=[check] if dg.AssetCheckKey(KEY, WROTE_REPORTS) in context.selected_asset_check_keys else None)

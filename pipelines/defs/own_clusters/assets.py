@@ -19,10 +19,11 @@ import polars as pl
 from pipelines.clusters import tracefiles
 from pipelines.contracts.registry import quarantine_key
 from pipelines.defs.clusters.partitions import own_trace_partitions
+from pipelines.defs.shared import quarantine
 from pipelines.defs.shared.io_manager import PARTITIONS_STAND_ALONE, PathsResource, partition_tables
 from pipelines.defs.shared.metadata import contract_metadata
 from pipelines.defs.shared.table_assets import FOLLOW, ONE_RUN
-from pipelines.ingest.common import IngestError
+from pipelines.ingest.common import IngestError, empty_quarantine
 from pipelines.ingest.owntrace import OwnTraceResult
 from pipelines.terminal import printable
 from pipelines.vocabulary import CLUSTER_TRACES
@@ -100,6 +101,7 @@ def refused_partition(key: str, raw: Path) -> str:
                                           description="One row per trace file: format, time zone, sha256 and where every line went."),
     },
     check_specs=[
+        quarantine.spec(QUARANTINE),
         dg.AssetCheckSpec("every_line_accounted_for", asset=TABLE, blocking=True,
                           description="Per file: lines = header + allocations + steps skipped + quarantined."),
         dg.AssetCheckSpec("quarantine_share", asset=TABLE,
@@ -133,6 +135,7 @@ def ingest_own_cluster_jobs(context: dg.AssetExecutionContext, paths: PathsResou
     yield dg.Output(partition_tables(context, tables, dg.AssetKey(TABLE)), output_name=TABLE,
                     metadata={"traces": dg.MetadataValue.json([r.trace for r in results]), "not_used": dg.MetadataValue.json(problems)})
     yield dg.Output(partition_tables(context, quarantines, QUARANTINE), output_name="quarantine")
+    yield quarantine.result(QUARANTINE, pl.concat(quarantines.values()) if quarantines else empty_quarantine())
     yield dg.Output(partition_tables(context, summaries, dg.AssetKey("own_cluster_traces")), output_name="own_cluster_traces")
     counts = {r.trace: vars(r.counts) for r in results}
     yield dg.AssetCheckResult(asset_key=TABLE, check_name="every_line_accounted_for", passed=all(r.counts.accounted for r in results),

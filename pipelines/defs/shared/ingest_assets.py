@@ -16,6 +16,7 @@ import dagster as dg
 import polars as pl
 
 from pipelines.contracts.registry import quarantine_key
+from pipelines.defs.shared import quarantine
 from pipelines.defs.shared.io_manager import PathsResource
 from pipelines.defs.shared.metadata import column_schema, contract_metadata
 from pipelines.defs.shared.table_assets import FOLLOW
@@ -115,7 +116,9 @@ def ingest_asset(
     when one is present but the table still has no row, and says which and why.
     """
     table = spec.table
+    quarantined = dg.AssetKey.from_user_string(quarantine_key(table))
     check_specs = [
+        quarantine.spec(quarantined),
         dg.AssetCheckSpec(
             "quarantine_share",
             asset=table,
@@ -156,7 +159,7 @@ def ingest_asset(
                 automation_condition=FOLLOW,
             ),
             "quarantine": dg.AssetOut(
-                key=dg.AssetKey.from_user_string(quarantine_key(table)),
+                key=quarantined,
                 group_name="quarantine",
                 description=f"Rows of {table}'s sources that failed parsing or validation: file, line, column, reason, raw line.",
                 metadata=contract_metadata(quarantine_key(table)),
@@ -195,6 +198,7 @@ def ingest_asset(
             },
         )
         yield dg.Output(result.quarantine, output_name="quarantine")
+        yield quarantine.result(quarantined, result.quarantine)
         reasons = result.quarantine.group_by("reason").len().sort("len", descending=True).head(10)
         yield dg.AssetCheckResult(
             asset_key=table,
