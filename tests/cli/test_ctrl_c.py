@@ -33,11 +33,14 @@ from tests.support.sweep_inputs import write_sweep_inputs
 #: seconds) still fails.
 STOP_BOUND_S = 3.5
 INTERRUPTED = (130, -signal.SIGINT)
+#: whatif's samples in these tests: enough replays that the command outlasts the latest signal (8 s) on an idle machine.
+WHATIF_SAMPLES = 100
 
 
 @pytest.fixture(scope="module")
 def export(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A Slurm export whose whatif takes seconds (about 15 s of replays at 20 samples on this machine)."""
+    """A Slurm export whose whatif takes seconds: at ``WHATIF_SAMPLES`` samples 13 s in-process and 11 s on a LocalCluster
+    (2026-12-07, idle), so that every signal below lands mid-run (20 samples took 5 s: the 5 s and 8 s cases ended first)."""
     path = tmp_path_factory.mktemp("ctrl_c") / "lab.sacct"
     write_export(path, 15_000, seed=3, timezone="UTC")
     return path
@@ -80,7 +83,7 @@ def _interrupt(args: list[str], started: str, after_s: float, log: Path) -> tupl
 @pytest.mark.parametrize(("scheduler", "after_s"), [("none", 1.0), ("none", 5.0), ("local", 1.0), ("local", 5.0), ("local", 8.0)])
 def test_ctrl_c_stops_whatif(export: Path, tmp_path: Path, scheduler: str, after_s: float) -> None:
     html = tmp_path / "report.html"
-    code, seconds = _interrupt(["whatif", str(export), "--timezone", "UTC", "--samples", "20", "--scheduler", scheduler, "--no-progress",
+    code, seconds = _interrupt(["whatif", str(export), "--timezone", "UTC", "--samples", str(WHATIF_SAMPLES), "--scheduler", scheduler, "--no-progress",
                                 "--html", str(html)], "", after_s, tmp_path / "err.log")
     err = (tmp_path / "err.log").read_text()
     assert code in INTERRUPTED and seconds < STOP_BOUND_S, (code, seconds, err[-2000:])
