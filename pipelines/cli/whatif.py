@@ -23,6 +23,7 @@ from typing import Any
 
 import click
 import numpy as np
+import polars as pl
 
 from pipelines.cli import invoked_as
 from pipelines.cli.clusters import delimiter_option, read_limit_options, read_limits
@@ -42,7 +43,7 @@ from pipelines.clusters import tracefiles
 from pipelines.clusters import whatif as report_of
 from pipelines.clusters.anchoring import ANCHORED, ENERGY_MODELS, EnergyModel
 from pipelines.clusters.profiles import Profiles, power_limit_profiles, with_measured
-from pipelines.home.outputs import OutputRefused, check_output
+from pipelines.home.outputs import STDOUT, Output, OutputRefused, check_output, write_output
 from pipelines.home.paths import ProjectPaths, find_home
 from pipelines.ingest import grid as grid_mod
 from pipelines.ingest.common import IngestError
@@ -168,8 +169,9 @@ def _horizon(ctx: click.Context, param: click.Parameter, value: float | None) ->
               help="Also project the saving over this many days at the export's recurrence rate (Zeus deployed at its start).")
 @click.option("--json", "as_json", is_flag=True, help="Print exactly one JSON object on stdout.")
 @click.option("--progress/--no-progress", default=None, help="Progress bars on stderr  [default: when stderr is a terminal]")
-@click.option("--html", "html_file", type=click.Path(path_type=Path), default=None,
-              help="Also write the report as one self-contained HTML page (figures embedded, nothing fetched) to this file.")
+@click.option("--html", "html_file", type=click.Path(allow_dash=True), default=None,
+              help="Also write the report as one self-contained HTML page (figures embedded, nothing fetched) to this file "
+                   "(a new file or an earlier report; -: stdout, the text report then on stderr).")
 @click.option("--parents", "make_parents", is_flag=True, help="Make --html's missing folders (else a missing folder is an error).")
 @read_limit_options
 @slurm_options
@@ -208,7 +210,7 @@ def cli(
     horizon_days: float | None,
     as_json: bool,
     progress: bool | None,
-    html_file: Path | None,
+    html_file: str | None,
     make_parents: bool,
     max_rows: int,
     max_line_bytes: int,
@@ -221,10 +223,11 @@ def cli(
     if file.is_dir():
         fail(f"{file}: is a folder; give the export file")
     profile_files = [Path(spec) for spec in profile_specs if "=" not in spec]
+    html_out: Output | None = None
     if html_file is not None:
         inputs = (file, *profile_files, *(Path(spec.partition("=")[2]) for spec in profile_specs if "=" in spec),
                   *(p for p in (grid_file, price_file, trace_dir) if p is not None))
-        _check_html(html_file, inputs, make_parents)
+        html_out = _check_html(html_file, inputs, make_parents, as_json)
     slurm_cluster = slurm_settings(scheduler, slurm)
     timezone_source = "given" if timezone is not None else "assumed"
     series_timezone, series_source = _series_zone(series_timezone, timezone)
@@ -275,13 +278,9 @@ def cli(
     if as_json:
         click.echo(json.dumps(json_safe(report), allow_nan=False))
     else:
-        click.echo(render(report))
-    if html_file is not None:
-        from pipelines.report import html as whatif_html  # matplotlib: only for the page
-
-        provenance = whatif_html.Provenance.now(file.name, sha256, _options_used(), _command_line(file))
-        whatif_html.write(html_file, report, power, provenance, grid)
-        click.echo(f"[whatif] report -> {printable(str(html_file))}", err=True)
+        click.echo(render(report), err=html_file == STDOUT)
+    if html_out is not None:
+        _write_html(html_out, file, sha256, report, power, grid)
 
 
 def _series_zone(series_timezone: str | None, timezone: str | None) -> tuple[str, str]:
@@ -356,12 +355,28 @@ def _rates(s: Series) -> tuple[Rate | None, Rate | None]:
 _PRESENTATION = ("file", "as_json", "progress", "html_file", "make_parents", "max_rows", "max_line_bytes", "max_bytes")
 
 
-def _check_html(path: Path, inputs: tuple[Path, ...], make_parents: bool) -> None:
-    """One line and exit 2, before any work, for an --html path that must not be written (``check_output``)."""
+def _check_html(path: str, inputs: tuple[Path, ...], make_parents: bool, as_json: bool) -> Output:
+    """Where --html goes; one line and exit 2, before any work, for a path that must not be written (``check_output``)."""
+    from pipelines.report.html import REPORT
+
+    if path == STDOUT and as_json:
+        fail("--html - and --json both print on stdout: give --html a file name")
     try:
-        check_output(path, "--html", find_home(), inputs=inputs, make_parents=make_parents)
+        return check_output(path, "--html", find_home(), kind=REPORT, inputs=inputs, make_parents=make_parents)
     except OutputRefused as exc:
         fail(str(exc))
+
+
+def _write_html(output: Output, file: Path, sha256: str | None, report: dict[str, Any], power: pl.DataFrame, grid: Rate | None) -> None:
+    """The report as its HTML page where --html said (``check_output``'s ``output``); one line if refused meanwhile."""
+    from pipelines.report import html as whatif_html  # matplotlib: only for the page
+
+    provenance = whatif_html.Provenance.now(file.name, sha256, _options_used(), _command_line(file))
+    try:
+        write_output(output, whatif_html.render(report, power, provenance, grid).encode())
+    except OutputRefused as exc:
+        fail(str(exc))
+    click.echo(f"[whatif] report -> {printable(output.shown.removeprefix('--html '))}", err=True)
 
 
 def _options_used() -> dict[str, str]:
