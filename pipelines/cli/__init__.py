@@ -17,6 +17,7 @@ import click
 
 from pipelines.home.interrupt import SIGINT_STATUS, ctrl_c_ends_command
 from pipelines.home.paths import resolve_home
+from pipelines.terminal import clip_input
 
 SUBCOMMANDS: dict[str, str] = {
     "init": "Make FOLDER (default: here) a data home; existing files are kept.",
@@ -97,10 +98,10 @@ def main(args: list[str] | None = None, prog_name: str | None = None) -> None:
             code = cli.main(args=args, prog_name=prog_name, standalone_mode=False)
     except click.UsageError as exc:
         hint = f" (see '{exc.ctx.command_path} --help')" if exc.ctx is not None else ""
-        click.echo(f"Error: {exc.format_message()}{hint}", err=True)
+        click.echo(f"Error: {clip_input(exc.format_message())}{hint}", err=True)
         sys.exit(exc.exit_code)
     except click.ClickException as exc:
-        exc.show()
+        click.echo(f"Error: {clip_input(exc.format_message())}", err=True)
         sys.exit(exc.exit_code)
     except click.Abort:
         _interrupted()

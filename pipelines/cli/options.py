@@ -24,7 +24,7 @@ import click
 
 from pipelines.scaleout.jobqueue import DEFAULT_JOBS, WALLTIME_FORMATS, SlurmError, SlurmOptions, check, check_walltime
 from pipelines.scaleout.schedulers import SLURM
-from pipelines.terminal import printable
+from pipelines.terminal import clip_input, printable
 from pipelines.vocabulary import DEFAULT_BETA, DEFAULT_ETA, REFERENCE_GPU
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -32,8 +32,9 @@ Callback = Callable[[click.Context, click.Parameter, float | None], float | None
 
 
 def fail(message: str, code: int = 2) -> NoReturn:
-    """Print ``Error: <message>`` as one line on stderr (whitespace runs as one space, control characters escaped); exit."""
-    click.echo(f"Error: {printable(' '.join(message.split()))}", err=True)
+    """Print ``Error: <message>`` as one line on stderr (whitespace runs as one space, control characters escaped, quoted
+    input cut to ``QUOTE_LIMIT`` characters: ``clip_input``); exit."""
+    click.echo(f"Error: {clip_input(printable(' '.join(message.split())))}", err=True)
     sys.exit(code)
 
 

@@ -15,7 +15,7 @@ import polars as pl
 from pipelines.cli import invoked_as
 from pipelines.sql.interrupt import QueryTimeout, interruptible
 from pipelines.sql.views import READ_ONLY, connect, first_line, sql_file, stream_sql, view_names
-from pipelines.terminal import json_safe, printable
+from pipelines.terminal import clip_input, json_safe, printable
 
 #: Rows the table format prints by default; the rest are counted, not held (``--rows``).
 PREVIEW_ROWS = 50
@@ -91,8 +91,9 @@ def cli(query: str | None, file: Path | None, example: str | None, list_examples
             else:
                 _write_preview(frames, preview_rows)
     except duckdb.CatalogException as exc:
-        raise click.ClickException(f"{one_line(exc)} (views: {', '.join(view_names(con))}; "
-                                   f"a missing table may not be materialized yet: {invoked_as('materialize')})") from exc
+        # not in parentheses: clip_input would cut the list as if it quoted input
+        raise click.ClickException(f"{one_line(exc)}; views: {', '.join(view_names(con))}; "
+                                   f"a missing table may not be materialized yet: {invoked_as('materialize')}") from exc
     except duckdb.Error as exc:
         raise click.ClickException(one_line(exc)) from exc
     except QueryTimeout as exc:
@@ -136,7 +137,7 @@ def one_line(exc: duckdb.Error) -> str:
     if "LocalFileSystem has been disabled" in message:
         message += (f" (the SQL session is read-only: it writes no file, and reads files through {READ_ONLY}:// only, "
                     "e.g. read_parquet(getvariable('home') || '/figures/NAME.parquet'))")
-    return message
+    return clip_input(message)
 
 
 def _write_json(frames: Iterator[pl.DataFrame]) -> None:
