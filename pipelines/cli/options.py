@@ -39,7 +39,7 @@ def fail(message: str, code: int = 2) -> NoReturn:
 
 
 def finite(lo: float, hi: float, *, inf_ok: bool = False) -> Callback:
-    """A click callback accepting values in [lo, hi] (NaN never; +inf only with ``inf_ok``)."""
+    """A click callback accepting values in [lo, hi] (NaN never; +inf only with ``inf_ok``); each of a ``multiple`` option's."""
     if lo == -math.inf and hi == math.inf:
         wanted = "a finite number"
     elif hi == math.inf:
@@ -48,10 +48,11 @@ def finite(lo: float, hi: float, *, inf_ok: bool = False) -> Callback:
         wanted = f"in [{lo:g}, {hi:g}]"
 
     def check_value(ctx: click.Context, param: click.Parameter, value: float | None) -> float | None:
-        if value is None or (inf_ok and value == math.inf):
-            return value
-        if not math.isfinite(value) or not lo <= value <= hi:
-            raise click.BadParameter(f"{value} is not {wanted}")
+        for one in value if isinstance(value, tuple) else (value,):
+            if one is None or (inf_ok and one == math.inf):
+                continue
+            if not math.isfinite(one) or not lo <= one <= hi:
+                raise click.BadParameter(f"{one} is not {wanted}")
         return value
 
     return check_value

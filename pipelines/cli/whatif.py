@@ -33,7 +33,6 @@ from pipelines.cli.options import (
     fail,
     finite,
     gpu_option,
-    non_negative,
     note,
     scheduler_option,
     slurm_options,
@@ -43,6 +42,7 @@ from pipelines.clusters import tracefiles
 from pipelines.clusters import whatif as report_of
 from pipelines.clusters.anchoring import ANCHORED, ENERGY_MODELS, EnergyModel
 from pipelines.clusters.profiles import Profiles, power_limit_profiles, with_measured
+from pipelines.contracts.limits import MAX_GCO2_PER_KWH, MAX_PRICE_PER_KWH
 from pipelines.home.outputs import STDOUT, Output, OutputRefused, check_output, write_output
 from pipelines.home.paths import ProjectPaths, find_home
 from pipelines.ingest import grid as grid_mod
@@ -120,9 +120,10 @@ def _horizon(ctx: click.Context, param: click.Parameter, value: float | None) ->
 @scheduler_option("auto", "auto")
 @eta_knob_option()
 @beta_knob_option()
-@click.option("--price-per-kwh", type=float, default=None, callback=non_negative, help="Electricity price (per kWh): adds cost saved.")
-@click.option("--grid-gco2-per-kwh", type=float, default=None, callback=non_negative,
-              help="Grid carbon intensity (g CO2e per kWh): adds CO2e saved.")
+@click.option("--price-per-kwh", type=float, default=None, callback=finite(0.0, MAX_PRICE_PER_KWH),
+              help=f"Electricity price (per kWh, at most {MAX_PRICE_PER_KWH:,g}): adds cost saved.")
+@click.option("--grid-gco2-per-kwh", type=float, default=None, callback=finite(0.0, MAX_GCO2_PER_KWH),
+              help=f"Grid carbon intensity (g CO2e per kWh, at most {MAX_GCO2_PER_KWH:,}): adds CO2e saved.")
 @click.option("--region", default=None,
               help="Where the energy was used: an ISO 3166 country (DE or DEU), a US state (US-CA) or a Nordic zone (SE3): its "
                    "carbon intensity from the table bundled with the package (no network; docs: Carbon).")

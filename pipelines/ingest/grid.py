@@ -40,6 +40,7 @@ import numpy as np
 import polars as pl
 
 from pipelines.contracts.grid import SOURCES
+from pipelines.contracts.limits import MAX_GCO2_PER_KWH, MAX_PRICE_PER_KWH, MAX_TIME_S
 from pipelines.ingest.common import IngestError
 from pipelines.vocabulary.units import S_PER_H, epoch_s
 
@@ -165,7 +166,8 @@ def read_series(path: Path, column: str, timezone: str) -> Rate:
     for wanted in ("timestamp", column):
         if wanted not in header:
             raise IngestError(str(path), f"missing column {wanted!r} (the header has {frame.columns}); expected timestamp,{column}", line=1)
-    return step_series(frame, path, header["timestamp"], header[column], timezone, {}, label=column)
+    return step_series(frame, path, header["timestamp"], header[column], timezone, {}, label=column,
+                       limit=MAX_PRICE_PER_KWH if column == PRICE else MAX_GCO2_PER_KWH)
 
 
 def read_csv_text(path: Path) -> pl.DataFrame:
@@ -178,13 +180,16 @@ def read_csv_text(path: Path) -> pl.DataFrame:
 
 
 def step_series(frame: pl.DataFrame, path: Path, time_column: str, value_column: str, timezone: str, describe: dict[str, object], *,
-                label: str, scale: float = 1.0, negative_ok: bool = False, timezone_hint: str = "--timezone") -> Rate:
+                label: str, scale: float = 1.0, negative_ok: bool = False, timezone_hint: str = "--timezone",
+                limit: float) -> Rate:
     """Columns ``time_column`` and ``value_column`` of a series file read as text (``read_csv_text``) as a step series.
 
     Each value times ``scale`` (a unit's conversion to per kWh); a negative one refused unless ``negative_ok`` (a market's
     price); times without an offset read in ``timezone``. ``describe`` (what the report says of the file's format) comes first
     in the ``Rate``'s description, then ``file``, ``points``, ``step_s``, ``timezone``, ``mean_<label>`` and ``span``.
-    ``IngestError`` names the file, line and column of the first bad field (``timezone_hint``: the option that sets the zone).
+    ``IngestError`` names the file, line and column of the first bad field (``timezone_hint``: the option that sets the zone),
+    a value per kWh beyond ``limit`` (its physical range, ``pipelines.contracts.limits``: no sum over it overflows) and a
+    time outside 1970-2200 included.
     """
     name = str(path)
     frame = frame.select(pl.col(time_column).str.strip_chars().alias("text"), pl.col(value_column).str.strip_chars().alias("v"))
@@ -198,7 +203,17 @@ def step_series(frame: pl.DataFrame, path: Path, time_column: str, value_column:
     negative = frame.filter(value < 0)
     if negative.height and not negative_ok:
         raise IngestError(name, f"{negative['v'][0]} is negative", line=int(negative["line"][0]), column=value_column)
+    over = frame.filter((value * scale).abs() > limit)
+    if over.height:
+        span = f"[{-limit if negative_ok else 0:,g}, {limit:,g}]{'' if scale == 1 else ' per kWh, once converted'}"
+        raise IngestError(name, f"{over['v'][0]} is outside the physical range of {label}, {span}", line=int(over["line"][0]),
+                          column=value_column)
     times = _utc_seconds(frame, timezone, name, time_column, timezone_hint)
+    outside = np.flatnonzero(~((times >= 0) & (times < MAX_TIME_S)))  # NaN (before year 1) included
+    if outside.size:
+        i = int(outside[0])
+        raise IngestError(name, f"{frame['text'][i]!r} is outside 1970-2199, the times a series may hold", line=int(frame["line"][i]),
+                          column=time_column)
     order = np.flatnonzero(np.diff(times) <= 0)
     if order.size:
         i = int(order[0]) + 1
