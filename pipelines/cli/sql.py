@@ -13,6 +13,8 @@ import duckdb
 import polars as pl
 
 from pipelines.cli import invoked_as
+from pipelines.ingest.common import IngestError
+from pipelines.ingest.compressed import read_at_most
 from pipelines.sql.interrupt import QueryTimeout, interruptible
 from pipelines.sql.views import READ_ONLY, connect, first_line, sql_file, stream_sql, view_names
 from pipelines.terminal import clip_input, json_safe, printable
@@ -111,9 +113,14 @@ def _connect(allow_read: tuple[Path, ...], memory_limit: str | None) -> duckdb.D
 
 
 def read_sql_file(path: Path, limit: int = MAX_SQL_BYTES) -> str:
-    """The text of ``path``, read ``limit`` bytes at most (``/dev/zero`` ends as soon as the limit is passed)."""
-    with path.open("rb") as fh:
-        data = fh.read(limit + 1)
+    """The text of ``path``, read ``limit`` bytes at most (``/dev/zero`` ends as soon as the limit is passed; a FIFO with
+    no writer after ``STREAM_IDLE_S``); an empty one is refused (no statement: nothing would run)."""
+    try:
+        data = read_at_most(path, limit + 1)
+    except IngestError as exc:
+        raise click.BadParameter(printable(str(exc)), param_hint="'--file'") from None
+    if not data.strip():
+        raise click.BadParameter(f"{printable(str(path))} is empty: no SQL to run", param_hint="'--file'")
     if len(data) > limit:
         raise click.BadParameter(f"{printable(str(path))} holds more than {limit // 2**20} MiB: a SQL script, not data, "
                                  "is read with --file", param_hint="'--file'")

@@ -232,6 +232,36 @@ def read_compressed(path: Path, *, limit: int = MAX_DECOMPRESSED_BYTES) -> bytes
     return b"".join(decompressed_chunks(path, limit=limit))
 
 
+def read_at_most(path: Path, n: int, *, name: str | None = None) -> bytes:
+    """The first ``n`` bytes of ``path`` as stored (all of it if shorter); a stream waits ``STREAM_IDLE_S`` at most for a
+    byte. ``IngestError`` for an unreadable file."""
+    display = name or str(path)
+    data = bytearray()
+    try:
+        with _Stream(path, display) if is_stream(path) else open(path, "rb") as fh:
+            while len(data) < n and (piece := fh.read(min(_READ, n - len(data)))):
+                data += piece
+    except OSError as exc:
+        raise IngestError(display, f"unreadable file: {exc}") from exc
+    return bytes(data)
+
+
+def read_bounded(path: Path, limit: int, *, what: str, name: str | None = None) -> bytes:
+    """The bytes of ``path`` (decompressed by its suffix, a stream's as read: ``decompressed_chunks``), ``limit`` at most.
+
+    A plain regular file larger than ``limit`` is refused by its size before a byte is read; ``what`` names the bound in
+    the one ``IngestError`` line (``a grid or price series``).
+    """
+    display = name or str(path)
+    with contextlib.suppress(OSError):
+        if compression_of(path) is None and path.is_file() and path.stat().st_size > limit:
+            raise IngestError(display, f"larger than {limit:,} bytes (the bound on {what})")
+    try:
+        return b"".join(decompressed_chunks(path, limit=limit, name=display))
+    except IngestError as exc:  # the bound is not --max-bytes (an export's) here: say which it is
+        raise IngestError(display, exc.message.replace("--max-bytes raises it", f"the bound on {what}")) from None
+
+
 @contextlib.contextmanager
 def plain_file(path: Path, *, limit: int = MAX_DECOMPRESSED_BYTES, name: str | None = None,
                digest: bool = True) -> Iterator[tuple[Path, str | None]]:
