@@ -15,7 +15,7 @@ import polars as pl
 from pipelines.cli import invoked_as
 from pipelines.ingest.common import IngestError
 from pipelines.ingest.compressed import read_at_most
-from pipelines.sql.interrupt import QueryTimeout, interruptible
+from pipelines.sql.interrupt import QueryTimeout, interruptible, memory_cap
 from pipelines.sql.views import READ_ONLY, connect, first_line, sql_file, stream_sql, view_names
 from pipelines.terminal import clip_input, json_safe, printable
 
@@ -82,9 +82,10 @@ def cli(query: str | None, file: Path | None, example: str | None, list_examples
     text = examples[example].read_text() if example is not None else read_sql_file(file) if file is not None else query
     assert text is not None
     con = _connect(allow_read, memory_limit)
+    cap = memory_cap(con)  # before the statement runs: the connection takes no other query while its result streams
     frames = stream_sql(con, text)
     try:
-        with interruptible(con, timeout_s):
+        with interruptible(con, timeout_s, memory_bytes=cap):
             if fmt == "csv":
                 for i, frame in enumerate(frames):
                     sys.stdout.write(flatten_nested(frame).write_csv(include_header=i == 0))
@@ -235,7 +236,7 @@ def _run_statements(con: duckdb.DuckDBPyConnection, text: str, preview_rows: int
     ok = True
     for statement in statements:
         try:
-            with interruptible(con, timeout_s):
+            with interruptible(con, timeout_s, memory_bytes=memory_cap(con)):
                 _write_preview(stream_sql(con, statement.query), preview_rows)
         except QueryTimeout as exc:
             ok = False
