@@ -17,7 +17,6 @@ import click
 
 from pipelines.home.interrupt import SIGINT_STATUS, ctrl_c_ends_command
 from pipelines.home.paths import resolve_home
-from pipelines.terminal import clip_input
 
 SUBCOMMANDS: dict[str, str] = {
     "init": "Make FOLDER (default: here) a data home; existing files are kept.",
@@ -97,10 +96,14 @@ def main(args: list[str] | None = None, prog_name: str | None = None) -> None:
         with ctrl_c_ends_command():  # materialize, dev and sql install their own handlers within it
             code = cli.main(args=args, prog_name=prog_name, standalone_mode=False)
     except click.UsageError as exc:
+        from pipelines.terminal import clip_input  # only for an error: `--help` imports no more than it needs
+
         hint = f" (see '{exc.ctx.command_path} --help')" if exc.ctx is not None else ""
         click.echo(f"Error: {clip_input(exc.format_message())}{hint}", err=True)
         sys.exit(exc.exit_code)
     except click.ClickException as exc:
+        from pipelines.terminal import clip_input
+
         click.echo(f"Error: {clip_input(exc.format_message())}", err=True)
         sys.exit(exc.exit_code)
     except click.Abort:
