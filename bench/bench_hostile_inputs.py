@@ -3,7 +3,7 @@ temp folder. Each runs as a child process measured by ``wait4`` (``ru_maxrss``),
 
 1. ``whatif /dev/zero`` (the stream read to ``--max-bytes``: 200 MB here) and ``yes ... | whatif /dev/stdin --max-bytes 1000000``;
 2. ``whatif A.csv``: a 100 MB file with no newline (the header bounded by ``--max-line-bytes``);
-3. ``whatif X --grid-intensity G``: a grid file whose header is 50 MB (the error quotes 200 characters of it);
+3. ``whatif X --grid-intensity G``: a grid file whose header is 50 MB (past the bound on a header, not parsed);
 4. ``sql --memory-limit 500MB "select list(range(100000000)) l"`` (the RSS cap).
 
 Usage: ``.venv/bin/python bench/bench_hostile_inputs.py``; it prints one row per case and exits 1 if one fails its goal.
