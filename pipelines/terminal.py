@@ -52,3 +52,23 @@ def printable_data(value: Any) -> Any:
     if isinstance(value, list | tuple):
         return type(value)(printable_data(v) for v in value)
     return value
+
+
+#: Most characters of the user's input one error line quotes (issue 54: a 50 MB header was quoted whole on stderr).
+QUOTE_LIMIT = 200
+#: What an error line quotes: a parenthesis, a bracket or quotes holding more than ``QUOTE_LIMIT`` characters (a header's
+#: columns, a value's repr), or a run of that many without a space (a line, a path).
+_N = f"{{{QUOTE_LIMIT + 1},}}"
+_QUOTED = re.compile(rf"\(([^()]{_N})\)|\[([^\[\]]{_N})\]|'([^'\n]{_N})'|\"([^\"\n]{_N})\"|(\S{_N})")
+
+
+def _clip(match: re.Match[str]) -> str:
+    index, inner = next((i, g) for i, g in enumerate(match.groups()) if g is not None)
+    opening, closing = ("(", ")", "[", "]", "'", "'", '"', '"', "", "")[2 * index:2 * index + 2]
+    return f"{opening}{inner[:QUOTE_LIMIT]}... ({len(inner):,} characters){closing}"
+
+
+def clip_input(message: str) -> str:
+    """``message`` (an error line) with each piece of quoted input longer than ``QUOTE_LIMIT`` characters cut to that many,
+    followed by how long it was: ``(has c0, c1, ..., c9999)`` -> ``(has c0, c1, ... c41... (68,888 characters))``."""
+    return _QUOTED.sub(_clip, message) if len(message) > QUOTE_LIMIT else message

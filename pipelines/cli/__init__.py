@@ -96,11 +96,15 @@ def main(args: list[str] | None = None, prog_name: str | None = None) -> None:
         with ctrl_c_ends_command():  # materialize, dev and sql install their own handlers within it
             code = cli.main(args=args, prog_name=prog_name, standalone_mode=False)
     except click.UsageError as exc:
+        from pipelines.terminal import clip_input  # only for an error: `--help` imports no more than it needs
+
         hint = f" (see '{exc.ctx.command_path} --help')" if exc.ctx is not None else ""
-        click.echo(f"Error: {exc.format_message()}{hint}", err=True)
+        click.echo(f"Error: {clip_input(exc.format_message())}{hint}", err=True)
         sys.exit(exc.exit_code)
     except click.ClickException as exc:
-        exc.show()
+        from pipelines.terminal import clip_input
+
+        click.echo(f"Error: {clip_input(exc.format_message())}", err=True)
         sys.exit(exc.exit_code)
     except click.Abort:
         _interrupted()

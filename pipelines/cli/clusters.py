@@ -93,7 +93,8 @@ def add(name: str, file: Path, fmt: str | None, timezone: str, fields: str | Non
     FILE may be compressed (.gz, .xz, .zst): it is kept so, and read streamed.
     """
     if not file.is_file():
-        fail(f"{file}: no such file")
+        fail(f"{file}: no such file" if not file.exists() else
+             f"{file}: not a regular file (a FIFO, device or stdin): clusters add keeps a copy of a file; save the export to a file first")
     try:
         tracefiles.check_name(name)
         file_format = tracefiles.format_of(file, fmt)

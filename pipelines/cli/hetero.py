@@ -20,7 +20,8 @@ from typing import Any
 
 import click
 
-from pipelines.cli.options import AliasedCommand, eta_knob_option, fail
+from pipelines.cli.options import AliasedCommand, eta_knob_option, fail, finite
+from pipelines.contracts.limits import MAX_GPU_POWER_W
 from pipelines.hetero import compositions
 from pipelines.hetero.allocations import allocation_rows
 from pipelines.hetero.fit import FitError, fit_gpu
@@ -75,7 +76,7 @@ def _table(rows: list[dict[str, Any]]) -> str:
 @eta_knob_option("Energy weight of the cost (Zeus's eta), in [0, 1].")
 @click.option("--time-price", type=click.Choice(["power_limit", "max_power_limit"]), default="power_limit", show_default=True,
               help="Watts charged per second of time: the chosen limit (published) or the GPU's highest (Zeus MaxPower).")
-@click.option("--idle-power", "idle_power", type=float, multiple=True,
+@click.option("--idle-power", "idle_power", type=float, multiple=True, callback=finite(0.0, MAX_GPU_POWER_W),
               help="Idle power (W) of each GPU while it waits (sync model), once per GPU in order; default 0.2 x lowest limit.")
 @click.option("--format", "output_format", type=click.Choice(["table", "json"]), default="table", show_default=True)
 def cli(

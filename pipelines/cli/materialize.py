@@ -25,6 +25,7 @@ from pipelines.home.init import use_dagster_home
 from pipelines.home.paths import find_home
 from pipelines.orchestration import lock
 from pipelines.orchestration.processes import STOP_S, STOP_SIGNAL, Stopped, die_with_parent, end_group, kill_group_but_self
+from pipelines.orchestration.scratch import scratch_folder
 from pipelines.orchestration.storage import StorageError, make_folder
 from pipelines.orchestration.webserver import webserver
 from pipelines.scaleout.local import local_cluster
@@ -76,8 +77,10 @@ def cli(select: str, executor: str, scheduler: str | None, concurrency: int, par
     except StorageError as exc:
         raise click.ClickException(str(exc)) from None
     try:
-        with lock.held(folder, lambda who: _echo(f"waiting: another materialize holds {folder / lock.LOCK_FILE} ({who})")):
-            code, signalled = _drive(args)
+        # scratch: the temp folder of its processes (the code server's socket), removed
+        with lock.held(folder, lambda who: _echo(f"waiting: another materialize holds {folder / lock.LOCK_FILE} ({who})")), \
+                scratch_folder(folder) as scratch:
+            code, signalled = _drive(args, scratch)
     except KeyboardInterrupt:  # Ctrl-C while waiting for the lock: nothing was started
         _echo("interrupted while waiting for the lock; nothing was run")
         code, signalled = 130, False
@@ -86,11 +89,11 @@ def cli(select: str, executor: str, scheduler: str | None, concurrency: int, par
     sys.exit(code)
 
 
-def _drive(args: list[str]) -> tuple[int, bool]:
-    """Run the orchestrator, forwarding a stop to it; (exit status, whether it was killed). One that has not ended
-    ``STOP_S`` after a stop is killed with its group."""
+def _drive(args: list[str], scratch: Path) -> tuple[int, bool]:
+    """Run the orchestrator (its temp folder ``scratch``), forwarding a stop to it; (exit status, whether it was killed).
+    One that has not ended ``STOP_S`` after a stop is killed with its group."""
     child = subprocess.Popen([sys.executable, "-m", "pipelines", "materialize", *args],
-                             env={**os.environ, PARENT_ENV: str(os.getpid())}, start_new_session=True)
+                             env={**os.environ, PARENT_ENV: str(os.getpid()), "TMPDIR": str(scratch)}, start_new_session=True)
     asked: list[float] = []
 
     def forward(signum: int, frame: object) -> None:

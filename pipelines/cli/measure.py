@@ -15,15 +15,16 @@ from typing import TYPE_CHECKING
 import click
 
 from pipelines.cli.options import fail
-from pipelines.home.outputs import OutputRefused, check_output
+from pipelines.home.outputs import OutputRefused, check_output, write_output
 from pipelines.home.paths import default_paths
-from pipelines.measure.harness import ProfileConfig, ProfileError, write_profile
+from pipelines.measure.harness import PROFILE_FILE, ProfileConfig, ProfileError, profile_csv
 from pipelines.measure.harness import profile as run_profile
 from pipelines.measure.monitor import probe_gpus
 from pipelines.measure.nvml import NvmlNotSupported, NvmlUnavailable
 from pipelines.measure.rapl import probe_rapl
 from pipelines.measure.workloads import OPTIMIZERS, WORKLOADS
-from pipelines.measure.zeus_json import write_zeus_profiles
+from pipelines.measure.zeus_json import ZEUS_PROFILE_FILE, zeus_profile_path, zeus_profiles
+from pipelines.terminal import printable
 from pipelines.vocabulary import PUBLISHED_GPUS
 
 if TYPE_CHECKING:  # the monitor (and NVML) load only when a subcommand runs
@@ -100,8 +101,9 @@ def devices() -> None:
 @click.option("--poll-interval", type=float, default=0.1, show_default=True, help="Power polling interval (s).")
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("--threads", type=int, default=None, help="torch CPU threads (default: torch's choice).")
-@click.option("--out", type=click.Path(path_type=Path), required=True,
-              help="CSV to write, e.g. raw/measured/NAME.csv (the one folder of raw/ it may write).")
+@click.option("--out", type=click.Path(allow_dash=True), required=True,
+              help="CSV to write, e.g. raw/measured/NAME.csv (the one folder of raw/ it may write): a new file or an earlier "
+                   "profile (-: stdout, and no Zeus profile JSON).")
 @click.option("--parents", "make_parents", is_flag=True, help="Make --out's missing folders (else a missing folder is an error).")
 @click.option("--quiet", is_flag=True, help="No progress bar.")
 def profile(
@@ -118,7 +120,7 @@ def profile(
     poll_interval: float,
     seed: int,
     threads: int | None,
-    out: Path,
+    out: str,
     make_parents: bool,
     quiet: bool,
 ) -> None:
@@ -129,7 +131,10 @@ def profile(
     """
     home = default_paths()
     try:
-        check_output(out, "--out", home.root, make_parents=make_parents, allowed=[home.measured])
+        target = check_output(out, "--out", home.root, kind=PROFILE_FILE, make_parents=make_parents, allowed=[home.measured])
+        zeus_targets = {} if target.path is None or len(set(power_limits)) < 2 else {
+            b: check_output(zeus_profile_path(target.path, b), "--out", home.root, kind=ZEUS_PROFILE_FILE, allowed=[home.measured])
+            for b in batch_sizes}
     except OutputRefused as exc:
         fail(str(exc))
     if importlib.util.find_spec("torch") is None:
@@ -161,8 +166,15 @@ def profile(
         click.echo(f"Warning: {message}", err=True)
     if result.rows.height == 0:
         fail("no configuration could be measured; nothing written", code=1)
-    write_profile(result.rows, out)
-    energy = result.rows["method"][0]
-    click.echo(f"wrote {result.rows.height} rows to {out} (energy: {energy})", err=True)
-    for path in write_zeus_profiles(result.rows, out):
-        click.echo(f"wrote {path}: Zeus's profile JSON (GlobalPowerLimitOptimizer(profile_path=...); python -m pipelines power-limit)", err=True)
+    try:
+        write_output(target, profile_csv(result.rows))
+        energy = result.rows["method"][0]
+        click.echo(f"wrote {result.rows.height} rows to {printable(out)} (energy: {energy})", err=True)
+        for batch_size, text in zeus_profiles(result.rows).items() if target.path is not None else ():
+            zeus_target = zeus_targets.get(batch_size) or check_output(
+                zeus_profile_path(Path(out), batch_size), "--out", home.root, kind=ZEUS_PROFILE_FILE, allowed=[home.measured])
+            path = write_output(zeus_target, (text + "\n").encode())
+            click.echo(f"wrote {printable(str(path))}: Zeus's profile JSON (GlobalPowerLimitOptimizer(profile_path=...); "
+                       "python -m pipelines power-limit)", err=True)
+    except OutputRefused as exc:
+        fail(str(exc))

@@ -24,7 +24,7 @@ import click
 
 from pipelines.scaleout.jobqueue import DEFAULT_JOBS, WALLTIME_FORMATS, SlurmError, SlurmOptions, check, check_walltime
 from pipelines.scaleout.schedulers import SLURM
-from pipelines.terminal import printable
+from pipelines.terminal import clip_input, printable
 from pipelines.vocabulary import DEFAULT_BETA, DEFAULT_ETA, REFERENCE_GPU
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -32,13 +32,14 @@ Callback = Callable[[click.Context, click.Parameter, float | None], float | None
 
 
 def fail(message: str, code: int = 2) -> NoReturn:
-    """Print ``Error: <message>`` as one line on stderr (whitespace runs as one space, control characters escaped); exit."""
-    click.echo(f"Error: {printable(' '.join(message.split()))}", err=True)
+    """Print ``Error: <message>`` as one line on stderr (whitespace runs as one space, control characters escaped, quoted
+    input cut to ``QUOTE_LIMIT`` characters: ``clip_input``); exit."""
+    click.echo(f"Error: {clip_input(printable(' '.join(message.split())))}", err=True)
     sys.exit(code)
 
 
 def finite(lo: float, hi: float, *, inf_ok: bool = False) -> Callback:
-    """A click callback accepting values in [lo, hi] (NaN never; +inf only with ``inf_ok``)."""
+    """A click callback accepting values in [lo, hi] (NaN never; +inf only with ``inf_ok``); each of a ``multiple`` option's."""
     if lo == -math.inf and hi == math.inf:
         wanted = "a finite number"
     elif hi == math.inf:
@@ -47,10 +48,11 @@ def finite(lo: float, hi: float, *, inf_ok: bool = False) -> Callback:
         wanted = f"in [{lo:g}, {hi:g}]"
 
     def check_value(ctx: click.Context, param: click.Parameter, value: float | None) -> float | None:
-        if value is None or (inf_ok and value == math.inf):
-            return value
-        if not math.isfinite(value) or not lo <= value <= hi:
-            raise click.BadParameter(f"{value} is not {wanted}")
+        for one in value if isinstance(value, tuple) else (value,):
+            if one is None or (inf_ok and one == math.inf):
+                continue
+            if not math.isfinite(one) or not lo <= one <= hi:
+                raise click.BadParameter(f"{one} is not {wanted}")
         return value
 
     return check_value

@@ -9,11 +9,12 @@ line (file, line, field) to stderr and exits with code 2.
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 import click
 
-from pipelines.cli.options import eta_knob_option, fail
+from pipelines.cli.options import eta_knob_option, fail, finite
 from pipelines.ingest.common import IngestError
 from pipelines.ingest.power_limit_profiles import PowerLimitProfile, read_profile
 from pipelines.terminal import printable
@@ -75,7 +76,7 @@ def _as_text(profile: PowerLimitProfile, selector: Selector, chosen: Compared, r
 @click.option("--selector", "name", type=click.Choice(SELECTORS), default="zeus-cost", show_default=True,
               help="Zeus's optimum selector: ZeusCost, Energy, Time or MaxSlowdownConstraint.")
 @eta_knob_option("eta of the Zeus cost, 0 (time) to 1 (energy); also the cost column for the other selectors.")
-@click.option("--max-slowdown", type=float, default=1.1, show_default=True,
+@click.option("--max-slowdown", type=float, default=1.1, show_default=True, callback=finite(1.0, math.inf),
               help="max-slowdown: the lowest limit whose time is at most this factor x the time at the highest limit.")
 @click.option("--gpus", type=click.IntRange(min=1), default=None,
               help="GPUs whose energy a JSON profile sums (ZeusCost's world size; default 1). A log's are its gpu columns.")

@@ -13,9 +13,11 @@ import duckdb
 import polars as pl
 
 from pipelines.cli import invoked_as
-from pipelines.sql.interrupt import QueryTimeout, interruptible
+from pipelines.ingest.common import IngestError
+from pipelines.ingest.compressed import read_at_most
+from pipelines.sql.interrupt import QueryTimeout, interruptible, memory_cap
 from pipelines.sql.views import READ_ONLY, connect, first_line, sql_file, stream_sql, view_names
-from pipelines.terminal import json_safe, printable
+from pipelines.terminal import clip_input, json_safe, printable
 
 #: Rows the table format prints by default; the rest are counted, not held (``--rows``).
 PREVIEW_ROWS = 50
@@ -80,9 +82,10 @@ def cli(query: str | None, file: Path | None, example: str | None, list_examples
     text = examples[example].read_text() if example is not None else read_sql_file(file) if file is not None else query
     assert text is not None
     con = _connect(allow_read, memory_limit)
+    cap = memory_cap(con)  # before the statement runs: the connection takes no other query while its result streams
     frames = stream_sql(con, text)
     try:
-        with interruptible(con, timeout_s):
+        with interruptible(con, timeout_s, memory_bytes=cap):
             if fmt == "csv":
                 for i, frame in enumerate(frames):
                     sys.stdout.write(flatten_nested(frame).write_csv(include_header=i == 0))
@@ -91,8 +94,9 @@ def cli(query: str | None, file: Path | None, example: str | None, list_examples
             else:
                 _write_preview(frames, preview_rows)
     except duckdb.CatalogException as exc:
-        raise click.ClickException(f"{one_line(exc)} (views: {', '.join(view_names(con))}; "
-                                   f"a missing table may not be materialized yet: {invoked_as('materialize')})") from exc
+        # not in parentheses: clip_input would cut the list as if it quoted input
+        raise click.ClickException(f"{one_line(exc)}; views: {', '.join(view_names(con))}; "
+                                   f"a missing table may not be materialized yet: {invoked_as('materialize')}") from exc
     except duckdb.Error as exc:
         raise click.ClickException(one_line(exc)) from exc
     except QueryTimeout as exc:
@@ -110,9 +114,14 @@ def _connect(allow_read: tuple[Path, ...], memory_limit: str | None) -> duckdb.D
 
 
 def read_sql_file(path: Path, limit: int = MAX_SQL_BYTES) -> str:
-    """The text of ``path``, read ``limit`` bytes at most (``/dev/zero`` ends as soon as the limit is passed)."""
-    with path.open("rb") as fh:
-        data = fh.read(limit + 1)
+    """The text of ``path``, read ``limit`` bytes at most (``/dev/zero`` ends as soon as the limit is passed; a FIFO with
+    no writer after ``STREAM_IDLE_S``); an empty one is refused (no statement: nothing would run)."""
+    try:
+        data = read_at_most(path, limit + 1)
+    except IngestError as exc:
+        raise click.BadParameter(printable(str(exc)), param_hint="'--file'") from None
+    if not data.strip():
+        raise click.BadParameter(f"{printable(str(path))} is empty: no SQL to run", param_hint="'--file'")
     if len(data) > limit:
         raise click.BadParameter(f"{printable(str(path))} holds more than {limit // 2**20} MiB: a SQL script, not data, "
                                  "is read with --file", param_hint="'--file'")
@@ -136,7 +145,7 @@ def one_line(exc: duckdb.Error) -> str:
     if "LocalFileSystem has been disabled" in message:
         message += (f" (the SQL session is read-only: it writes no file, and reads files through {READ_ONLY}:// only, "
                     "e.g. read_parquet(getvariable('home') || '/figures/NAME.parquet'))")
-    return message
+    return clip_input(message)
 
 
 def _write_json(frames: Iterator[pl.DataFrame]) -> None:
@@ -227,7 +236,7 @@ def _run_statements(con: duckdb.DuckDBPyConnection, text: str, preview_rows: int
     ok = True
     for statement in statements:
         try:
-            with interruptible(con, timeout_s):
+            with interruptible(con, timeout_s, memory_bytes=memory_cap(con)):
                 _write_preview(stream_sql(con, statement.query), preview_rows)
         except QueryTimeout as exc:
             ok = False

@@ -17,10 +17,10 @@ import click
 
 from pipelines.cli import invoked_as
 from pipelines.cli.options import AliasedCommand, note, scheduler_option, slurm_options, slurm_settings
-from pipelines.clusters.sweep import GRIDS, SweepError, check_inputs, read_inputs, replays, sweep
-from pipelines.home.outputs import OutputRefused, check_output
+from pipelines.clusters.sweep import GRIDS, TABLE, SweepError, check_inputs, read_inputs, replays, sweep
+from pipelines.home.outputs import OutputRefused, check_output, write_output
 from pipelines.home.paths import default_paths
-from pipelines.home.storage import write_parquet_atomic
+from pipelines.home.storage import parquet_bytes
 from pipelines.scaleout.schedulers import SchedulerError, connect
 from pipelines.terminal import printable
 
@@ -52,8 +52,9 @@ def _values(kind: Callable[[str], T], name: str) -> Callable[[click.Context, cli
 @click.option("--workers", type=click.IntRange(min=1), default=None, help="Worker processes of a local cluster (default: one per core).")
 @click.option("--assets", "assets_dir", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Folder of the materialized tables (default: the project's assets/).")
-@click.option("--output", type=click.Path(path_type=Path), required=True,
-              help="Parquet file to write (not a device, FIFO, input or a file of the data home's assets/, raw/).")
+@click.option("--output", type=click.Path(allow_dash=True), required=True,
+              help="Parquet file to write: a new file or an earlier sweep's table (-: stdout; not a link, a device, an input "
+                   "or a file of the data home's assets/, figures/, raw/).")
 @click.option("--parents", "make_parents", is_flag=True, help="Make --output's missing folders (else a missing folder is an error).")
 @click.option("--progress/--no-progress", default=True, show_default=True, help="Progress bar on stderr.")
 @slurm_options
@@ -68,7 +69,7 @@ def cli(
     scheduler: str | None,
     workers: int | None,
     assets_dir: Path | None,
-    output: Path,
+    output: str,
     make_parents: bool,
     progress: bool,
     **slurm: Any,
@@ -81,7 +82,7 @@ def cli(
 
     home = default_paths()
     try:
-        check_output(output, "--output", home.root, inputs=[assets_dir or home.assets], make_parents=make_parents)
+        target = check_output(output, "--output", home.root, kind=TABLE, inputs=[assets_dir or home.assets], make_parents=make_parents)
     except OutputRefused as exc:
         raise click.UsageError(printable(str(exc))) from exc
     slurm_cluster = slurm_settings(scheduler, slurm)
@@ -107,6 +108,9 @@ def cli(
     except SchedulerError as exc:
         raise click.ClickException(str(exc)) from None
     seconds = time.perf_counter() - started
-    write_parquet_atomic(table, output)
+    try:
+        write_output(target, parquet_bytes(table))
+    except OutputRefused as exc:
+        raise click.UsageError(printable(str(exc))) from exc
     n = len(replays(grid, tuple(sorted(table["trace"].unique().to_list()))))
     click.echo(f"[sweep] {n} replays, {table.height} rows -> {printable(str(output))} in {seconds:.1f} s ({n / seconds:.2f} replays/s)", err=True)

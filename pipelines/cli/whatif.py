@@ -23,6 +23,7 @@ from typing import Any
 
 import click
 import numpy as np
+import polars as pl
 
 from pipelines.cli import invoked_as
 from pipelines.cli.clusters import delimiter_option, read_limit_options, read_limits
@@ -32,7 +33,6 @@ from pipelines.cli.options import (
     fail,
     finite,
     gpu_option,
-    non_negative,
     note,
     scheduler_option,
     slurm_options,
@@ -44,7 +44,8 @@ from pipelines.clusters.analogues import BY_UTILISATION, WORKLOADS_BY
 from pipelines.clusters.anchoring import ANCHORED, ENERGY_MODELS, EnergyModel
 from pipelines.clusters.profiles import Profiles, power_limit_profiles, with_measured
 from pipelines.clusters.standins import AS_PROFILED, STAND_IN_POWER, Spec, parse_specs
-from pipelines.home.outputs import OutputRefused, check_output
+from pipelines.contracts.limits import MAX_GCO2_PER_KWH, MAX_PRICE_PER_KWH
+from pipelines.home.outputs import STDOUT, Output, OutputRefused, check_output, write_output
 from pipelines.home.paths import ProjectPaths, find_home
 from pipelines.ingest import grid as grid_mod
 from pipelines.ingest.common import IngestError
@@ -126,9 +127,10 @@ def _horizon(ctx: click.Context, param: click.Parameter, value: float | None) ->
 @scheduler_option("auto", "auto")
 @eta_knob_option()
 @beta_knob_option()
-@click.option("--price-per-kwh", type=float, default=None, callback=non_negative, help="Electricity price (per kWh): adds cost saved.")
-@click.option("--grid-gco2-per-kwh", type=float, default=None, callback=non_negative,
-              help="Grid carbon intensity (g CO2e per kWh): adds CO2e saved.")
+@click.option("--price-per-kwh", type=float, default=None, callback=finite(0.0, MAX_PRICE_PER_KWH),
+              help=f"Electricity price (per kWh, at most {MAX_PRICE_PER_KWH:,g}): adds cost saved.")
+@click.option("--grid-gco2-per-kwh", type=float, default=None, callback=finite(0.0, MAX_GCO2_PER_KWH),
+              help=f"Grid carbon intensity (g CO2e per kWh, at most {MAX_GCO2_PER_KWH:,}): adds CO2e saved.")
 @click.option("--region", default=None,
               help="Where the energy was used: an ISO 3166 country (DE or DEU), a US state (US-CA) or a Nordic zone (SE3): its "
                    "carbon intensity from the table bundled with the package (no network; docs: Carbon).")
@@ -189,8 +191,9 @@ def _horizon(ctx: click.Context, param: click.Parameter, value: float | None) ->
               help="Also project the saving over this many days at the export's recurrence rate (Zeus deployed at its start).")
 @click.option("--json", "as_json", is_flag=True, help="Print exactly one JSON object on stdout.")
 @click.option("--progress/--no-progress", default=None, help="Progress bars on stderr  [default: when stderr is a terminal]")
-@click.option("--html", "html_file", type=click.Path(path_type=Path), default=None,
-              help="Also write the report as one self-contained HTML page (figures embedded, nothing fetched) to this file.")
+@click.option("--html", "html_file", type=click.Path(allow_dash=True), default=None,
+              help="Also write the report as one self-contained HTML page (figures embedded, nothing fetched) to this file "
+                   "(a new file or an earlier report; -: stdout, the text report then on stderr).")
 @click.option("--parents", "make_parents", is_flag=True, help="Make --html's missing folders (else a missing folder is an error).")
 @read_limit_options
 @slurm_options
@@ -233,7 +236,7 @@ def cli(
     horizon_days: float | None,
     as_json: bool,
     progress: bool | None,
-    html_file: Path | None,
+    html_file: str | None,
     make_parents: bool,
     max_rows: int,
     max_line_bytes: int,
@@ -241,9 +244,9 @@ def cli(
     **slurm: Any,
 ) -> None:
     """What would Zeus save on your cluster? Replays a Slurm sacct export or a job-log CSV; writes nothing but --html."""
-    profile_files = _check_files(file, profile_specs, html_file, (grid_file, price_file, trace_dir), make_parents)
+    profile_files, html_out = _check_files(file, profile_specs, html_file, (grid_file, price_file, trace_dir), make_parents, as_json)
     # the page's figure stack (matplotlib: seconds) imports while the export is read and replayed
-    figure_stack = Background(_figure_stack) if html_file is not None else None
+    figure_stack = Background(_figure_stack) if html_out is not None else None
     slurm_cluster = slurm_settings(scheduler, slurm)
     timezone_source = "given" if timezone is not None else "assumed"
     series_timezone, series_source = _series_zone(series_timezone, timezone)
@@ -295,21 +298,17 @@ def cli(
     if as_json:
         click.echo(json.dumps(json_safe(report), allow_nan=False))
     else:
-        click.echo(render(report))
-    if html_file is not None:
+        click.echo(render(report), err=html_file == STDOUT)
+    if html_out is not None:
         if figure_stack is not None:
             figure_stack.result()
-        from pipelines.report import html as whatif_html  # matplotlib: only for the page
-
-        provenance = whatif_html.Provenance.now(file.name, sha256, _options_used(), _command_line(file))
-        whatif_html.write(html_file, report, power, provenance, grid)
-        click.echo(f"[whatif] report -> {printable(str(html_file))}", err=True)
+        _write_html(html_out, file, sha256, report, power, grid)
 
 
-def _check_files(file: Path, profile_specs: tuple[str, ...], html_file: Path | None, other_inputs: tuple[Path | None, ...],
-                 make_parents: bool) -> list[Path]:
-    """The export is a file, and --html names none of the inputs (one line and exit 2 if not); the --profiles files given
-    without a GPU (Zeus's profile files)."""
+def _check_files(file: Path, profile_specs: tuple[str, ...], html_file: str | None, other_inputs: tuple[Path | None, ...],
+                 make_parents: bool, as_json: bool) -> tuple[list[Path], Output | None]:
+    """The export is a file, and --html a path it may write (``_check_html``; one line and exit 2 if not): the --profiles
+    files given without a GPU (Zeus's profile files), and where the page goes (None: no --html)."""
     if not file.exists():
         fail(f"{file}: no such file")
     if file.is_dir():
@@ -318,8 +317,8 @@ def _check_files(file: Path, profile_specs: tuple[str, ...], html_file: Path | N
     if html_file is not None:
         inputs = (file, *profile_files, *(Path(spec.partition("=")[2]) for spec in profile_specs if "=" in spec),
                   *(p for p in other_inputs if p is not None))
-        _check_html(html_file, inputs, make_parents)
-    return profile_files
+        return profile_files, _check_html(html_file, inputs, make_parents, as_json)
+    return profile_files, None
 
 
 def _figure_stack() -> None:
@@ -426,12 +425,28 @@ def _rates(s: Series) -> tuple[Rate | None, Rate | None]:
 _PRESENTATION = ("file", "as_json", "progress", "html_file", "make_parents", "max_rows", "max_line_bytes", "max_bytes")
 
 
-def _check_html(path: Path, inputs: tuple[Path, ...], make_parents: bool) -> None:
-    """One line and exit 2, before any work, for an --html path that must not be written (``check_output``)."""
+def _check_html(path: str, inputs: tuple[Path, ...], make_parents: bool, as_json: bool) -> Output:
+    """Where --html goes; one line and exit 2, before any work, for a path that must not be written (``check_output``)."""
+    from pipelines.report.html import REPORT
+
+    if path == STDOUT and as_json:
+        fail("--html - and --json both print on stdout: give --html a file name")
     try:
-        check_output(path, "--html", find_home(), inputs=inputs, make_parents=make_parents)
+        return check_output(path, "--html", find_home(), kind=REPORT, inputs=inputs, make_parents=make_parents)
     except OutputRefused as exc:
         fail(str(exc))
+
+
+def _write_html(output: Output, file: Path, sha256: str | None, report: dict[str, Any], power: pl.DataFrame, grid: Rate | None) -> None:
+    """The report as its HTML page where --html said (``check_output``'s ``output``); one line if refused meanwhile."""
+    from pipelines.report import html as whatif_html  # matplotlib: only for the page
+
+    provenance = whatif_html.Provenance.now(file.name, sha256, _options_used(), _command_line(file))
+    try:
+        write_output(output, whatif_html.render(report, power, provenance, grid).encode())
+    except OutputRefused as exc:
+        fail(str(exc))
+    click.echo(f"[whatif] report -> {printable(output.shown.removeprefix('--html '))}", err=True)
 
 
 def _options_used() -> dict[str, str]:

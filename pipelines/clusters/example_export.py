@@ -35,13 +35,17 @@ from __future__ import annotations
 import gzip
 import lzma
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import polars as pl
 
+from pipelines.home.outputs import HEAD_BYTES, OutputKind
 from pipelines.home.storage import atomic_path
+from pipelines.ingest.common import IngestError
+from pipelines.ingest.compressed import decompressed_chunks
 
 FIELDS = ("JobID", "JobIDRaw", "JobName", "User", "Account", "Partition", "Submit", "Start", "End", "Elapsed", "State", "ExitCode",
           "AllocTRES", "NNodes")
@@ -203,6 +207,15 @@ def write_export(path: Path, allocations: int, *, seed: int = 7, timezone: str =
     None, ``measured`` or ``zero`` (see the module docstring). A ``path`` ending in ``.gz``,
     ``.xz`` or ``.zst`` is written compressed.
     """
+    return generate_export(lambda text: _write(path, text), allocations, seed=seed, timezone=timezone, steps=steps,
+                           parsable=parsable, malformed=malformed, span_days=span_days, gpu_types=gpu_types, energy=energy,
+                           delimiter=delimiter)
+
+
+def generate_export(write: Callable[[bytes], object], allocations: int, *, seed: int = 7, timezone: str = "Europe/Berlin",
+                    steps: bool = True, parsable: bool = False, malformed: int = 0, span_days: float = SPAN_DAYS,
+                    gpu_types: tuple[str, ...] = GPU_TYPES, energy: str | None = None, delimiter: str = "|") -> Truth:
+    """``write_export``'s export, uncompressed, given to ``write`` (``example-export``: to ``write_output``); its truth."""
     alloc = allocations_frame(allocations, seed, timezone, span_days, gpu_types, energy)
     fields = FIELDS + (ENERGY_FIELDS if energy else ())
     rows = alloc.with_columns((pl.col("_order") * 4).alias("_order"), pl.col("_energy").cast(pl.String).alias("ConsumedEnergyRaw"),
@@ -220,7 +233,7 @@ def write_export(path: Path, allocations: int, *, seed: int = 7, timezone: str =
         lines = lines.scatter(at, broken)
     header = delimiter.join(fields) + end
     text = (header + "\n" + "\n".join(lines.to_list()) + "\n").encode()
-    _write(path, text)
+    write(text)
     broken_alloc = 0
     if malformed:
         is_alloc = every.select(~pl.col("JobID").str.contains(".", literal=True)).to_series()
@@ -250,7 +263,13 @@ def write_export(path: Path, allocations: int, *, seed: int = 7, timezone: str =
 
 def _write(path: Path, data: bytes) -> None:
     """``data`` to ``path``, compressed by its suffix (.gz, .xz, .zst), atomically."""
-    suffix = path.suffix.lower()
+    with atomic_path(path) as tmp:
+        tmp.write_bytes(compressed(data, path.suffix))
+
+
+def compressed(data: bytes, suffix: str) -> bytes:
+    """``data`` compressed as a file ending in ``suffix`` is (.gz, .xz, .zst; else as it is)."""
+    suffix = suffix.lower()
     if suffix == ".gz":
         data = gzip.compress(data, mtime=0)
     elif suffix == ".xz":
@@ -259,5 +278,23 @@ def _write(path: Path, data: bytes) -> None:
         import zstandard
 
         data = zstandard.ZstdCompressor().compress(data)
-    with atomic_path(path) as tmp:
-        tmp.write_bytes(data)
+    return data
+
+
+def _is_export(path: Path) -> bool:
+    """Whether ``path`` starts as ``write_export`` writes (compressed or not): a header of ``FIELDS``, one delimiter."""
+    head = b""
+    try:
+        for chunk in decompressed_chunks(path):
+            head += chunk
+            if b"\n" in head or len(head) > HEAD_BYTES:
+                break
+    except (IngestError, OSError):
+        return False
+    line = head.split(b"\n", 1)[0].decode("utf-8", "replace")
+    delimiter = line[len(FIELDS[0])] if len(line) > len(FIELDS[0]) else ""
+    return bool(delimiter) and any(line.rstrip(delimiter) == delimiter.join(FIELDS + extra) for extra in ((), ENERGY_FIELDS))
+
+
+#: What ``example-export FILE`` writes: an export as ``write_export`` writes it (an earlier one may be replaced).
+EXPORT_FILE = OutputKind("generated sacct export (example-export)", _is_export)

@@ -94,7 +94,8 @@ def power_limit_profiles(specs: Sequence[str]) -> dict[str, PowerLimitOnly]:
             raise ValueError(f"--profiles: {gpu} given twice")
         path = Path(file)
         if not path.is_file():
-            raise ValueError(f"--profiles {spec}: {file}: no such file")
+            raise ValueError(f"--profiles {spec}: {file}: " + ("no such file" if not path.exists() else
+                                                                "not a regular file (a FIFO, device or stdin): give the profile's file"))
         profile = read_profile(path)
         out[gpu] = PowerLimitOnly(gpu, profile.measurements, profile.world_size or 1, path.name, profile.world_size is None)
     return out

@@ -33,6 +33,7 @@ import polars as pl
 
 from pipelines.clusters.simulate import trace_totals, trace_totals_batch
 from pipelines.contracts.sweep import ZeusKnobGrid
+from pipelines.home.outputs import OutputKind
 from pipelines.home.paths import table_files
 from pipelines.scaleout.runners import Runner, fan_out
 from pipelines.vocabulary import DEFAULT_BETA, DEFAULT_ETA, PUBLISHED_GPUS, REPLAYED_POLICIES, PolicyName
@@ -47,6 +48,8 @@ JOB_COLUMNS: tuple[str, ...] = (
     "trace", "cluster", "group", "job_id", "start_time_s", "end_time_s", "num_gpu", "dataset", "runtime_ratio",
 )
 KEY: tuple[str, ...] = ("trace", "gpu", "eta", "beta", "seed", "policy")
+#: What ``sweep --output`` writes: a Parquet file of the grid's table (an earlier one may be replaced, nothing else).
+TABLE = OutputKind.parquet_with_columns("sweep table (Parquet with the sweep's columns)", ZeusKnobGrid.column_names())
 #: Values passed for the knobs a policy does not read (they change none of its runs).
 _UNREAD_ETA, _UNREAD_BETA = DEFAULT_ETA, DEFAULT_BETA
 

@@ -6,6 +6,7 @@ import dataframely as dy
 
 from pipelines.contracts.base import one_of
 from pipelines.contracts.clusters import trace_column
+from pipelines.contracts.limits import MAX_GCO2_PER_KWH
 
 #: What each ``source`` of the bundled table means (its derivation: pipelines/ingest/data/SOURCES.md).
 SOURCES: dict[str, str] = {
@@ -25,7 +26,7 @@ class GridIntensity(dy.Schema):
                        "(DE), US-XX (a US state, ISO 3166-2) or a Nordic bidding zone (SE1..SE4, NO1..NO5)")
     alpha3 = dy.String(nullable=True, min_length=3, max_length=3, description="a country's ISO 3166-1 alpha-3 code (DEU); null otherwise")
     name = dy.String(min_length=1, description="the region's name")
-    gco2_per_kwh = dy.Float64(min=0, max=2000, description="carbon intensity of electricity (g CO2e per kWh), a yearly average")
+    gco2_per_kwh = dy.Float64(min=0, max=MAX_GCO2_PER_KWH, description="carbon intensity of electricity (g CO2e per kWh), a yearly average")
     year = dy.Int64(min=2000, max=2100, description="the year it describes")
     source = one_of(tuple(SOURCES), description="where it comes from: " + "; ".join(f"{k}: {v}" for k, v in SOURCES.items()))
 

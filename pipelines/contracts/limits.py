@@ -61,3 +61,9 @@ MAX_NAME_CHARS = 128
 #: of an own trace's job (pipelines.clusters.mapping.own_group), stays within MAX_ID_CHARS.
 MAX_USER_CHARS = 64
 MAX_SOURCE_CHARS = 512
+#: Carbon intensity of electricity (g CO2e per kWh), a yearly average or one hour's. Lignite, the dirtiest, emits about
+#: 1,100-1,200 g/kWh; the published regions' largest average is below 1,000.
+MAX_GCO2_PER_KWH = 2_000
+#: A price of electricity (money per kWh, in any currency; a market's may be as negative). The largest retail prices
+#: in the smallest currency units are about 1,500 per kWh (the Indonesian rupiah): far above them, far below an overflow.
+MAX_PRICE_PER_KWH = 1e6

@@ -6,12 +6,14 @@ callback, a ``__del__`` or a library's ``except BaseException``, the exception i
 same Ctrl-C had ended. Here the handler raises ``KeyboardInterrupt`` as Python's does, and also starts a watchdog. If the
 process still runs ``GRACE_S`` later (and no ``deferred`` cleanup runs), the watchdog kills the command's child
 processes, removes the temp files in flight (``removed_on_abort``: those of ``storage.atomic_path``, a decompressed
-export) and exits with status 130. ``atomic_path`` publishes nothing once a Ctrl-C came (``requested``), so an output
+export) and exits with status 130. Those temp files are also removed when SIGTERM or SIGHUP ends the process (where the
+signal still has its default action) and at the interpreter's exit. ``atomic_path`` publishes nothing once a Ctrl-C came (``requested``), so an output
 never appears after one.
 """
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import os
 import shutil
@@ -44,12 +46,50 @@ def requested() -> bool:
 
 @contextlib.contextmanager
 def removed_on_abort(path: Path) -> Iterator[Path]:
-    """Within the block, ``path`` (a temp file or folder) is removed if the watchdog ends the process."""
+    """Within the block, ``path`` (a temp file or folder) is removed if the watchdog ends the process, if a SIGTERM or
+    SIGHUP ends it (``_end_on_signal``), or at the interpreter's exit (``atexit``)."""
+    _end_on_signal_installed()
     _temporary.add(path)
     try:
         yield path
     finally:
         _temporary.discard(path)
+
+
+#: The signals that end a process by default and that a ``finally`` never sees: the temp files are removed first.
+ENDING_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
+_at_exit, _on_signal = threading.Event(), threading.Event()
+
+
+def _end_on_signal_installed() -> None:
+    """Register the ``atexit`` removal (once), and install ``_end_on_signal`` for each of ``ENDING_SIGNALS`` still at its
+    default action (once, from the main thread: a handler another part of the process set, Dagster's in a step, is left
+    alone)."""
+    if not _at_exit.is_set():
+        _at_exit.set()
+        atexit.register(_remove_temporary)
+    if _on_signal.is_set() or threading.current_thread() is not threading.main_thread():
+        return
+    _on_signal.set()
+    for signum in ENDING_SIGNALS:
+        if signal.getsignal(signum) is signal.SIG_DFL:
+            signal.signal(signum, _end_on_signal)
+
+
+def _end_on_signal(signum: int, frame: FrameType | None) -> None:
+    """Remove the temp files in flight, then end as the signal's default action would (the status a shell expects)."""
+    _remove_temporary()
+    signal.signal(signum, signal.SIG_DFL)
+    os.kill(os.getpid(), signum)
+
+
+def _remove_temporary() -> None:
+    for path in list(_temporary):
+        with contextlib.suppress(OSError):
+            if path.is_dir():
+                shutil.rmtree(path)
+            else:
+                path.unlink(missing_ok=True)
 
 
 class _Handler:
@@ -89,12 +129,7 @@ def _end_after_grace() -> None:
     time.sleep(GRACE_S)
     _hold.acquire()  # never released: the process ends below
     kill_children()
-    for path in list(_temporary):
-        with contextlib.suppress(OSError):
-            if path.is_dir():
-                shutil.rmtree(path)
-            else:
-                path.unlink(missing_ok=True)
+    _remove_temporary()
     with contextlib.suppress(OSError, ValueError):
         sys.stderr.write("Aborted.\n")
         sys.stderr.flush()

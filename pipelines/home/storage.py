@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import io
 import os
 import secrets
 from collections.abc import Iterable, Iterator
@@ -60,6 +61,13 @@ def write_parquet_atomic(df: pl.DataFrame, target: Path) -> Path:
     with atomic_path(target) as tmp:
         df.write_parquet(tmp, compression="zstd", statistics=True)
     return target
+
+
+def parquet_bytes(df: pl.DataFrame) -> bytes:
+    """``df`` as the Parquet file ``write_parquet_atomic`` writes (for ``pipelines.home.outputs.write_output``)."""
+    buffer = io.BytesIO()
+    df.write_parquet(buffer, compression="zstd", statistics=True)
+    return buffer.getvalue()
 
 
 def write_text_atomic(text: str, target: Path) -> Path:

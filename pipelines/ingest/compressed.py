@@ -11,7 +11,10 @@ after the other; null bytes between or after streams are padding.
 traces); ``plain_file`` spools a large one (a cluster export) into a temporary file, so that the
 readers that scan a file by path read it as they read an uncompressed one, in bounded memory. A
 stream (a FIFO, ``whatif <(sacct ...)``) is spooled the same way, read once from its start: its
-compression, if any, is told by its first bytes (no seek), since it has no suffix.
+compression, if any, is told by its first bytes (no seek), since it has no suffix. A stream (a FIFO, a device,
+stdin) is read to ``limit`` bytes at most, compressed or not (``/dev/zero`` has no end), and never waits longer than
+``STREAM_IDLE_S`` for a byte (a FIFO no process writes to). The spool is removed on every exit: its ``finally``, a
+Ctrl-C's watchdog, SIGTERM, SIGHUP and the interpreter's exit (``pipelines.home.interrupt.removed_on_abort``).
 """
 
 from __future__ import annotations
@@ -19,8 +22,11 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import lzma
+import math
 import os
+import select
 import tempfile
+import time
 import zlib
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -31,6 +37,9 @@ from pipelines.ingest.common import IngestError
 
 #: Most bytes one compressed source may expand to (1 GiB; the upstream alibaba_groups.csv is far smaller).
 MAX_DECOMPRESSED_BYTES = 1 << 30
+#: Most seconds a stream (a FIFO, a device, stdin) may go without a byte before its read stops with one line: a FIFO no
+#: process writes to never ends by itself (sacct may think for minutes before its first line).
+STREAM_IDLE_S = 300.0
 #: The compressed formats read, by file suffix.
 COMPRESSED_SUFFIXES: dict[str, str] = {".gz": "gzip", ".xz": "xz", ".zst": "zstd"}
 _READ = 1 << 20  # compressed bytes read from the file at a time
@@ -123,18 +132,57 @@ def decompressed_chunks(path: Path, *, limit: int = MAX_DECOMPRESSED_BYTES, name
     stream, one that expands past ``limit`` bytes, and an unreadable file.
     """
     display = name or path.name
+    stream = is_stream(path)
     try:
-        with open(path, "rb") as raw:
+        with _Stream(path, display) if stream else open(path, "rb") as raw:
             head = raw.read(8)
-            kind = compression_of(path) or (next((k for m, k in MAGIC.items() if head.startswith(m)), None) if is_stream(path) else None)
+            kind = compression_of(path) or (next((k for m, k in MAGIC.items() if head.startswith(m)), None) if stream else None)
             fh = _Peeked(raw, head, digest)
             if kind is None:
+                size = 0
                 while piece := fh.read(_READ):
+                    size += len(piece)
+                    if stream and size > limit:  # /dev/zero, `yes |`: a stream has no size to trust
+                        raise IngestError(display, f"a stream of more than {limit:,} bytes (the bound on what a FIFO, device or "
+                                                   "stdin is read to; --max-bytes raises it)")
                     yield piece
                 return
             yield from _decompress(fh, kind, limit, display)
     except OSError as exc:
         raise IngestError(display, f"unreadable file: {exc}") from exc
+
+
+class _Stream:
+    """A non-regular file (a FIFO, a device, stdin) read without ever blocking for longer than ``STREAM_IDLE_S``.
+
+    A FIFO no process opens for writing would block ``open`` and then ``read`` forever: it is opened non-blocking, and
+    each ``read`` waits (``poll``) at most ``STREAM_IDLE_S`` seconds for a byte, else stops with one ``IngestError``
+    line naming the bound. A writer that closes ends the stream (POLLHUP, then an empty read).
+    """
+
+    def __init__(self, path: Path, display: str) -> None:
+        self._display, self._idle_s = display, STREAM_IDLE_S
+        self._fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+        self._poll = select.poll()
+        self._poll.register(self._fd, select.POLLIN | select.POLLPRI)
+
+    def __enter__(self) -> _Stream:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        os.close(self._fd)
+
+    def read(self, size: int) -> bytes:
+        deadline = time.monotonic() + self._idle_s
+        while (left := deadline - time.monotonic()) > 0:
+            if not self._poll.poll(max(1, math.ceil(left * 1000))):
+                continue  # no writer yet (Linux reports no event), or one that writes nothing yet
+            try:
+                return os.read(self._fd, size)
+            except BlockingIOError:
+                continue
+        raise IngestError(self._display, f"no byte in {self._idle_s:g} s (the wall-time bound on waiting for a FIFO, device or "
+                                         "stdin: is a process writing to it?)")
 
 
 def _decompress(fh: Any, kind: str, limit: int, display: str) -> Iterator[bytes]:
@@ -182,6 +230,36 @@ def _decompress(fh: Any, kind: str, limit: int, display: str) -> Iterator[bytes]
 def read_compressed(path: Path, *, limit: int = MAX_DECOMPRESSED_BYTES) -> bytes:
     """The bytes of ``path``, decompressed when its name ends in ``.gz``, ``.xz`` or ``.zst`` (see ``decompressed_chunks``)."""
     return b"".join(decompressed_chunks(path, limit=limit))
+
+
+def read_at_most(path: Path, n: int, *, name: str | None = None) -> bytes:
+    """The first ``n`` bytes of ``path`` as stored (all of it if shorter); a stream waits ``STREAM_IDLE_S`` at most for a
+    byte. ``IngestError`` for an unreadable file."""
+    display = name or str(path)
+    data = bytearray()
+    try:
+        with _Stream(path, display) if is_stream(path) else open(path, "rb") as fh:
+            while len(data) < n and (piece := fh.read(min(_READ, n - len(data)))):
+                data += piece
+    except OSError as exc:
+        raise IngestError(display, f"unreadable file: {exc}") from exc
+    return bytes(data)
+
+
+def read_bounded(path: Path, limit: int, *, what: str, name: str | None = None) -> bytes:
+    """The bytes of ``path`` (decompressed by its suffix, a stream's as read: ``decompressed_chunks``), ``limit`` at most.
+
+    A plain regular file larger than ``limit`` is refused by its size before a byte is read; ``what`` names the bound in
+    the one ``IngestError`` line (``a grid or price series``).
+    """
+    display = name or str(path)
+    with contextlib.suppress(OSError):
+        if compression_of(path) is None and path.is_file() and path.stat().st_size > limit:
+            raise IngestError(display, f"larger than {limit:,} bytes (the bound on {what})")
+    try:
+        return b"".join(decompressed_chunks(path, limit=limit, name=display))
+    except IngestError as exc:  # the bound is not --max-bytes (an export's) here: say which it is
+        raise IngestError(display, exc.message.replace("--max-bytes raises it", f"the bound on {what}")) from None
 
 
 @contextlib.contextmanager

@@ -40,7 +40,9 @@ import numpy as np
 import polars as pl
 
 from pipelines.contracts.grid import SOURCES
-from pipelines.ingest.common import IngestError
+from pipelines.contracts.limits import MAX_GCO2_PER_KWH, MAX_PRICE_PER_KWH, MAX_TIME_S
+from pipelines.ingest.common import IngestError, check_header_length
+from pipelines.ingest.compressed import read_bounded
 from pipelines.vocabulary.units import S_PER_H, epoch_s
 
 #: The bundled table's file (package data); what each of its ``source`` keys means is ``contracts.grid.SOURCES``.
@@ -165,26 +167,36 @@ def read_series(path: Path, column: str, timezone: str) -> Rate:
     for wanted in ("timestamp", column):
         if wanted not in header:
             raise IngestError(str(path), f"missing column {wanted!r} (the header has {frame.columns}); expected timestamp,{column}", line=1)
-    return step_series(frame, path, header["timestamp"], header[column], timezone, {}, label=column)
+    return step_series(frame, path, header["timestamp"], header[column], timezone, {}, label=column,
+                       limit=MAX_PRICE_PER_KWH if column == PRICE else MAX_GCO2_PER_KWH)
+
+
+#: Most bytes a grid or price series may hold (decompressed): a year of one-minute values is about 20 MB.
+MAX_SERIES_BYTES = 64 << 20
 
 
 def read_csv_text(path: Path) -> pl.DataFrame:
-    """A series CSV, every field as text (a byte-order mark dropped from the header); ``IngestError`` if it is not CSV."""
+    """A series CSV (compressed by its suffix, or a stream: a FIFO waits ``STREAM_IDLE_S`` at most), ``MAX_SERIES_BYTES`` at
+    most, every field as text (a byte-order mark dropped from the header); ``IngestError`` if it is not CSV."""
     try:
-        frame = pl.read_csv(path, infer_schema=False, raise_if_empty=True)
+        data = check_header_length(read_bounded(path, MAX_SERIES_BYTES, what="a grid or price series"), str(path))
+        frame = pl.read_csv(data, infer_schema=False, raise_if_empty=True)
     except (OSError, pl.exceptions.PolarsError) as exc:
         raise IngestError(str(path), f"cannot read it as CSV ({' '.join(str(exc).split())[:200]})") from None
     return frame.rename({frame.columns[0]: frame.columns[0].lstrip("\ufeff")}) if frame.columns else frame
 
 
 def step_series(frame: pl.DataFrame, path: Path, time_column: str, value_column: str, timezone: str, describe: dict[str, object], *,
-                label: str, scale: float = 1.0, negative_ok: bool = False, timezone_hint: str = "--timezone") -> Rate:
+                label: str, scale: float = 1.0, negative_ok: bool = False, timezone_hint: str = "--timezone",
+                limit: float) -> Rate:
     """Columns ``time_column`` and ``value_column`` of a series file read as text (``read_csv_text``) as a step series.
 
     Each value times ``scale`` (a unit's conversion to per kWh); a negative one refused unless ``negative_ok`` (a market's
     price); times without an offset read in ``timezone``. ``describe`` (what the report says of the file's format) comes first
     in the ``Rate``'s description, then ``file``, ``points``, ``step_s``, ``timezone``, ``mean_<label>`` and ``span``.
-    ``IngestError`` names the file, line and column of the first bad field (``timezone_hint``: the option that sets the zone).
+    ``IngestError`` names the file, line and column of the first bad field (``timezone_hint``: the option that sets the zone),
+    a value per kWh beyond ``limit`` (its physical range, ``pipelines.contracts.limits``: no sum over it overflows) and a
+    time outside 1970-2200 included.
     """
     name = str(path)
     frame = frame.select(pl.col(time_column).str.strip_chars().alias("text"), pl.col(value_column).str.strip_chars().alias("v"))
@@ -198,7 +210,17 @@ def step_series(frame: pl.DataFrame, path: Path, time_column: str, value_column:
     negative = frame.filter(value < 0)
     if negative.height and not negative_ok:
         raise IngestError(name, f"{negative['v'][0]} is negative", line=int(negative["line"][0]), column=value_column)
+    over = frame.filter((value * scale).abs() > limit)
+    if over.height:
+        span = f"[{-limit if negative_ok else 0:,g}, {limit:,g}]{'' if scale == 1 else ' per kWh, once converted'}"
+        raise IngestError(name, f"{over['v'][0]} is outside the physical range of {label}, {span}", line=int(over["line"][0]),
+                          column=value_column)
     times = _utc_seconds(frame, timezone, name, time_column, timezone_hint)
+    outside = np.flatnonzero(~((times >= 0) & (times < MAX_TIME_S)))  # NaN (before year 1) included
+    if outside.size:
+        i = int(outside[0])
+        raise IngestError(name, f"{frame['text'][i]!r} is outside 1970-2199, the times a series may hold", line=int(frame["line"][i]),
+                          column=time_column)
     order = np.flatnonzero(np.diff(times) <= 0)
     if order.size:
         i = int(order[0]) + 1

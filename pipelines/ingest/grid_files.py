@@ -28,6 +28,7 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
+from pipelines.contracts.limits import MAX_GCO2_PER_KWH, MAX_PRICE_PER_KWH
 from pipelines.ingest.common import IngestError
 from pipelines.ingest.grid import INTENSITY, PRICE, Rate, read_csv_text, step_series
 from pipelines.ingest.owntrace import check_timezone
@@ -150,7 +151,8 @@ def read_grid(path: Path, column: str | None, timezone: str, timezone_source: st
                           "(Electricity Maps) or a column's name", line=1)
     zone, zone_source = _zone(path, time_column, header_zone, timezone, timezone_source)
     describe: dict[str, object] = {"format": fmt, "column": choice, "column_header": header[wanted], "timezone_source": zone_source}
-    return step_series(frame, path, time_column, header[wanted], zone, describe, label=INTENSITY, timezone_hint="--series-timezone")
+    return step_series(frame, path, time_column, header[wanted], zone, describe, label=INTENSITY, timezone_hint="--series-timezone",
+                       limit=MAX_GCO2_PER_KWH)
 
 
 def read_prices(path: Path, unit: PriceUnit | None, timezone: str, timezone_source: str = "--series-timezone") -> Rate:
@@ -177,7 +179,7 @@ def read_prices(path: Path, unit: PriceUnit | None, timezone: str, timezone_sour
                                    "column": price_column, "unit": read_unit.text(), "currency": read_unit.currency,
                                    "timezone_source": zone_source}
     rate = step_series(frame, path, time_column, price_column, zone, describe, label=PRICE, scale=read_unit.per_kwh, negative_ok=True,
-                       timezone_hint="--series-timezone")
+                       timezone_hint="--series-timezone", limit=MAX_PRICE_PER_KWH)
     warning = implausible(rate.values)
     if warning:
         rate.describe["warning"] = warning

@@ -83,6 +83,8 @@ def read_tariff(path: Path, timezone: str, label: str | None = None) -> Tariff:
         data = json.loads(path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as exc:
         raise IngestError(name, f"not JSON: {exc.msg} (column {exc.colno})", line=exc.lineno) from None
+    except RecursionError:
+        raise IngestError(name, "not an OpenEI item: JSON nested deeper than Python's reader follows") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise IngestError(name, f"cannot read it ({exc})") from None
     item, at = _item(data, label, name)

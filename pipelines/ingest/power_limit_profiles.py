@@ -34,8 +34,9 @@ import polars as pl
 from pipelines.contracts.base import polars_schema, split_valid
 from pipelines.contracts.measure import PowerLimitProfiles
 from pipelines.ingest.common import IngestError, IngestResult, TableSpec, empty_quarantine, empty_table, quarantine_frame, raw_text
+from pipelines.ingest.compressed import read_bounded
+from pipelines.ingest.zeus import MAX_PROFILE_BYTES, is_zeus_log, measured_files, read_measured_file
 from pipelines.ingest.zeus import ZEUS_LOG_COLUMNS as LOG_COLUMNS
-from pipelines.ingest.zeus import is_zeus_log, measured_files, read_measured_file
 from pipelines.zeus.power_limit import Measurement
 
 ProfileFormat = Literal["zeus-log", "zeus-json", "measured"]
@@ -71,10 +72,8 @@ def profile_format(path: Path) -> ProfileFormat:
 
 
 def _read(path: Path, display: str) -> bytes:
-    try:
-        return path.read_bytes()
-    except OSError as exc:
-        raise IngestError(display, f"unreadable file: {exc}") from exc
+    """The file's bytes, ``MAX_PROFILE_BYTES`` at most (``IngestError`` past them, or for an unreadable file)."""
+    return read_bounded(path, MAX_PROFILE_BYTES, what="a profile file", name=display)
 
 
 def _text(data: bytes, display: str) -> str:
@@ -122,7 +121,10 @@ def read_zeus_log(path: Path, display: str | None = None) -> PowerLimitProfile:
     """A ZeusMonitor log of GlobalPowerLimitOptimizer's profiling -> its profile (energy summed over the GPUs)."""
     display = display or str(path)
     text = _text(_read(path, display), display)
-    rows = list(csv.reader(io.StringIO(text)))
+    try:
+        rows = list(csv.reader(io.StringIO(text)))
+    except csv.Error as exc:  # a field over the csv module's limit (128 kB), a NUL
+        raise IngestError(display, f"not a ZeusMonitor log's CSV: {exc}") from None
     if not rows:
         raise IngestError(display, "empty file: expected the header " + ",".join(LOG_COLUMNS) + ",gpu<i>_energy...", line=1)
     header = [h.strip() for h in rows[0]]
@@ -170,6 +172,8 @@ def _json_elements(text: str, display: str) -> list[tuple[int, int, Any]]:
         document = json.loads(text)
     except json.JSONDecodeError as exc:
         raise IngestError(display, f"not JSON: {exc.msg}", line=exc.lineno) from None
+    except RecursionError:
+        raise IngestError(display, "not a Zeus profile: JSON nested deeper than Python's reader follows") from None
     if not isinstance(document, dict) or "measurements" not in document:
         raise IngestError(display, 'expected an object {"measurements": [...]} (Zeus\'s saved profile)', line=1, column="measurements")
     if not isinstance(document["measurements"], list):
@@ -262,6 +266,8 @@ def read_measured_profile(path: Path, display: str | None = None, batch_size: in
 def read_profile(path: Path, display: str | None = None, batch_size: int | None = None) -> PowerLimitProfile:
     """Any of the three formats (``profile_format``) -> its profile."""
     display = display or str(path)
+    if path.exists() and not path.is_file():
+        raise IngestError(display, "not a regular file (a FIFO, device or stdin): give the profile's file")
     kind = profile_format(path)
     if kind == "zeus-json":
         return read_zeus_json(path, display)

@@ -19,6 +19,7 @@ from pipelines.ingest.common import (
     ingest_files,
     quarantine_frame,
 )
+from pipelines.ingest.compressed import read_at_most, read_bounded
 from pipelines.vocabulary import GPU_BY_NAME, PUBLISHED_GPUS
 
 #: The power limits (W) each GPU of the published power trace was profiled at.
@@ -66,14 +67,20 @@ TIME_ONLY_METHOD = "none"
 ZEUS_LOG_COLUMNS = ("start_time", "window_name", "elapsed_time")
 #: The files of raw/measured that hold profiles: measured CSVs, ZeusMonitor logs (CSV) and Zeus's saved profiles (JSON).
 MEASURED_PATTERNS = ("*.csv", "*.json")
+#: Most bytes of one profile file (a measured CSV, a ZeusMonitor log, a Zeus JSON): a profile is some tens of lines; a
+#: bigger file is refused by its size in one line before it is read.
+MAX_PROFILE_BYTES = 16 << 20
+#: Bytes of a profile's first line read at most to tell its format (``is_zeus_log``).
+_HEAD_BYTES = 64 << 10
 
 
 def is_zeus_log(path: Path) -> bool:
     """Whether a CSV's header (its first line) starts like a ZeusMonitor log's (False if it cannot be read: its reader says why)."""
+    if not path.is_file():  # a FIFO or a device: not read twice (its reader says what it is)
+        return False
     try:
-        with path.open("rb") as f:
-            first = f.readline().decode("utf-8", "replace").strip().lstrip("\ufeff")
-    except OSError:
+        first = read_at_most(path, _HEAD_BYTES).split(b"\n", 1)[0].decode("utf-8", "replace").strip().lstrip("\ufeff")
+    except IngestError:
         return False
     header = next(csv.reader([first]), [])
     return tuple(h.strip() for h in header[: len(ZEUS_LOG_COLUMNS)]) == ZEUS_LOG_COLUMNS
@@ -118,10 +125,7 @@ def read_measured_file(path: Path, display: str, seen: dict[tuple, str] | None =
     quarantine line numbers are those of the file. ``seen`` (keys kept by earlier files) turns on
     the cross-file checks of ``read_measured``.
     """
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise IngestError(display, f"unreadable file: {exc}") from exc
+    data = read_bounded(path, MAX_PROFILE_BYTES, what="a profile file", name=display)
     time_only = _time_only_lines(data)
     lines = data.split(b"\n")
     kept = [n for n in range(1, len(lines) + 1) if n not in time_only]  # file line numbers of the lines passed on

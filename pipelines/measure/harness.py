@@ -35,6 +35,7 @@ import polars as pl
 
 from pipelines.contracts.base import polars_schema
 from pipelines.contracts.measure import MeasuredProfile
+from pipelines.home.outputs import OutputKind
 from pipelines.home.storage import atomic_path
 from pipelines.measure.monitor import EnergyMonitor, MethodChoice, ShortWindowWarning
 from pipelines.measure.nvml import NvmlBackend, NvmlCallError, NvmlNoPermission, NvmlUnavailable
@@ -415,8 +416,17 @@ def _first_not_none(*values: int | None) -> int | None:
     return next((v for v in values if v is not None), None)
 
 
+def profile_csv(rows: pl.DataFrame) -> bytes:
+    """A profile as the CSV ``measure profile --out`` writes (the harness's rows: its header is ``PROFILE_SCHEMA``'s)."""
+    return rows.write_csv().encode()
+
+
 def write_profile(rows: pl.DataFrame, target: Path) -> Path:
     """Write a profile as CSV atomically (temp file + rename): a reader never sees half a file."""
     with atomic_path(target) as tmp:
-        rows.write_csv(tmp)
+        tmp.write_bytes(profile_csv(rows))
     return target
+
+
+#: What ``measure profile --out`` writes: a CSV whose first line is the profile's header (an earlier one may be replaced).
+PROFILE_FILE = OutputKind.starting_with("measured profile (CSV)", (",".join(PROFILE_SCHEMA.names()) + "\n").encode())

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import polars as pl
 
+from pipelines.home.outputs import OutputKind
 from pipelines.home.storage import atomic_path
 from pipelines.ingest.power_limit_profiles import measured_measurements
 
@@ -34,6 +35,10 @@ def zeus_profiles(rows: pl.DataFrame) -> dict[int, str]:
         measurements = [{"power_limit": m.power_limit_w, "energy": m.energy_j, "time": m.time_s} for m in measured_measurements(first)]
         out[int(batch_size)] = json.dumps({"measurements": measurements}, indent=4)
     return out
+
+
+#: What ``measure profile`` writes beside its CSV: Zeus's profile JSON as ``zeus_profiles`` prints it.
+ZEUS_PROFILE_FILE = OutputKind.starting_with("Zeus profile JSON", b'{\n    "measurements": [')
 
 
 def write_zeus_profiles(rows: pl.DataFrame, csv: Path) -> list[Path]:

@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any
 import polars as pl
 
 from pipelines.figures.errors import NoData
+from pipelines.home.outputs import OutputKind
 from pipelines.home.storage import write_text_atomic
 from pipelines.ingest.grid import Rate
 from pipelines.report.text import (
@@ -541,12 +542,16 @@ def render(report: Mapping[str, Any], power: pl.DataFrame, provenance: Provenanc
         _groups(r),
         _provenance(r, provenance),
     ]
-    csp = "default-src 'none'; img-src data:; style-src 'unsafe-inline'; base-uri 'none'; form-action 'none'"
-    return (f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
-            f'<meta http-equiv="Content-Security-Policy" content="{csp}">'
-            f'<meta name="viewport" content="width=device-width, initial-scale=1">'
+    return (PAGE_START + f'<meta name="viewport" content="width=device-width, initial-scale=1">'
             f"<title>{_e(title)}</title><style>{_CSS}</style></head>\n<body><main>\n" + "\n".join(p for p in parts if p)
             + "\n</main></body></html>\n")
+
+
+_CSP = "default-src 'none'; img-src data:; style-src 'unsafe-inline'; base-uri 'none'; form-action 'none'"
+#: Every report's first characters: how ``whatif --html`` tells a report it may replace from any other file.
+PAGE_START = f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><meta http-equiv="Content-Security-Policy" content="{_CSP}">'
+#: What ``whatif --html`` writes (``pipelines.home.outputs``).
+REPORT = OutputKind.starting_with("whatif HTML report", PAGE_START.encode())
 
 
 def write(path: Path, report: Mapping[str, Any], power: pl.DataFrame, provenance: Provenance, grid: Rate | None = None) -> Path:

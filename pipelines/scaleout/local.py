@@ -5,9 +5,12 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import shutil
 import sys
+import tempfile
 from collections.abc import Iterator
 from multiprocessing import resource_tracker
+from pathlib import Path
 from typing import Any
 
 from pipelines.home import interrupt
@@ -21,6 +24,7 @@ _TRACKER_QUIET = "ignore:resource_tracker:UserWarning"
 def local_cluster(workers: int | None = None) -> Iterator[Any]:
     """A ``distributed.LocalCluster`` for CPU-bound Python: ``workers`` processes (default one per core)
     of one thread each, on 127.0.0.1, no dashboards; closed on exit."""
+    import dask
     import psutil
     from distributed import LocalCluster
 
@@ -34,8 +38,15 @@ def local_cluster(workers: int | None = None) -> Iterator[Any]:
     finally:
         sys.warnoptions.remove(_TRACKER_QUIET)
     with contextlib.ExitStack() as stack:
+        # The workers' scratch (spill, locks) in a folder of this command's, removed however it ends (closed, a Ctrl-C's
+        # watchdog, SIGTERM, SIGHUP): Dask's default is a shared dask-scratch-space/ in the temp folder, left by a Ctrl-C.
+        scratch = Path(tempfile.mkdtemp(prefix="gpu-energy-dask-"))
+        stack.callback(shutil.rmtree, scratch, ignore_errors=True)
+        stack.enter_context(interrupt.removed_on_abort(scratch))
+        stack.enter_context(dask.config.set({"temporary-directory": str(scratch)}))  # the scheduler's and nannies' too
         try:
             yield stack.enter_context(LocalCluster(
+                local_directory=str(scratch),
                 n_workers=workers or os.cpu_count() or 1,
                 threads_per_worker=1,
                 processes=True,

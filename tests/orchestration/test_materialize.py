@@ -30,6 +30,7 @@ from pipelines.orchestration import runs as runs_module
 from pipelines.orchestration.processes import Stopped, group_alive
 from pipelines.orchestration.recovery import recover, run_process
 from pipelines.orchestration.runs import RANGE_END, RANGE_START, Run, SelectionError, execute_plan, plan_runs, problems, resolve_selection
+from pipelines.orchestration.scratch import base_folder, remove_stale
 from tests.support.processes import SLOW_RUN, survivors
 from tests.support.sacct_export import write_export
 
@@ -564,6 +565,7 @@ def test_ctrl_c_stops_within_seconds_at_any_point_leaving_no_process_no_run_and_
             assert _status(home, run.run_id) == dg.DagsterRunStatus.CANCELED
         with dg.DagsterInstance.from_config(str(home)) as instance:
             assert {r.status for r in instance.get_runs()} <= {dg.DagsterRunStatus.CANCELED}
+    assert not list(base_folder(home).glob(f"materialize-{driver.pid}-*"))  # issue 54: its scratch (the code server's socket)
     # no partial output: neither the knob grid's table nor a temp file of it
     assert not list((knob_grid_project / "assets").rglob("zeus_knob_grid*")) and not list(knob_grid_project.rglob(".tmp_*"))
 
@@ -588,8 +590,12 @@ def test_recover_during_a_live_materialize_leaves_its_run_alone(knob_grid_projec
 
 
 @pytest.mark.slow
-def test_kill_9_of_the_command_leaves_no_process_and_no_started_run(knob_grid_project: Path, tmp_path: Path) -> None:
+def test_kill_9_of_the_command_leaves_no_process_and_no_started_run(knob_grid_project: Path, tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     home = _home(tmp_path)
+    temp = tmp_path / "t"  # the system's temp folder, as the command sees it (this home's path is too long for a socket)
+    temp.mkdir()
+    monkeypatch.setenv("TMPDIR", str(temp))
     with _processes() as started:
         log = tmp_path / "materialize.log"
         driver, run, orchestrator = _start_knob_grid(knob_grid_project, home, started, log)
@@ -597,6 +603,11 @@ def test_kill_9_of_the_command_leaves_no_process_and_no_started_run(knob_grid_pr
         driver.wait(timeout=10)
         _wait(lambda: not group_alive(orchestrator), "every process of the command to end", timeout=60)
         assert _status(home, run.run_id) == dg.DagsterRunStatus.CANCELED, log.read_text()[-3000:]
+    # issue 54: what the processes left in the temp folder (the code server's socket) is in the killed driver's scratch
+    # folder, which the next materialize removes
+    (left,) = temp.iterdir()
+    assert left.name.startswith(f"materialize-{driver.pid}-") and any(left.iterdir())
+    assert remove_stale(temp) == [left] and list(temp.iterdir()) == []
 
 
 @pytest.mark.slow
