@@ -778,7 +778,7 @@ def _stand_ins(records: Sequence[dict[str, Any]], mode: GpuMode, options: Option
         power = f"stand-ins at the {options.fallback_gpu}'s power; --stand-in-power scaled: at their own GPU's"
     return {"jobs": jobs, "gpu_hours": hours, "of_jobs": of_jobs, "of_gpu_hours": of_hours, "gpu": options.fallback_gpu,
             "no_profile": no_profile, "no_type_jobs": no_type, "power": options.stand_in_power, "scaled": scaled, "unscaled": unscaled,
-            "text": text, "power_text": power}
+            "why": "; ".join(why) or None, "text": text, "power_text": power}
 
 
 def _replay(prepared: Prepared, profiles: Profiles, runner: Runner | None,

@@ -455,8 +455,9 @@ def _stand_ins(r: Mapping[str, Any]) -> str:
     st = r.get("stand_ins") or {}
     if not st.get("jobs"):
         return ""
+    hours = f"{num(['stand_ins', 'gpu_hours'], st['gpu_hours'])} of {num(['stand_ins', 'of_gpu_hours'], st['of_gpu_hours'])} GPU-hours"
     return (f"<p class='lede'>Stand-ins: {num(['stand_ins', 'jobs'], st['jobs'])} of {num(['stand_ins', 'of_jobs'], st['of_jobs'])} "
-            f"jobs replayed on another GPU's profile. {_e(st['text'])}"
+            f"jobs ({hours}) replayed on the {_e(st['gpu'])} profile{': ' + _e(st['why']) if st.get('why') else ''}"
             f"{'; ' + _e(st['power_text']) if st.get('power_text') else ''}.</p>")
 
 
@@ -508,7 +509,7 @@ def render(report: Mapping[str, Any], power: pl.DataFrame, provenance: Provenanc
     from pipelines.report import figures
 
     r = dict(report)
-    sample1 = "sample 1 (the replay with each group's workload by its runtime and the artifact's seeds)" if r["samples"] > 1 else "the replay"
+    sample1 = "sample 1 (the replay with each group's first-choice workload and the artifact's seeds)" if r["samples"] > 1 else "the replay"
     # the file's name only (the page may be mailed, its path is the sender's), its control characters written as escapes
     title = f"What if Zeus had tuned {printable(PurePath(r['file']).name)}?"
     samples = "a single replay" if r["samples"] == 1 else f"{r['samples']} samples, seed {r['seed']}"
