@@ -89,11 +89,12 @@ def cli(select: str, executor: str, scheduler: str | None, concurrency: int, par
     sys.exit(code)
 
 
-def _drive(args: list[str], scratch: Path) -> tuple[int, bool]:
-    """Run the orchestrator (its temp folder ``scratch``), forwarding a stop to it; (exit status, whether it was killed).
-    One that has not ended ``STOP_S`` after a stop is killed with its group."""
+def _drive(args: list[str], scratch: Path | None) -> tuple[int, bool]:
+    """Run the orchestrator (its temp folder ``scratch``, None: the one it finds), forwarding a stop to it; (exit status,
+    whether it was killed). One that has not ended ``STOP_S`` after a stop is killed with its group."""
+    temp = {} if scratch is None else {"TMPDIR": str(scratch)}
     child = subprocess.Popen([sys.executable, "-m", "pipelines", "materialize", *args],
-                             env={**os.environ, PARENT_ENV: str(os.getpid()), "TMPDIR": str(scratch)}, start_new_session=True)
+                             env={**os.environ, PARENT_ENV: str(os.getpid()), **temp}, start_new_session=True)
     asked: list[float] = []
 
     def forward(signum: int, frame: object) -> None:

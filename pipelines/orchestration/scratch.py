@@ -20,21 +20,28 @@ from pathlib import Path
 FOLDER = "scratch"
 PREFIX = "materialize-"
 #: Longest folder (bytes) for the scratch folders: a Unix socket's path is at most 107 bytes, and the code server's is the
-#: scratch folder's (about 30 more) and ``/tmpXXXXXXXX``. A longer home's scratch goes to the system's temp folder.
+#: scratch folder's (about 30 more) and ``/tmpXXXXXXXX``. A longer home's scratch goes to the system's temp folder; where
+#: that is too long as well, there is no scratch folder (the processes use the temp folder as they find it).
 MAX_BASE_BYTES = 60
 
 
-def base_folder(dagster_home: Path) -> Path:
-    """Where the scratch folders of ``dagster_home``'s materializations go: its ``FOLDER``, or the system's temp folder
-    where that path is too long for a socket under it."""
-    base = dagster_home / FOLDER
-    return base if len(os.fsencode(base)) <= MAX_BASE_BYTES else Path(tempfile.gettempdir())
+def base_folder(dagster_home: Path) -> Path | None:
+    """Where the scratch folders of ``dagster_home``'s materializations go: its ``FOLDER``, else the system's temp folder,
+    the first whose path leaves room for a socket under it; None where neither does."""
+    for base in (dagster_home / FOLDER, Path(tempfile.gettempdir())):
+        if len(os.fsencode(base)) <= MAX_BASE_BYTES:
+            return base
+    return None
 
 
 @contextlib.contextmanager
-def scratch_folder(dagster_home: Path) -> Iterator[Path]:
-    """A new scratch folder for this process's materialization, removed on exit; the stale ones of ended drivers first."""
+def scratch_folder(dagster_home: Path) -> Iterator[Path | None]:
+    """A new scratch folder for this process's materialization, removed on exit; the stale ones of ended drivers first.
+    None (no scratch folder) where no folder leaves room for the code server's socket (``base_folder``)."""
     base = base_folder(dagster_home)
+    if base is None:
+        yield None
+        return
     base.mkdir(parents=True, exist_ok=True)
     remove_stale(base)
     folder = Path(tempfile.mkdtemp(prefix=f"{PREFIX}{os.getpid()}-", dir=base))

@@ -12,6 +12,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 import warnings
 from collections.abc import Iterator
@@ -565,7 +566,8 @@ def test_ctrl_c_stops_within_seconds_at_any_point_leaving_no_process_no_run_and_
             assert _status(home, run.run_id) == dg.DagsterRunStatus.CANCELED
         with dg.DagsterInstance.from_config(str(home)) as instance:
             assert {r.status for r in instance.get_runs()} <= {dg.DagsterRunStatus.CANCELED}
-    assert not list(base_folder(home).glob(f"materialize-{driver.pid}-*"))  # issue 54: its scratch (the code server's socket)
+    base = base_folder(home)
+    assert base is not None and not list(base.glob(f"materialize-{driver.pid}-*"))  # issue 54: its scratch (the code server's socket)
     # no partial output: neither the knob grid's table nor a temp file of it
     assert not list((knob_grid_project / "assets").rglob("zeus_knob_grid*")) and not list(knob_grid_project.rglob(".tmp_*"))
 
@@ -591,10 +593,11 @@ def test_recover_during_a_live_materialize_leaves_its_run_alone(knob_grid_projec
 
 @pytest.mark.slow
 def test_kill_9_of_the_command_leaves_no_process_and_no_started_run(knob_grid_project: Path, tmp_path: Path,
-                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+                                                                   monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest) -> None:
     home = _home(tmp_path)
-    temp = tmp_path / "t"  # the system's temp folder, as the command sees it (this home's path is too long for a socket)
-    temp.mkdir()
+    # the system's temp folder, as the command sees it (this home's path is too long for a socket): a short one, as /tmp is
+    temp = Path(tempfile.mkdtemp(prefix="k9-"))
+    request.addfinalizer(lambda: shutil.rmtree(temp, ignore_errors=True))
     monkeypatch.setenv("TMPDIR", str(temp))
     with _processes() as started:
         log = tmp_path / "materialize.log"

@@ -23,10 +23,23 @@ def test_the_scratch_folder_is_the_homes_and_removed_on_exit(tmp_path: Path, mon
     assert list((home / "scratch").iterdir()) == []
 
 
-def test_a_home_too_long_for_a_socket_uses_the_system_temp_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+def test_a_home_too_long_for_a_socket_uses_the_system_temp_folder(monkeypatch: pytest.MonkeyPatch) -> None:
+    short_temp = Path("/tmp/short")  # /tmp's length: room for the socket (pytest's tmp_path may have none)
+    monkeypatch.setattr(tempfile, "tempdir", str(short_temp))
     long_home = Path("/" + "h" * MAX_BASE_BYTES)
-    assert base_folder(long_home) == tmp_path
+    assert base_folder(long_home) == short_temp
+
+
+def test_no_scratch_folder_where_the_temp_folder_is_too_long_for_a_socket_too(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # a scratch folder there would put the code server's socket past 107 bytes: its server would not start
+    long_temp = tmp_path / ("t" * MAX_BASE_BYTES)
+    long_temp.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(long_temp))
+    long_home = Path("/" + "h" * MAX_BASE_BYTES)
+    assert base_folder(long_home) is None
+    with scratch_folder(long_home) as folder:
+        assert folder is None
+    assert list(long_temp.iterdir()) == []
 
 
 def test_the_folders_of_ended_drivers_are_removed_and_live_ones_kept(tmp_path: Path) -> None:
