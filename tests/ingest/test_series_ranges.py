@@ -8,13 +8,11 @@ gave ``Invalid value NaN`` with no file or line.
 
 from __future__ import annotations
 
-import contextlib
-import io
 from pathlib import Path
 
 import pytest
 
-from pipelines.cli import main
+from tests.support.cli import one_error_line
 from tests.support.sacct_export import write_export
 
 
@@ -25,17 +23,6 @@ def export(tmp_path: Path) -> Path:
     return path
 
 
-def _error(args: list[str], home: Path) -> str:
-    """The one line ``python -m pipelines ARGS`` prints (exit code 2, nothing on stdout)."""
-    with pytest.MonkeyPatch.context() as env, pytest.raises(SystemExit) as exit_:
-        env.setenv("GPU_ENERGY_HOME", str(home))
-        with contextlib.redirect_stdout(io.StringIO()) as out, contextlib.redirect_stderr(io.StringIO()) as err:
-            main(args, prog_name="gpu-energy")
-    assert exit_.value.code == 2 and out.getvalue() == "", err.getvalue()
-    lines = err.getvalue().splitlines()
-    assert len(lines) == 1, err.getvalue()
-    return lines[0]
-
 
 @pytest.mark.parametrize(("option", "value", "message"), [
     ("--grid-gco2-per-kwh", "1e308", "Error: Invalid value for '--grid-gco2-per-kwh': 1e+308 is not in [0, 2000]"),
@@ -44,21 +31,21 @@ def _error(args: list[str], home: Path) -> str:
     ("--price-per-kwh", "nan", "Error: Invalid value for '--price-per-kwh': nan is not in [0, 1e+06]"),
 ])
 def test_flat_rates_out_of_range(export: Path, tmp_path: Path, option: str, value: str, message: str) -> None:
-    assert _error(["whatif", str(export), option, value], tmp_path).startswith(message)
+    assert one_error_line(["whatif", str(export), option, value], tmp_path).startswith(message)
 
 
 def test_grid_and_price_series_values_out_of_range(export: Path, tmp_path: Path) -> None:
     grid = tmp_path / "grid.csv"
     grid.write_text("timestamp,gco2_per_kwh\n2024-09-15T00:00,300\n2024-09-15T01:00,1e308\n")
-    assert _error(["whatif", str(export), "--grid-intensity", str(grid), "--fill"], tmp_path) == (
+    assert one_error_line(["whatif", str(export), "--grid-intensity", str(grid), "--fill"], tmp_path) == (
         f"Error: {grid}:3: column 'gco2_per_kwh': 1e308 is outside the physical range of gco2_per_kwh, [0, 2,000]")
     prices = tmp_path / "prices.csv"
     prices.write_text("timestamp,price_per_kwh\n2024-09-15T00:00,-1e308\n")
-    assert _error(["whatif", str(export), "--price", str(prices), "--price-unit", "EUR"], tmp_path) == (
+    assert one_error_line(["whatif", str(export), "--price", str(prices), "--price-unit", "EUR"], tmp_path) == (
         f"Error: {prices}:2: column 'price_per_kwh': -1e308 is outside the physical range of price_per_kwh, [-1e+06, 1e+06]")
     per_mwh = tmp_path / "mwh.csv"  # 2e9 EUR/MWh is 2e6 EUR/kWh: over the bound once converted
     per_mwh.write_text("timestamp,price EUR/MWh\n2024-09-15T00:00,2e9\n")
-    assert _error(["whatif", str(export), "--price", str(per_mwh)], tmp_path) == (
+    assert one_error_line(["whatif", str(export), "--price", str(per_mwh)], tmp_path) == (
         f"Error: {per_mwh}:2: column 'price EUR/MWh': 2e9 is outside the physical range of price_per_kwh, [-1e+06, 1e+06] per kWh, "
         "once converted")
 
@@ -66,12 +53,12 @@ def test_grid_and_price_series_values_out_of_range(export: Path, tmp_path: Path)
 def test_a_series_time_before_1970_is_one_line(export: Path, tmp_path: Path) -> None:
     grid = tmp_path / "grid.csv"
     grid.write_text("timestamp,gco2_per_kwh\n0001-01-01T00:00,300\n")
-    assert _error(["whatif", str(export), "--grid-intensity", str(grid)], tmp_path) == (
+    assert one_error_line(["whatif", str(export), "--grid-intensity", str(grid)], tmp_path) == (
         f"Error: {grid}:2: column 'timestamp': '0001-01-01T00:00' is outside 1970-2199, the times a series may hold")
 
 
 def test_watts_and_factors_out_of_range(tmp_path: Path) -> None:
-    assert _error(["hetero", "--idle-power", "50", "--idle-power", "1e308"], tmp_path).startswith(
+    assert one_error_line(["hetero", "--idle-power", "50", "--idle-power", "1e308"], tmp_path).startswith(
         "Error: Invalid value for '--idle-power': 1e+308 is not in [0, 2000]")
-    assert _error(["power-limit", "--max-slowdown", "nan", "/dev/null"], tmp_path).startswith(
+    assert one_error_line(["power-limit", "--max-slowdown", "nan", "/dev/null"], tmp_path).startswith(
         "Error: Invalid value for '--max-slowdown': nan is not >= 1 and finite")

@@ -8,9 +8,7 @@ Reproductions: ``whatif /dev/zero`` left a 5.3 GB spool after ``timeout 5``; ``y
 
 from __future__ import annotations
 
-import contextlib
 import gzip
-import io
 import os
 import signal
 import subprocess
@@ -22,11 +20,12 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from pipelines.cli import cli, main
+from pipelines.cli import cli
 from pipelines.home.paths import REPO_ROOT
 from pipelines.ingest import compressed, grid
 from pipelines.ingest.common import IngestError
 from pipelines.ingest.compressed import plain_file
+from tests.support.cli import one_error_line
 from tests.support.sacct_export import write_export
 
 
@@ -127,17 +126,6 @@ def test_the_spool_is_removed_at_the_interpreters_exit(tmp_path: Path) -> None:
     assert list(spool.iterdir()) == []
 
 
-def _one_line(args: list[str], home: Path) -> str:
-    """The one line ``python -m pipelines ARGS`` prints on stderr (exit code 2, nothing on stdout)."""
-    with pytest.MonkeyPatch.context() as env, pytest.raises(SystemExit) as exit_:
-        env.setenv("GPU_ENERGY_HOME", str(home))
-        with contextlib.redirect_stdout(io.StringIO()) as out, contextlib.redirect_stderr(io.StringIO()) as err:
-            main(args, prog_name="gpu-energy")
-    assert exit_.value.code == 2 and out.getvalue() == "", err.getvalue()
-    lines = err.getvalue().splitlines()
-    assert len(lines) == 1, err.getvalue()
-    return lines[0]
-
 
 def test_price_and_sql_file_on_a_fifo_with_no_writer_end(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     fifo = tmp_path / "pipe"
@@ -146,21 +134,21 @@ def test_price_and_sql_file_on_a_fifo_with_no_writer_end(tmp_path: Path, monkeyp
     export = tmp_path / "x.sacct"
     write_export(export, 5, seed=1)
     bound = "no byte in 0.2 s (the wall-time bound on waiting for a FIFO, device or stdin: is a process writing to it?)"
-    assert _one_line(["whatif", str(export), "--price", str(fifo), "--price-unit", "EUR/kWh"], tmp_path) == f"Error: {fifo}: {bound}"
-    assert _one_line(["sql", "--file", str(fifo)], tmp_path).startswith(f"Error: Invalid value for '--file': {fifo}: {bound}")
+    assert one_error_line(["whatif", str(export), "--price", str(fifo), "--price-unit", "EUR/kWh"], tmp_path) == f"Error: {fifo}: {bound}"
+    assert one_error_line(["sql", "--file", str(fifo)], tmp_path).startswith(f"Error: Invalid value for '--file': {fifo}: {bound}")
 
 
 def test_an_empty_sql_file_and_a_fifo_to_keep_are_one_line(tmp_path: Path) -> None:
     empty = tmp_path / "empty.sql"
     empty.write_text("  \n")
-    assert _one_line(["sql", "--file", str(empty)], tmp_path).startswith(f"Error: Invalid value for '--file': {empty} is empty: no SQL to run")
+    assert one_error_line(["sql", "--file", str(empty)], tmp_path).startswith(f"Error: Invalid value for '--file': {empty} is empty: no SQL to run")
     fifo = tmp_path / "pipe"
     os.mkfifo(fifo)
-    assert _one_line(["clusters", "add", "lab", str(fifo)], tmp_path) == (
+    assert one_error_line(["clusters", "add", "lab", str(fifo)], tmp_path) == (
         f"Error: {fifo}: not a regular file (a FIFO, device or stdin): clusters add keeps a copy of a file; save the export to a file first")
     export = tmp_path / "x.sacct"
     write_export(export, 5, seed=1)
-    assert "not a regular file (a FIFO, device or stdin): give the profile's file" in _one_line(
+    assert "not a regular file (a FIFO, device or stdin): give the profile's file" in one_error_line(
         ["whatif", str(export), "--profiles", f"a100={fifo}"], tmp_path)
 
 
@@ -170,10 +158,10 @@ def test_a_series_file_is_read_to_its_bound_at_most(tmp_path: Path, monkeypatch:
     write_export(export, 5, seed=1)
     big = tmp_path / "grid.csv"
     big.write_text("timestamp,gco2_per_kwh\n" + "".join(f"2024-09-15T{h:02d}:00,300\n" for h in range(24)) * 3)  # 1,678 bytes
-    assert _one_line(["whatif", str(export), "--grid-intensity", str(big)], tmp_path) == (
+    assert one_error_line(["whatif", str(export), "--grid-intensity", str(big)], tmp_path) == (
         f"Error: {big}: larger than 1,000 bytes (the bound on a grid or price series)")
     packed = tmp_path / "grid.csv.gz"
     packed.write_bytes(gzip.compress(big.read_bytes()))
-    assert _one_line(["whatif", str(export), "--grid-intensity", str(packed)], tmp_path) == (
+    assert one_error_line(["whatif", str(export), "--grid-intensity", str(packed)], tmp_path) == (
         f"Error: {packed}: decompresses to more than 1,000 bytes (the cap on decompressed size; the bound on a grid or price series); "
         "refusing it as a possible decompression bomb")
