@@ -40,7 +40,7 @@ def _declared(pyproject: dict) -> tuple[set[Entry], set[str], str]:
             if extra is not None:
                 markers.append(f"extra == '{canonicalize_name(extra)}'")
             entries.add(_entry(req.name, req.extras, str(req.specifier), " and ".join(markers)))
-    extras = {canonicalize_name(e) for e in project.get("optional-dependencies", {})}
+    extras = {str(canonicalize_name(e)) for e in project.get("optional-dependencies", {})}
     return entries, extras, project["requires-python"]
 
 
@@ -50,7 +50,7 @@ def _locked(lock: dict, project_name: str) -> tuple[set[Entry], set[str], str]:
     metadata = package.get("metadata", {})
     entries = {_entry(r["name"], r.get("extras", []), r.get("specifier", ""), r.get("marker", ""))
                for r in metadata.get("requires-dist", [])}
-    extras = {canonicalize_name(e) for e in metadata.get("provides-extras", [])}
+    extras = {str(canonicalize_name(e)) for e in metadata.get("provides-extras", [])}
     return entries, extras, lock["requires-python"]
 
 
