@@ -35,7 +35,10 @@ from pipelines.ingest.owntrace import check_timezone
 from pipelines.vocabulary.units import KWH_PER_MWH
 
 #: The grid-intensity columns of an Electricity Maps export by ``--grid-column`` choice (matched in lower case).
-ELECTRICITY_MAPS = {"direct": "carbon intensity gco₂eq/kwh (direct)", "lca": "carbon intensity gco₂eq/kwh (lca)"}
+#: Both generations of the export: ``(LCA)`` with ``Low Carbon Percentage`` (the issue's), and ``(Life cycle)`` with
+#: ``Carbon-free energy percentage (CFE%)`` (the portal's later yearly files).
+ELECTRICITY_MAPS = {"direct": ("carbon intensity gco₂eq/kwh (direct)",),
+                    "lca": ("carbon intensity gco₂eq/kwh (lca)", "carbon intensity gco₂eq/kwh (life cycle)")}
 #: The default value column of an Electricity Maps export: a carbon accountant's (GHG Protocol scope 2, location-based).
 DEFAULT_GRID_COLUMN = "direct"
 #: Above this (money per kWh) a price is implausible: the file is per MWh, or its unit was not said.
@@ -138,9 +141,10 @@ def read_grid(path: Path, column: str | None, timezone: str, timezone_source: st
     if found is None:
         raise _unknown(path, frame, GRID_FORMATS)
     time_column, header_zone = found
-    if any(name in header for name in ELECTRICITY_MAPS.values()):
+    if any(name in header for names in ELECTRICITY_MAPS.values() for name in names):
         fmt, choice = "Electricity Maps", column or DEFAULT_GRID_COLUMN
-        wanted = ELECTRICITY_MAPS.get(choice.strip().lower(), choice.strip().lower())
+        names = ELECTRICITY_MAPS.get(choice.strip().lower(), (choice.strip().lower(),))
+        wanted = next((name for name in names if name in header), names[0])
     elif INTENSITY in header:
         fmt, choice = "generic", column or INTENSITY
         wanted = choice.strip().lower()

@@ -62,6 +62,19 @@ def electricity_maps(path: Path, rows: list[tuple[datetime, float, float]]) -> P
     return path
 
 
+def test_the_later_export_headers_life_cycle_column_is_lca(tmp_path: Path) -> None:
+    # The portal's later yearly files: "Carbon intensity" in lower case, "(Life cycle)" for LCA, CFE% and RE% columns.
+    path = tmp_path / "DE_2025_hourly.csv"
+    path.write_text("Datetime (UTC),Country,Zone name,Zone id,Carbon intensity gCO₂eq/kWh (direct),Carbon intensity gCO₂eq/kWh (Life cycle),"
+                    "Carbon-free energy percentage (CFE%),Renewable energy percentage (RE%),Data source,Data estimated,"
+                    "Data estimation method\n2025-01-01 00:00:00,Germany,Germany,DE,310.5,380.25,52.1,48.0,entsoe.eu,false,\n"
+                    "2025-01-01 01:00:00,Germany,Germany,DE,300.0,370.0,53.0,49.0,entsoe.eu,false,\n", encoding="utf-8")
+    direct, lca = read_grid(path, None, "UTC"), read_grid(path, "lca", "UTC")
+    assert direct.values.tolist() == [310.5, 300.0] and lca.values.tolist() == [380.25, 370.0]
+    assert lca.describe["column_header"] == "Carbon intensity gCO₂eq/kWh (Life cycle)" and lca.describe["format"] == "Electricity Maps"
+    assert direct.times_s is not None and direct.times_s[0] == datetime(2025, 1, 1, tzinfo=UTC).timestamp()
+
+
 def day_night(k: int) -> tuple[float, float]:
     return (150.0 + 7 * (k % 5), 210.0 + 3 * (k % 7)) if 8 <= k % 24 < 18 else (420.0 + (k % 3), 480.0 + (k % 4))
 
