@@ -55,6 +55,8 @@ _SUBUNITS = {"ct", "cent", "cents", "c", "¢", "p"}  # a hundredth of the curren
 _ENERGY_KWH = {"wh": 1e-3, "kwh": 1.0, "mwh": KWH_PER_MWH}  # kWh in one
 _PER = {"/kWh": 1.0, "/MWh": 1 / KWH_PER_MWH, " ct/kWh": 0.01, "/Wh": 1000.0}  # a unit's name by its per_kwh
 _WORDS = {"price", "prices", "day", "ahead", "spot", "per"}
+#: A time column's header zone that is UTC.
+_UTC_NAMES = ("UTC", "GMT", "Z")
 
 
 @dataclass(frozen=True)
@@ -87,7 +89,8 @@ def parse_price_unit(text: str) -> PriceUnit | None:
     ``ct/kWh``, ``€/MWh``, or a currency alone (``EUR``); None where it names no unit."""
     inner = re.search(r"\(([^)]*)\)\s*$", text)
     body = (inner.group(1) if inner else text).strip()
-    match = re.fullmatch(r"(?P<money>.*?)[\s_]*(?:/|\bper\b|_per_)[\s_]*(?P<energy>[kKmM]?[wW][hH])", body)
+    # MWhe, kWhe: of electricity (Ember's wholesale price files)
+    match = re.fullmatch(r"(?P<money>.*?)[\s_]*(?:/|\bper\b|_per_)[\s_]*(?P<energy>[kKmM]?[wW][hH])[eE]?", body)
     money, energy = (match.group("money"), match.group("energy")) if match else (body, None)
     currency, scale = None, 1.0
     for token in re.findall(r"[€$£¢]|[A-Za-z]+", money):
@@ -108,19 +111,19 @@ def parse_price_unit(text: str) -> PriceUnit | None:
 
 
 def _time_column(frame: pl.DataFrame) -> tuple[str, str | None] | None:
-    """(the time column, the zone its header names or None); None without one."""
-    for column in frame.columns:
-        match = _TIME.match(column.strip())
-        if match:
-            return column, match.group("zone")
-    return None
+    """(the time column, the zone its header names or None): the UTC one where there are several (Ember's files have
+    ``Datetime (UTC)`` and ``Datetime (Local)``), else the first; None without one."""
+    found = [(column, match.group("zone")) for column in frame.columns if (match := _TIME.match(column.strip()))]
+    utc = [(column, zone) for column, zone in found if zone is not None and zone.strip().upper() in _UTC_NAMES]
+    chosen = utc or found
+    return chosen[0] if chosen else None
 
 
 def _zone(path: Path, column: str, header_zone: str | None, timezone: str, source: str) -> tuple[str, str]:
     """(the zone the bare times are read in, where it comes from): the header's, else ``timezone`` (``source``)."""
     if header_zone is None:
         return timezone, source
-    zone = "UTC" if header_zone.strip().upper() in ("UTC", "GMT", "Z") else header_zone.strip()
+    zone = "UTC" if header_zone.strip().upper() in _UTC_NAMES else header_zone.strip()
     try:
         return check_timezone(zone), "header"
     except ValueError as exc:

@@ -152,6 +152,20 @@ def test_a_market_file_in_eur_per_mwh_with_negative_hours_and_a_missing_day(tmp_
     assert "cost saved" in text and "EUR by energy" in text
 
 
+def test_embers_wholesale_price_file_reads_as_downloaded(tmp_path: Path) -> None:
+    # Ember's European wholesale electricity prices: two time columns (the UTC one is the series' times) and EUR/MWhe
+    path = tmp_path / "Germany.csv"
+    path.write_text("Country,ISO3 Code,Datetime (UTC),Datetime (Local),Price (EUR/MWhe)\n"
+                    "Germany,DEU,2024-03-30 23:00:00,2024-03-31 00:00:00,12.5\n"
+                    "Germany,DEU,2024-03-31 00:00:00,2024-03-31 01:00:00,-3.75\n"
+                    "Germany,DEU,2024-03-31 01:00:00,2024-03-31 03:00:00,0.0\n", encoding="utf-8")
+    prices = read_prices(path, None, "Europe/Berlin")
+    assert prices.describe["currency"] == "EUR" and prices.describe["column"] == "Price (EUR/MWhe)"
+    assert prices.values.tolist() == [12.5 / 1000, -3.75 / 1000, 0.0] and prices.describe["negative_points"] == 1
+    assert prices.times_s is not None
+    assert prices.times_s.tolist() == [datetime(2024, 3, 30, 23, tzinfo=UTC).timestamp() + 3600 * k for k in range(3)]
+
+
 def test_one_job_meets_the_hand_computed_mean_price_negative_hours_and_the_gap_included(tmp_path: Path, traces: Traces) -> None:
     """A 6-hour job from 2024-03-09 21:00 to 03-10 03:00 UTC, 03-10 missing from the file: it meets 21:00 and 22:00 as read,
     and 23:00 and the missing day's first three hours at the 23:00 price (the reading before a gap holds over it)."""
