@@ -120,8 +120,9 @@ def _time_column(frame: pl.DataFrame) -> tuple[str, str | None] | None:
 
 
 def _zone(path: Path, column: str, header_zone: str | None, timezone: str, source: str) -> tuple[str, str]:
-    """(the zone the bare times are read in, where it comes from): the header's, else ``timezone`` (``source``)."""
-    if header_zone is None:
+    """(the zone the bare times are read in, where it comes from): the header's, else ``timezone`` (``source``); a header
+    saying ``(Local)`` (Ember's ``Datetime (Local)``) names no zone: the place's own, which ``timezone`` gives."""
+    if header_zone is None or header_zone.strip().lower() == "local":
         return timezone, source
     zone = "UTC" if header_zone.strip().upper() in _UTC_NAMES else header_zone.strip()
     try:

@@ -164,6 +164,13 @@ def test_embers_wholesale_price_file_reads_as_downloaded(tmp_path: Path) -> None
     assert prices.values.tolist() == [12.5 / 1000, -3.75 / 1000, 0.0] and prices.describe["negative_points"] == 1
     assert prices.times_s is not None
     assert prices.times_s.tolist() == [datetime(2024, 3, 30, 23, tzinfo=UTC).timestamp() + 3600 * k for k in range(3)]
+    # a file of local times only: read in the zone given (--series-timezone), Berlin's spring-forward hour skipped as it is
+    local = tmp_path / "local.csv"
+    local.write_text("Country,ISO3 Code,Datetime (Local),Price (EUR/MWhe)\nGermany,DEU,2024-03-31 01:00:00,12.5\n"
+                     "Germany,DEU,2024-03-31 03:00:00,-3.75\n", encoding="utf-8")
+    read_local = read_prices(local, None, "Europe/Berlin")
+    assert read_local.times_s is not None
+    assert read_local.times_s.tolist() == [datetime(2024, 3, 31, 0, tzinfo=UTC).timestamp(), datetime(2024, 3, 31, 1, tzinfo=UTC).timestamp()]
 
 
 def test_one_job_meets_the_hand_computed_mean_price_negative_hours_and_the_gap_included(tmp_path: Path, traces: Traces) -> None:
