@@ -1,7 +1,8 @@
-"""Shared fixtures: the upstream mirror (../shared/traces) and data homes materialized in-process (``materialized``)."""
+"""Shared fixtures: the upstream mirror ($TRACES_MIRROR, else ../shared/traces) and data homes materialized in-process (``materialized``)."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING
@@ -16,12 +17,14 @@ from pipelines.home.paths import REPO_ROOT, ProjectPaths  # noqa: E402 - after t
 if TYPE_CHECKING:
     from tests.support.materialize import Homes
 
-MIRROR = REPO_ROOT.parent / "shared" / "traces"
+# As the package reads it (pipelines.home.paths.default_mirror), but fixed at start: tests that set $TRACES_MIRROR
+# to an empty folder (monkeypatch) do so to hide the mirror from the command under test, not from this fixture.
+MIRROR = Path(os.environ.get("TRACES_MIRROR") or REPO_ROOT.parent / "shared" / "traces").expanduser().resolve()
 
 
 @pytest.fixture(scope="session")
 def mirror() -> Path:
-    assert MIRROR.is_dir(), f"the upstream mirror {MIRROR} is required by these tests (CI puts ../shared beside the clone)"
+    assert MIRROR.is_dir(), f"the upstream mirror {MIRROR} is required by these tests ($TRACES_MIRROR, else ../shared beside the clone, as CI puts it)"
     return MIRROR
 
 
