@@ -15,7 +15,8 @@ jobs it measured are compared with the model (``measured``). The report is a pla
 
 Zeus's power traces come from ``pipelines.ingest.simulator_inputs.resolve_traces`` (the one resolver
 every command uses). Energy is anchored to the export's GPU-hours by default, or sized as in the Zeus
-artifact (``Options.energy_model``; ``pipelines.clusters.anchoring``).
+artifact (``Options.energy_model``; ``pipelines.clusters.anchoring``). ``Options``, every knob with its
+default, unit, range and help, is ``pipelines.clusters.whatif_knobs``'s, imported here for callers.
 """
 
 from __future__ import annotations

@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import math
 from dataclasses import fields
+from pathlib import Path
 
 import click
 import pytest
+from click.testing import CliRunner
 
 from pipelines.cli import load
 from pipelines.clusters import whatif
@@ -28,21 +30,37 @@ def test_every_knob_is_one_option_of_whatif_under_its_field_name() -> None:
     assert whatif.Options is Options
 
 
-@pytest.mark.parametrize(("given", "flag", "problem"), [
+OUT_OF_RANGE = [
     ({"samples": 0}, "--samples", "0 is not in the range x>=1."),
     ({"top": -1}, "--top", "-1 is not in the range x>=0."),
+    ({"cluster_gpus": 0}, "--cluster-gpus", "0 is not in the range x>=1."),
     ({"eta": 1.5}, "--eta-knob", "1.5 is not in [0, 1]"),
     ({"eta_dirty": math.nan}, "--eta-dirty", "nan is not in [0, 1]"),
     ({"beta": 0.5}, "--beta-knob", "0.5 is not >= 1 (or inf)"),
     ({"min_gpu_util_pct": 100.5}, "--min-gpu-util", "100.5 is not in [0, 100]"),
     ({"horizon_days": 0.0}, "--horizon", "0.0 is not a number of days in (0, 36,500]"),
     ({"price_per_kwh": -0.1}, "--price-per-kwh", "-0.1 is not in [0, 1e+06]"),
-])
+]
+
+
+@pytest.mark.parametrize(("given", "flag", "problem"), OUT_OF_RANGE)
 def test_a_knob_out_of_range_is_refused_when_options_are_made(given: dict[str, float], flag: str, problem: str) -> None:
     with pytest.raises(KnobError) as refused:
         Options(**given)  # type: ignore[arg-type]
     assert (refused.value.flag, refused.value.problem) == (flag, problem)
     assert str(refused.value) == f"{flag}: {problem}"
+
+
+@pytest.mark.parametrize(("given", "flag", "problem"), OUT_OF_RANGE)
+def test_the_command_line_refuses_the_same_value_in_the_same_words(tmp_path: Path, given: dict[str, float], flag: str,
+                                                                   problem: str) -> None:
+    """The option made from the knob refuses what ``Options`` refuses, before reading the export (an empty file here)."""
+    export = tmp_path / "cluster.sacct"
+    export.write_text("")
+    (value,) = given.values()
+    result = CliRunner().invoke(load("whatif"), [str(export), flag, str(value)])
+    assert result.exit_code == 2
+    assert f"Invalid value for '{flag}': {problem}" in result.output
 
 
 def test_the_edges_of_each_range_are_accepted() -> None:
