@@ -1,7 +1,8 @@
 """The options and checks the commands share: one spelling, one default and one message for each.
 
 * ``fail(message, code=2)``: one line on stderr (``Error: ...``, the user's text made printable) and exit.
-* ``finite(lo, hi)`` and ``non_negative``: click callbacks for numbers in a range (NaN never, +inf only where asked).
+* ``finite(lo, hi)``, ``in_range(Range)`` and ``non_negative``: click callbacks for numbers in a range (NaN never, +inf only
+  where asked; the wording ``pipelines.vocabulary.ranges``').
 * ``eta_knob_option``, ``beta_knob_option``: Zeus's knobs (``--eta-knob``, ``--beta-knob``), their defaults the vocabulary's
   (``DEFAULT_ETA``, ``DEFAULT_BETA``), checked before anything runs; ``gpu_option``: ``--gpu``, one GPU of the power trace,
   the reference GPU by default.
@@ -25,7 +26,8 @@ import click
 from pipelines.scaleout.jobqueue import DEFAULT_JOBS, WALLTIME_FORMATS, SlurmError, SlurmOptions, check, check_walltime
 from pipelines.scaleout.schedulers import SLURM
 from pipelines.terminal import clip_input, printable
-from pipelines.vocabulary import DEFAULT_BETA, DEFAULT_ETA, REFERENCE_GPU
+from pipelines.vocabulary import BETA_HELP, BETA_RANGE, DEFAULT_BETA, DEFAULT_ETA, ETA_HELP, ETA_RANGE, REFERENCE_GPU
+from pipelines.vocabulary.ranges import Range
 
 F = TypeVar("F", bound=Callable[..., Any])
 Callback = Callable[[click.Context, click.Parameter, float | None], float | None]
@@ -40,19 +42,17 @@ def fail(message: str, code: int = 2) -> NoReturn:
 
 def finite(lo: float, hi: float, *, inf_ok: bool = False) -> Callback:
     """A click callback accepting values in [lo, hi] (NaN never; +inf only with ``inf_ok``); each of a ``multiple`` option's."""
-    if lo == -math.inf and hi == math.inf:
-        wanted = "a finite number"
-    elif hi == math.inf:
-        wanted = f">= {lo:g}" + (" (or inf)" if inf_ok else " and finite")
-    else:
-        wanted = f"in [{lo:g}, {hi:g}]"
+    return in_range(Range(lo, hi, inf_ok=inf_ok))
+
+
+def in_range(allowed: Range) -> Callback:
+    """A click callback accepting values in ``allowed`` (``Range.problem`` words the others); each of a ``multiple`` option's."""
 
     def check_value(ctx: click.Context, param: click.Parameter, value: float | None) -> float | None:
         for one in value if isinstance(value, tuple) else (value,):
-            if one is None or (inf_ok and one == math.inf):
-                continue
-            if not math.isfinite(one) or not lo <= one <= hi:
-                raise click.BadParameter(f"{one} is not {wanted}")
+            problem = None if one is None else allowed.problem(one)
+            if problem is not None:
+                raise click.BadParameter(problem)
         return value
 
     return check_value
@@ -65,15 +65,14 @@ def non_negative(ctx: click.Context, param: click.Parameter, value: float | None
     return value
 
 
-def eta_knob_option(text: str = "Energy weight of Zeus's cost, in [0, 1].") -> Callable[[F], F]:
+def eta_knob_option(text: str = ETA_HELP) -> Callable[[F], F]:
     """``--eta-knob``: Zeus's eta, in [0, 1], ``DEFAULT_ETA`` by default; ``text``: its help."""
-    return click.option("--eta-knob", type=float, default=DEFAULT_ETA, show_default=True, callback=finite(0.0, 1.0), help=text)
+    return click.option("--eta-knob", type=float, default=DEFAULT_ETA, show_default=True, callback=in_range(ETA_RANGE), help=text)
 
 
 def beta_knob_option() -> Callable[[F], F]:
     """``--beta-knob``: Zeus's beta, >= 1 or inf, ``DEFAULT_BETA`` by default."""
-    return click.option("--beta-knob", type=float, default=DEFAULT_BETA, show_default=True, callback=finite(1.0, math.inf, inf_ok=True),
-                        help="Early stopping at beta x the minimum cost, >= 1 (inf: never).")
+    return click.option("--beta-knob", type=float, default=DEFAULT_BETA, show_default=True, callback=in_range(BETA_RANGE), help=BETA_HELP)
 
 
 def gpu_option(name: str = "--gpu", text: str = "GPU of the power trace.") -> Callable[[F], F]:

@@ -17,6 +17,7 @@ import json
 import math
 import shlex
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -27,24 +28,11 @@ import polars as pl
 
 from pipelines.cli import invoked_as
 from pipelines.cli.clusters import delimiter_option, read_limit_options, read_limits
-from pipelines.cli.options import (
-    beta_knob_option,
-    eta_knob_option,
-    fail,
-    finite,
-    gpu_option,
-    note,
-    scheduler_option,
-    slurm_options,
-    slurm_settings,
-)
+from pipelines.cli.options import F, fail, in_range, note, scheduler_option, slurm_options, slurm_settings
 from pipelines.clusters import tracefiles
-from pipelines.clusters import whatif as report_of
-from pipelines.clusters.analogues import BY_UTILISATION, WORKLOADS_BY
-from pipelines.clusters.anchoring import ANCHORED, ENERGY_MODELS, EnergyModel
+from pipelines.clusters import whatif as whatif_report
 from pipelines.clusters.profiles import Profiles, power_limit_profiles, with_measured
-from pipelines.clusters.standins import AS_PROFILED, STAND_IN_POWER, Spec, parse_specs
-from pipelines.contracts.limits import MAX_GCO2_PER_KWH, MAX_PRICE_PER_KWH
+from pipelines.clusters.whatif_knobs import AS_EXPORTED, DEFAULTS, KNOBS, Knob
 from pipelines.home.outputs import STDOUT, Output, OutputRefused, check_output, write_output
 from pipelines.home.paths import ProjectPaths, find_home
 from pipelines.ingest import grid as grid_mod
@@ -64,16 +52,50 @@ from pipelines.zeus.errors import SimulationError
 from pipelines.zeus.traces import TraceError
 
 
-def _gpus(ctx: click.Context, param: click.Parameter, value: str | None) -> tuple[str, ...] | None:
-    if value is None:
-        return None
-    if value.strip().lower() == report_of.AS_EXPORTED:
-        return (report_of.AS_EXPORTED,)
-    names = PAPER_ORDER if value.strip().lower() == "all" else tuple(dict.fromkeys(g.strip().lower() for g in value.split(",") if g.strip()))
-    if not names or report_of.AS_EXPORTED in names:
-        raise click.BadParameter("give as-exported, or one GPU or more, comma-separated (v100,a40,rtx6000,p100, or a measured one), "
-                                 "or all")
-    return names
+def knob_options(*names: str) -> Callable[[F], F]:
+    """The click options of the whatif knobs ``names`` (fields of ``whatif_knobs.Options``), in that order, each made from its
+    ``Knob``: the flag, the field's name as the parameter, its default, help, type (a flag, a choice, repeatable), its range
+    (``click.IntRange`` for a whole number, else ``in_range``) and its ``parse`` as the callback."""
+
+    def add(command: F) -> F:
+        for name in reversed(names):
+            command = _knob_option(name, KNOBS[name])(command)
+        return command
+
+    return add
+
+
+def _knob_option(name: str, knob: Knob) -> Callable[[F], F]:
+    settings: dict[str, Any] = {"default": DEFAULTS[name], "help": knob.help, "show_default": knob.show_default}
+    if knob.type is bool:
+        settings["is_flag"] = True
+    elif knob.choices:
+        settings["type"] = click.Choice(knob.choices)
+    elif knob.type is int and knob.range is not None:
+        settings["type"] = click.IntRange(min=_bound(knob.range.lo), max=_bound(knob.range.hi))
+    else:
+        settings["type"] = knob.type
+        if knob.range is not None:
+            settings["callback"] = in_range(knob.range)
+    if knob.parse is not None:
+        settings["callback"] = _parsed(knob.parse)
+    return click.option(knob.flag, name, multiple=knob.multiple, **settings)
+
+
+def _bound(value: float) -> int | None:
+    return None if math.isinf(value) else int(value)
+
+
+def _parsed(parse: Callable[[Any], Any]) -> Callable[[click.Context, click.Parameter, Any], Any]:
+    """A click callback of ``parse`` (a knob's text to its value); its ``ValueError`` is the option's one-line error."""
+
+    def callback(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
+        try:
+            return parse(value)
+        except ValueError as exc:
+            raise click.BadParameter(str(exc)) from None
+
+    return callback
 
 
 def _price_unit(ctx: click.Context, param: click.Parameter, value: str | None) -> PriceUnit | None:
@@ -84,21 +106,6 @@ def _price_unit(ctx: click.Context, param: click.Parameter, value: str | None) -
         raise click.BadParameter(f"{value!r} is not a price unit: give a currency and an energy unit (EUR/MWh, USD/kWh, ct/kWh) or a "
                                  "currency (EUR)")
     return unit
-def _specs(ctx: click.Context, param: click.Parameter, value: tuple[str, ...]) -> tuple[tuple[str, Spec], ...]:
-    try:
-        return tuple(parse_specs(value).items())
-    except ValueError as exc:
-        raise click.BadParameter(str(exc).removeprefix("--gpu-specs ")) from None
-
-
-#: The longest --horizon (days): a century, past which a projection of today's recurrence rate means nothing.
-MAX_HORIZON_DAYS = 36_500.0
-
-
-def _horizon(ctx: click.Context, param: click.Parameter, value: float | None) -> float | None:
-    if value is not None and not (math.isfinite(value) and 0 < value <= MAX_HORIZON_DAYS):
-        raise click.BadParameter(f"{value} is not a number of days in (0, {MAX_HORIZON_DAYS:,.0f}]")
-    return value
 
 
 @click.command("whatif")
@@ -111,26 +118,14 @@ def _horizon(ctx: click.Context, param: click.Parameter, value: float | None) ->
 @click.option("--fields", default=None, help="A sacct --noheader export's field list, as given to --format (JobID,JobName,...).")
 @click.option("--delimiter", default=DEFAULT_DELIMITER, show_default=True, callback=delimiter_option,
               help="The character given to sacct's --delimiter (a --parsable/--parsable2 export; \\t for a tab).")
-@click.option("--gpu", "gpus", default=None, callback=_gpus,
-              help="as-exported: each job on the GPU its allocation names (its profile, else --fallback-gpu); or GPUs to replay "
-                   "every job on, comma-separated: v100,a40,rtx6000,p100, a measured GPU, or all  [default: as-exported when "
-                   "the export names GPU types, else the fallback GPU]")
-@gpu_option("--fallback-gpu", "The profile of jobs whose GPU type has none (or that name no type).")
+@knob_options("gpus", "fallback_gpu")
 @click.option("--profiles", "profile_specs", multiple=True,
               help="A profile measured with `measure profile` (CSV), replayed under its gpu name; or GPU=FILE, Zeus's profile JSON "
                    "or a ZeusMonitor log (or a measure CSV): that GPU's jobs replay power-limit-only, as Zeus's "
                    "GlobalPowerLimitOptimizer runs them; repeatable. The data home's raw/measured/*.csv are read too.")
-@click.option("--samples", type=click.IntRange(min=1), default=report_of.DEFAULT_SAMPLES, show_default=True,
-              help="Draws of the workload assignment and the optimizer's seeds (1: a single replay); figures are medians with a "
-                   "90 % interval.")
-@click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True, help="Base seed of the draws.")
+@knob_options("samples", "seed")
 @scheduler_option("auto", "auto")
-@eta_knob_option()
-@beta_knob_option()
-@click.option("--price-per-kwh", type=float, default=None, callback=finite(0.0, MAX_PRICE_PER_KWH),
-              help=f"Electricity price (per kWh, at most {MAX_PRICE_PER_KWH:,g}): adds cost saved.")
-@click.option("--grid-gco2-per-kwh", type=float, default=None, callback=finite(0.0, MAX_GCO2_PER_KWH),
-              help=f"Grid carbon intensity (g CO2e per kWh, at most {MAX_GCO2_PER_KWH:,}): adds CO2e saved.")
+@knob_options("eta", "beta", "price_per_kwh", "grid_gco2_per_kwh")
 @click.option("--region", default=None,
               help="Where the energy was used: an ISO 3166 country (DE or DEU), a US state (US-CA) or a Nordic zone (SE3): its "
                    "carbon intensity from the table bundled with the package (no network; docs: Carbon).")
@@ -151,44 +146,12 @@ def _horizon(ctx: click.Context, param: click.Parameter, value: float | None) ->
 @click.option("--series-timezone", default=None,
               help="IANA time zone of --grid-intensity / --price times that carry no offset and whose header names no zone  "
                    "[default: --timezone, else UTC, and the report says which]")
-@click.option("--fill", is_flag=True, help="A series that does not cover a job's run: use its nearest value (else refused).")
-@click.option("--carbon-aware", is_flag=True,
-              help="Also replay a carbon-aware Zeus beside plain Zeus: each job's eta from --grid-intensity at its start, linearly "
-                   "from --eta-clean at the series' lowest to --eta-dirty at its highest.")
-@click.option("--eta-clean", type=float, default=None, callback=finite(0.0, 1.0),
-              help="The carbon-aware eta at the series' cleanest hour, in [0, 1]  [default: --eta-knob]")
-@click.option("--eta-dirty", type=float, default=0.9, show_default=True, callback=finite(0.0, 1.0),
-              help="The carbon-aware eta at the series' dirtiest hour, in [0, 1].")
+@knob_options("fill", "carbon_aware", "eta_clean", "eta_dirty")
 @click.option("--trace-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Folder with Zeus's summary_train.csv and summary_power_{gpu}.csv  [default: the data home's tables, then its "
                    "raw/zeus, then the mirror, then a download]")
-@click.option("--top", type=click.IntRange(min=0), default=10, show_default=True, help="Recurring groups listed.")
-@click.option("--cluster-gpus", type=click.IntRange(min=1), default=None,
-              help="GPUs of your cluster, for the idle draw of fleet energy (at least the trace's peak concurrent GPUs)  "
-                   "[default: the trace's peak concurrent GPUs]")
-@click.option("--energy", "energy_model", type=click.Choice(ENERGY_MODELS), default=ANCHORED, show_default=True,
-              help="anchored: each job's energy is the replay's power for its workload and GPU times its exported GPU-hours; "
-                   "runtime-ratio: the Zeus artifact's sizing (durations normalised per workload)")
-@click.option("--min-gpu-util", "min_gpu_util", type=float, default=report_of.DEFAULT_MIN_GPU_UTIL_PCT, show_default=True,
-              callback=finite(0.0, 100.0),
-              help="Jobs below this GPU utilisation (%, gres/gpuutil or gpu_util_pct) are idle allocations: not replayed, "
-                   "counted at the idle draw.")
-@click.option("--meter", type=click.Choice(report_of.METERS), default="none", show_default=True,
-              help="What the export's ConsumedEnergyRaw meters (AcctGatherEnergyType): gpu, the GPUs' own counters: a metered job's "
-                   "Default energy is its metered energy (Zeus's: that times the replay's ratio); node, the whole node: compared "
-                   "only; none: compared only.")
-@click.option("--workloads-by", type=click.Choice(WORKLOADS_BY), default=BY_UTILISATION, show_default=True,
-              help="How a recurring group with a GPU utilisation gets its Zeus workload: one whose Default draw fits the utilisation "
-                   "(docs: Workloads from GPU utilisation), or by runtime as a group without one.")
-@click.option("--stand-in-power", type=click.Choice(STAND_IN_POWER), default=AS_PROFILED, show_default=True,
-              help="A job replayed on another GPU's profile (no profile of its own GPU): its power as the stand-in's "
-                   "(as-profiled), or mapped linearly from the stand-in's idle draw..TDP onto its own GPU's (scaled; the saving "
-                   "ratio kept).")
-@click.option("--gpu-specs", "gpu_specs", multiple=True, callback=_specs,
-              help="GPU=TDP:IDLE (W) of a GPU the package does not know (h100=700:60), comma-separated or repeated: for "
-                   "--stand-in-power scaled and the workloads picked by GPU utilisation.")
-@click.option("--horizon", "horizon_days", type=float, default=None, callback=_horizon,
-              help="Also project the saving over this many days at the export's recurrence rate (Zeus deployed at its start).")
+@knob_options("top", "cluster_gpus", "energy_model", "min_gpu_util_pct", "meter", "workloads_by", "stand_in_power", "gpu_specs",
+              "horizon_days")
 @click.option("--json", "as_json", is_flag=True, help="Print exactly one JSON object on stdout.")
 @click.option("--progress/--no-progress", default=None, help="Progress bars on stderr  [default: when stderr is a terminal]")
 @click.option("--html", "html_file", type=click.Path(allow_dash=True), default=None,
@@ -203,16 +166,8 @@ def cli(
     timezone: str,
     fields: str | None,
     delimiter: str,
-    gpus: tuple[str, ...] | None,
-    fallback_gpu: str,
     profile_specs: tuple[str, ...],
-    samples: int,
-    seed: int,
     scheduler: str | None,
-    eta_knob: float,
-    beta_knob: float,
-    price_per_kwh: float | None,
-    grid_gco2_per_kwh: float | None,
     region: str | None,
     grid_file: Path | None,
     grid_column: str | None,
@@ -220,20 +175,7 @@ def cli(
     price_unit: PriceUnit | None,
     price_label: str | None,
     series_timezone: str | None,
-    fill: bool,
-    carbon_aware: bool,
-    eta_clean: float | None,
-    eta_dirty: float,
     trace_dir: Path | None,
-    top: int,
-    cluster_gpus: int | None,
-    energy_model: EnergyModel,
-    min_gpu_util: float,
-    meter: report_of.Meter,
-    workloads_by: str,
-    stand_in_power: str,
-    gpu_specs: tuple[tuple[str, Spec], ...],
-    horizon_days: float | None,
     as_json: bool,
     progress: bool | None,
     html_file: str | None,
@@ -241,13 +183,14 @@ def cli(
     max_rows: int,
     max_line_bytes: int,
     max_bytes: int,
-    **slurm: Any,
+    **given: Any,
 ) -> None:
     """What would Zeus save on your cluster? Replays a Slurm sacct export or a job-log CSV; writes nothing but --html."""
     profile_files, html_out = _check_files(file, profile_specs, html_file, (grid_file, price_file, trace_dir), make_parents, as_json)
     # the page's figure stack (matplotlib: seconds) imports while the export is read and replayed
     figure_stack = Background(_figure_stack) if html_out is not None else None
-    slurm_cluster = slurm_settings(scheduler, slurm)
+    knobs = {name: given.pop(name) for name in KNOBS}  # the rest: the --slurm-* options
+    slurm_cluster = slurm_settings(scheduler, given)
     timezone_source = "given" if timezone is not None else "assumed"
     series_timezone, series_source = _series_zone(series_timezone, timezone)
     timezone = timezone or "UTC"
@@ -258,26 +201,21 @@ def cli(
     except ValueError as exc:
         fail(f"--timezone/--series-timezone/--fields: {exc}")
     file_format = tracefiles.format_of(file, fmt)
-    grid, prices = _rates(Series(region, grid_file, grid_column, grid_gco2_per_kwh, price_file, price_unit, price_per_kwh, series_timezone,
-                                 series_source))
+    grid, prices = _rates(Series(region, grid_file, grid_column, knobs["grid_gco2_per_kwh"], price_file, price_unit,
+                                 knobs["price_per_kwh"], series_timezone, series_source))
     tariff = _tariff(price_file, price_unit, price_label, timezone)
-    options = report_of.Options(gpus=gpus, fallback_gpu=fallback_gpu.strip().lower(), eta=eta_knob, beta=beta_knob,
-                                price_per_kwh=price_per_kwh, price_currency=None if price_unit is None else price_unit.currency,
-                                grid_gco2_per_kwh=grid_gco2_per_kwh, top=top, cluster_gpus=cluster_gpus,
-                                progress=sys.stderr.isatty() if progress is None else progress, samples=samples, seed=seed,
-                                energy_model=energy_model, min_gpu_util_pct=min_gpu_util, timezone_source=timezone_source,
-                                horizon_days=horizon_days, grid=grid, prices=prices, tariff=tariff, fill=fill, carbon_aware=carbon_aware,
-                                eta_clean=eta_clean, eta_dirty=eta_dirty, meter=meter, workloads_by=workloads_by, stand_in_power=stand_in_power,
-                                gpu_specs=gpu_specs)
+    options = whatif_report.Options(**knobs, price_currency=None if price_unit is None else price_unit.currency,
+                                    progress=sys.stderr.isatty() if progress is None else progress, timezone_source=timezone_source,
+                                    grid=grid, prices=prices, tariff=tariff)
     home = find_home()
     # as exported, any published GPU may be some job's own; by name, only those named (measured ones come from their files)
-    named = PAPER_ORDER if gpus is None or gpus == (report_of.AS_EXPORTED,) else gpus
+    named = PAPER_ORDER if options.gpus is None or options.gpus == (AS_EXPORTED,) else options.gpus
     published = [g for g in (*named, options.fallback_gpu) if g in PAPER_ORDER]
-    def read() -> tuple[report_of.Prepared, Profiles, str | None, str]:
+    def read() -> tuple[whatif_report.Replayable, Profiles, str | None, str]:
         # only the columns the report reads are kept (the full table never exists); the table is freed on return: the
         # draws need only the plan
-        result = tracefiles.read_trace(file, report_of.trace_name_for(file), file_format, timezone, field_list, source_file=str(file),
-                                       digest=html_file is not None, delimiter=delimiter, columns=report_of.REPORT_COLUMNS,
+        result = tracefiles.read_trace(file, whatif_report.trace_name_for(file), file_format, timezone, field_list, source_file=str(file),
+                                       digest=html_file is not None, delimiter=delimiter, columns=whatif_report.REPORT_COLUMNS,
                                        limits=read_limits(max_rows, max_line_bytes, max_bytes), progress=_read_bar(options.progress))
         traces, origin = resolve_traces(trace_dir, home, published)
         missing = [p for p in profile_files if not p.is_file()]
@@ -285,13 +223,13 @@ def cli(
             fail(f"--profiles {missing[0]}: no such file")
         profiles = with_measured(traces, profile_files, ProjectPaths(home).raw / "measured").with_power_limit(
             power_limit_profiles([spec for spec in profile_specs if "=" in spec]))
-        return report_of.prepare(result, profiles, options), profiles, result.sha256, origin
+        return whatif_report.replayable(result, profiles, options), profiles, result.sha256, origin
 
     try:
         reading = beside(read, overlap=resolve_scheduler(scheduler) == LOCAL)  # the export is read while a LocalCluster starts
         with connect(scheduler, slurm=slurm_cluster, note=note) as runner:
             prepared, profiles, sha256, origin = reading()
-            report, power = report_of.run(prepared, profiles, runner=runner, keep_power=html_file is not None)
+            report, power = whatif_report.run(prepared, profiles, runner=runner, keep_power=html_file is not None)
     except (IngestError, TraceError, tracefiles.TraceFileError, ValueError, SimulationError) as exc:
         fail(str(exc))
     report["zeus_traces"] = origin

@@ -15,7 +15,7 @@ process or on any Dask worker (``pipelines.scaleout.runners.fan_out``), and ever
 numpy in a fixed order (never by a multi-threaded group-by), so results are bit-identical
 wherever the draws run. A draw returns totals only (a few numbers per row), never its history.
 What no draw changes (each row's jobs in replay order, the workload tables, the measured jobs) is
-built once (``prepare``) and sent with the plan; a draw keeps its runs as arrays
+built once (``shared_by_draws``) and sent with the plan; a draw keeps its runs as arrays
 (``pipelines.clusters.replayed``) and sums every figure over them in the history's order.
 """
 
@@ -35,10 +35,11 @@ from pipelines.clusters.capacity import Capacity
 from pipelines.clusters.profiles import POWER_LIMIT_ONLY, PowerLimitOnly
 from pipelines.clusters.replayed import RowRuns
 from pipelines.clusters.standins import PowerScale
+from pipelines.clusters.whatif_knobs import METER_GPU, Options
 from pipelines.ingest.grid import Rate
 from pipelines.scaleout.runners import Runner, fan_out
 from pipelines.vocabulary import PolicyName
-from pipelines.vocabulary.units import J_PER_KWH
+from pipelines.vocabulary.units import J_PER_KWH, S_PER_DAY
 from pipelines.zeus import fast
 from pipelines.zeus.groups import group_job_spec
 from pipelines.zeus.power_limit_replay import replay_power_limit_only
@@ -82,10 +83,9 @@ class Plan:
     trace: str
     rows: tuple[Row, ...]
     fleet: bool
-    eta: float
-    beta: float
+    #: The knobs replayed under (``eta``, ``beta``, ``top``, ...) and what the rest of the plan is derived from.
+    options: Options
     measured: pl.DataFrame  # job_id, row key, measured_energy_j: replayed jobs with a measurement
-    top: int = 10
     #: The cluster size behind each row's idle draw (by row key), and the idle draw (W) of each row's GPU; a row missing
     #: from either has no fleet energy. ``cluster``: the whole cluster's size (its GPUs beyond the rows' idle at
     #: ``idle_w[FLEET]``, the rows' mean idle draw weighted by their GPUs); None: no fleet for the whole.
@@ -96,21 +96,33 @@ class Plan:
     engine: str | None = None
     #: Draw 0 also returns its cluster power (``power.power_bins`` of its runs), for the report's plots.
     keep_power: bool = False
-    #: Each job's energy sized to its exported GPU-hours (``pipelines.clusters.anchoring.anchor``), else as the artifact.
-    anchored: bool = False
     #: Per profile GPU, Zeus's converged energy over Default's per workload (``anchoring.converged_ratios``): the steady state.
     converged: dict[str, dict[str, float]] = field(default_factory=dict)
-    #: Project each row over this many seconds at the export's recurrence rate (``anchoring.horizon_totals``); None: not.
-    horizon_s: float | None = None
     #: The grid's carbon intensity (g CO2e per kWh) and the electricity price (per kWh) where and when each run drew its
-    #: energy (``pipelines.ingest.grid.Rate``: constant or a series); None: not priced.
+    #: energy (``pipelines.ingest.grid.Rate``: constant or a series; ``Options.rates``); None: not priced.
     grid: Rate | None = None
     prices: Rate | None = None
-    #: (eta at the series' cleanest, eta at its dirtiest): also replay a carbon-aware Zeus (``carbon_etas``); None: not.
-    carbon_aware: tuple[float, float] | None = None
-    #: The cluster's meter is the GPUs' own (``whatif --meter gpu``): each ``measured`` job's Default energy is its metered
-    #: energy and every other policy's the same times the replay's ratio to Default for that job (``meter``).
-    metered: bool = False
+
+    @property
+    def anchored(self) -> bool:
+        """Each job's energy sized to its exported GPU-hours (``pipelines.clusters.anchoring.anchor``), else as the artifact."""
+        return self.options.energy_model == anchoring.ANCHORED
+
+    @property
+    def horizon_s(self) -> float | None:
+        """Project each row over this many seconds at the export's recurrence rate (``anchoring.horizon_totals``); None: not."""
+        return None if self.options.horizon_days is None else self.options.horizon_days * S_PER_DAY
+
+    @property
+    def carbon_aware(self) -> tuple[float, float] | None:
+        """(eta at the series' cleanest, eta at its dirtiest): also replay a carbon-aware Zeus (``carbon_etas``); None: not."""
+        return (self.options.clean_eta, self.options.eta_dirty) if self.options.carbon_aware else None
+
+    @property
+    def metered(self) -> bool:
+        """The cluster's meter is the GPUs' own (``whatif --meter gpu``): each ``measured`` job's Default energy is its metered
+        energy and every other policy's the same times the replay's ratio to Default for that job (``meter``)."""
+        return self.options.meter == METER_GPU
 
 
 def seed_knob(base_seed: int, draw: int) -> int | None:
@@ -391,8 +403,8 @@ def power_limit_history(profile: PowerLimitOnly, jobs: pl.DataFrame, trace: str,
 
 
 @dataclass(frozen=True)
-class Prepared:
-    """What every draw of a plan reuses (``prepare``): each row's jobs in replay order (``replayed.row_jobs``; None for a row
+class DrawShared:
+    """What every draw of a plan reuses (``shared_by_draws``): each row's jobs in replay order (``replayed.row_jobs``; None for a row
     the compiled replay does not run), the workload tables of each GPU replayed, the measured jobs."""
 
     rows: tuple[replayed.RowJobs | None, ...]
@@ -407,34 +419,34 @@ def _compiled(plan: Plan, row: Row) -> bool:
             and fast.resolve_engine(plan.engine, row.jobs.height * len(POLICIES)) == "fast")
 
 
-def prepare(plan: Plan, traces: Traces) -> Prepared:
-    """``Prepared`` of ``plan``: built once for all its draws (``run_draws``), here or on each worker."""
+def shared_by_draws(plan: Plan, traces: Traces) -> DrawShared:
+    """``DrawShared`` of ``plan``: built once for all its draws (``run_draws``), here or on each worker."""
     compiled = [_compiled(plan, r) for r in plan.rows]
     tables = {r.gpu: {w: build_table(traces, r.gpu, group_job_spec(traces, r.gpu, w)) for w in r.workloads}
               for r, c in zip(plan.rows, compiled, strict=True) if c}
-    return Prepared(tuple(replayed.row_jobs(r.jobs) if c else None for r, c in zip(plan.rows, compiled, strict=True)), tables,
+    return DrawShared(tuple(replayed.row_jobs(r.jobs) if c else None for r, c in zip(plan.rows, compiled, strict=True)), tables,
                     measured_jobs(plan))
 
 
-def _replay(i: int, row: Row, plan: Plan, traces: Traces, prepared: Prepared, draw: int, base_seed: int) -> replayed.RowRuns:
+def _replay_row(i: int, row: Row, plan: Plan, traces: Traces, shared: DrawShared, draw: int, base_seed: int) -> replayed.RowRuns:
     """Row ``i``'s runs in ``draw``: on the compiled replay straight into arrays where it can (``_compiled``), else its history."""
     knob, shuffle = seed_knob(base_seed, draw), _shuffle(base_seed, draw, i)
-    jobs_of = prepared.rows[i]
+    jobs_of = shared.rows[i]
     if jobs_of is not None:
-        return replayed.replay_row(row.jobs, jobs_of, row.workloads, prepared.tables[row.gpu], eta=plan.eta, beta=plan.beta, seed=knob,
+        return replayed.replay_row(row.jobs, jobs_of, row.workloads, shared.tables[row.gpu], eta=plan.options.eta, beta=plan.options.beta, seed=knob,
                                    policies=POLICIES, shuffle=shuffle, anchored=plan.anchored, by_util=row.analogues)
     if row.power_limit is not None:
         jobs = row.jobs.with_columns(pl.lit(POWER_LIMIT_ONLY).alias("dataset"))
         etas = carbon_etas(jobs, plan.grid, *plan.carbon_aware) if plan.carbon_aware is not None and plan.grid is not None else None
-        return replayed.from_history(power_limit_history(row.power_limit, jobs, plan.trace, plan.eta, etas), jobs)
+        return replayed.from_history(power_limit_history(row.power_limit, jobs, plan.trace, plan.options.eta, etas), jobs)
     assigned = analogues.group_datasets(mapping.group_runtimes(row.jobs), analogues.group_utilisation(row.jobs), row.workloads,
                                         row.analogues, shuffle)
     jobs = mapping.finish_own(row.jobs.join(assigned, on="group", how="left"), plan.trace)
-    history = simulate.simulate_trace(jobs, traces, row.gpu, eta=plan.eta, beta=plan.beta, policies=POLICIES, seed=knob,
+    history = simulate.simulate_trace(jobs, traces, row.gpu, eta=plan.options.eta, beta=plan.options.beta, policies=POLICIES, seed=knob,
                                       engine=plan.engine).select(_HISTORY_COLUMNS)
     if plan.carbon_aware is not None and plan.grid is not None:  # the reference replay: one energy weight per job
         weighted = jobs.with_columns(pl.Series("_eta", carbon_etas(jobs, plan.grid, *plan.carbon_aware)))
-        aware = simulate.simulate_trace(weighted, traces, row.gpu, eta=plan.eta, beta=plan.beta, policies=("zeus",), seed=knob,
+        aware = simulate.simulate_trace(weighted, traces, row.gpu, eta=plan.options.eta, beta=plan.options.beta, policies=("zeus",), seed=knob,
                                         engine="reference", job_eta="_eta").select(_HISTORY_COLUMNS)
         history = pl.concat([history, aware.with_columns(pl.lit(CARBON_AWARE).alias("policy"))])
     runs = replayed.from_history(history, jobs)
@@ -458,22 +470,22 @@ def meter(runs: RowRuns, i: int, measured: Measured) -> RowRuns:
     return replace(runs, runs=scaled)
 
 
-def run_draw(draw: int, *, plan: Plan, traces: Traces, base_seed: int, prepared: Prepared | None = None) -> dict[str, Any]:
+def run_draw(draw: int, *, plan: Plan, traces: Traces, base_seed: int, shared: DrawShared | None = None) -> dict[str, Any]:
     """One draw (see the module docstring): per row its totals and peaks; the fleet's; the measured comparison; for draw 0
-    also the top groups and the jobs per workload. ``prepared``: ``prepare(plan, traces)`` (None: built here)."""
-    prepared = prepared or prepare(plan, traces)
+    also the top groups and the jobs per workload. ``shared``: ``shared_by_draws(plan, traces)`` (None: built here)."""
+    shared = shared or shared_by_draws(plan, traces)
     rows: dict[str, dict[str, Any]] = {}
     replays: list[tuple[int, Row, replayed.RowRuns]] = []
     modelled: list[tuple[int, replayed.RowRuns]] = []  # as replayed, before the meter: what the measured comparison compares
     for i, row in enumerate(plan.rows):
         if row.jobs.height == 0:
             continue
-        runs = _replay(i, row, plan, traces, prepared, draw, base_seed)
+        runs = _replay_row(i, row, plan, traces, shared, draw, base_seed)
         if row.power_scale is not None:
             runs = standins.scale_runs(runs, row.power_scale)
         modelled.append((i, runs))
-        if plan.metered and prepared.measured is not None:
-            runs = meter(runs, i, prepared.measured)
+        if plan.metered and shared.measured is not None:
+            runs = meter(runs, i, shared.measured)
         rows[row.key] = {**dict.fromkeys(CARBON_AWARE_TOTALS), **_totals([runs]), **_peaks([runs], row.gpu, row.key, plan),
                          **_steady(runs, plan.converged.get(row.gpu)), **_horizon(runs, row, plan), **_priced(runs, plan)}
         if draw == 0:
@@ -488,17 +500,17 @@ def run_draw(draw: int, *, plan: Plan, traces: Traces, base_seed: int, prepared:
         whole = {**_totals(every), **_peaks(every, FLEET, FLEET, plan), **_summed(rows, STEADY_TOTALS),
                  **_summed(rows, HORIZON_TOTALS), **_summed(rows, PRICED_TOTALS), **_summed(rows, CARBON_AWARE_TOTALS)}
         out["fleet"] = {**whole, **_whole_fleet(rows, plan)}
-    out["measured"] = _measured(modelled, prepared.measured)
+    out["measured"] = _measured(modelled, shared.measured)
     if draw == 0 and plan.keep_power:
         out["power"] = _power(plan.trace, [(FLEET, every)] if plan.fleet else [(row.key, [r]) for _, row, r in replays])
     if draw == 0:
         if plan.fleet:
             label = len(replays) > 1
-            tops = [t for _, row, r in replays for t in _top_groups(r, plan.top, row.key if label else None)]
+            tops = [t for _, row, r in replays for t in _top_groups(r, plan.options.top, row.key if label else None)]
             tops.sort(key=lambda t: (-(t["default_j"] - t["zeus_j"]), t["group"]))
-            out["top_groups"] = tops[: plan.top]
+            out["top_groups"] = tops[: plan.options.top]
         else:
-            out["top_groups"] = _top_groups(every[0], plan.top, None)
+            out["top_groups"] = _top_groups(every[0], plan.options.top, None)
     return out
 
 
@@ -514,12 +526,10 @@ def engine_for(plan: Plan, samples: int) -> str | None:
 
 def run_draws(plan: Plan, traces: Traces, samples: int, base_seed: int, runner: Runner, *, progress: bool = False) -> list[dict[str, Any]]:
     """Draws ``0 .. samples - 1`` on ``runner`` (in order); the traces go to the workers without memoized lookups."""
-    if samples < 1:
-        raise ValueError(f"samples must be >= 1, got {samples}")
     plan = replace(plan, engine=engine_for(plan, samples)) if plan.engine is None else plan
     lean = Traces(traces.train, traces.power)
-    shared = {"plan": plan, "traces": lean, "base_seed": base_seed, "prepared": prepare(plan, lean)}
-    return fan_out(runner, run_draw, list(range(samples)), shared, progress=progress, label="samples")
+    common = {"plan": plan, "traces": lean, "base_seed": base_seed, "shared": shared_by_draws(plan, lean)}
+    return fan_out(runner, run_draw, list(range(samples)), common, progress=progress, label="samples")
 
 
 def spread(values: Sequence[float | None]) -> tuple[float | None, float | None, float | None]:

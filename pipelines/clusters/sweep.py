@@ -204,7 +204,7 @@ def batch_totals(batch: Batch, jobs: dict[str, pl.DataFrame], traces: Traces) ->
     frame = jobs[first.trace]
     found: list[fast.Totals] = [None] * len(batch.replays)
     if fast.batch_engine() == "fast":
-        knobs: list[fast.Knobs] = [(_eta(task), _beta(task), task.seed) for task in batch.replays]
+        knobs = [fast.Knobs(_eta(task), _beta(task), task.seed) for task in batch.replays]
         with contextlib.suppress(SimulationError):  # a trace the replay refuses: each replay alone says why
             found = trace_totals_batch(frame, traces, first.gpu, first.policy, knobs)
     return [replay_totals(task, jobs, traces) if totals is None

@@ -15,7 +15,8 @@ jobs it measured are compared with the model (``measured``). The report is a pla
 
 Zeus's power traces come from ``pipelines.ingest.simulator_inputs.resolve_traces`` (the one resolver
 every command uses). Energy is anchored to the export's GPU-hours by default, or sized as in the Zeus
-artifact (``Options.energy_model``; ``pipelines.clusters.anchoring``).
+artifact (``Options.energy_model``; ``pipelines.clusters.anchoring``). ``Options``, every knob with its
+default, unit, range and help, is ``pipelines.clusters.whatif_knobs``'s, imported here for callers.
 """
 
 from __future__ import annotations
@@ -25,38 +26,27 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 import polars as pl
 
 from pipelines.clusters import analogues, anchoring, capacity, coverage, mapping, standins
-from pipelines.clusters.anchoring import ANCHORED, EnergyModel
 from pipelines.clusters.power import POWER_SCHEMA
 from pipelines.clusters.profiles import POWER_LIMIT_ONLY, UNTYPED, Profiles
 from pipelines.clusters.samples import FLEET, FLEET_TOTALS, INTERVAL_PCT, Plan, Row, run_draws, spread
-from pipelines.clusters.workloads import REFERENCE_GPU
+from pipelines.clusters.whatif_knobs import AS_EXPORTED, EVERY_GPU, METER_GPU, GpuMode, Options
 from pipelines.contracts.base import polars_schema
 from pipelines.contracts.owncluster import SUMMARY_FIGURES, OwnClusterSummary
 from pipelines.ingest.common import empty_quarantine
 from pipelines.ingest.compressed import uncompressed_name
 from pipelines.ingest.grid import Rate
-from pipelines.ingest.grid_files import implausible
-from pipelines.ingest.openei import Tariff
 from pipelines.ingest.owntrace import OwnTraceResult, TraceCounts
 from pipelines.scaleout.runners import Runner, SerialRunner
-from pipelines.vocabulary import DEFAULT_BETA, DEFAULT_ETA, GPU_BY_NAME, ZEUS_DATASETS
+from pipelines.vocabulary import GPU_BY_NAME, ZEUS_DATASETS
 from pipelines.vocabulary.units import J_PER_KWH, KWH_PER_MWH, S_PER_DAY, S_PER_H, duration_s
 from pipelines.zeus.traces import TraceError
 
-#: How jobs meet GPUs: each on the GPU its allocation names (``as-exported``), or every job on each GPU given.
-GpuMode = Literal["as-exported", "every-gpu"]
-AS_EXPORTED: GpuMode = "as-exported"
-EVERY_GPU: GpuMode = "every-gpu"
-#: Draws of the workload assignment and the optimizer's seeds by default.
-DEFAULT_SAMPLES = 20
-#: Below this GPU utilisation (%) a job is an idle allocation (a notebook left open, a hung job), not a training run.
-DEFAULT_MIN_GPU_UTIL_PCT = 10.0
 #: A row of fewer replayed jobs than this gets no interval: its few groups cannot vary the workload mapping enough to show
 #: what is unknown, and a narrow interval would read as certainty.
 MIN_JOBS_FOR_INTERVAL = 30
@@ -68,77 +58,6 @@ ENERGY_PLUGINS = (
     "the model; rapl: CPU packages and DRAM only, no GPU at all, not comparable; none: 0 (nothing collected). Only an "
     "exclusive allocation's value is the job's own (sacct(1))."
 )
-
-
-#: What the cluster's energy meter (ConsumedEnergyRaw) covers, as the operator declares it (``--meter``): ``gpu`` (the GPUs'
-#: own counters, AcctGatherEnergyType=gpu): a metered job's Default energy is its metered energy; ``node`` (the whole node:
-#: CPUs, memory, fans) or ``none`` (not declared): the meter is compared with the model only.
-Meter = Literal["none", "gpu", "node"]
-METERS: tuple[Meter, ...] = ("none", "gpu", "node")
-METER_GPU: Meter = "gpu"
-
-
-@dataclass(frozen=True)
-class Options:
-    """What to replay and how to price it.
-
-    ``gpus``: None replays as exported when the export names GPU types (each job on its GPU's
-    profile, else on ``fallback_gpu``) and every job on ``fallback_gpu`` otherwise;
-    ``("as-exported",)`` forces the first; GPU names replay every job on each. ``samples``: draws
-    (1: the single replay of draw 0); ``seed``: the base seed of draws 1 and up.
-    """
-
-    gpus: tuple[str, ...] | None = None
-    fallback_gpu: str = REFERENCE_GPU
-    eta: float = DEFAULT_ETA
-    beta: float = DEFAULT_BETA
-    price_per_kwh: float | None = None
-    grid_gco2_per_kwh: float | None = None
-    top: int = 10
-    progress: bool = False
-    samples: int = DEFAULT_SAMPLES
-    seed: int = 0
-    cluster_gpus: int | None = None  # the cluster's size (idle draw); None: the trace's peak concurrent GPUs
-    #: ``anchored``: each job's energy sized to its exported GPU-hours; ``runtime-ratio``: the Zeus artifact's (anchoring.py).
-    energy_model: EnergyModel = ANCHORED
-    #: Jobs whose GPU utilisation is below this (%) are idle allocations: not replayed, counted at the idle draw.
-    min_gpu_util_pct: float = DEFAULT_MIN_GPU_UTIL_PCT
-    #: ``given`` (the export's clock was named) or ``assumed`` (UTC, nothing said).
-    timezone_source: str = "given"
-    #: Project the saving over this many days at the export's recurrence rate (``anchoring.horizon_totals``); None: not.
-    horizon_days: float | None = None
-    #: Carbon intensity (g CO2e/kWh) and price (per kWh) where and when the energy was used: a region's or a series
-    #: (``pipelines.ingest.grid``); they take precedence over the flat ``grid_gco2_per_kwh`` / ``price_per_kwh``.
-    grid: Rate | None = None
-    prices: Rate | None = None
-    #: The currency of ``price_per_kwh`` (ISO 4217, ``--price-unit``); None: not said (a series says its own).
-    price_currency: str | None = None
-    #: An OpenEI tariff (``pipelines.ingest.openei``): written out as ``prices`` over the jobs' window (``with_tariff``).
-    tariff: Tariff | None = None
-    #: A series that does not cover a job's run: use its nearest value (else the job is refused, naming it).
-    fill: bool = False
-    #: Also replay a carbon-aware Zeus: each job's eta from the grid series' intensity at its start, linearly from
-    #: ``eta_clean`` (None: ``eta``) at the series' lowest to ``eta_dirty`` at its highest (``samples.carbon_etas``).
-    carbon_aware: bool = False
-    eta_clean: float | None = None
-    eta_dirty: float = 0.9
-    #: What the export's meter covers (``METERS``): with ``gpu`` the meter anchors each metered job's energy.
-    meter: Meter = "none"
-    #: Groups with a GPU utilisation play a workload of a consistent Default draw (``utilisation``), or by runtime (``runtime``).
-    workloads_by: str = analogues.BY_UTILISATION
-    #: A stand-in's power as replayed (``as-profiled``) or mapped onto the exported GPU's idle draw and TDP (``scaled``).
-    stand_in_power: str = standins.AS_PROFILED
-    #: TDP and idle draw of GPUs the registry does not know (``--gpu-specs GPU=TDP:IDLE``), as (name, Spec) pairs.
-    gpu_specs: tuple[tuple[str, standins.Spec], ...] = ()
-
-    def rates(self) -> tuple[Rate | None, Rate | None]:
-        """(carbon intensity, price): the series or region given, else the flat option as a constant, else None."""
-        grid = self.grid or (None if self.grid_gco2_per_kwh is None else
-                             Rate.constant(self.grid_gco2_per_kwh, {"gco2_per_kwh": self.grid_gco2_per_kwh, "source": "--grid-gco2-per-kwh"}))
-        prices = self.prices or (None if self.price_per_kwh is None else
-                                 Rate.constant(self.price_per_kwh, {"price_per_kwh": self.price_per_kwh, "source": "--price-per-kwh",
-                                                                    "currency": self.price_currency, **_warned(self.price_per_kwh)}))
-        return grid, prices
 
 
 #: A tariff is written out from a day before the first job to this long after the last one ends, or 3 times the longest job
@@ -155,12 +74,6 @@ def with_tariff(options: Options, keyed: pl.DataFrame) -> Options:
         return replace(options, prices=options.tariff.rate(0.0, S_PER_DAY), tariff=None)
     margin = max(TARIFF_MARGIN_S, 3 * float(np.max(end - start)))
     return replace(options, prices=options.tariff.rate(float(np.min(start)) - S_PER_DAY, float(np.max(end)) + margin), tariff=None)
-
-
-def _warned(price_per_kwh: float) -> dict[str, str]:
-    """``{"warning": ...}`` for an implausible flat price (``grid_files.implausible``), else nothing."""
-    warning = implausible(np.array([price_per_kwh]))
-    return {"warning": warning} if warning else {}
 
 
 def trace_name_for(path: Path) -> str:
@@ -276,11 +189,8 @@ def _plan(result: OwnTraceResult, keyed: pl.DataFrame, profiles: Profiles,
     for rate, option in ((grid, "--grid-intensity"), (prices, "--price")):
         if rate is not None and not options.fill:
             _check_covered(rate, option, rows)
-    return (Plan(result.trace, slim, mode == AS_EXPORTED, options.eta, options.beta, measured, options.top, sizes, idle_w, whole,
-                 anchored=options.energy_model == ANCHORED, converged=converged,
-                 horizon_s=None if options.horizon_days is None else options.horizon_days * S_PER_DAY, grid=grid, prices=prices,
-                 carbon_aware=(options.eta if options.eta_clean is None else options.eta_clean, options.eta_dirty)
-                 if options.carbon_aware else None, metered=options.meter == METER_GPU),
+    return (Plan(result.trace, slim, mode == AS_EXPORTED, options, measured, sizes, idle_w, whole, converged=converged, grid=grid,
+                 prices=prices),
             records, mode)
 
 
@@ -349,16 +259,16 @@ def _meter_split(records: Sequence[dict[str, Any]], gpus: dict[str, Any], total:
     return out
 
 
-def _with_meter(prepared: Prepared, gpus: dict[str, Any], total: dict[str, Any] | None) -> dict[str, Any]:
+def _with_meter(ready: Replayable, gpus: dict[str, Any], total: dict[str, Any] | None) -> dict[str, Any]:
     """The report's ``energy_accounting``: the export's, and what ``--meter`` did with it (nothing added without the option)."""
-    meter = prepared.options.meter
+    meter = ready.plan.options.meter
     if meter == METER_GPU:
-        return {**prepared.energy_accounting, **_meter_split(prepared.records, gpus, total)}
+        return {**ready.energy_accounting, **_meter_split(ready.records, gpus, total)}
     if meter != "none":
-        return {**prepared.energy_accounting, "meter": meter,
+        return {**ready.energy_accounting, "meter": meter,
                 "meter_note": f"--meter {meter}: the meter holds the whole node (CPUs, memory, fans): compared with the model, not "
                               "used as the jobs' energy"}
-    return prepared.energy_accounting
+    return ready.energy_accounting
 
 
 def _check_covered(rate: Rate, option: str, rows: Sequence[Row]) -> None:
@@ -618,13 +528,13 @@ def _measured_util(plan_: Plan, result: OwnTraceResult) -> float | None:
     return float(util.median()) if util.len() else None  # type: ignore[arg-type]
 
 
-def _measured_report(draws: Sequence[dict[str, Any]], prepared: Prepared) -> dict[str, Any] | None:
-    plan_, mode = prepared.plan, prepared.mode
+def _measured_report(draws: Sequence[dict[str, Any]], ready: Replayable) -> dict[str, Any] | None:
+    plan_, mode = ready.plan, ready.mode
     parts = [d["measured"] for d in draws]
     if plan_.measured.height == 0 or any(p is None for p in parts):
         return None
     measured_kwh = float(plan_.measured["measured_energy_j"].sort().sum()) / J_PER_KWH
-    out: dict[str, Any] = {"source": prepared.energy_accounting["source"], "jobs": parts[0]["jobs"],
+    out: dict[str, Any] = {"source": ready.energy_accounting["source"], "jobs": parts[0]["jobs"],
                            "replayed_jobs": int(sum(r.jobs.height for r in (plan_.rows if mode == AS_EXPORTED else plan_.rows[:1]))),
                            "measured_kwh": measured_kwh, "measured_mwh": measured_kwh / KWH_PER_MWH,
                            "modelled_on": "each job's own GPU row" if mode == AS_EXPORTED else plan_.rows[0].gpu}
@@ -635,7 +545,7 @@ def _measured_report(draws: Sequence[dict[str, Any]], prepared: Prepared) -> dic
     out["by_row"] = {row: {"jobs": first["jobs"], **{name: spread([p["by_row"].get(row, {}).get(name) for p in parts])[0]
                                                      for name in ("ratio_median", "ratio_p25", "ratio_p75")}}
                      for row, first in parts[0]["by_row"].items()}
-    out["gpu_util_median_pct"] = prepared.gpu_util_median_pct
+    out["gpu_util_median_pct"] = ready.gpu_util_median_pct
     out["caption"] = ENERGY_PLUGINS
     return out
 
@@ -645,15 +555,14 @@ def _measured_report(draws: Sequence[dict[str, Any]], prepared: Prepared) -> dic
 
 
 @dataclass(frozen=True)
-class Prepared:
-    """A read trace made ready for the draws (``prepare``): the plan and every part of the report that reads the trace's
+class Replayable:
+    """A read trace made ready for the draws (``replayable``): the plan and every part of the report that reads the trace's
     table, so that a caller can free the table before the replay (issue 25: peak memory)."""
 
     head: dict[str, Any]  # file, format, timezone, trace
     plan: Plan
     records: list[dict[str, Any]]
     mode: GpuMode
-    options: Options
     counts: dict[str, Any]  # ``_counts``
     replayed: int
     gpu_hours: float
@@ -662,11 +571,9 @@ class Prepared:
     utilization: dict[str, Any]  # ``_utilization``
 
 
-def prepare(result: OwnTraceResult, profiles: Profiles, options: Options) -> Prepared:
-    """What ``replay`` needs of ``result``: the plan and the report's counts, energy accounting and measured jobs' utilisation.
-    Raises ``TraceError`` for a GPU (or fallback) without a profile, ``ValueError`` for fewer than one sample."""
-    if options.samples < 1:
-        raise ValueError(f"--samples must be >= 1, got {options.samples}")
+def replayable(result: OwnTraceResult, profiles: Profiles, options: Options) -> Replayable:
+    """What the draws and the report need of ``result``: the plan and the report's counts, energy accounting and measured jobs'
+    utilisation. Raises ``TraceError`` for a GPU (or fallback) without a profile."""
     result = for_report(result)
     keyed = mapping.own_keyed(result.table, result.trace)
     options = with_tariff(options, keyed)
@@ -678,8 +585,8 @@ def prepare(result: OwnTraceResult, profiles: Profiles, options: Options) -> Pre
     del keyed  # the draws hold their own slim rows (the plan's)
     head = {"file": result.source_file, "format": result.format, "timezone": result.timezone, "timezone_source": options.timezone_source,
             "trace": result.trace, "energy_model": options.energy_model}
-    return Prepared(head, the_plan, records, mode, options, _counts(result, replayed, groups, named), replayed, gpu_hours,
-                    _energy_accounting(result), _measured_util(the_plan, result), utilization)
+    return Replayable(head, the_plan, records, mode, _counts(result, replayed, groups, named), replayed, gpu_hours,
+                      _energy_accounting(result), _measured_util(the_plan, result), utilization)
 
 
 def _utilization(result: OwnTraceResult, keyed: pl.DataFrame, records: Sequence[dict[str, Any]], mode: GpuMode,
@@ -720,21 +627,21 @@ def _low_util_jobs(low: pl.DataFrame) -> dict[str, Any]:
     return {"low_util_job_ids": ranked["job_id"].to_list(), "low_util_top": ranked.head(LOW_UTIL_SHOWN).to_dicts()}
 
 
-def run(trace: OwnTraceResult | Prepared, profiles: Profiles, options: Options | None = None, runner: Runner | None = None, *,
+def run(trace: OwnTraceResult | Replayable, profiles: Profiles, options: Options | None = None, runner: Runner | None = None, *,
         keep_power: bool = False) -> tuple[dict[str, Any], pl.DataFrame]:
     """The whatif flow's one owner (the CLI, the Dagster assets and the tests call it): the report of one trace (see the module
     docstring; a JSON-ready dict) and, with ``keep_power``, the cluster power of its sample 1 (the replay of draw 0:
     ``ClusterPower`` rows of the jobs' power per 5-minute bin, ``gpu`` = ``all`` for the whole cluster as exported, else one
     GPU per row), else an empty frame. The report is the same, bit for bit, either way.
 
-    ``trace``: a read trace (prepared here with ``options``), or one ``prepare`` made (its table may be gone: a caller frees
+    ``trace``: a read trace (ready here with ``options``), or one ``replayable`` made (its table may be gone: a caller frees
     a large export's table before the draws). ``runner``: where the draws run (default: in this process).
     """
     if isinstance(trace, OwnTraceResult):
         if options is None:
             raise ValueError("a read trace needs its Options")
-        trace = prepare(trace, profiles, options)
-    report, power = _replay(trace, profiles, runner, keep_power=keep_power)
+        trace = replayable(trace, profiles, options)
+    report, power = _report_of_draws(trace, profiles, runner, keep_power=keep_power)
     return report, power if power is not None else pl.DataFrame(schema=POWER_SCHEMA)
 
 
@@ -781,19 +688,20 @@ def _stand_ins(records: Sequence[dict[str, Any]], mode: GpuMode, options: Option
             "why": "; ".join(why) or None, "text": text, "power_text": power}
 
 
-def _replay(prepared: Prepared, profiles: Profiles, runner: Runner | None,
-            keep_power: bool) -> tuple[dict[str, Any], pl.DataFrame | None]:
-    the_plan, records, mode, options = prepared.plan, prepared.records, prepared.mode, prepared.options
+def _report_of_draws(ready: Replayable, profiles: Profiles, runner: Runner | None,
+                     keep_power: bool) -> tuple[dict[str, Any], pl.DataFrame | None]:
+    """The report of ``ready``'s draws on ``runner`` (``run``), and draw 0's cluster power where ``keep_power``."""
+    the_plan, records, mode, options = ready.plan, ready.records, ready.mode, ready.plan.options
     if keep_power:
         the_plan = replace(the_plan, keep_power=True)
-    replayed, gpu_hours = prepared.replayed, prepared.gpu_hours
+    replayed, gpu_hours = ready.replayed, ready.gpu_hours
     runner = runner or SerialRunner()
     draws = run_draws(the_plan, profiles.traces, options.samples, options.seed, runner, progress=options.progress)
     report: dict[str, Any] = {
-        **prepared.head,
+        **ready.head,
         "eta": options.eta, "beta": options.beta, "samples": options.samples, "seed": options.seed,
         "interval": f"{samples_interval()} over the samples", "runner": runner.description,
-        **prepared.counts,
+        **ready.counts,
         "gpu_mode": mode, "fallback_gpu": options.fallback_gpu,
     }
     whole = the_plan.cluster or next(iter(the_plan.capacities.values()), None)
@@ -819,11 +727,11 @@ def _replay(prepared: Prepared, profiles: Profiles, runner: Runner | None,
     if any(r["analogues"]["groups_by_utilisation"] for r in records):
         report["analogue_rule"] = analogues.RULE
     report["steady_state"] = _steady_state_note(report)
-    report["utilization"] = prepared.utilization
+    report["utilization"] = ready.utilization
     report["measured_workloads"] = {r["gpu"]: r["workloads"] for r in records if len(r["workloads"]) < len(ZEUS_DATASETS)}
     report["profile_notes"] = list(profiles.notes)
-    report["energy_accounting"] = _with_meter(prepared, gpus, report.get("total"))
-    report["measured"] = _measured_report(draws, prepared)
+    report["energy_accounting"] = _with_meter(ready, gpus, report.get("total"))
+    report["measured"] = _measured_report(draws, ready)
     report["top_groups_gpu"] = "as exported" if mode == AS_EXPORTED else the_plan.rows[0].gpu
     report["top_groups"] = [
         {"group": t["group"], "jobs": t["jobs"], "workload": t["workload"], "default_mwh": t["default_j"] / J_PER_KWH / KWH_PER_MWH,

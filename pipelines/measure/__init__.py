@@ -8,7 +8,7 @@ on machines without either.
 - ``monitor``: named measurement windows over GPUs (energy counter, else polled power).
 - ``polling``: the background power sampler and its trapezoid integral.
 - ``counters``: deltas of wrapping / resetting energy counters (shared by NVML and RAPL).
-- ``power_limit``: set a GPU power limit for a block and restore the previous one.
+- ``power_limit_scope``: set a GPU power limit for a block and restore the previous one.
 - ``rapl``: CPU package energy from /sys/class/powercap.
 - ``workloads``, ``networks``, ``harness``, ``cli``: the profiling harness (``python -m pipelines measure``).
 - ``zeus_json``: a measured profile as the JSON Zeus's GlobalPowerLimitOptimizer loads (``profile_path``).

@@ -28,7 +28,7 @@ from typing import Literal
 from pipelines.measure.counters import counter_delta
 from pipelines.measure.nvml import Handle, NvmlBackend, NvmlNotSupported, NvmlUnavailable, PynvmlBackend
 from pipelines.measure.polling import PowerPoller
-from pipelines.measure.power_limit import power_limit
+from pipelines.measure.power_limit_scope import power_limit
 
 Method = Literal["counter", "polling"]
 MethodChoice = Literal["auto", "counter", "polling"]

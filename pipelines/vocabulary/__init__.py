@@ -2,8 +2,8 @@
 
 A leaf package: it imports nothing of the package outside it, so the contracts, the simulator, the
 figures, the command line and the Dagster partitions all read their closed sets of names from here.
-Its modules: ``idle`` (the cited idle readings behind the GPUs' idle draws) and ``units`` (the unit
-factors).
+Its modules: ``idle`` (the cited idle readings behind the GPUs' idle draws), ``units`` (the unit
+factors) and ``ranges`` (a number's range and the wording of a value outside it).
 
 * ``Job``: a recurring training job, shaped like the published ``zeus._legacy.job.Job``
   (dataset, network, optimizer, target metric, epoch budget, default batch size b0 and learning
@@ -18,10 +18,12 @@ factors).
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Literal
 
 from pipelines.vocabulary.idle import idle_source, median_idle_w
+from pipelines.vocabulary.ranges import Range
 
 # --------------------------------------------------------------------------------------------
 # Policies
@@ -43,6 +45,11 @@ REPLAYED_POLICIES: tuple[PolicyName, ...] = ("zeus", "default", "grid-search")
 #: ``--beta-knob``, every replay and every figure that holds a knob fixed default to these.
 DEFAULT_ETA = 0.5
 DEFAULT_BETA = 2.0
+#: Their ranges and their help, as every command's ``--eta-knob`` and ``--beta-knob`` give them.
+ETA_RANGE = Range(0.0, 1.0)
+BETA_RANGE = Range(1.0, math.inf, inf_ok=True)
+ETA_HELP = "Energy weight of Zeus's cost, in [0, 1]."
+BETA_HELP = "Early stopping at beta x the minimum cost, >= 1 (inf: never)."
 
 # --------------------------------------------------------------------------------------------
 # Workloads

@@ -27,7 +27,8 @@ Public API:
   (``WorkloadTable``: batch sizes, per batch size the power limits, per-epoch time and energy,
   JIT-profiling numbers and the runs' target epochs in trace order).
 * ``single.simulate_single``: one job recurring back to back (``simulate_one_job``);
-  ``num_recurrence`` defaults to 2 x |B| x |P|. Returns ``JobRun(job, bs, pl, energy J, time s, reached)``.
+  ``num_recurrence`` defaults to 2 x |B| x |P|. Returns ``JobRun(job, bs, pl, energy J, time s, reached)``; a run's
+  trace-driven outcome is ``job_runs.RunSampler``'s.
 * ``groups.replay_groups``: recurring-job groups of a cluster trace (``simulate_one_alibaba_group``):
   input columns group, start_time, end_time, dataset, runtime_ratio; one row per reported run with
   group, job (trace job index in its group), start_time, end_time, bs, pl, energy, time, reached.

@@ -41,7 +41,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 import numpy as np
 import polars as pl
@@ -295,8 +295,12 @@ def _uint32_words(value: int) -> list[int]:
     return words
 
 
-#: One replay's knobs: (eta, beta, seed knob or None for the artifact's seeding).
-Knobs = tuple[float, float, int | None]
+class Knobs(NamedTuple):
+    """One replay's knobs: Zeus's ``eta`` and ``beta``, and its ``seed`` knob (None: the artifact's seeding)."""
+
+    eta: float
+    beta: float
+    seed: int | None
 
 
 def _tables(datasets: list[str], tables: dict[str, WorkloadTable]) -> Any:
@@ -339,14 +343,14 @@ def _policy(datasets: list[str], tables: dict[str, WorkloadTable], policy: Polic
     nb = max(len(t.batch_sizes) for t in ordered)
     setup_failed, jit_pl = np.zeros((ns, n), np.bool_), np.zeros((ns, n, nb), np.int64)
     fixed_bs, fixed_pl = np.full((ns, n), -1, np.int64), np.full((ns, n), -1, np.int64)
-    words = [_uint32_words(seed) if seed is not None else [] for _, _, seed in knobs]
+    words = [_uint32_words(k.seed) if k.seed is not None else [] for k in knobs]
     knob_words = np.zeros((ns, max(1, *(len(w) for w in words))), np.uint64)
     for s, w in enumerate(words):
         knob_words[s, : len(w)] = w
     grid: list[tuple[int, int]] = []
     grid_offset = np.zeros(n + 1, np.int64)
     by_eta: dict[float, int] = {}  # the first state of each eta: what is packed per eta is the same for the others
-    for s, (eta, _, _) in enumerate(knobs):
+    for s, eta in enumerate(k.eta for k in knobs):
         if eta in by_eta:
             first = by_eta[eta]
             setup_failed[s], jit_pl[s], fixed_bs[s], fixed_pl[s] = setup_failed[first], jit_pl[first], fixed_bs[first], fixed_pl[first]
@@ -372,7 +376,7 @@ def _policy(datasets: list[str], tables: dict[str, WorkloadTable], policy: Polic
     return kern.PolicyArrays(
         kind=kind, max_power=float(ordered[0].max_power), grid_offset=grid_offset,
         grid_bs=np.array([bs for bs, _ in grid], np.int64), grid_pl=np.array([limit for _, limit in grid], np.int64),
-        eta=np.array([float(eta) for eta, _, _ in knobs]), beta=np.array([float(beta) if policy == "zeus" else math.inf for _, beta, _ in knobs]),
+        eta=np.array([float(k.eta) for k in knobs]), beta=np.array([float(k.beta) if policy == "zeus" else math.inf for k in knobs]),
         knob_words=knob_words, knob_len=np.array([len(w) for w in words], np.int64),
         setup_failed=setup_failed, jit_pl=jit_pl, fixed_bs=fixed_bs, fixed_pl=fixed_pl,
     )  # fmt: skip
@@ -407,7 +411,7 @@ def replay(
     kern = kernels()
     if seed is not None:
         group_seed(arrays.names[0], seed)  # the reference's check of the knob (ValueError when negative)
-    tab, pol = _tables(arrays.datasets, tables), _policy(arrays.datasets, tables, policy, [(eta, beta, seed)])
+    tab, pol = _tables(arrays.datasets, tables), _policy(arrays.datasets, tables, policy, [Knobs(eta, beta, seed)])
     jobs = _jobs(arrays)
     n_groups = len(arrays.names)
     chunks = _chunks(arrays.bounds, _PROGRESS_CHUNK_JOBS) if progress else [(0, n_groups)]
@@ -487,9 +491,9 @@ def replay_totals(arrays: GroupArrays, tables: dict[str, WorkloadTable], weight:
     ``_TOTALS_TRIES`` passes): the caller replays it alone, which sums it as the single replay does.
     """
     kern = kernels()
-    for _, _, seed in knobs:
-        if seed is not None:
-            group_seed(arrays.names[0], seed)  # the reference's check of the knob (ValueError when negative)
+    for k in knobs:
+        if k.seed is not None:
+            group_seed(arrays.names[0], k.seed)  # the reference's check of the knob (ValueError when negative)
     tab, jobs = _tables(arrays.datasets, tables), _jobs(arrays, weight)
     _, history_capacity = _capacities(arrays.bounds, 0, len(arrays.names))
     out: list[Totals] = [None] * len(knobs)

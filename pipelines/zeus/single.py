@@ -15,8 +15,8 @@ import polars as pl
 from pipelines.vocabulary import DEFAULT_BETA, DEFAULT_ETA, PolicyName
 from pipelines.zeus.cost import zeus_cost
 from pipelines.zeus.errors import SimulationError
+from pipelines.zeus.job_runs import JobRun, RunSampler
 from pipelines.zeus.policies import make_policy
-from pipelines.zeus.runs import JobRun, RunSampler
 from pipelines.zeus.traces import WorkloadTable
 
 

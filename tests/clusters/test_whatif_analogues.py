@@ -43,9 +43,9 @@ def job_log(path: Path, util: float | None, jobs: int = 8, hours: float = 10.0) 
 def sample_watts(path: Path, traces: Traces) -> list[float]:
     """Each sample's modelled Default draw (W per GPU, = kWh per GPU-hour x 1000) of the log's jobs, all on the V100."""
     result = tracefiles.read_trace(path, "lab", "csv", "UTC", source_file=path.name)
-    prepared = whatif.prepare(result, profiles_of(traces), whatif.Options(samples=SAMPLES))
-    draws = run_draws(prepared.plan, traces, SAMPLES, 0, SerialRunner())
-    return [d["rows"]["v100"]["default_j"] / (prepared.gpu_hours * 3600) for d in draws]
+    ready = whatif.replayable(result, profiles_of(traces), whatif.Options(samples=SAMPLES))
+    draws = run_draws(ready.plan, traces, SAMPLES, 0, SerialRunner())
+    return [d["rows"]["v100"]["default_j"] / (ready.gpu_hours * 3600) for d in draws]
 
 
 def v100_draw_at_max_limit(mirror: Path, dataset: str, batch_size: int) -> float:

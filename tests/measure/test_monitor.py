@@ -14,7 +14,7 @@ from pipelines.measure.counters import CounterDelta, counter_delta
 from pipelines.measure.monitor import EnergyMonitor, ShortWindowWarning, probe_gpus
 from pipelines.measure.nvml import NvmlNoPermission, NvmlNotSupported, NvmlUnavailable
 from pipelines.measure.polling import trapezoid_energy_j
-from pipelines.measure.power_limit import power_limit
+from pipelines.measure.power_limit_scope import power_limit
 from pipelines.measure.rapl import RaplMeter, open_rapl, package_power_limit_w, probe_rapl
 from tests.support.measure_fakes import FakeClock, FakeGpu, FakeMig, FakeNvml, rapl_zone
 

@@ -329,7 +329,7 @@ def test_a_batch_of_replays_side_by_side_is_each_replay_alone(traces: Traces, cl
     # cluster10 and testbed, and two groups that prune every batch size on a40 at beta 1.5 (eta 0.3; ElasticFlow's at 0.9 too)
     failing = ["cluster03/1gpu/2^12s", "cluster02/vgg16/bs256/1gpu"]
     jobs = cluster_jobs.filter(pl.col("cluster").is_in(["cluster10", "testbed"]) | pl.col("group").is_in(failing))
-    knobs = [(eta, beta, seed) for eta in (0.0, 0.3, 0.9, 1.0) for beta in (1.5, 5.0) for seed in (None, 2)]
+    knobs = [fast.Knobs(eta, beta, seed) for eta in (0.0, 0.3, 0.9, 1.0) for beta in (1.5, 5.0) for seed in (None, 2)]
     for trace, policy in (("itp", "zeus"), ("elasticflow", "zeus"), ("itp", "grid-search"), ("elasticflow", "default")):
         rows = jobs.filter(pl.col("trace") == trace)
         got = [_comparable(t) for t in simulate.trace_totals_batch(rows, traces, "a40", policy, knobs)]
@@ -351,7 +351,7 @@ def test_states_that_outgrow_the_rewards_buffer_go_again_together(traces: Traces
     that did (not set aside for a replay alone): the same totals as each replay alone, and one more kernel pass per
     doubling, over those states only."""
     jobs = cluster_jobs.filter((pl.col("trace") == "itp") & pl.col("cluster").is_in(["cluster10", "testbed"]))
-    knobs = [(eta, 2.0, seed) for eta in (0.2, 0.8) for seed in (1, 2)]
+    knobs = [fast.Knobs(eta, 2.0, seed) for eta in (0.2, 0.8) for seed in (1, 2)]
     alone = [simulate.trace_totals(jobs, traces, "v100", "zeus", eta=eta, beta=beta, seed=seed) for eta, beta, seed in knobs]
     states: list[int] = []
     kernel = fast.kernels().replay_groups_kernel

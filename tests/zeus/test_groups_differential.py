@@ -90,7 +90,7 @@ def test_a_batch_of_knobs_in_one_pass_sums_the_published_runs(published_small, t
     zeus==0.16.0: per state, the published runs' count and their energy and time summed by ``math.fsum``."""
     groups = group_frame(small_groups)
     arrays = fast.group_arrays(groups)
-    knobs = [(0.5, 2.0, None), (1.0, 1.5, None)]
+    knobs = [fast.Knobs(0.5, 2.0, None), fast.Knobs(1.0, 1.5, None)]
     got = fast.replay_totals(arrays, workload_tables(groups, traces, gpu), np.ones(groups.height), "zeus", knobs)
     for (eta, beta, _), totals in zip(knobs, got, strict=True):
         runs = published_small(gpu, eta, beta)

@@ -10,7 +10,7 @@ import polars as pl
 
 from pipelines.clusters import whatif
 from pipelines.clusters.profiles import Profiles, profiles_of
-from pipelines.clusters.whatif import DEFAULT_SAMPLES
+from pipelines.clusters.whatif_knobs import DEFAULTS
 from pipelines.contracts.base import empty
 from pipelines.contracts.owncluster import OwnClusterSummary
 from pipelines.defs.own_clusters.assets import FOLLOW_ALL_TRACES
@@ -43,7 +43,7 @@ def replayable(own_cluster_traces: pl.DataFrame, own_cluster_jobs: pl.DataFrame,
 
 
 #: Draws behind the summaries' medians and intervals (whatif's default), and their base seed.
-SUMMARY_SAMPLES = DEFAULT_SAMPLES
+SUMMARY_SAMPLES: int = DEFAULTS["samples"]
 SUMMARY_SEED = 0
 
 
