@@ -62,12 +62,14 @@ __all__ = [
     "TableSpec",
     "check_header",
     "count_records",
+    "cut_raw",
     "empty_quarantine",
     "empty_table",
     "ingest_bytes",
     "ingest_files",
     "quarantine_frame",
     "raw_text",
+    "raw_texts",
     "validate_rows",
 ]
 
@@ -180,10 +182,23 @@ def empty_table(spec: TableSpec) -> pl.DataFrame:
 
 def raw_text(line: bytes) -> str:
     """A source line as stored in ``quarantine.raw``: bytes that are not UTF-8 as ``\\xNN``, cut to ``MAX_RAW_CHARS``."""
-    text = line.removesuffix(b"\r").decode("utf-8", "backslashreplace")
+    return cut_raw(line.removesuffix(b"\r").decode("utf-8", "backslashreplace"), len(line))
+
+
+def cut_raw(text: str, size: int) -> str:
+    """A line's ``text`` as stored in ``quarantine.raw``: cut to ``MAX_RAW_CHARS``, with its ``size`` in bytes, when longer."""
     if len(text) <= MAX_RAW_CHARS:
         return text
-    return f"{text[:MAX_RAW_CHARS]}… (cut: the line has {len(line):,} bytes)"
+    return f"{text[:MAX_RAW_CHARS]}… (cut: the line has {size:,} bytes)"
+
+
+def raw_texts(texts: pl.Series) -> pl.Series:
+    """``cut_raw`` of each line's text (its size: the text's UTF-8 bytes); only the (rare) long ones are touched."""
+    long = texts.str.len_chars() > MAX_RAW_CHARS
+    if not long.any():
+        return texts
+    at = long.arg_true()
+    return texts.scatter(at, [cut_raw(t, len(t.encode())) for t in texts.gather(at).to_list()])
 
 
 def quarantine_frame(

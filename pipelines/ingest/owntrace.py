@@ -42,6 +42,7 @@ Rules common to both formats (the docs' page "Your own cluster" lists them all):
 from __future__ import annotations
 
 import contextlib
+import csv
 import hashlib
 import io
 import os
@@ -56,10 +57,11 @@ import numpy as np
 import polars as pl
 
 from pipelines.contracts.base import polars_schema, split_valid
-from pipelines.contracts.limits import EARLIEST_RECORD_S, FUTURE_SLACK_S, MAX_JOB_S
+from pipelines.contracts.limits import EARLIEST_RECORD_S, FUTURE_SLACK_S, MAX_JOB_S, MAX_NAME_CHARS
 from pipelines.contracts.owncluster import OwnClusterJobs, OwnClusterTraces
-from pipelines.ingest.common import LINE, IngestError, empty_quarantine, quarantine_frame
+from pipelines.ingest.common import LINE, IngestError, cut_raw, empty_quarantine, quarantine_frame, raw_texts
 from pipelines.ingest.compressed import COMPRESSED_SUFFIXES, MAGIC, MAX_DECOMPRESSED_BYTES
+from pipelines.ingest.records import split_fields
 from pipelines.vocabulary.units import S_PER_DAY, US_PER_S
 
 TABLE = "own_cluster_jobs"
@@ -73,11 +75,17 @@ class ReadLimits:
     900 MB line 12.9 GB (issue 39). ``rows``: lines of the file (header included); ``line_bytes``:
     bytes of one line; ``decompressed_bytes``: bytes a compressed file may expand to. Each has a flag
     in ``whatif`` and ``clusters add`` (``--max-rows``, ``--max-line-bytes``, ``--max-bytes``).
+
+    ``field_bytes``: bytes of one field. A data line with a longer field is quarantined as it is read, before
+    polars sees it (``Source.bound_fields``), and a header with one is refused: no text field of the table
+    is longer than 256 characters (``pipelines.contracts.limits``), and 1,401 lines of a 900 kB JobName
+    each, every line under ``line_bytes``, peaked at 8.5 GB when they reached the parse (issue 54).
     """
 
     rows: int = 5_000_000
     line_bytes: int = 1 << 20
     decompressed_bytes: int = MAX_DECOMPRESSED_BYTES
+    field_bytes: int = 1 << 16
 
     def check_rows(self, name: str, lines: int) -> None:
         if lines > self.rows:
@@ -196,6 +204,9 @@ class Block:
     data: bytes
     first_line: int
     lines: int
+    #: Lines quarantined as they were read (a field over ``ReadLimits.field_bytes``): emptied in ``data``, and left out
+    #: by ``block_lines``; their quarantine rows are ``Source.withheld``'s.
+    withheld: tuple[int, ...] = ()
 
 
 #: Told after each block a reader parses: (bytes read so far, bytes of the file); for a progress bar on a terminal.
@@ -219,6 +230,8 @@ class Source:
         self.lines = 0
         self.size = 0
         self._stat = self._identity()
+        self._fields: _FieldBound | None = None
+        self._withheld: list[tuple[int, str, str, str]] = []  # (line, raw, column, reason) of lines withheld by the field bound
 
     def _identity(self) -> tuple[int, int] | None:
         """(size, modification time in ns) of the file; None for bytes or a file that is gone."""
@@ -327,8 +340,49 @@ class Source:
         except OSError as exc:
             raise IngestError(self.name, f"unreadable file: {exc}") from exc
 
+    def bound_fields(self, separator: str, names: Sequence[str], *, quote_char: str | None = None, header_lines: int = 1) -> None:
+        """Check every line's fields against ``ReadLimits.field_bytes`` as ``blocks`` reads it: a data line with a longer field
+        is withheld (``Block.withheld``; its quarantine row names the field's column from ``names``, the header's, and keeps
+        the line cut to ``MAX_RAW_CHARS``), and a header line with one is an ``IngestError``.
+
+        Fields are split on ``separator``; a line that holds ``quote_char`` is split as CSV (a quoted field may hold the
+        separator). Only lines longer than the bound are split, so a file of short lines costs nothing more.
+        """
+        self._fields = _FieldBound(separator, tuple(names), quote_char, header_lines)
+
+    def withheld(self) -> pl.DataFrame:
+        """The rejected rows (``_line``, ``_raw``, column, reason) of the lines ``blocks`` withheld so far."""
+        return pl.DataFrame(self._withheld, schema=empty_rejected().schema, orient="row")
+
+    def _withhold(self, data: bytes, first_line: int) -> tuple[bytes, tuple[int, ...]]:
+        """(``data`` with the lines that hold a field over the bound emptied, their numbers); their rows go to ``_withheld``."""
+        assert self._fields is not None
+        bound = self.limits.field_bytes
+        breaks = np.flatnonzero(np.frombuffer(data, dtype=np.uint8) == ord("\n"))
+        starts, ends = np.concatenate(([0], breaks + 1)), np.append(breaks, len(data))
+        kept, withheld, at = [], [], 0
+        for i in np.flatnonzero(ends - starts > bound).tolist():
+            line, number = data[starts[i] : ends[i]], first_line + i
+            found = self._fields.longest(line)
+            if found is None or found[1] <= bound:
+                continue
+            column = self._fields.column(found[0], number)
+            if number <= self._fields.header_lines:
+                raise IngestError(self.name, f"a header field of {found[1]:,} bytes, more than {bound:,} (the bound on one field)",
+                                  line=number, column=column)
+            self._withheld.append((number, _raw(line), column,
+                                   f"{column}: {found[1]:,} bytes, more than {bound:,} (the bound on one field; the line is not parsed)"))
+            kept.append(data[at : starts[i]])
+            at = int(ends[i])
+            withheld.append(number)
+        if not withheld:
+            return data, ()
+        kept.append(data[at:])
+        return b"".join(kept), tuple(withheld)
+
     def blocks(self) -> Iterator[Block]:
-        """The file in blocks of whole lines (a last line without a newline is a line)."""
+        """The file in blocks of whole lines (a last line without a newline is a line); with ``bound_fields``, the lines
+        that hold a field over the bound emptied (``Block.withheld``)."""
         line = 1
         self.lines, self.size = 0, 0
         self._digest = hashlib.sha256() if self._want_digest else None
@@ -341,7 +395,10 @@ class Source:
             self.limits.check_rows(self.name, line - 1 + count)
             _, longest, at = _lines(block)
             self.limits.check_line(self.name, line + at, longest)
-            yield Block(block, line, count)
+            data, withheld = block, ()  # type: tuple[bytes, tuple[int, ...]]  # a block has none but with a bound on fields
+            if self._fields is not None and longest > self.limits.field_bytes:
+                data, withheld = self._withhold(block, line)
+            yield Block(data, line, count, withheld)
             line += count
             self.lines = line - 1
             if self.progress is not None:
@@ -390,8 +447,39 @@ class Source:
             if wanted:
                 split = block.data.split(b"\n")
                 for n in wanted:
-                    found[n] = split[n - block.first_line].decode("utf-8", "replace").removesuffix("\r")
+                    found[n] = _raw(split[n - block.first_line])
         return found
+
+
+@dataclass(frozen=True)
+class _FieldBound:
+    """How ``Source.bound_fields`` splits a line into fields, and names them."""
+
+    separator: str
+    names: tuple[str, ...]
+    quote_char: str | None
+    header_lines: int
+
+    def longest(self, line: bytes) -> tuple[int, int] | None:
+        """(index of the line's longest field, its bytes); None for a line without fields (never: a line has one)."""
+        text = line.removesuffix(b"\r").decode("utf-8", "surrogateescape")
+        try:
+            fields = split_fields(text, self.separator, self.quote_char)
+        except csv.Error:  # quoting that does not close: its fields as the separator cuts them (the parse quarantines it anyway)
+            fields = text.split(self.separator)
+        sizes = [len(f.encode("utf-8", "surrogateescape")) for f in fields]
+        return (int(np.argmax(sizes)), max(sizes)) if sizes else None
+
+    def column(self, index: int, number: int) -> str:
+        """The header's name of field ``index`` (from 0) of line ``number``; ``field N`` (from 1) in the header, past the
+        header's fields, or for a name that is empty or longer than ``MAX_NAME_CHARS`` (messages quote no long input)."""
+        name = self.names[index].strip() if index < len(self.names) and number > self.header_lines else ""
+        return name if 0 < len(name) <= MAX_NAME_CHARS else f"field {index + 1}"
+
+
+def _raw(line: bytes) -> str:
+    """A line's bytes as its quarantine row keeps them: ``\\r`` dropped, bytes that are not UTF-8 replaced, cut (``cut_raw``)."""
+    return cut_raw(line.decode("utf-8", "replace").removesuffix("\r"), len(line))
 
 
 def _lines(data: bytes) -> tuple[int, int, int]:
@@ -405,7 +493,8 @@ def _lines(data: bytes) -> tuple[int, int, int]:
 
 
 def block_lines(block: Block) -> pl.DataFrame:
-    """The block's lines: ``_line`` (number in the file), ``_text`` (without ``\\r\\n``), ``_utf8`` (valid UTF-8?).
+    """The block's lines but those withheld: ``_line`` (number in the file), ``_text`` (without ``\\r\\n``), ``_utf8``
+    (valid UTF-8?).
 
     Fast path: polars' CSV reader with a separator that does not occur, one field per line. A
     block with a ``\\r``, that separator or a byte that is not UTF-8 is split by string
@@ -435,11 +524,12 @@ def block_lines(block: Block) -> pl.DataFrame:
         text = text.str.strip_prefix(BOM)  # only the first line can start with it
     if text.len() != block.lines:
         raise IngestError("<block>", f"internal error: {text.len()} lines split from a block of {block.lines}", line=block.first_line)
-    return pl.DataFrame({
+    lines = pl.DataFrame({
         LINE: pl.int_range(block.first_line, block.first_line + block.lines, dtype=pl.Int64, eager=True),
         TEXT: text,
         "_utf8": valid if valid is not None else pl.repeat(True, block.lines, eager=True),
     })
+    return lines.filter(~pl.col(LINE).is_in(block.withheld)) if block.withheld else lines
 
 
 def _is_utf8(line: bytes) -> bool:
@@ -708,7 +798,8 @@ def finish(
         goods.append(pl.concat(pending, how="vertical").rechunk())
     good = (pl.concat(goods, how="vertical", rechunk=False) if goods
             else pl.DataFrame(schema={**{c: TABLE_SCHEMA[c] for c in kept}, LINE: pl.Int64()}))
-    bad = pl.concat([*(r.select(LINE, RAW, "column", "reason") for r in rejected), duplicates, *faileds], how="vertical").sort(LINE)
+    bad = pl.concat([*(r.select(LINE, RAW, "column", "reason") for r in rejected), source.withheld(), duplicates, *faileds],
+                    how="vertical").sort(LINE)
     missing = bad.filter(pl.col(RAW).is_null())[LINE]
     if missing.len():
         text = source.lines_at(set(missing.to_list()))
@@ -755,7 +846,8 @@ def empty_rejected() -> pl.DataFrame:
 
 def rejected_lines(lines: pl.DataFrame, mask: pl.Expr, column: str | None, reason: pl.Expr) -> pl.DataFrame:
     """Whole lines (``_line``, ``_text``) where ``mask`` holds, as rejected rows with ``reason``."""
-    return lines.filter(mask).select(LINE, pl.col(TEXT).alias(RAW), pl.lit(column, pl.String).alias("column"), reason.alias("reason"))
+    rejected = lines.filter(mask).select(LINE, pl.col(TEXT).alias(RAW), pl.lit(column, pl.String).alias("column"), reason.alias("reason"))
+    return rejected.with_columns(raw_texts(rejected[RAW]))
 
 
 def csv_rows(text: pl.Series) -> list[list[str] | str]:

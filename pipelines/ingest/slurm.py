@@ -145,6 +145,7 @@ class Layout:
                    f"given to sacct --format; else export with: {EXPORT_COMMAND}") if header_given and not self.index else \
                 f"export with: {EXPORT_COMMAND}"
             raise IngestError(name, f"missing column ({where} has {shown}); {fix}", line=1 if header_given else None, column=missing[0])
+        self.names = list(names)
         self.fields = len(names)
         self.trailing = trailing
         self.delimiter = delimiter
@@ -297,13 +298,13 @@ def _fast_block(block: Block, layout: Layout, skip: int) -> tuple[pl.DataFrame, 
     raises on a line with too many fields or a byte that is not UTF-8; a line with too few cannot
     be told from one with empty fields, so the block's delimiters are counted: every line has at
     most the right number, so a total of exactly lines x separators means every line has exactly
-    that. Anything else (a blank line included) returns None, and ``_split_block`` finds and
+    that. Anything else (a blank line, a withheld line included) returns None, and ``_split_block`` finds and
     quarantines the lines at fault. The reader takes a one-byte delimiter only: a file with
     another (``--delimiter=☃``) takes the block path. ``skip``: the block's first line is the header.
     """
     delimiter = layout.delimiter.encode()
     data_lines = block.lines - skip
-    if len(delimiter) != 1 or data_lines <= 0:
+    if len(delimiter) != 1 or data_lines <= 0 or block.withheld:
         return None
     if int(np.count_nonzero(np.frombuffer(block.data, dtype=np.uint8) == delimiter[0])) != block.lines * layout.separators:
         return None
@@ -584,6 +585,7 @@ def _read(reader: Source, source_file: str, trace: str, timezone: str, fields: S
         raise IngestError(source_file, f"empty file: expected a sacct export with a header line (JobID{delimiter}...)")
     head = reader.head_lines()
     layout, header_lines = layout_of(head[0], source_file, fields, delimiter, head)
+    reader.bound_fields(delimiter, layout.names, header_lines=header_lines)
     # Block by block (CHUNK_BYTES of whole lines): only a block's text is held, never the file's; the typed rows are compact.
     typed_parts: list[pl.DataFrame] = []
     rejected, steps, usage_parts = [empty_rejected()], 0, []
