@@ -37,7 +37,7 @@ import polars as pl
 
 from pipelines.contracts import base
 from pipelines.contracts.clusters import ClusterWorkloadJobs
-from pipelines.ingest.owntrace import replayable
+from pipelines.ingest.own_cluster import replayable
 from pipelines.vocabulary import CLUSTER_TRACES, ZEUS_DATASETS
 from pipelines.vocabulary.units import duration_s, epoch_s
 

@@ -21,11 +21,11 @@ energy_j       no        energy the scheduler measured for the job (J); 0 or emp
 gpu_util_pct   no        the job's GPU utilisation over its GPUs (%)
 =============  ========  ==================================================================
 
-Times without an offset are read in the given time zone (``pipelines.ingest.owntrace`` has the
+Times without an offset are read in the given time zone (``pipelines.ingest.own_cluster`` has the
 DST rule); times with one are exact. Rows are quarantined for: a wrong number of fields, a time
 that does not parse, a GPU count that is not a whole number >= 0, an empty job id or state, end
 before start, an energy or utilisation that is not a number >= 0, a duplicate job id, and a value
-beyond the bounds of ``pipelines.ingest.owntrace`` (a GPU count above 100,000, too long to be a
+beyond the bounds of ``pipelines.ingest.own_cluster`` (a GPU count above 100,000, too long to be a
 64-bit integer included, a time before 2000 or in the future, a job longer than a year, a text
 longer than its limit).
 """
@@ -47,7 +47,7 @@ from pipelines.contracts.limits import (
     MAX_USER_CHARS,
 )
 from pipelines.ingest.common import LINE, IngestError, raw_texts
-from pipelines.ingest.owntrace import (
+from pipelines.ingest.own_cluster import (
     RAW,
     TEXT,
     Check,

@@ -16,7 +16,7 @@ holds another character the same number of times, the message names that charact
 option to pass; otherwise it is fixed-width output (sacct without ``--parsable*``, whose values
 are cut to the column width) and the message says how to export.
 
-Rules (each tested in tests/ingest/test_slurm.py), besides those of ``pipelines.ingest.owntrace``:
+Rules (each tested in tests/ingest/test_slurm.py), besides those of ``pipelines.ingest.own_cluster``:
 
 * a line with another number of fields than the header is quarantined;
 * a row whose JobID has a ``.`` is a step (``J.batch``, ``J.extern``, ``J.0``, ``J_7.batch``,
@@ -62,7 +62,7 @@ from pipelines.contracts.limits import (
     MAX_USER_CHARS,
 )
 from pipelines.ingest.common import LINE, IngestError
-from pipelines.ingest.owntrace import (
+from pipelines.ingest.own_cluster import (
     TEXT,
     Block,
     Check,

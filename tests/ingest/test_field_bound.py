@@ -11,7 +11,7 @@ import pytest
 
 from pipelines.ingest.common import IngestError
 from pipelines.ingest.joblog import read_joblog
-from pipelines.ingest.owntrace import ReadLimits
+from pipelines.ingest.own_cluster import ReadLimits
 from pipelines.ingest.slurm import read_sacct
 from tests.ingest.test_slurm import HEADER, row
 
