@@ -48,20 +48,12 @@ from pipelines.contracts.limits import (
 )
 from pipelines.ingest.common import LINE, IngestError, raw_texts
 from pipelines.ingest.own_cluster import (
-    RAW,
-    TEXT,
     Check,
     OwnTraceResult,
-    Progress,
-    ReadLimits,
-    Source,
     apply_checks,
     at_most,
-    block_lines,
-    check_header_text,
     check_timezone,
     csv_rows,
-    empty_rejected,
     energy_columns,
     finish,
     length_checks,
@@ -71,6 +63,16 @@ from pipelines.ingest.own_cluster import (
     time_bounds,
     unknown_time,
     utc_times,
+)
+from pipelines.ingest.text_reader import (
+    RAW,
+    TEXT,
+    Progress,
+    ReadLimits,
+    Source,
+    block_lines,
+    check_header_text,
+    empty_rejected,
 )
 from pipelines.vocabulary.units import US_PER_S
 

@@ -63,19 +63,11 @@ from pipelines.contracts.limits import (
 )
 from pipelines.ingest.common import LINE, IngestError
 from pipelines.ingest.own_cluster import (
-    TEXT,
-    Block,
     Check,
     OwnTraceResult,
-    Progress,
-    ReadLimits,
-    Source,
     apply_checks,
     at_most,
-    block_lines,
-    check_header_text,
     check_timezone,
-    empty_rejected,
     energy_columns,
     finish,
     length_checks,
@@ -85,6 +77,16 @@ from pipelines.ingest.own_cluster import (
     time_bounds,
     time_checks,
     utc_times,
+)
+from pipelines.ingest.text_reader import (
+    TEXT,
+    Block,
+    Progress,
+    ReadLimits,
+    Source,
+    block_lines,
+    check_header_text,
+    empty_rejected,
 )
 
 #: Every field the reader uses, as sacct names them, and whether the file must have it.

@@ -11,8 +11,8 @@ import pytest
 
 from pipelines.ingest.common import IngestError
 from pipelines.ingest.joblog import read_joblog
-from pipelines.ingest.own_cluster import ReadLimits
 from pipelines.ingest.slurm import read_sacct
+from pipelines.ingest.text_reader import ReadLimits
 from tests.ingest.test_slurm import HEADER, row
 
 BOUND = 65_536  # ReadLimits' default, written out: the docs state it

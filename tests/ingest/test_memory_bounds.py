@@ -24,7 +24,7 @@ import sys
 from pathlib import Path
 from pipelines.ingest.common import IngestError
 from pipelines.ingest.compressed import decompressed_chunks
-from pipelines.ingest.own_cluster import ReadLimits, Source
+from pipelines.ingest.text_reader import ReadLimits, Source
 from pipelines.ingest.slurm import read_sacct
 
 what, path, n = sys.argv[1], Path(sys.argv[2]), int(sys.argv[3])

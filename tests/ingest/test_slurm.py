@@ -19,8 +19,9 @@ from pipelines.contracts.base import validate
 from pipelines.contracts.owncluster import OwnClusterJobs, OwnClusterTraces
 from pipelines.ingest import own_cluster, slurm
 from pipelines.ingest.common import IngestError
-from pipelines.ingest.own_cluster import OwnTraceResult, Source
+from pipelines.ingest.own_cluster import OwnTraceResult
 from pipelines.ingest.slurm import parse_fields, read_sacct
+from pipelines.ingest.text_reader import Source
 from tests.support.sacct_export import write_export
 
 FIELDS = ("JobID", "JobIDRaw", "JobName", "User", "Account", "Partition", "Submit", "Start", "End", "Elapsed", "State", "ExitCode",
