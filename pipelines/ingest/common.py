@@ -6,7 +6,8 @@ header is line 1; a quoted field may not span lines). The pipeline for one file:
 
 1. check the header: a missing or renamed column raises ``IngestError`` naming file, column, line 1;
    a header that is not UTF-8 raises too (nothing can be read without it). A UTF-8 byte-order mark is dropped;
-2. count the records from the bytes alone (``count_records``);
+2. count the records from the bytes alone (``count_records``), within the reader engine's bounds on lines per file
+   and bytes of one line, the header's included (``pipelines.ingest.text_reader.within_limits``: one ``IngestError`` line);
 3. structure: when the bytes prove every record well-formed (no quote character, the separator count
    of a full grid) one typed polars read does everything, and must return one row per record
    (the fast path). Otherwise each line is checked on its own: a blank line, bytes that are not
@@ -386,8 +387,10 @@ class _ParsedFile:
 
 def _parse_file(data: bytes, spec: TableSpec, source_file: str, extras: Mapping[str, object] | None) -> _ParsedFile | IngestResult:
     """Steps 1-5 of the module docstring for one file; an empty file is returned as its finished ``IngestResult``."""
+    from pipelines.ingest.text_reader import within_limits  # the engine imports this module: imported here, not above
+
     dtypes = spec.dtypes()
-    data = data.removeprefix(codecs.BOM_UTF8)
+    data = within_limits(data, source_file).removeprefix(codecs.BOM_UTF8)
     if not data[:4096].strip() and not data.strip():  # the full strip (a copy) only for a blank-looking start
         return _empty_file(spec, source_file, "empty file: no header, no rows")
     header = check_header(data, name=source_file, expected=list(spec.columns), separator=spec.separator, quote_char=spec.quote_char)

@@ -90,6 +90,14 @@ def check_header_text(head: str, name: str, expected: str) -> None:
 _COMPRESSED_STARTS = {magic.decode("utf-8", "replace"): kind for magic, kind in MAGIC.items()}
 
 
+def within_limits(data: bytes, name: str, limits: ReadLimits | None = None) -> bytes:
+    """``data``, a whole small table already in memory (a public trace, a measured profile), once the engine has read it
+    under ``limits``' bounds on lines and on one line's bytes (the header's included); else that bound's ``IngestError``."""
+    for _ in Source(data, name, digest=False, limits=limits).blocks():
+        pass
+    return data
+
+
 # ---------------------------------------------------------------------------------------------
 # bytes -> lines
 
