@@ -33,6 +33,7 @@ import polars as pl
 
 from pipelines.contracts.base import polars_schema, split_valid
 from pipelines.contracts.measure import PowerLimitProfiles
+from pipelines.ingest.bounded_json import check_json_depth
 from pipelines.ingest.common import IngestError, IngestResult, TableSpec, empty_quarantine, empty_table, quarantine_frame, raw_text
 from pipelines.ingest.compressed import read_bounded
 from pipelines.ingest.zeus import MAX_PROFILE_BYTES, is_zeus_log, measured_files, read_measured_file
@@ -169,11 +170,9 @@ def _json_elements(text: str, display: str) -> list[tuple[int, int, Any]]:
     """(start, end, value) of each element of the top-level ``measurements`` list, positions in ``text``."""
     decoder = json.JSONDecoder()
     try:
-        document = json.loads(text)
+        document = json.loads(check_json_depth(text, display))
     except json.JSONDecodeError as exc:
         raise IngestError(display, f"not JSON: {exc.msg}", line=exc.lineno) from None
-    except RecursionError:
-        raise IngestError(display, "not a Zeus profile: JSON nested deeper than Python's reader follows") from None
     if not isinstance(document, dict) or "measurements" not in document:
         raise IngestError(display, 'expected an object {"measurements": [...]} (Zeus\'s saved profile)', line=1, column="measurements")
     if not isinstance(document["measurements"], list):
