@@ -34,8 +34,9 @@ import polars as pl
 from pipelines.contracts.base import polars_schema, split_valid
 from pipelines.contracts.measure import PowerLimitProfiles
 from pipelines.ingest.bounded_json import check_json_depth
-from pipelines.ingest.common import IngestError, IngestResult, TableSpec, empty_quarantine, empty_table, quarantine_frame, raw_text
+from pipelines.ingest.common import IngestError, IngestResult, TableSpec, empty_quarantine
 from pipelines.ingest.compressed import read_bounded
+from pipelines.ingest.text_reader import refused_file
 from pipelines.ingest.zeus import MAX_PROFILE_BYTES, is_zeus_log, measured_files, read_measured_file
 from pipelines.ingest.zeus import ZEUS_LOG_COLUMNS as LOG_COLUMNS
 from pipelines.zeus.power_limit import Measurement
@@ -292,26 +293,18 @@ def profile_frame(profile: PowerLimitProfile, source: str) -> pl.DataFrame:
     }, schema=SPEC.dtypes())  # fmt: skip
 
 
-def _quarantined(path: Path, display: str, line: int | None, column: str | None, reason: str) -> IngestResult:
-    try:
-        lines = path.read_bytes().split(b"\n")
-    except OSError:  # the reason says it is unreadable
-        lines = [b""]
-    at = line if line is not None and 1 <= line <= len(lines) else 1
-    bad = quarantine_frame(SPEC.table, display, [at], column, reason, raw_text(lines[at - 1]))
-    return IngestResult(empty_table(SPEC), bad, lines_in=1, files=[display])
-
 
 def read_zeus_file(path: Path, display: str) -> IngestResult:
     """One Zeus file of raw/measured -> its rows, or (when it cannot serve as a profile) one quarantine row naming the line."""
     try:
         profile = read_zeus_json(path, display) if path.suffix.lower() == ".json" else read_zeus_log(path, display)
     except IngestError as exc:
-        return _quarantined(path, display, exc.line, exc.column, exc.message)
+        return refused_file(path, display, SPEC, exc)
     good, bad = split_valid(profile_frame(profile, path.name), PowerLimitProfiles)
     if bad.height:  # beyond a bound of the contract: the profile is used whole or not at all
         first = bad.row(0, named=True)
-        return _quarantined(path, display, profile.lines[0], first["column"], f"{first['reason']} (the file's profile is not used)")
+        return refused_file(path, display, SPEC, IngestError(display, f"{first['reason']} (the file's profile is not used)",
+                                                             line=profile.lines[0], column=first["column"]))
     return IngestResult(good, empty_quarantine(), lines_in=good.height, files=[display])
 
 

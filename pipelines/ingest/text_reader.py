@@ -23,8 +23,17 @@ import numpy as np
 import polars as pl
 
 from pipelines.contracts.limits import MAX_NAME_CHARS
-from pipelines.ingest.common import LINE, IngestError, cut_raw
-from pipelines.ingest.compressed import COMPRESSED_SUFFIXES, MAGIC, MAX_DECOMPRESSED_BYTES
+from pipelines.ingest.common import (
+    LINE,
+    IngestError,
+    IngestResult,
+    TableSpec,
+    cut_raw,
+    empty_table,
+    quarantine_frame,
+    raw_text,
+)
+from pipelines.ingest.compressed import COMPRESSED_SUFFIXES, MAGIC, MAX_DECOMPRESSED_BYTES, read_at_most
 from pipelines.ingest.records import line_count, split_fields, utf8_error
 
 #: Lines are read in blocks of about this many bytes (whole lines; a longer line makes its block longer).
@@ -96,6 +105,25 @@ def within_limits(data: bytes, name: str, limits: ReadLimits | None = None) -> b
     for _ in Source(data, name, digest=False, limits=limits).blocks():
         pass
     return data
+
+
+#: Bytes of a refused file read back for its quarantine row (``refused_file``): the raw line is kept when it starts in them.
+_REFUSED_HEAD = 1 << 20
+
+
+def refused_file(path: Path, display: str, spec: TableSpec, exc: IngestError) -> IngestResult:
+    """A file of a folder of inputs that cannot be read as ``spec``'s table at all (``exc``: a missing column, a bound) as
+    one quarantine row, so that the folder's other files are still read: the error's line (1 when it names none),
+    column and reason, and the raw line when it starts in the file's first MiB (a FIFO or device is not read again).
+    ``lines_in`` is 1: the file counts as one record, as an empty file does (``common``)."""
+    head = b""
+    if path.is_file():
+        with contextlib.suppress(IngestError):
+            head = read_at_most(path, _REFUSED_HEAD, name=display)
+    lines = head.split(b"\n")
+    at = exc.line if exc.line is not None and 1 <= exc.line <= len(lines) else 1
+    bad = quarantine_frame(spec.table, display, [at], exc.column, exc.message, raw_text(lines[at - 1]))
+    return IngestResult(empty_table(spec), bad, lines_in=1, files=[display])
 
 
 # ---------------------------------------------------------------------------------------------
