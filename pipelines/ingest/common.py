@@ -228,19 +228,6 @@ def _read_bytes(source: Path | bytes, name: str) -> bytes:
         raise IngestError(name, f"unreadable file: {exc}") from exc
 
 
-#: Most bytes of a small table's header (a grid or price series, a group table: some columns): a header of millions of
-#: columns held 7.3 GB for 83 s in polars before its error (issue 54).
-MAX_HEADER_BYTES = 64 << 10
-
-
-def check_header_length(data: bytes, name: str, limit: int = MAX_HEADER_BYTES) -> bytes:
-    """``data``, if its first line (the header) is at most ``limit`` bytes; else ``IngestError`` (line 1) naming the bound."""
-    end = data.find(b"\n", 0, limit + 1)
-    if end < 0 and len(data) > limit:
-        raise IngestError(name, f"a header longer than {limit:,} bytes (the bound on a header of this table)", line=1)
-    return data
-
-
 def check_header(data: bytes, *, name: str, expected: Sequence[str], separator: str = ",", quote_char: str | None = '"') -> list[str]:
     """The file's header fields; a missing or renamed expected column, or an unreadable header, raises ``IngestError`` (line 1)."""
     try:

@@ -63,15 +63,27 @@ class ReadLimits:
     line_bytes: int = 1 << 20
     decompressed_bytes: int = MAX_DECOMPRESSED_BYTES
     field_bytes: int = 1 << 16
+    #: Whether the command has the flags that raise the bounds (``whatif``, ``clusters add``): the messages name them.
+    flags: bool = True
 
     def check_rows(self, name: str, lines: int) -> None:
         if lines > self.rows:
-            raise IngestError(name, f"more than {self.rows:,} lines (the bound on rows per file; --max-rows raises it)")
+            raise IngestError(name, f"more than {self.rows:,} lines (the bound on rows per file{self._hint('--max-rows')})")
 
     def check_line(self, name: str, line: int, length: int) -> None:
         if length > self.line_bytes:
-            raise IngestError(name, f"a line longer than {self.line_bytes:,} bytes (the bound on one line; --max-line-bytes "
-                                    "raises it)", line=line)
+            raise IngestError(name, f"a line longer than {self.line_bytes:,} bytes (the bound on one line"
+                                    f"{self._hint('--max-line-bytes')})", line=line)
+
+    def _hint(self, flag: str) -> str:
+        return f"; {flag} raises it" if self.flags else ""
+
+
+#: The bounds on a table a command reads whole without flags to raise them (a public trace, a measured profile).
+TABLE_LIMITS = ReadLimits(flags=False)
+#: The bounds on a small table (a grid or price series, a group table): every line, the header's included, at most
+#: 64 KiB (a header of millions of columns held 7.3 GB for 83 s in polars before its error; issue 54).
+SMALL_TABLE_LIMITS = ReadLimits(line_bytes=64 << 10, flags=False)
 
 
 def empty_rejected() -> pl.DataFrame:
@@ -99,9 +111,9 @@ def check_header_text(head: str, name: str, expected: str) -> None:
 _COMPRESSED_STARTS = {magic.decode("utf-8", "replace"): kind for magic, kind in MAGIC.items()}
 
 
-def within_limits(data: bytes, name: str, limits: ReadLimits | None = None) -> bytes:
-    """``data``, a whole small table already in memory (a public trace, a measured profile), once the engine has read it
-    under ``limits``' bounds on lines and on one line's bytes (the header's included); else that bound's ``IngestError``."""
+def within_limits(data: bytes, name: str, limits: ReadLimits = TABLE_LIMITS) -> bytes:
+    """``data``, a whole table already in memory (a public trace, a measured profile, a series), once the engine has read
+    it under ``limits``' bounds on lines and on one line's bytes (the header's included); else that bound's ``IngestError``."""
     for _ in Source(data, name, digest=False, limits=limits).blocks():
         pass
     return data
