@@ -1,12 +1,15 @@
-"""The reader engine of the text tables a user gives (``sacct`` exports, job logs): bytes -> bounded blocks of lines.
+"""The reader engine of the text tables the package reads: bytes -> bounded blocks of lines.
 
 A file (or bytes) is read in blocks of whole lines (``CHUNK_BYTES``), so memory stays bounded for exports of millions
-of lines, with every bound of ``ReadLimits`` checked as the bytes arrive: lines per file, bytes of one line, bytes of
-one field (a line with a longer field is withheld before it is parsed), bytes a compressed file expands to. Lines are
-counted from the bytes (``line_count``: a last line without a line break is a line), independently of any parse; a line
-that is not UTF-8 is found by ``utf8_error``. The public traces' reader (``pipelines.ingest.records``) counts and checks
-with the same two functions. What a line means is the format's reader's (``pipelines.ingest.slurm``,
-``pipelines.ingest.joblog``); what every own-cluster reader shares after the split is ``pipelines.ingest.own_cluster``.
+of lines, with every bound of ``ReadLimits`` checked as the bytes arrive: lines per file, bytes of one line (the
+header's included), bytes of one field (a line with a longer field is withheld before it is parsed), bytes a compressed
+file expands to. Lines are counted by one rule (``records.line_count``: a last line without a line break is a line),
+independently of any parse, and a line that is not UTF-8 is found by one check (``records.utf8_error``).
+
+``sacct`` exports and job logs are parsed block by block (``pipelines.ingest.slurm``, ``pipelines.ingest.joblog``; what
+they share after the lines is ``pipelines.ingest.own_cluster``). A table read whole (a public trace, a measured
+profile: ``pipelines.ingest.common``; a grid or price series, a group table) is first read through the same blocks
+(``within_limits``); a file of a folder that cannot be read at all is one quarantine row (``refused_file``).
 """
 
 from __future__ import annotations
