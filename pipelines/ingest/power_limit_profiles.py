@@ -36,7 +36,7 @@ from pipelines.contracts.measure import PowerLimitProfiles
 from pipelines.ingest.bounded_json import check_json_depth
 from pipelines.ingest.common import IngestError, IngestResult, TableSpec, empty_quarantine
 from pipelines.ingest.compressed import read_bounded
-from pipelines.ingest.text_reader import refused_file
+from pipelines.ingest.text_reader import refused_file, within_limits
 from pipelines.ingest.zeus import MAX_PROFILE_BYTES, is_zeus_log, measured_files, read_measured_file
 from pipelines.ingest.zeus import ZEUS_LOG_COLUMNS as LOG_COLUMNS
 from pipelines.zeus.power_limit import Measurement
@@ -122,7 +122,7 @@ def _check_limits(found: list[tuple[int | None, int]], display: str, what: str) 
 def read_zeus_log(path: Path, display: str | None = None) -> PowerLimitProfile:
     """A ZeusMonitor log of GlobalPowerLimitOptimizer's profiling -> its profile (energy summed over the GPUs)."""
     display = display or str(path)
-    text = _text(_read(path, display), display)
+    text = _text(within_limits(_read(path, display), display), display)  # a CSV: lines within the engine's bounds
     try:
         rows = list(csv.reader(io.StringIO(text)))
     except csv.Error as exc:  # a field over the csv module's limit (128 kB), a NUL

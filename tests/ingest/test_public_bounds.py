@@ -10,6 +10,7 @@ import pytest
 
 from pipelines.ingest.common import IngestError, ingest_bytes
 from pipelines.ingest.grid import read_csv_text
+from pipelines.ingest.power_limit_profiles import read_zeus_log
 from pipelines.ingest.zeus import TRAIN_SPEC
 
 HEADER = b"dataset,network,batch_size,optimizer,learning_rate,run,target_metric,target_epoch"
@@ -48,3 +49,12 @@ def test_a_series_line_over_64_kib_is_one_line_naming_it(tmp_path: Path) -> None
     with pytest.raises(IngestError) as caught:
         read_csv_text(path)
     assert str(caught.value) == f"{path}:3: a line longer than 65,536 bytes (the bound on one line)"
+
+
+def test_a_zeusmonitor_log_s_line_over_one_mebibyte_is_one_line_naming_it(tmp_path: Path) -> None:
+    """A ZeusMonitor log (``power-limit``, ``--profiles``) is read through the same bounds before the csv module splits it."""
+    path = tmp_path / "log.csv"
+    path.write_bytes(b"start_time,window_name,elapsed_time,gpu0_energy\n1,\"" + b"x" * (1 << 20) + b"\",1,1\n")
+    with pytest.raises(IngestError) as caught:
+        read_zeus_log(path)
+    assert str(caught.value) == f"{path}:2: a line longer than 1,048,576 bytes (the bound on one line)"
