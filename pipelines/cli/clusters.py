@@ -25,8 +25,8 @@ from pipelines.cli.options import fail
 from pipelines.clusters import tracefiles
 from pipelines.home.paths import default_mirror, default_paths
 from pipelines.ingest.common import IngestError
-from pipelines.ingest.owntrace import ReadLimits
 from pipelines.ingest.slurm import DEFAULT_DELIMITER, check_delimiter, parse_fields
+from pipelines.ingest.text_reader import ReadLimits
 from pipelines.terminal import printable
 
 

@@ -18,7 +18,7 @@ from pipelines.cli.options import fail
 from pipelines.clusters.example_export import EXPORT_FILE, GPU_TYPES, compressed, generate_export
 from pipelines.home.outputs import OutputRefused, check_output, write_output
 from pipelines.home.paths import find_home
-from pipelines.ingest.owntrace import check_timezone
+from pipelines.ingest.own_cluster import check_timezone
 from pipelines.terminal import printable
 
 

@@ -40,9 +40,10 @@ from pipelines.ingest.common import IngestError
 from pipelines.ingest.grid import Rate
 from pipelines.ingest.grid_files import PriceUnit, implausible, parse_price_unit, read_grid, read_prices
 from pipelines.ingest.openei import Tariff, read_tariff
-from pipelines.ingest.owntrace import Progress, check_timezone
+from pipelines.ingest.own_cluster import check_timezone
 from pipelines.ingest.simulator_inputs import resolve_traces
 from pipelines.ingest.slurm import DEFAULT_DELIMITER, parse_fields
+from pipelines.ingest.text_reader import Progress
 from pipelines.report.text import render
 from pipelines.scaleout.background import Background, beside
 from pipelines.scaleout.schedulers import LOCAL, connect, resolve_scheduler
@@ -274,7 +275,7 @@ def _figure_stack() -> None:
 
 def _read_bar(enabled: bool) -> Progress | None:
     """A progress bar of the bytes read (stderr; ``--progress``, by default when stderr is a terminal), told after each block
-    the reader parses (``pipelines.ingest.owntrace.Source``); None: no bar."""
+    the reader parses (``pipelines.ingest.own_cluster.Source``); None: no bar."""
     if not enabled:
         return None
     from tqdm import tqdm

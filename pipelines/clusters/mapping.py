@@ -37,7 +37,7 @@ import polars as pl
 
 from pipelines.contracts import base
 from pipelines.contracts.clusters import ClusterWorkloadJobs
-from pipelines.ingest.owntrace import replayable
+from pipelines.ingest.own_cluster import replayable
 from pipelines.vocabulary import CLUSTER_TRACES, ZEUS_DATASETS
 from pipelines.vocabulary.units import duration_s, epoch_s
 
@@ -162,7 +162,7 @@ def map_acme(jobs: pl.DataFrame, workload_order: Sequence[str]) -> pl.DataFrame:
 
 
 def own_replay_candidates(jobs: pl.DataFrame) -> pl.DataFrame:
-    """The rows of ``own_cluster_jobs`` the replay uses (``pipelines.ingest.owntrace.replayable``): the same rule as the
+    """The rows of ``own_cluster_jobs`` the replay uses (``pipelines.ingest.own_cluster.replayable``): the same rule as the
     reader's count of completed GPU allocations."""
     return jobs.filter(replayable())
 

@@ -51,7 +51,8 @@ from pipelines.contracts.registry import quarantine_key
 from pipelines.home.storage import atomic_path
 from pipelines.ingest import joblog, slurm
 from pipelines.ingest.compressed import COMPRESSED_SUFFIXES, plain_file, uncompressed_name
-from pipelines.ingest.owntrace import OwnTraceResult, Progress, ReadLimits, check_timezone
+from pipelines.ingest.own_cluster import OwnTraceResult, check_timezone
+from pipelines.ingest.text_reader import Progress, ReadLimits
 from pipelines.sources.fetch import sha256_of
 from pipelines.vocabulary import CLUSTER_TRACES, TRACE_NAME_REGEX
 

@@ -41,7 +41,7 @@ from pipelines.contracts.owncluster import SUMMARY_FIGURES, OwnClusterSummary
 from pipelines.ingest.common import empty_quarantine
 from pipelines.ingest.compressed import uncompressed_name
 from pipelines.ingest.grid import Rate
-from pipelines.ingest.owntrace import OwnTraceResult, TraceCounts
+from pipelines.ingest.own_cluster import OwnTraceResult, TraceCounts
 from pipelines.scaleout.runners import Runner, SerialRunner
 from pipelines.vocabulary import GPU_BY_NAME, ZEUS_DATASETS
 from pipelines.vocabulary.units import J_PER_KWH, KWH_PER_MWH, S_PER_DAY, S_PER_H, duration_s

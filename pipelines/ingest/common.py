@@ -6,7 +6,8 @@ header is line 1; a quoted field may not span lines). The pipeline for one file:
 
 1. check the header: a missing or renamed column raises ``IngestError`` naming file, column, line 1;
    a header that is not UTF-8 raises too (nothing can be read without it). A UTF-8 byte-order mark is dropped;
-2. count the records from the bytes alone (``count_records``);
+2. count the records from the bytes alone (``count_records``), within the reader engine's bounds on lines per file
+   and bytes of one line, the header's included (``pipelines.ingest.text_reader.within_limits``: one ``IngestError`` line);
 3. structure: when the bytes prove every record well-formed (no quote character, the separator count
    of a full grid) one typed polars read does everything, and must return one row per record
    (the fast path). Otherwise each line is checked on its own: a blank line, bytes that are not
@@ -62,12 +63,14 @@ __all__ = [
     "TableSpec",
     "check_header",
     "count_records",
+    "cut_raw",
     "empty_quarantine",
     "empty_table",
     "ingest_bytes",
     "ingest_files",
     "quarantine_frame",
     "raw_text",
+    "raw_texts",
     "validate_rows",
 ]
 
@@ -180,10 +183,23 @@ def empty_table(spec: TableSpec) -> pl.DataFrame:
 
 def raw_text(line: bytes) -> str:
     """A source line as stored in ``quarantine.raw``: bytes that are not UTF-8 as ``\\xNN``, cut to ``MAX_RAW_CHARS``."""
-    text = line.removesuffix(b"\r").decode("utf-8", "backslashreplace")
+    return cut_raw(line.removesuffix(b"\r").decode("utf-8", "backslashreplace"), len(line))
+
+
+def cut_raw(text: str, size: int) -> str:
+    """A line's ``text`` as stored in ``quarantine.raw``: cut to ``MAX_RAW_CHARS``, with its ``size`` in bytes, when longer."""
     if len(text) <= MAX_RAW_CHARS:
         return text
-    return f"{text[:MAX_RAW_CHARS]}… (cut: the line has {len(line):,} bytes)"
+    return f"{text[:MAX_RAW_CHARS]}… (cut: the line has {size:,} bytes)"
+
+
+def raw_texts(texts: pl.Series) -> pl.Series:
+    """``cut_raw`` of each line's text (its size: the text's UTF-8 bytes); only the (rare) long ones are touched."""
+    long = texts.str.len_chars() > MAX_RAW_CHARS
+    if not long.any():
+        return texts
+    at = long.arg_true()
+    return texts.scatter(at, [cut_raw(t, len(t.encode())) for t in texts.gather(at).to_list()])
 
 
 def quarantine_frame(
@@ -210,19 +226,6 @@ def _read_bytes(source: Path | bytes, name: str) -> bytes:
         return source.read_bytes()
     except OSError as exc:
         raise IngestError(name, f"unreadable file: {exc}") from exc
-
-
-#: Most bytes of a small table's header (a grid or price series, a group table: some columns): a header of millions of
-#: columns held 7.3 GB for 83 s in polars before its error (issue 54).
-MAX_HEADER_BYTES = 64 << 10
-
-
-def check_header_length(data: bytes, name: str, limit: int = MAX_HEADER_BYTES) -> bytes:
-    """``data``, if its first line (the header) is at most ``limit`` bytes; else ``IngestError`` (line 1) naming the bound."""
-    end = data.find(b"\n", 0, limit + 1)
-    if end < 0 and len(data) > limit:
-        raise IngestError(name, f"a header longer than {limit:,} bytes (the bound on a header of this table)", line=1)
-    return data
 
 
 def check_header(data: bytes, *, name: str, expected: Sequence[str], separator: str = ",", quote_char: str | None = '"') -> list[str]:
@@ -371,8 +374,10 @@ class _ParsedFile:
 
 def _parse_file(data: bytes, spec: TableSpec, source_file: str, extras: Mapping[str, object] | None) -> _ParsedFile | IngestResult:
     """Steps 1-5 of the module docstring for one file; an empty file is returned as its finished ``IngestResult``."""
+    from pipelines.ingest.text_reader import within_limits  # the engine imports this module: imported here, not above
+
     dtypes = spec.dtypes()
-    data = data.removeprefix(codecs.BOM_UTF8)
+    data = within_limits(data, source_file).removeprefix(codecs.BOM_UTF8)
     if not data[:4096].strip() and not data.strip():  # the full strip (a copy) only for a blank-looking start
         return _empty_file(spec, source_file, "empty file: no header, no rows")
     header = check_header(data, name=source_file, expected=list(spec.columns), separator=spec.separator, quote_char=spec.quote_char)

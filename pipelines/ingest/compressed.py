@@ -206,9 +206,13 @@ def _decompress(fh: Any, kind: str, limit: int, display: str) -> Iterator[bytes]
         if not pending and not exhausted:
             pending = fh.read(_READ)
             exhausted = not pending
-        feed, pending = pending[:piece], pending[piece:]
+        if getattr(decompressor, "needs_input", True):
+            feed, pending = pending[:piece], pending[piece:]
+        else:  # lzma holds input it has not expanded yet: more would pile up behind it
+            feed = b""
         try:
-            out = decompressor.decompress(feed, limit + 1 - size) if bounded else decompressor.decompress(feed)
+            # _OUT at a time: 1 MiB of xz input expanded to the whole cap in one call (2.2 GB held for a 1 GiB cap)
+            out = decompressor.decompress(feed, min(_OUT, limit + 1 - size)) if bounded else decompressor.decompress(feed)
         except errors as exc:
             raise IngestError(display, f"truncated or corrupt {kind} stream: {exc}") from exc
         tail = getattr(decompressor, "unconsumed_tail", b"")

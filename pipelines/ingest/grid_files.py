@@ -31,7 +31,7 @@ import polars as pl
 from pipelines.contracts.limits import MAX_GCO2_PER_KWH, MAX_PRICE_PER_KWH
 from pipelines.ingest.common import IngestError
 from pipelines.ingest.grid import INTENSITY, PRICE, Rate, read_csv_text, step_series
-from pipelines.ingest.owntrace import check_timezone
+from pipelines.ingest.own_cluster import check_timezone
 from pipelines.vocabulary.units import KWH_PER_MWH
 
 #: The grid-intensity columns of an Electricity Maps export by ``--grid-column`` choice (matched in lower case).

@@ -21,11 +21,11 @@ energy_j       no        energy the scheduler measured for the job (J); 0 or emp
 gpu_util_pct   no        the job's GPU utilisation over its GPUs (%)
 =============  ========  ==================================================================
 
-Times without an offset are read in the given time zone (``pipelines.ingest.owntrace`` has the
+Times without an offset are read in the given time zone (``pipelines.ingest.own_cluster`` has the
 DST rule); times with one are exact. Rows are quarantined for: a wrong number of fields, a time
 that does not parse, a GPU count that is not a whole number >= 0, an empty job id or state, end
 before start, an energy or utilisation that is not a number >= 0, a duplicate job id, and a value
-beyond the bounds of ``pipelines.ingest.owntrace`` (a GPU count above 100,000, too long to be a
+beyond the bounds of ``pipelines.ingest.own_cluster`` (a GPU count above 100,000, too long to be a
 64-bit integer included, a time before 2000 or in the future, a job longer than a year, a text
 longer than its limit).
 """
@@ -46,22 +46,14 @@ from pipelines.contracts.limits import (
     MAX_NODE_POWER_W,
     MAX_USER_CHARS,
 )
-from pipelines.ingest.common import LINE, IngestError
-from pipelines.ingest.owntrace import (
-    RAW,
-    TEXT,
+from pipelines.ingest.common import LINE, IngestError, raw_texts
+from pipelines.ingest.own_cluster import (
     Check,
     OwnTraceResult,
-    Progress,
-    ReadLimits,
-    Source,
     apply_checks,
     at_most,
-    block_lines,
-    check_header_text,
     check_timezone,
     csv_rows,
-    empty_rejected,
     energy_columns,
     finish,
     length_checks,
@@ -71,6 +63,16 @@ from pipelines.ingest.owntrace import (
     time_bounds,
     unknown_time,
     utc_times,
+)
+from pipelines.ingest.text_reader import (
+    RAW,
+    TEXT,
+    Progress,
+    ReadLimits,
+    Source,
+    block_lines,
+    check_header_text,
+    empty_rejected,
 )
 from pipelines.vocabulary.units import US_PER_S
 
@@ -94,11 +96,12 @@ def _text(column: str) -> str:
     return f"_text_{column}"
 
 
-def _header(head: str, name: str) -> dict[str, int]:
+def _header(head: str, name: str) -> tuple[dict[str, int], list[str]]:
+    """(column -> field index, with ``_fields`` the count of fields; the header's fields)."""
     check_header_text(head, name, "a job-log CSV")
     fields = csv_rows(pl.Series([head]))[0] if '"' in head else head.split(",")
     if isinstance(fields, str):
-        raise IngestError(name, f"the header is not CSV ({fields})", line=1)
+        raise IngestError(name, f"the header is not CSV ({fields[:200]})", line=1)
     index: dict[str, int] = {}
     for i, field in enumerate(fields):
         column = field.strip().lower()
@@ -112,7 +115,7 @@ def _header(head: str, name: str) -> dict[str, int]:
         raise IngestError(name, f"missing column (the header has {shown[:300]}); the generic CSV needs {', '.join(REQUIRED)}", line=1,
                           column=missing[0])
     index["_fields"] = len(fields)
-    return index
+    return index, fields
 
 
 def _split_block(lines: pl.DataFrame, index: dict[str, int]) -> tuple[pl.DataFrame, pl.DataFrame]:
@@ -137,7 +140,7 @@ def _split_block(lines: pl.DataFrame, index: dict[str, int]) -> tuple[pl.DataFra
     wrong = pl.concat(counts, how="vertical_relaxed").filter((pl.col("_n") != n) | pl.col("_csv_error").is_not_null()).rechunk()
     rejected = [
         rejected_lines(lines, ~pl.col("_utf8"), None, pl.lit("line is not valid UTF-8")),
-        wrong.select(LINE, pl.col(TEXT).alias(RAW), pl.lit(None, pl.String).alias("column"),
+        wrong.select(LINE, raw_texts(wrong[TEXT]).alias(RAW), pl.lit(None, pl.String).alias("column"),
                      pl.when(pl.col(TEXT).str.strip_chars() == "").then(pl.lit("empty line"))
                      .when(pl.col("_csv_error").is_not_null()).then(pl.lit("cannot split the line as CSV: ") + pl.col("_csv_error"))
                      .otherwise(pl.lit("wrong number of fields: ") + pl.col("_n").cast(pl.String) + pl.lit(f" (the header has {n})"))
@@ -259,7 +262,8 @@ def read_joblog(source: Path | bytes, *, trace: str, source_file: str, timezone:
 def _read(reader: Source, source_file: str, trace: str, timezone: str, columns: Sequence[str] | None) -> OwnTraceResult:
     if reader.is_blank():
         raise IngestError(source_file, f"empty file: expected a header line ({','.join(COLUMNS)})")
-    index = _header(reader.first_line(), source_file)
+    index, names = _header(reader.first_line(), source_file)
+    reader.bound_fields(",", names, quote_char='"')
     # Block by block: only a block's text is held, never the file's; the typed rows are compact.
     typed_parts: list[pl.DataFrame] = []
     rejected = [empty_rejected()]

@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
+from pipelines.ingest.bounded_json import check_json_depth, read_json_text
 from pipelines.ingest.common import IngestError
 from pipelines.ingest.grid import Rate
 
@@ -79,14 +80,11 @@ def _number(value: Any, path: str, name: str) -> float:
 def read_tariff(path: Path, timezone: str, label: str | None = None) -> Tariff:
     """The OpenEI item of ``path`` (see the module docstring), its schedules read in ``timezone`` (the cluster's local time)."""
     name = str(path)
+    text = check_json_depth(read_json_text(path, name, "an OpenEI tariff"), name)
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise IngestError(name, f"not JSON: {exc.msg} (column {exc.colno})", line=exc.lineno) from None
-    except RecursionError:
-        raise IngestError(name, "not an OpenEI item: JSON nested deeper than Python's reader follows") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise IngestError(name, f"cannot read it ({exc})") from None
     item, at = _item(data, label, name)
     structure = item["energyratestructure"]
     if not isinstance(structure, list) or not structure:

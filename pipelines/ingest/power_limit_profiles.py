@@ -33,8 +33,10 @@ import polars as pl
 
 from pipelines.contracts.base import polars_schema, split_valid
 from pipelines.contracts.measure import PowerLimitProfiles
-from pipelines.ingest.common import IngestError, IngestResult, TableSpec, empty_quarantine, empty_table, quarantine_frame, raw_text
+from pipelines.ingest.bounded_json import check_json_depth
+from pipelines.ingest.common import IngestError, IngestResult, TableSpec, empty_quarantine
 from pipelines.ingest.compressed import read_bounded
+from pipelines.ingest.text_reader import refused_file, within_limits
 from pipelines.ingest.zeus import MAX_PROFILE_BYTES, is_zeus_log, measured_files, read_measured_file
 from pipelines.ingest.zeus import ZEUS_LOG_COLUMNS as LOG_COLUMNS
 from pipelines.zeus.power_limit import Measurement
@@ -120,7 +122,7 @@ def _check_limits(found: list[tuple[int | None, int]], display: str, what: str) 
 def read_zeus_log(path: Path, display: str | None = None) -> PowerLimitProfile:
     """A ZeusMonitor log of GlobalPowerLimitOptimizer's profiling -> its profile (energy summed over the GPUs)."""
     display = display or str(path)
-    text = _text(_read(path, display), display)
+    text = _text(within_limits(_read(path, display), display), display)  # a CSV: lines within the engine's bounds
     try:
         rows = list(csv.reader(io.StringIO(text)))
     except csv.Error as exc:  # a field over the csv module's limit (128 kB), a NUL
@@ -169,11 +171,9 @@ def _json_elements(text: str, display: str) -> list[tuple[int, int, Any]]:
     """(start, end, value) of each element of the top-level ``measurements`` list, positions in ``text``."""
     decoder = json.JSONDecoder()
     try:
-        document = json.loads(text)
+        document = json.loads(check_json_depth(text, display))
     except json.JSONDecodeError as exc:
         raise IngestError(display, f"not JSON: {exc.msg}", line=exc.lineno) from None
-    except RecursionError:
-        raise IngestError(display, "not a Zeus profile: JSON nested deeper than Python's reader follows") from None
     if not isinstance(document, dict) or "measurements" not in document:
         raise IngestError(display, 'expected an object {"measurements": [...]} (Zeus\'s saved profile)', line=1, column="measurements")
     if not isinstance(document["measurements"], list):
@@ -293,26 +293,18 @@ def profile_frame(profile: PowerLimitProfile, source: str) -> pl.DataFrame:
     }, schema=SPEC.dtypes())  # fmt: skip
 
 
-def _quarantined(path: Path, display: str, line: int | None, column: str | None, reason: str) -> IngestResult:
-    try:
-        lines = path.read_bytes().split(b"\n")
-    except OSError:  # the reason says it is unreadable
-        lines = [b""]
-    at = line if line is not None and 1 <= line <= len(lines) else 1
-    bad = quarantine_frame(SPEC.table, display, [at], column, reason, raw_text(lines[at - 1]))
-    return IngestResult(empty_table(SPEC), bad, lines_in=1, files=[display])
-
 
 def read_zeus_file(path: Path, display: str) -> IngestResult:
     """One Zeus file of raw/measured -> its rows, or (when it cannot serve as a profile) one quarantine row naming the line."""
     try:
         profile = read_zeus_json(path, display) if path.suffix.lower() == ".json" else read_zeus_log(path, display)
     except IngestError as exc:
-        return _quarantined(path, display, exc.line, exc.column, exc.message)
+        return refused_file(path, display, SPEC, exc)
     good, bad = split_valid(profile_frame(profile, path.name), PowerLimitProfiles)
     if bad.height:  # beyond a bound of the contract: the profile is used whole or not at all
         first = bad.row(0, named=True)
-        return _quarantined(path, display, profile.lines[0], first["column"], f"{first['reason']} (the file's profile is not used)")
+        return refused_file(path, display, SPEC, IngestError(display, f"{first['reason']} (the file's profile is not used)",
+                                                             line=profile.lines[0], column=first["column"]))
     return IngestResult(good, empty_quarantine(), lines_in=good.height, files=[display])
 
 

@@ -46,11 +46,24 @@ def count_bytes(data: bytes, values: Sequence[int]) -> list[int]:
     return counts
 
 
+def line_count(data: bytes, breaks: int) -> int:
+    """Lines of ``data`` (or of a file whose last bytes are ``data``) given its count of ``\\n``: a last line without a
+    line break is a line; nothing after the last line break is. The one rule every reader counts lines by."""
+    return breaks + (0 if not data or data.endswith(b"\n") else 1)
+
+
 def records_from_breaks(data: bytes, breaks: int) -> int:
     """Data records of ``data`` given its count of ``\\n``: a last line without a break counts, the header does not."""
-    if not data:
-        return 0
-    return breaks + (0 if data.endswith(b"\n") else 1) - 1
+    return line_count(data, breaks) - 1 if data else 0
+
+
+def utf8_error(line: bytes) -> UnicodeDecodeError | None:
+    """Why ``line`` is not UTF-8 (the error names the first bad byte), or None when it is. The one UTF-8 check of a line."""
+    try:
+        line.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return exc
+    return None
 
 
 def count_records(data: bytes) -> int:
@@ -154,9 +167,7 @@ def _check_line(
     columns = len(header)
     if raw is not None:
         raw = raw.removesuffix(b"\r")
-        try:
-            raw.decode("utf-8")
-        except UnicodeDecodeError as exc:
+        if (exc := utf8_error(raw)) is not None:
             field = raw[: exc.start].count(separator.encode())
             return (min(field, columns - 1), f"not valid UTF-8: byte 0x{raw[exc.start]:02x} at byte {exc.start + 1} of the line"), []
     if not line.strip():

@@ -17,8 +17,9 @@ import polars as pl
 from pipelines.contracts.base import polars_schema, split_valid
 from pipelines.contracts.zeus import ZeusGroups
 from pipelines.home.paths import ProjectPaths, default_mirror, table_path
-from pipelines.ingest.common import IngestError, IngestResult, check_header_length
+from pipelines.ingest.common import IngestError, IngestResult
 from pipelines.ingest.compressed import read_compressed
+from pipelines.ingest.text_reader import SMALL_TABLE_LIMITS, within_limits
 from pipelines.ingest.zeus import power_file, read_power, read_train
 from pipelines.sources.fetch import FetchError, fetch
 from pipelines.sources.manifest import SOURCES_BY_NAME
@@ -127,7 +128,7 @@ def read_table_file(path: Path) -> pl.DataFrame:
     try:
         if name.endswith(".parquet"):
             return pl.read_parquet(path)
-        return pl.read_csv(check_header_length(read_compressed(path), name), infer_schema=False)
+        return pl.read_csv(within_limits(read_compressed(path), name, SMALL_TABLE_LIMITS), infer_schema=False)
     except pl.exceptions.NoDataError:
         raise TraceError(f"{path}: empty file (no header, no rows)") from None
     except IngestError as exc:  # a truncated, corrupt or oversized xz stream

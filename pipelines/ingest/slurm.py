@@ -16,7 +16,7 @@ holds another character the same number of times, the message names that charact
 option to pass; otherwise it is fixed-width output (sacct without ``--parsable*``, whose values
 are cut to the column width) and the message says how to export.
 
-Rules (each tested in tests/ingest/test_slurm.py), besides those of ``pipelines.ingest.owntrace``:
+Rules (each tested in tests/ingest/test_slurm.py), besides those of ``pipelines.ingest.own_cluster``:
 
 * a line with another number of fields than the header is quarantined;
 * a row whose JobID has a ``.`` is a step (``J.batch``, ``J.extern``, ``J.0``, ``J_7.batch``,
@@ -62,20 +62,12 @@ from pipelines.contracts.limits import (
     MAX_USER_CHARS,
 )
 from pipelines.ingest.common import LINE, IngestError
-from pipelines.ingest.owntrace import (
-    TEXT,
-    Block,
+from pipelines.ingest.own_cluster import (
     Check,
     OwnTraceResult,
-    Progress,
-    ReadLimits,
-    Source,
     apply_checks,
     at_most,
-    block_lines,
-    check_header_text,
     check_timezone,
-    empty_rejected,
     energy_columns,
     finish,
     length_checks,
@@ -85,6 +77,16 @@ from pipelines.ingest.owntrace import (
     time_bounds,
     time_checks,
     utc_times,
+)
+from pipelines.ingest.text_reader import (
+    TEXT,
+    Block,
+    Progress,
+    ReadLimits,
+    Source,
+    block_lines,
+    check_header_text,
+    empty_rejected,
 )
 
 #: Every field the reader uses, as sacct names them, and whether the file must have it.
@@ -145,6 +147,7 @@ class Layout:
                    f"given to sacct --format; else export with: {EXPORT_COMMAND}") if header_given and not self.index else \
                 f"export with: {EXPORT_COMMAND}"
             raise IngestError(name, f"missing column ({where} has {shown}); {fix}", line=1 if header_given else None, column=missing[0])
+        self.names = list(names)
         self.fields = len(names)
         self.trailing = trailing
         self.delimiter = delimiter
@@ -297,13 +300,13 @@ def _fast_block(block: Block, layout: Layout, skip: int) -> tuple[pl.DataFrame, 
     raises on a line with too many fields or a byte that is not UTF-8; a line with too few cannot
     be told from one with empty fields, so the block's delimiters are counted: every line has at
     most the right number, so a total of exactly lines x separators means every line has exactly
-    that. Anything else (a blank line included) returns None, and ``_split_block`` finds and
+    that. Anything else (a blank line, a withheld line included) returns None, and ``_split_block`` finds and
     quarantines the lines at fault. The reader takes a one-byte delimiter only: a file with
     another (``--delimiter=☃``) takes the block path. ``skip``: the block's first line is the header.
     """
     delimiter = layout.delimiter.encode()
     data_lines = block.lines - skip
-    if len(delimiter) != 1 or data_lines <= 0:
+    if len(delimiter) != 1 or data_lines <= 0 or block.withheld:
         return None
     if int(np.count_nonzero(np.frombuffer(block.data, dtype=np.uint8) == delimiter[0])) != block.lines * layout.separators:
         return None
@@ -584,6 +587,7 @@ def _read(reader: Source, source_file: str, trace: str, timezone: str, fields: S
         raise IngestError(source_file, f"empty file: expected a sacct export with a header line (JobID{delimiter}...)")
     head = reader.head_lines()
     layout, header_lines = layout_of(head[0], source_file, fields, delimiter, head)
+    reader.bound_fields(delimiter, layout.names, header_lines=header_lines)
     # Block by block (CHUNK_BYTES of whole lines): only a block's text is held, never the file's; the typed rows are compact.
     typed_parts: list[pl.DataFrame] = []
     rejected, steps, usage_parts = [empty_rejected()], 0, []

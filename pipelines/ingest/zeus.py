@@ -20,6 +20,7 @@ from pipelines.ingest.common import (
     quarantine_frame,
 )
 from pipelines.ingest.compressed import read_at_most, read_bounded
+from pipelines.ingest.text_reader import refused_file
 from pipelines.vocabulary import GPU_BY_NAME, PUBLISHED_GPUS
 
 #: The power limits (W) each GPU of the published power trace was profiled at.
@@ -124,7 +125,18 @@ def read_measured_file(path: Path, display: str, seen: dict[tuple, str] | None =
     goes through the ingest path (typed, validated, quarantined with file, line and reason);
     quarantine line numbers are those of the file. ``seen`` (keys kept by earlier files) turns on
     the cross-file checks of ``read_measured``.
+
+    A file that cannot be read at all (unreadable, over a bound, a missing column) is one quarantine row
+    (``text_reader.refused_file``): one bad file of ``raw/measured`` leaves the others usable, and a caller that needs
+    every row (``--profiles``) raises that row's one line.
     """
+    try:
+        return _read_measured_file(path, display, seen)
+    except IngestError as exc:
+        return refused_file(path, display, POWER_SPEC, exc), {}
+
+
+def _read_measured_file(path: Path, display: str, seen: dict[tuple, str] | None) -> tuple[IngestResult, dict[int, str]]:
     data = read_bounded(path, MAX_PROFILE_BYTES, what="a profile file", name=display)
     time_only = _time_only_lines(data)
     lines = data.split(b"\n")

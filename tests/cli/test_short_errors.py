@@ -67,6 +67,6 @@ def test_a_header_past_its_bound_is_not_parsed(tmp_path: Path) -> None:
     write_export(export, 5, seed=1)
     done = CliRunner().invoke(cli, ["whatif", str(export), "--grid-intensity", str(wide)], env={"GPU_ENERGY_HOME": str(tmp_path)})
     assert done.exit_code == 2
-    assert _one_short_line(done.stderr) == f"Error: {wide}:1: a header longer than 65,536 bytes (the bound on a header of this table)"
+    assert _one_short_line(done.stderr) == f"Error: {wide}:1: a line longer than 65,536 bytes (the bound on one line)"
     done = CliRunner().invoke(cli, ["simulate", "groups", "--groups", str(wide)], env={"GPU_ENERGY_HOME": str(tmp_path)})
-    assert _one_short_line(done.stderr) == f"Error: {wide}: a header longer than 65,536 bytes (the bound on a header of this table)"
+    assert _one_short_line(done.stderr) == f"Error: {wide}: a line longer than 65,536 bytes (the bound on one line)"

@@ -17,7 +17,7 @@ import pytest
 from pipelines.clusters import anchoring, tracefiles, whatif
 from pipelines.clusters.profiles import profiles_of
 from pipelines.home.paths import REPO_ROOT
-from pipelines.ingest.owntrace import OwnTraceResult
+from pipelines.ingest.own_cluster import OwnTraceResult
 from pipelines.ingest.simulator_inputs import read_trace_dir
 from pipelines.ingest.slurm import EXPORT_COMMAND
 from pipelines.report.text import co2e_text, plural, render

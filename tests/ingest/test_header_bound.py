@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from pipelines.cli import main
-from pipelines.ingest.owntrace import ReadLimits, Source
+from pipelines.ingest.text_reader import ReadLimits, Source
 
 
 def test_the_first_line_is_bounded_by_the_line_bound(tmp_path: Path) -> None:

@@ -10,7 +10,7 @@ from pipelines.contracts.base import validate
 from pipelines.contracts.owncluster import OwnClusterJobs
 from pipelines.ingest.common import IngestError
 from pipelines.ingest.joblog import read_joblog
-from pipelines.ingest.owntrace import OwnTraceResult
+from pipelines.ingest.own_cluster import OwnTraceResult
 
 HEADER = "job_id,submit_time,start_time,end_time,num_gpus,state,user,name,gpu_type"
 

@@ -23,7 +23,7 @@ from pipelines.contracts.owncluster import OwnClusterJobs, OwnClusterTraces
 from pipelines.ingest.common import IngestError
 from pipelines.ingest.compressed import read_compressed
 from pipelines.ingest.joblog import read_joblog
-from pipelines.ingest.owntrace import OwnTraceResult
+from pipelines.ingest.own_cluster import OwnTraceResult
 from pipelines.ingest.slurm import read_sacct
 
 FIELDS = ["JobID", "JobName", "User", "Submit", "Start", "End", "State", "AllocTRES", "ConsumedEnergyRaw", "TRESUsageInTot"]

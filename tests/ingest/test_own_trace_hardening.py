@@ -33,10 +33,10 @@ from pipelines.contracts.owncluster import OwnClusterJobs
 from pipelines.defs.clusters.partitions import OWN_TRACE_DIMENSION, TRACE_DIMENSION
 from pipelines.defs.shared.io_manager import ParquetIOManager, PathsResource
 from pipelines.home.paths import REPO_ROOT
-from pipelines.ingest import owntrace, slurm
+from pipelines.ingest import slurm, text_reader
 from pipelines.ingest.common import IngestError
 from pipelines.ingest.joblog import read_joblog
-from pipelines.ingest.owntrace import OwnTraceResult
+from pipelines.ingest.own_cluster import OwnTraceResult
 from pipelines.ingest.simulator_inputs import conform_groups, read_trace_dir
 from pipelines.ingest.slurm import read_sacct
 from pipelines.terminal import printable, printable_data
@@ -225,7 +225,7 @@ def test_a_file_cut_short_while_it_is_read_is_one_line(tmp_path: Path, monkeypat
                                  "read it again once it is complete")
     monkeypatch.setattr(slurm.pl, "collect_all", scan)
     path.write_bytes(data)
-    pieces = owntrace.Source._pieces
+    pieces = text_reader.Source._pieces
 
     def cut_after_first(self):  # type: ignore[no-untyped-def]
         for i, piece in enumerate(pieces(self)):
@@ -234,7 +234,7 @@ def test_a_file_cut_short_while_it_is_read_is_one_line(tmp_path: Path, monkeypat
                 with open(path, "ab") as fh:  # grown meanwhile (a copy still running)
                     fh.write(b"more\n")
 
-    monkeypatch.setattr(owntrace.Source, "_pieces", cut_after_first)
+    monkeypatch.setattr(text_reader.Source, "_pieces", cut_after_first)
     csv = tmp_path / "t.csv"
     csv.write_text("\n".join([JOBLOG_HEADER, *(joblog_row(str(i)) for i in range(1, 200))]) + "\n")
     path = csv

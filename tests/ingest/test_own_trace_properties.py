@@ -19,7 +19,7 @@ from pipelines.contracts.base import validate
 from pipelines.contracts.owncluster import OwnClusterJobs, OwnClusterTraces
 from pipelines.ingest.common import IngestError
 from pipelines.ingest.joblog import read_joblog
-from pipelines.ingest.owntrace import OwnTraceResult
+from pipelines.ingest.own_cluster import OwnTraceResult
 from pipelines.ingest.slurm import read_sacct
 
 SACCT_HEADER = "JobID|JobIDRaw|JobName|User|Account|Partition|Submit|Start|End|Elapsed|State|ExitCode|AllocTRES|NNodes|ConsumedEnergyRaw"

@@ -1,6 +1,6 @@
 """Profile inputs give one line, never a traceback (issue 54, reproduction 6): ``power-limit`` (and ``whatif --profiles``)
 on a ZeusMonitor log with a field over the csv module's 128 kB limit (``_csv.Error``), a deeply nested JSON
-(``RecursionError``), a FIFO, and a file over the bound on a profile's size; an OpenEI ``--price`` nested as deep."""
+(``RecursionError`` before the bound on JSON depth), a FIFO, and a file over the bound on a profile's size; an OpenEI ``--price`` nested as deep."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ def test_power_limit_on_hostile_profiles(tmp_path: Path, monkeypatch: pytest.Mon
     deep = tmp_path / "deep.json"
     deep.write_text("[" * 100_000 + "]" * 100_000)
     assert one_error_line(["power-limit", str(deep)], tmp_path) == (
-        f"Error: {deep}: not a Zeus profile: JSON nested deeper than Python's reader follows")
+        f"Error: {deep}: JSON nested 100,000 levels deep, more than 32 (the bound on JSON depth)")
     fifo = tmp_path / "pipe.json"
     os.mkfifo(fifo)
     assert one_error_line(["power-limit", str(fifo)], tmp_path) == (
@@ -39,6 +39,6 @@ def test_whatif_profiles_and_an_openei_price_nested_too_deep(tmp_path: Path) -> 
     deep = tmp_path / "deep.json"
     deep.write_text("[" * 100_000 + "]" * 100_000)
     assert one_error_line(["whatif", str(export), "--profiles", f"a100={deep}"], tmp_path) == (
-        f"Error: {deep}: not a Zeus profile: JSON nested deeper than Python's reader follows")
+        f"Error: {deep}: JSON nested 100,000 levels deep, more than 32 (the bound on JSON depth)")
     assert one_error_line(["whatif", str(export), "--price", str(deep)], tmp_path) == (
-        f"Error: {deep}: not an OpenEI item: JSON nested deeper than Python's reader follows")
+        f"Error: {deep}: JSON nested 100,000 levels deep, more than 32 (the bound on JSON depth)")

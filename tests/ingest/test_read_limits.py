@@ -17,8 +17,8 @@ from pipelines.cli import cli
 from pipelines.clusters.tracefiles import read_trace
 from pipelines.ingest.common import IngestError
 from pipelines.ingest.joblog import read_joblog
-from pipelines.ingest.owntrace import ReadLimits, Source
 from pipelines.ingest.slurm import read_sacct
+from pipelines.ingest.text_reader import ReadLimits, Source
 from tests.ingest.test_slurm import HEADER, row
 
 

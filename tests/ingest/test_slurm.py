@@ -17,10 +17,11 @@ import pytest
 
 from pipelines.contracts.base import validate
 from pipelines.contracts.owncluster import OwnClusterJobs, OwnClusterTraces
-from pipelines.ingest import owntrace, slurm
+from pipelines.ingest import own_cluster, slurm
 from pipelines.ingest.common import IngestError
-from pipelines.ingest.owntrace import OwnTraceResult, Source
+from pipelines.ingest.own_cluster import OwnTraceResult
 from pipelines.ingest.slurm import parse_fields, read_sacct
+from pipelines.ingest.text_reader import Source
 from tests.support.sacct_export import write_export
 
 FIELDS = ("JobID", "JobIDRaw", "JobName", "User", "Account", "Partition", "Submit", "Start", "End", "Elapsed", "State", "ExitCode",
@@ -335,8 +336,8 @@ def test_small_check_batches_and_fewer_columns_read_the_same(tmp_path: Path, mon
         fh.write(path.read_text().splitlines()[1] + "\n")
     whole = read_sacct(path, trace="gen", source_file="cluster.sacct", timezone="Europe/Berlin")
     assert whole.counts.quarantined == 5 and "duplicate of line 2" in whole.quarantine["reason"][-1]
-    monkeypatch.setattr(owntrace, "VALIDATE_ROWS", 7)
-    monkeypatch.setattr(owntrace, "CHUNK_ROWS", 28)
+    monkeypatch.setattr(own_cluster, "VALIDATE_ROWS", 7)
+    monkeypatch.setattr(own_cluster, "CHUNK_ROWS", 28)
     monkeypatch.setattr(slurm, "Source", lambda *a, **k: Source(*a, **{**k, "chunk_bytes": 4096}))
     batched = read_sacct(path, trace="gen", source_file="cluster.sacct", timezone="Europe/Berlin")
     assert batched.table.equals(whole.table) and batched.quarantine.equals(whole.quarantine) and batched.counts == whole.counts

@@ -16,7 +16,7 @@ from pipelines.contracts.owncluster import OwnClusterSummary
 from pipelines.defs.own_clusters.assets import FOLLOW_ALL_TRACES
 from pipelines.defs.shared.dask import DaskResource
 from pipelines.defs.shared.table_assets import COMPILED_REPLAY, table_asset
-from pipelines.ingest.owntrace import OwnTraceResult
+from pipelines.ingest.own_cluster import OwnTraceResult
 from pipelines.ingest.zeus import ZEUS_SOURCE
 from pipelines.zeus.traces import from_frames
 

@@ -24,7 +24,7 @@ from pipelines.defs.shared.io_manager import PARTITIONS_STAND_ALONE, PathsResour
 from pipelines.defs.shared.metadata import contract_metadata
 from pipelines.defs.shared.table_assets import FOLLOW, ONE_RUN
 from pipelines.ingest.common import IngestError, empty_quarantine
-from pipelines.ingest.owntrace import OwnTraceResult
+from pipelines.ingest.own_cluster import OwnTraceResult
 from pipelines.terminal import printable
 from pipelines.vocabulary import CLUSTER_TRACES
 

@@ -1,14 +1,13 @@
-"""What the own-cluster readers (Slurm ``sacct``, generic CSV) share: lines, times, states, the finish.
+"""What the own-cluster readers (Slurm ``sacct``, generic CSV) share after the lines: times, states, checks, the finish.
 
-A file is read in blocks of whole lines (``CHUNK_BYTES``), so memory stays bounded for exports
-of millions of lines; every block is split into lines and fields with polars string operations
-(no Python loop per line). (The sacct reader reads a well-formed file in one polars CSV scan
-instead, after ``Source.count`` proved it well-formed; ``pipelines.ingest.slurm``.) Each line ends in exactly one of: the header, an allocation row
+A file is read in bounded blocks of whole lines by the reader engine (``pipelines.ingest.text_reader``), so memory
+stays bounded for exports of millions of lines; every block is split into lines and fields with polars string operations
+(no Python loop per line). Each line ends in exactly one of: the header, an allocation row
 (``own_cluster_jobs``), a skipped step (sacct only) or ``quarantine/own_cluster_jobs_bad_rows``:
 
     lines = header_lines + allocations + steps_skipped + quarantined
 
-``lines`` is counted from the bytes (newlines, plus a last line without one), independently of
+``lines`` is counted from the bytes (``records.line_count``), independently of
 the parse; ``finish`` raises ``IngestError`` if the parse lost or invented a line, and the
 ``own_cluster_traces`` contract (and the asset's blocking check) re-checks the identity.
 
@@ -41,15 +40,12 @@ Rules common to both formats (the docs' page "Your own cluster" lists them all):
 
 from __future__ import annotations
 
-import contextlib
-import hashlib
+import csv
 import io
-import os
 import zoneinfo
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from typing import Literal
 
 import numpy as np
@@ -58,50 +54,22 @@ import polars as pl
 from pipelines.contracts.base import polars_schema, split_valid
 from pipelines.contracts.limits import EARLIEST_RECORD_S, FUTURE_SLACK_S, MAX_JOB_S
 from pipelines.contracts.owncluster import OwnClusterJobs, OwnClusterTraces
-from pipelines.ingest.common import LINE, IngestError, empty_quarantine, quarantine_frame
-from pipelines.ingest.compressed import COMPRESSED_SUFFIXES, MAGIC, MAX_DECOMPRESSED_BYTES
+from pipelines.ingest.common import LINE, IngestError, empty_quarantine, quarantine_frame, raw_texts
+from pipelines.ingest.text_reader import RAW, TEXT, Source, empty_rejected
 from pipelines.vocabulary.units import S_PER_DAY, US_PER_S
 
 TABLE = "own_cluster_jobs"
 
 
-@dataclass(frozen=True)
-class ReadLimits:
-    """How much of an own-trace file is read at most; past a bound the read stops with one ``IngestError`` line.
-
-    Bytes alone do not bound memory: a 92 kB ``.gz`` of 20,971,520 empty lines held 3.3 GB, and one
-    900 MB line 12.9 GB (issue 39). ``rows``: lines of the file (header included); ``line_bytes``:
-    bytes of one line; ``decompressed_bytes``: bytes a compressed file may expand to. Each has a flag
-    in ``whatif`` and ``clusters add`` (``--max-rows``, ``--max-line-bytes``, ``--max-bytes``).
-    """
-
-    rows: int = 5_000_000
-    line_bytes: int = 1 << 20
-    decompressed_bytes: int = MAX_DECOMPRESSED_BYTES
-
-    def check_rows(self, name: str, lines: int) -> None:
-        if lines > self.rows:
-            raise IngestError(name, f"more than {self.rows:,} lines (the bound on rows per file; --max-rows raises it)")
-
-    def check_line(self, name: str, line: int, length: int) -> None:
-        if length > self.line_bytes:
-            raise IngestError(name, f"a line longer than {self.line_bytes:,} bytes (the bound on one line; --max-line-bytes "
-                                    "raises it)", line=line)
-#: Lines are read in blocks of about this many bytes (whole lines; a longer line makes its block longer).
-CHUNK_BYTES = 32 << 20
 #: Rows the contract checks at a time (``finish``): its intermediate columns for that many rows are all it holds beside
 #: the table (250,000 at a time held 0.3 GB more at the peak of whatif on 3M allocations).
 VALIDATE_ROWS = 62_500
 #: Rows per chunk of the table (``finish``, before its quarantined rows are removed): a layout that does not depend on
 #: VALIDATE_ROWS, since polars adds a float column up chunk by chunk.
 CHUNK_ROWS = 4 * VALIDATE_ROWS
-TEXT = "_text"  # a line's text, without its line break
-RAW = "_raw"  # the raw line kept beside a parsed row, for the quarantine
 #: Time values that mean "not known" (sacct prints Unknown, or None for a start that never came).
 UNKNOWN_TIMES: tuple[str, ...] = ("", "Unknown", "None")
 NAIVE_FORMAT = "%Y-%m-%dT%H:%M:%S"
-#: The byte order mark some tools (Excel, PowerShell) write before UTF-8 text: not part of the header's first name.
-BOM = "\ufeff"
 TABLE_SCHEMA = polars_schema(OwnClusterJobs)
 #: The state the replay needs: the run reached its end.
 COMPLETED = "COMPLETED"
@@ -162,292 +130,6 @@ def check_timezone(timezone: str) -> str:
     except (zoneinfo.ZoneInfoNotFoundError, ValueError):
         raise ValueError(f"unknown time zone {timezone!r}: give an IANA name such as UTC, Europe/Berlin or America/New_York") from None
     return timezone
-
-
-def check_header_text(head: str, name: str, expected: str) -> None:
-    """Refuse a first line that is not UTF-8 text (a binary file, or one compressed another way): ``IngestError`` at line 1.
-
-    ``head`` was decoded with replacement characters; a header (sacct's, a job log's) is ASCII, so one
-    is never real. ``expected`` names what the file should be (``a sacct export``).
-    """
-    at = head.find("\ufffd")
-    if at < 0:
-        return
-    inner = next((kind for start, kind in _COMPRESSED_STARTS.items() if head.startswith(start)), None)
-    if inner is not None and name.lower().endswith(tuple(COMPRESSED_SUFFIXES)):
-        raise IngestError(name, f"its content is compressed again ({inner} inside the file's own compression): decompress "
-                          "it once (e.g. gunzip, unxz, unzstd) and give the result", line=1)
-    raise IngestError(name, f"not UTF-8 text (an undecodable byte at character {at + 1}): not {expected}; a compressed "
-                      "export must end in .gz, .xz or .zst", line=1)
-
-
-#: The compressions' magic numbers (``compressed.MAGIC``) as a first line decoded with replacement characters reads them.
-_COMPRESSED_STARTS = {magic.decode("utf-8", "replace"): kind for magic, kind in MAGIC.items()}
-
-
-# ---------------------------------------------------------------------------------------------
-# bytes -> lines
-
-
-@dataclass(frozen=True)
-class Block:
-    """Whole lines of a file: their bytes, the number of the first, and how many there are."""
-
-    data: bytes
-    first_line: int
-    lines: int
-
-
-#: Told after each block a reader parses: (bytes read so far, bytes of the file); for a progress bar on a terminal.
-Progress = Callable[[int, int], None]
-
-
-class Source:
-    """A trace file (or bytes) read in blocks of whole lines, so that a large export never sits in memory whole.
-
-    ``lines`` (counted from the bytes, independently of the parse) and ``sha256`` are known once
-    ``blocks`` or ``count`` has run to the end.
-    """
-
-    def __init__(self, source: Path | bytes, name: str, *, chunk_bytes: int = CHUNK_BYTES, digest: bool = True,
-                 limits: ReadLimits | None = None, progress: Progress | None = None) -> None:
-        self.source, self.name, self.chunk_bytes = source, name, chunk_bytes
-        self.progress = progress
-        self.limits = limits or ReadLimits()
-        self._want_digest = digest
-        self._digest = hashlib.sha256() if digest else None
-        self.lines = 0
-        self.size = 0
-        self._stat = self._identity()
-
-    def _identity(self) -> tuple[int, int] | None:
-        """(size, modification time in ns) of the file; None for bytes or a file that is gone."""
-        if isinstance(self.source, bytes):
-            return None
-        try:
-            st = os.stat(self.source)
-        except OSError:
-            return None
-        return st.st_size, st.st_mtime_ns
-
-    def check_unchanged(self) -> None:
-        """``IngestError`` (one line) if the file's size or modification time changed since this reader was made."""
-        now = self._identity()
-        if self._stat is not None and now != self._stat:
-            size = "gone" if now is None else f"{self._stat[0]:,} -> {now[0]:,} bytes"
-            raise IngestError(self.name, f"the file changed while it was read ({size}): read it again once it is complete")
-
-    @contextlib.contextmanager
-    def whole_read(self) -> Iterator[None]:
-        """Around a reader's work: a file that changed meanwhile (cut short, grown, replaced) is one ``IngestError`` line,
-        whatever the read made of it (a scan that hit the new end raises ``OSError``; a shorter file reads as fewer lines)."""
-        try:
-            yield
-        except Exception as exc:
-            self.check_unchanged()
-            if isinstance(exc, OSError):
-                raise IngestError(self.name, f"unreadable file: {exc}") from exc
-            raise
-        self.check_unchanged()
-
-    @property
-    def sha256(self) -> str | None:
-        return self._digest.hexdigest() if self._digest is not None else None
-
-    def _pieces(self) -> Iterator[bytes]:
-        """The bytes in pieces of about ``chunk_bytes``, each ending at a line break (but the last)."""
-        if isinstance(self.source, bytes):
-            data, view, at = self.source, memoryview(self.source), 0
-            while at < len(data):
-                end = at + self.chunk_bytes
-                cut = len(data) if end >= len(data) else data.rfind(b"\n", at, end) + 1
-                if cut <= at:  # a line longer than a piece
-                    nxt = data.find(b"\n", end)
-                    self.limits.check_line(self.name, self.lines + 1, (len(data) if nxt < 0 else nxt) - at)
-                    cut = len(data) if nxt < 0 else nxt + 1
-                yield bytes(view[at:cut])
-                at = cut
-            return
-        try:
-            with open(self.source, "rb") as fh:
-                carry = b""
-                while piece := fh.read(self.chunk_bytes):
-                    cut = piece.rfind(b"\n") + 1
-                    if len(piece) < self.chunk_bytes or cut == 0:  # the end, or a line longer than a piece: keep reading
-                        carry += piece
-                        self.limits.check_line(self.name, self.lines + 1, len(carry) - (carry.rfind(b"\n") + 1))
-                        if len(piece) < self.chunk_bytes:
-                            break
-                        continue
-                    if cut < len(piece):
-                        fh.seek(cut - len(piece), 1)  # the partial last line is read again with the next piece
-                        piece = piece[:cut]
-                    if carry:
-                        piece, carry = carry + piece, b""
-                    yield piece
-                if carry:
-                    yield carry
-        except OSError as exc:
-            raise IngestError(self.name, f"unreadable file: {exc}") from exc
-
-    def count(self, needle: bytes) -> int:
-        """How often ``needle`` (one character's bytes) occurs in the file; counts the lines (and the sha256) on the way.
-
-        Pieces are cut anywhere, so an occurrence across two pieces is counted at the seam (UTF-8
-        is self-synchronising: the bytes of a character never match inside another's).
-        """
-        found, newlines, self.size = 0, 0, 0
-        self._digest = hashlib.sha256() if self._want_digest else None
-        last, tail = b"\n", b""
-        for piece in self._raw_pieces():
-            if self._digest is not None:
-                self._digest.update(piece)
-            self.size += len(piece)
-            if len(needle) == 1:
-                found += int(np.count_nonzero(np.frombuffer(piece, dtype=np.uint8) == needle[0]))
-            else:
-                found += piece.count(needle) + (tail + piece[: len(needle) - 1]).count(needle)
-                tail = piece[-(len(needle) - 1):]
-            newlines += piece.count(b"\n")
-            last = piece[-1:]
-        self.lines = newlines + (0 if last == b"\n" else 1)
-        return found
-
-    def _raw_pieces(self) -> Iterator[bytes]:
-        """The bytes in pieces of ``chunk_bytes``, cut anywhere (for counting)."""
-        if isinstance(self.source, bytes):
-            view = memoryview(self.source)
-            for at in range(0, len(self.source), self.chunk_bytes):
-                yield bytes(view[at : at + self.chunk_bytes])
-            return
-        try:
-            with open(self.source, "rb") as fh:
-                while piece := fh.read(self.chunk_bytes):
-                    yield piece
-        except OSError as exc:
-            raise IngestError(self.name, f"unreadable file: {exc}") from exc
-
-    def blocks(self) -> Iterator[Block]:
-        """The file in blocks of whole lines (a last line without a newline is a line)."""
-        line = 1
-        self.lines, self.size = 0, 0
-        self._digest = hashlib.sha256() if self._want_digest else None
-        for block in self._pieces():
-            if self._digest is not None:
-                self._digest.update(block)
-            self.size += len(block)
-            # the rows first, counted without memory: _lines holds four integers per line (a block of line breaks: 1 GB)
-            count = block.count(b"\n") + (0 if block.endswith(b"\n") else 1)
-            self.limits.check_rows(self.name, line - 1 + count)
-            _, longest, at = _lines(block)
-            self.limits.check_line(self.name, line + at, longest)
-            yield Block(block, line, count)
-            line += count
-            self.lines = line - 1
-            if self.progress is not None:
-                total = self._stat[0] if self._stat is not None else len(self.source) if isinstance(self.source, bytes) else self.size
-                self.progress(self.size, total)
-        self.lines = line - 1
-
-    def first_line(self) -> str:
-        """The first line as text (``\\r`` stripped; bytes that are not UTF-8 replaced); "" for an empty file.
-
-        Bounded as every line is (``ReadLimits.line_bytes``), and each piece searched once: a 100 MB file with no newline
-        took 100 s when the whole head was searched again for each piece."""
-        head = bytearray()
-        for piece in Source(self.source, self.name, chunk_bytes=1 << 16, digest=False)._raw_pieces():
-            end = piece.find(b"\n")
-            head += piece if end < 0 else piece[:end]
-            self.limits.check_line(self.name, 1, len(head))
-            if end >= 0:
-                break
-        return bytes(head).decode("utf-8", "replace").removesuffix("\r").removeprefix(BOM)
-
-    def head_lines(self, count: int = 20, max_bytes: int = 1 << 16) -> list[str]:
-        """Up to ``count`` first lines as text (within the first ``max_bytes``; as ``first_line``), the first always."""
-        head = b""
-        for piece in Source(self.source, self.name, chunk_bytes=1 << 16, digest=False)._raw_pieces():
-            head += piece
-            if head.count(b"\n") >= count or len(head) >= max_bytes:
-                break
-        lines = head.split(b"\n")
-        if len(lines) > 1 and len(head) >= max_bytes:
-            lines = lines[:-1]  # the last one may be cut
-        text = [line.decode("utf-8", "replace").removesuffix("\r") for line in lines[:count]] or [""]
-        return [text[0].removeprefix(BOM), *text[1:]]
-
-    def is_blank(self) -> bool:
-        """No byte but whitespace (an empty file included)."""
-        return all(not piece.strip() for piece in Source(self.source, self.name, chunk_bytes=1 << 16, digest=False)._raw_pieces())
-
-    def lines_at(self, numbers: set[int]) -> dict[int, str]:
-        """The text of the lines ``numbers`` (a second pass; only for rows quarantined after their line was split)."""
-        found: dict[int, str] = {}
-        if not numbers:
-            return found
-        for block in Source(self.source, self.name, chunk_bytes=self.chunk_bytes, digest=False).blocks():
-            wanted = [n for n in numbers if block.first_line <= n < block.first_line + block.lines]
-            if wanted:
-                split = block.data.split(b"\n")
-                for n in wanted:
-                    found[n] = split[n - block.first_line].decode("utf-8", "replace").removesuffix("\r")
-        return found
-
-
-def _lines(data: bytes) -> tuple[int, int, int]:
-    """(lines of non-empty ``data``: a last line without a line break is one; bytes of the longest, line breaks not
-    counted; its index among them, from 0)."""
-    breaks = np.flatnonzero(np.frombuffer(data, dtype=np.uint8) == ord("\n"))
-    ends = np.append(breaks, len(data))
-    lengths = ends - np.concatenate(([0], breaks + 1))
-    at = int(np.argmax(lengths))
-    return breaks.size + (0 if data.endswith(b"\n") else 1), int(lengths[at]), at
-
-
-def block_lines(block: Block) -> pl.DataFrame:
-    """The block's lines: ``_line`` (number in the file), ``_text`` (without ``\\r\\n``), ``_utf8`` (valid UTF-8?).
-
-    Fast path: polars' CSV reader with a separator that does not occur, one field per line. A
-    block with a ``\\r``, that separator or a byte that is not UTF-8 is split by string
-    operations instead (the same result; bad lines found one by one, only in such a block).
-    """
-    text: pl.Series | None = None
-    valid: pl.Series | None = None
-    if b"\x1f" not in block.data and b"\r" not in block.data:
-        try:
-            text = pl.read_csv(block.data, separator="\x1f", has_header=False, quote_char=None, infer_schema=False,
-                               new_columns=[TEXT], raise_if_empty=False)[TEXT].fill_null("").rechunk()
-        except pl.exceptions.ComputeError:  # not UTF-8
-            text = None
-        if text is not None and text.len() != block.lines:
-            text = None
-    if text is None:
-        try:
-            whole = pl.Series([block.data], dtype=pl.Binary).cast(pl.String)
-        except (pl.exceptions.InvalidOperationError, pl.exceptions.ComputeError):
-            whole = pl.Series([block.data.decode("utf-8", "replace")])
-            valid = pl.Series([_is_utf8(b) for b in block.data.split(b"\n")[: block.lines]], dtype=pl.Boolean)
-        text = whole.str.split("\n").explode()
-        if block.data.endswith(b"\n"):
-            text = text.head(text.len() - 1)
-        text = text.str.strip_suffix("\r")
-    if block.first_line == 1 and block.data.startswith(BOM.encode()):
-        text = text.str.strip_prefix(BOM)  # only the first line can start with it
-    if text.len() != block.lines:
-        raise IngestError("<block>", f"internal error: {text.len()} lines split from a block of {block.lines}", line=block.first_line)
-    return pl.DataFrame({
-        LINE: pl.int_range(block.first_line, block.first_line + block.lines, dtype=pl.Int64, eager=True),
-        TEXT: text,
-        "_utf8": valid if valid is not None else pl.repeat(True, block.lines, eager=True),
-    })
-
-
-def _is_utf8(line: bytes) -> bool:
-    try:
-        line.decode("utf-8")
-    except UnicodeDecodeError:
-        return False
-    return True
 
 
 # ---------------------------------------------------------------------------------------------
@@ -708,7 +390,8 @@ def finish(
         goods.append(pl.concat(pending, how="vertical").rechunk())
     good = (pl.concat(goods, how="vertical", rechunk=False) if goods
             else pl.DataFrame(schema={**{c: TABLE_SCHEMA[c] for c in kept}, LINE: pl.Int64()}))
-    bad = pl.concat([*(r.select(LINE, RAW, "column", "reason") for r in rejected), duplicates, *faileds], how="vertical").sort(LINE)
+    bad = pl.concat([*(r.select(LINE, RAW, "column", "reason") for r in rejected), source.withheld(), duplicates, *faileds],
+                    how="vertical").sort(LINE)
     missing = bad.filter(pl.col(RAW).is_null())[LINE]
     if missing.len():
         text = source.lines_at(set(missing.to_list()))
@@ -749,19 +432,15 @@ def _counts(tally: np.ndarray, allocations: int, lines: int, header_lines: int, 
                        energy_source, zero, measured)
 
 
-def empty_rejected() -> pl.DataFrame:
-    return pl.DataFrame(schema={LINE: pl.Int64(), RAW: pl.String(), "column": pl.String(), "reason": pl.String()})
-
-
 def rejected_lines(lines: pl.DataFrame, mask: pl.Expr, column: str | None, reason: pl.Expr) -> pl.DataFrame:
     """Whole lines (``_line``, ``_text``) where ``mask`` holds, as rejected rows with ``reason``."""
-    return lines.filter(mask).select(LINE, pl.col(TEXT).alias(RAW), pl.lit(column, pl.String).alias("column"), reason.alias("reason"))
+    rejected = lines.filter(mask).select(LINE, pl.col(TEXT).alias(RAW), pl.lit(column, pl.String).alias("column"), reason.alias("reason"))
+    return rejected.with_columns(raw_texts(rejected[RAW]))
 
 
 def csv_rows(text: pl.Series) -> list[list[str] | str]:
     """Fields of CSV lines with quotes, by the csv module (only lines that contain a quote come here); for a line the
     module cannot split (a bare ``\r`` in an unquoted field), its error instead."""
-    import csv
 
     def split(line: str) -> list[str] | str:
         try:

@@ -1,0 +1,480 @@
+"""The reader engine of the text tables the package reads: bytes -> bounded blocks of lines.
+
+A file (or bytes) is read in blocks of whole lines (``CHUNK_BYTES``), so memory stays bounded for exports of millions
+of lines, with every bound of ``ReadLimits`` checked as the bytes arrive: lines per file, bytes of one line (the
+header's included), bytes of one field (a line with a longer field is withheld before it is parsed), bytes a compressed
+file expands to. Lines are counted by one rule (``records.line_count``: a last line without a line break is a line),
+independently of any parse, and a line that is not UTF-8 is found by one check (``records.utf8_error``).
+
+``sacct`` exports and job logs are parsed block by block (``pipelines.ingest.slurm``, ``pipelines.ingest.joblog``; what
+they share after the lines is ``pipelines.ingest.own_cluster``). A table read whole (a public trace, a measured
+profile: ``pipelines.ingest.common``; a grid or price series, a group table) is first read through the same blocks
+(``within_limits``); a file of a folder that cannot be read at all is one quarantine row (``refused_file``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import csv
+import hashlib
+import os
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+
+from pipelines.contracts.limits import MAX_NAME_CHARS
+from pipelines.ingest.common import (
+    LINE,
+    IngestError,
+    IngestResult,
+    TableSpec,
+    cut_raw,
+    empty_table,
+    quarantine_frame,
+    raw_text,
+)
+from pipelines.ingest.compressed import COMPRESSED_SUFFIXES, MAGIC, MAX_DECOMPRESSED_BYTES, read_at_most
+from pipelines.ingest.records import line_count, split_fields, utf8_error
+
+#: Lines are read in blocks of about this many bytes (whole lines; a longer line makes its block longer).
+CHUNK_BYTES = 32 << 20
+TEXT = "_text"  # a line's text, without its line break
+RAW = "_raw"  # the raw line kept beside a parsed row, for the quarantine
+#: The byte order mark some tools (Excel, PowerShell) write before UTF-8 text: not part of the header's first name.
+BOM = "\ufeff"
+
+
+@dataclass(frozen=True)
+class ReadLimits:
+    """How much of an own-trace file is read at most; past a bound the read stops with one ``IngestError`` line.
+
+    Bytes alone do not bound memory: a 92 kB ``.gz`` of 20,971,520 empty lines held 3.3 GB, and one
+    900 MB line 12.9 GB (issue 39). ``rows``: lines of the file (header included); ``line_bytes``:
+    bytes of one line; ``decompressed_bytes``: bytes a compressed file may expand to. Each has a flag
+    in ``whatif`` and ``clusters add`` (``--max-rows``, ``--max-line-bytes``, ``--max-bytes``).
+
+    ``field_bytes``: bytes of one field. A data line with a longer field is quarantined as it is read, before
+    polars sees it (``Source.bound_fields``), and a header with one is refused: no text field of the table
+    is longer than 256 characters (``pipelines.contracts.limits``), and 1,401 lines of a 900 kB JobName
+    each, every line under ``line_bytes``, peaked at 8.5 GB when they reached the parse (issue 54).
+    """
+
+    rows: int = 5_000_000
+    line_bytes: int = 1 << 20
+    decompressed_bytes: int = MAX_DECOMPRESSED_BYTES
+    field_bytes: int = 1 << 16
+    #: Whether the command has the flags that raise the bounds (``whatif``, ``clusters add``): the messages name them.
+    flags: bool = True
+
+    def check_rows(self, name: str, lines: int) -> None:
+        if lines > self.rows:
+            raise IngestError(name, f"more than {self.rows:,} lines (the bound on rows per file{self._hint('--max-rows')})")
+
+    def check_line(self, name: str, line: int, length: int) -> None:
+        if length > self.line_bytes:
+            raise IngestError(name, f"a line longer than {self.line_bytes:,} bytes (the bound on one line"
+                                    f"{self._hint('--max-line-bytes')})", line=line)
+
+    def _hint(self, flag: str) -> str:
+        return f"; {flag} raises it" if self.flags else ""
+
+
+#: The bounds on a table a command reads whole without flags to raise them (a public trace, a measured profile).
+TABLE_LIMITS = ReadLimits(flags=False)
+#: The bounds on a small table (a grid or price series, a group table): every line, the header's included, at most
+#: 64 KiB (a header of millions of columns held 7.3 GB for 83 s in polars before its error; issue 54).
+SMALL_TABLE_LIMITS = ReadLimits(line_bytes=64 << 10, flags=False)
+
+
+def empty_rejected() -> pl.DataFrame:
+    return pl.DataFrame(schema={LINE: pl.Int64(), RAW: pl.String(), "column": pl.String(), "reason": pl.String()})
+
+
+def check_header_text(head: str, name: str, expected: str) -> None:
+    """Refuse a first line that is not UTF-8 text (a binary file, or one compressed another way): ``IngestError`` at line 1.
+
+    ``head`` was decoded with replacement characters; a header (sacct's, a job log's) is ASCII, so one
+    is never real. ``expected`` names what the file should be (``a sacct export``).
+    """
+    at = head.find("\ufffd")
+    if at < 0:
+        return
+    inner = next((kind for start, kind in _COMPRESSED_STARTS.items() if head.startswith(start)), None)
+    if inner is not None and name.lower().endswith(tuple(COMPRESSED_SUFFIXES)):
+        raise IngestError(name, f"its content is compressed again ({inner} inside the file's own compression): decompress "
+                          "it once (e.g. gunzip, unxz, unzstd) and give the result", line=1)
+    raise IngestError(name, f"not UTF-8 text (an undecodable byte at character {at + 1}): not {expected}; a compressed "
+                      "export must end in .gz, .xz or .zst", line=1)
+
+
+#: The compressions' magic numbers (``compressed.MAGIC``) as a first line decoded with replacement characters reads them.
+_COMPRESSED_STARTS = {magic.decode("utf-8", "replace"): kind for magic, kind in MAGIC.items()}
+
+
+def within_limits(data: bytes, name: str, limits: ReadLimits = TABLE_LIMITS) -> bytes:
+    """``data``, a whole table already in memory (a public trace, a measured profile, a series), once the engine has read
+    it under ``limits``' bounds on lines and on one line's bytes (the header's included); else that bound's ``IngestError``."""
+    for _ in Source(data, name, digest=False, limits=limits).blocks():
+        pass
+    return data
+
+
+#: Bytes of a refused file read back for its quarantine row (``refused_file``): the raw line is kept when it starts in them.
+_REFUSED_HEAD = 1 << 20
+
+
+def refused_file(path: Path, display: str, spec: TableSpec, exc: IngestError) -> IngestResult:
+    """A file of a folder of inputs that cannot be read as ``spec``'s table at all (``exc``: a missing column, a bound) as
+    one quarantine row, so that the folder's other files are still read: the error's line (1 when it names none),
+    column and reason, and the raw line when it starts in the file's first MiB (a FIFO or device is not read again).
+    ``lines_in`` is 1: the file counts as one record, as an empty file does (``common``)."""
+    head = b""
+    if path.is_file():
+        with contextlib.suppress(IngestError):
+            head = read_at_most(path, _REFUSED_HEAD, name=display)
+    lines = head.split(b"\n")
+    at = exc.line if exc.line is not None and 1 <= exc.line <= len(lines) else 1
+    bad = quarantine_frame(spec.table, display, [at], exc.column, exc.message, raw_text(lines[at - 1]))
+    return IngestResult(empty_table(spec), bad, lines_in=1, files=[display])
+
+
+# ---------------------------------------------------------------------------------------------
+# bytes -> lines
+
+
+@dataclass(frozen=True)
+class Block:
+    """Whole lines of a file: their bytes, the number of the first, and how many there are."""
+
+    data: bytes
+    first_line: int
+    lines: int
+    #: Lines quarantined as they were read (a field over ``ReadLimits.field_bytes``): emptied in ``data``, and left out
+    #: by ``block_lines``; their quarantine rows are ``Source.withheld``'s.
+    withheld: tuple[int, ...] = ()
+
+
+#: Told after each block a reader parses: (bytes read so far, bytes of the file); for a progress bar on a terminal.
+Progress = Callable[[int, int], None]
+
+
+class Source:
+    """A trace file (or bytes) read in blocks of whole lines, so that a large export never sits in memory whole.
+
+    ``lines`` (counted from the bytes, independently of the parse) and ``sha256`` are known once
+    ``blocks`` or ``count`` has run to the end.
+    """
+
+    def __init__(self, source: Path | bytes, name: str, *, chunk_bytes: int = CHUNK_BYTES, digest: bool = True,
+                 limits: ReadLimits | None = None, progress: Progress | None = None) -> None:
+        self.source, self.name, self.chunk_bytes = source, name, chunk_bytes
+        self.progress = progress
+        self.limits = limits or ReadLimits()
+        self._want_digest = digest
+        self._digest = hashlib.sha256() if digest else None
+        self.lines = 0
+        self.size = 0
+        self._stat = self._identity()
+        self._fields: _FieldBound | None = None
+        self._withheld: list[tuple[int, str, str, str]] = []  # (line, raw, column, reason) of lines withheld by the field bound
+
+    def _identity(self) -> tuple[int, int] | None:
+        """(size, modification time in ns) of the file; None for bytes or a file that is gone."""
+        if isinstance(self.source, bytes):
+            return None
+        try:
+            st = os.stat(self.source)
+        except OSError:
+            return None
+        return st.st_size, st.st_mtime_ns
+
+    def check_unchanged(self) -> None:
+        """``IngestError`` (one line) if the file's size or modification time changed since this reader was made."""
+        now = self._identity()
+        if self._stat is not None and now != self._stat:
+            size = "gone" if now is None else f"{self._stat[0]:,} -> {now[0]:,} bytes"
+            raise IngestError(self.name, f"the file changed while it was read ({size}): read it again once it is complete")
+
+    @contextlib.contextmanager
+    def whole_read(self) -> Iterator[None]:
+        """Around a reader's work: a file that changed meanwhile (cut short, grown, replaced) is one ``IngestError`` line,
+        whatever the read made of it (a scan that hit the new end raises ``OSError``; a shorter file reads as fewer lines)."""
+        try:
+            yield
+        except Exception as exc:
+            self.check_unchanged()
+            if isinstance(exc, OSError):
+                raise IngestError(self.name, f"unreadable file: {exc}") from exc
+            raise
+        self.check_unchanged()
+
+    @property
+    def sha256(self) -> str | None:
+        return self._digest.hexdigest() if self._digest is not None else None
+
+    def _pieces(self) -> Iterator[bytes]:
+        """The bytes in pieces of about ``chunk_bytes``, each ending at a line break (but the last)."""
+        if isinstance(self.source, bytes):
+            data, view, at = self.source, memoryview(self.source), 0
+            while at < len(data):
+                end = at + self.chunk_bytes
+                cut = len(data) if end >= len(data) else data.rfind(b"\n", at, end) + 1
+                if cut <= at:  # a line longer than a piece
+                    nxt = data.find(b"\n", end)
+                    self.limits.check_line(self.name, self.lines + 1, (len(data) if nxt < 0 else nxt) - at)
+                    cut = len(data) if nxt < 0 else nxt + 1
+                yield bytes(view[at:cut])
+                at = cut
+            return
+        try:
+            with open(self.source, "rb") as fh:
+                carry = b""
+                while piece := fh.read(self.chunk_bytes):
+                    cut = piece.rfind(b"\n") + 1
+                    if len(piece) < self.chunk_bytes or cut == 0:  # the end, or a line longer than a piece: keep reading
+                        carry += piece
+                        self.limits.check_line(self.name, self.lines + 1, len(carry) - (carry.rfind(b"\n") + 1))
+                        if len(piece) < self.chunk_bytes:
+                            break
+                        continue
+                    if cut < len(piece):
+                        fh.seek(cut - len(piece), 1)  # the partial last line is read again with the next piece
+                        piece = piece[:cut]
+                    if carry:
+                        piece, carry = carry + piece, b""
+                    yield piece
+                if carry:
+                    yield carry
+        except OSError as exc:
+            raise IngestError(self.name, f"unreadable file: {exc}") from exc
+
+    def count(self, needle: bytes) -> int:
+        """How often ``needle`` (one character's bytes) occurs in the file; counts the lines (and the sha256) on the way.
+
+        Pieces are cut anywhere, so an occurrence across two pieces is counted at the seam (UTF-8
+        is self-synchronising: the bytes of a character never match inside another's).
+        """
+        found, newlines, self.size = 0, 0, 0
+        self._digest = hashlib.sha256() if self._want_digest else None
+        last, tail = b"\n", b""
+        for piece in self._raw_pieces():
+            if self._digest is not None:
+                self._digest.update(piece)
+            self.size += len(piece)
+            if len(needle) == 1:
+                found += int(np.count_nonzero(np.frombuffer(piece, dtype=np.uint8) == needle[0]))
+            else:
+                found += piece.count(needle) + (tail + piece[: len(needle) - 1]).count(needle)
+                tail = piece[-(len(needle) - 1):]
+            newlines += piece.count(b"\n")
+            last = piece[-1:]
+        self.lines = line_count(last, newlines)
+        return found
+
+    def _raw_pieces(self) -> Iterator[bytes]:
+        """The bytes in pieces of ``chunk_bytes``, cut anywhere (for counting)."""
+        if isinstance(self.source, bytes):
+            view = memoryview(self.source)
+            for at in range(0, len(self.source), self.chunk_bytes):
+                yield bytes(view[at : at + self.chunk_bytes])
+            return
+        try:
+            with open(self.source, "rb") as fh:
+                while piece := fh.read(self.chunk_bytes):
+                    yield piece
+        except OSError as exc:
+            raise IngestError(self.name, f"unreadable file: {exc}") from exc
+
+    def bound_fields(self, separator: str, names: Sequence[str], *, quote_char: str | None = None, header_lines: int = 1) -> None:
+        """Check every line's fields against ``ReadLimits.field_bytes`` as ``blocks`` reads it: a data line with a longer field
+        is withheld (``Block.withheld``; its quarantine row names the field's column from ``names``, the header's, and keeps
+        the line cut to ``MAX_RAW_CHARS``), and a header line with one is an ``IngestError``.
+
+        Fields are split on ``separator``; a line that holds ``quote_char`` is split as CSV (a quoted field may hold the
+        separator). Only lines longer than the bound are split, so a file of short lines costs nothing more.
+        """
+        self._fields = _FieldBound(separator, tuple(names), quote_char, header_lines)
+
+    def withheld(self) -> pl.DataFrame:
+        """The rejected rows (``_line``, ``_raw``, column, reason) of the lines ``blocks`` withheld so far."""
+        return pl.DataFrame(self._withheld, schema=empty_rejected().schema, orient="row")
+
+    def _withhold(self, data: bytes, first_line: int) -> tuple[bytes, tuple[int, ...]]:
+        """(``data`` with the lines that hold a field over the bound emptied, their numbers); their rows go to ``_withheld``."""
+        assert self._fields is not None
+        bound = self.limits.field_bytes
+        breaks = np.flatnonzero(np.frombuffer(data, dtype=np.uint8) == ord("\n"))
+        starts, ends = np.concatenate(([0], breaks + 1)), np.append(breaks, len(data))
+        kept, withheld, at = [], [], 0
+        for i in np.flatnonzero(ends - starts > bound).tolist():
+            line, number = data[starts[i] : ends[i]], first_line + i
+            found = self._fields.longest(line)
+            if found is None or found[1] <= bound:
+                continue
+            column = self._fields.column(found[0], number)
+            if number <= self._fields.header_lines:
+                raise IngestError(self.name, f"a header field of {found[1]:,} bytes, more than {bound:,} (the bound on one field)",
+                                  line=number, column=column)
+            self._withheld.append((number, _raw(line), column,
+                                   f"{column}: {found[1]:,} bytes, more than {bound:,} (the bound on one field; the line is not parsed)"))
+            kept.append(data[at : starts[i]])
+            at = int(ends[i])
+            withheld.append(number)
+        if not withheld:
+            return data, ()
+        kept.append(data[at:])
+        return b"".join(kept), tuple(withheld)
+
+    def blocks(self) -> Iterator[Block]:
+        """The file in blocks of whole lines (a last line without a newline is a line); with ``bound_fields``, the lines
+        that hold a field over the bound emptied (``Block.withheld``)."""
+        line = 1
+        self.lines, self.size = 0, 0
+        self._digest = hashlib.sha256() if self._want_digest else None
+        for block in self._pieces():
+            if self._digest is not None:
+                self._digest.update(block)
+            self.size += len(block)
+            # the rows first, counted without memory: _lines holds four integers per line (a block of line breaks: 1 GB)
+            count = line_count(block, block.count(b"\n"))
+            self.limits.check_rows(self.name, line - 1 + count)
+            _, longest, at = _lines(block)
+            self.limits.check_line(self.name, line + at, longest)
+            data, withheld = block, ()  # type: tuple[bytes, tuple[int, ...]]  # a block has none but with a bound on fields
+            if self._fields is not None and longest > self.limits.field_bytes:
+                data, withheld = self._withhold(block, line)
+            yield Block(data, line, count, withheld)
+            line += count
+            self.lines = line - 1
+            if self.progress is not None:
+                total = self._stat[0] if self._stat is not None else len(self.source) if isinstance(self.source, bytes) else self.size
+                self.progress(self.size, total)
+        self.lines = line - 1
+
+    def first_line(self) -> str:
+        """The first line as text (``\\r`` stripped; bytes that are not UTF-8 replaced); "" for an empty file.
+
+        Bounded as every line is (``ReadLimits.line_bytes``), and each piece searched once: a 100 MB file with no newline
+        took 100 s when the whole head was searched again for each piece."""
+        head = bytearray()
+        for piece in Source(self.source, self.name, chunk_bytes=1 << 16, digest=False)._raw_pieces():
+            end = piece.find(b"\n")
+            head += piece if end < 0 else piece[:end]
+            self.limits.check_line(self.name, 1, len(head))
+            if end >= 0:
+                break
+        return bytes(head).decode("utf-8", "replace").removesuffix("\r").removeprefix(BOM)
+
+    def head_lines(self, count: int = 20, max_bytes: int = 1 << 16) -> list[str]:
+        """Up to ``count`` first lines as text (within the first ``max_bytes``; as ``first_line``), the first always."""
+        head = b""
+        for piece in Source(self.source, self.name, chunk_bytes=1 << 16, digest=False)._raw_pieces():
+            head += piece
+            if head.count(b"\n") >= count or len(head) >= max_bytes:
+                break
+        lines = head.split(b"\n")
+        if len(lines) > 1 and len(head) >= max_bytes:
+            lines = lines[:-1]  # the last one may be cut
+        text = [line.decode("utf-8", "replace").removesuffix("\r") for line in lines[:count]] or [""]
+        return [text[0].removeprefix(BOM), *text[1:]]
+
+    def is_blank(self) -> bool:
+        """No byte but whitespace (an empty file included)."""
+        return all(not piece.strip() for piece in Source(self.source, self.name, chunk_bytes=1 << 16, digest=False)._raw_pieces())
+
+    def lines_at(self, numbers: set[int]) -> dict[int, str]:
+        """The text of the lines ``numbers`` (a second pass; only for rows quarantined after their line was split)."""
+        found: dict[int, str] = {}
+        if not numbers:
+            return found
+        for block in Source(self.source, self.name, chunk_bytes=self.chunk_bytes, digest=False).blocks():
+            wanted = [n for n in numbers if block.first_line <= n < block.first_line + block.lines]
+            if wanted:
+                split = block.data.split(b"\n")
+                for n in wanted:
+                    found[n] = _raw(split[n - block.first_line])
+        return found
+
+
+@dataclass(frozen=True)
+class _FieldBound:
+    """How ``Source.bound_fields`` splits a line into fields, and names them."""
+
+    separator: str
+    names: tuple[str, ...]
+    quote_char: str | None
+    header_lines: int
+
+    def longest(self, line: bytes) -> tuple[int, int] | None:
+        """(index of the line's longest field, its bytes); None for a line without fields (never: a line has one)."""
+        text = line.removesuffix(b"\r").decode("utf-8", "surrogateescape")
+        try:
+            fields = split_fields(text, self.separator, self.quote_char)
+        except csv.Error:  # quoting that does not close: its fields as the separator cuts them (the parse quarantines it anyway)
+            fields = text.split(self.separator)
+        sizes = [len(f.encode("utf-8", "surrogateescape")) for f in fields]
+        return (int(np.argmax(sizes)), max(sizes)) if sizes else None
+
+    def column(self, index: int, number: int) -> str:
+        """The header's name of field ``index`` (from 0) of line ``number``; ``field N`` (from 1) in the header, past the
+        header's fields, or for a name that is empty or longer than ``MAX_NAME_CHARS`` (messages quote no long input)."""
+        name = self.names[index].strip() if index < len(self.names) and number > self.header_lines else ""
+        return name if 0 < len(name) <= MAX_NAME_CHARS else f"field {index + 1}"
+
+
+def _raw(line: bytes) -> str:
+    """A line's bytes as its quarantine row keeps them: ``\\r`` dropped, bytes that are not UTF-8 replaced, cut (``cut_raw``)."""
+    return cut_raw(line.decode("utf-8", "replace").removesuffix("\r"), len(line))
+
+
+def _lines(data: bytes) -> tuple[int, int, int]:
+    """(lines of non-empty ``data``: a last line without a line break is one; bytes of the longest, line breaks not
+    counted; its index among them, from 0)."""
+    breaks = np.flatnonzero(np.frombuffer(data, dtype=np.uint8) == ord("\n"))
+    ends = np.append(breaks, len(data))
+    lengths = ends - np.concatenate(([0], breaks + 1))
+    at = int(np.argmax(lengths))
+    return line_count(data, breaks.size), int(lengths[at]), at
+
+
+def block_lines(block: Block) -> pl.DataFrame:
+    """The block's lines but those withheld: ``_line`` (number in the file), ``_text`` (without ``\\r\\n``), ``_utf8``
+    (valid UTF-8?).
+
+    Fast path: polars' CSV reader with a separator that does not occur, one field per line. A
+    block with a ``\\r``, that separator or a byte that is not UTF-8 is split by string
+    operations instead (the same result; bad lines found one by one, only in such a block).
+    """
+    text: pl.Series | None = None
+    valid: pl.Series | None = None
+    if b"\x1f" not in block.data and b"\r" not in block.data:
+        try:
+            text = pl.read_csv(block.data, separator="\x1f", has_header=False, quote_char=None, infer_schema=False,
+                               new_columns=[TEXT], raise_if_empty=False)[TEXT].fill_null("").rechunk()
+        except pl.exceptions.ComputeError:  # not UTF-8
+            text = None
+        if text is not None and text.len() != block.lines:
+            text = None
+    if text is None:
+        try:
+            whole = pl.Series([block.data], dtype=pl.Binary).cast(pl.String)
+        except (pl.exceptions.InvalidOperationError, pl.exceptions.ComputeError):
+            whole = pl.Series([block.data.decode("utf-8", "replace")])
+            valid = pl.Series([utf8_error(b) is None for b in block.data.split(b"\n")[: block.lines]], dtype=pl.Boolean)
+        text = whole.str.split("\n").explode()
+        if block.data.endswith(b"\n"):
+            text = text.head(text.len() - 1)
+        text = text.str.strip_suffix("\r")
+    if block.first_line == 1 and block.data.startswith(BOM.encode()):
+        text = text.str.strip_prefix(BOM)  # only the first line can start with it
+    if text.len() != block.lines:
+        raise IngestError("<block>", f"internal error: {text.len()} lines split from a block of {block.lines}", line=block.first_line)
+    lines = pl.DataFrame({
+        LINE: pl.int_range(block.first_line, block.first_line + block.lines, dtype=pl.Int64, eager=True),
+        TEXT: text,
+        "_utf8": valid if valid is not None else pl.repeat(True, block.lines, eager=True),
+    })
+    return lines.filter(~pl.col(LINE).is_in(block.withheld)) if block.withheld else lines

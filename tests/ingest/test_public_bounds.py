@@ -1,0 +1,60 @@
+"""The public traces' reader (``pipelines.ingest.common``) and the series' (``grid.read_csv_text``) read under the reader
+engine's bounds, the header's line included: one ``IngestError`` line naming file, line and bound, before any parse
+(issue 53 item 4)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from pipelines.ingest.common import IngestError, ingest_bytes
+from pipelines.ingest.grid import read_csv_text
+from pipelines.ingest.power_limit_profiles import read_zeus_log
+from pipelines.ingest.zeus import TRAIN_SPEC
+
+HEADER = b"dataset,network,batch_size,optimizer,learning_rate,run,target_metric,target_epoch"
+ROW = b"cifar100,shufflenetv2,128,adadelta,0.1,0,0.6,17"
+
+
+def test_a_well_formed_table_reads_as_before() -> None:
+    result = ingest_bytes(HEADER + b"\n" + ROW + b"\n", TRAIN_SPEC, source_file="summary_train.csv")
+    assert result.table.height == 1 and result.quarantine.height == 0 and result.lines_in == 1
+
+
+def test_a_line_over_one_mebibyte_stops_the_read_naming_its_line() -> None:
+    long_row = b"cifar100," + b"n" * (1 << 20) + b",128,adadelta,0.1,0,0.6,17"  # 1,048,611 bytes: over 1,048,576
+    with pytest.raises(IngestError) as caught:
+        ingest_bytes(HEADER + b"\n" + ROW + b"\n" + long_row + b"\n" + ROW + b"\n", TRAIN_SPEC, source_file="summary_train.csv")
+    assert str(caught.value) == "summary_train.csv:3: a line longer than 1,048,576 bytes (the bound on one line)"
+
+
+def test_a_header_over_one_mebibyte_is_the_same_bound_at_line_1() -> None:
+    with pytest.raises(IngestError) as caught:
+        ingest_bytes(HEADER + b"," + b"h" * (1 << 20) + b"\n" + ROW + b"\n", TRAIN_SPEC, source_file="summary_train.csv")
+    assert str(caught.value).startswith("summary_train.csv:1: a line longer than 1,048,576 bytes")
+
+
+def test_more_than_five_million_lines_stop_before_they_are_split() -> None:
+    """5,000,001 lines (a header and empty lines: 5 MB) pass the bound on rows by one."""
+    with pytest.raises(IngestError) as caught:
+        ingest_bytes(HEADER + b"\n" * 5_000_001, TRAIN_SPEC, source_file="summary_train.csv")
+    assert str(caught.value) == "summary_train.csv: more than 5,000,000 lines (the bound on rows per file)"
+
+
+def test_a_series_line_over_64_kib_is_one_line_naming_it(tmp_path: Path) -> None:
+    """A grid or price series (``grid.read_csv_text``) is a small table: every line, not only its header, within 64 KiB."""
+    path = tmp_path / "grid.csv"
+    path.write_bytes(b"timestamp,gco2_per_kwh\n2024-01-01T00:00:00Z,300\n2024-01-01T01:00:00Z," + b"3" * (64 << 10) + b"\n")
+    with pytest.raises(IngestError) as caught:
+        read_csv_text(path)
+    assert str(caught.value) == f"{path}:3: a line longer than 65,536 bytes (the bound on one line)"
+
+
+def test_a_zeusmonitor_log_s_line_over_one_mebibyte_is_one_line_naming_it(tmp_path: Path) -> None:
+    """A ZeusMonitor log (``power-limit``, ``--profiles``) is read through the same bounds before the csv module splits it."""
+    path = tmp_path / "log.csv"
+    path.write_bytes(b"start_time,window_name,elapsed_time,gpu0_energy\n1,\"" + b"x" * (1 << 20) + b"\",1,1\n")
+    with pytest.raises(IngestError) as caught:
+        read_zeus_log(path)
+    assert str(caught.value) == f"{path}:2: a line longer than 1,048,576 bytes (the bound on one line)"
