@@ -1,4 +1,4 @@
-"""``python -m pipelines whatif FILE``: what would Zeus save on your cluster (no Dagster, nothing written).
+"""``python -m pipelines whatif FILE``: what would Zeus save on your cluster (no Dagster; the parse is kept, nothing else written).
 
 Prints the report of ``pipelines.clusters.whatif`` (``--json``: exactly one JSON object on
 stdout; the text by ``pipelines.report.text``). A file that cannot be read at all, or a
@@ -38,13 +38,14 @@ from pipelines.cli.options import (
     slurm_options,
     slurm_settings,
 )
-from pipelines.clusters import tracefiles
+from pipelines.clusters import kept, tracefiles
 from pipelines.clusters import whatif as report_of
 from pipelines.clusters.analogues import BY_UTILISATION, WORKLOADS_BY
 from pipelines.clusters.anchoring import ANCHORED, ENERGY_MODELS, EnergyModel
 from pipelines.clusters.profiles import Profiles, power_limit_profiles, with_measured
 from pipelines.clusters.standins import AS_PROFILED, STAND_IN_POWER, Spec, parse_specs
 from pipelines.contracts.limits import MAX_GCO2_PER_KWH, MAX_PRICE_PER_KWH
+from pipelines.home import cache
 from pipelines.home.outputs import STDOUT, Output, OutputRefused, check_output, write_output
 from pipelines.home.paths import ProjectPaths, find_home
 from pipelines.ingest import grid as grid_mod
@@ -195,6 +196,8 @@ def _horizon(ctx: click.Context, param: click.Parameter, value: float | None) ->
               help="Also write the report as one self-contained HTML page (figures embedded, nothing fetched) to this file "
                    "(a new file or an earlier report; -: stdout, the text report then on stderr).")
 @click.option("--parents", "make_parents", is_flag=True, help="Make --html's missing folders (else a missing folder is an error).")
+@click.option("--no-cache", is_flag=True, help="Read the export afresh and keep nothing (else its parse is kept under the data "
+                                              "home's cache/ and a run with other knobs reuses it; `cache list|clear`).")
 @read_limit_options
 @slurm_options
 def cli(
@@ -238,12 +241,13 @@ def cli(
     progress: bool | None,
     html_file: str | None,
     make_parents: bool,
+    no_cache: bool,
     max_rows: int,
     max_line_bytes: int,
     max_bytes: int,
     **slurm: Any,
 ) -> None:
-    """What would Zeus save on your cluster? Replays a Slurm sacct export or a job-log CSV; writes nothing but --html."""
+    """What would Zeus save on your cluster? Replays a Slurm sacct export or a job-log CSV; writes --html and its parse, kept in cache/."""
     profile_files, html_out = _check_files(file, profile_specs, html_file, (grid_file, price_file, trace_dir), make_parents, as_json)
     # the page's figure stack (matplotlib: seconds) imports while the export is read and replayed
     figure_stack = Background(_figure_stack) if html_out is not None else None
@@ -276,9 +280,12 @@ def cli(
     def read() -> tuple[report_of.Prepared, Profiles, str | None, str]:
         # only the columns the report reads are kept (the full table never exists); the table is freed on return: the
         # draws need only the plan
-        result = tracefiles.read_trace(file, report_of.trace_name_for(file), file_format, timezone, field_list, source_file=str(file),
-                                       digest=html_file is not None, delimiter=delimiter, columns=report_of.REPORT_COLUMNS,
-                                       limits=read_limits(max_rows, max_line_bytes, max_bytes), progress=_read_bar(options.progress))
+        limits = read_limits(max_rows, max_line_bytes, max_bytes)
+        how = kept.reading(report_of.trace_name_for(file), file_format, timezone, field_list, delimiter, report_of.REPORT_COLUMNS, limits)
+        result, kept_line = kept.read(file, how, source_file=str(file), limits=limits, progress=_read_bar(options.progress),
+                                      root=None if no_cache else cache.root(home), digest=html_file is not None)
+        if kept_line is not None:
+            note(f"[whatif] {kept_line}")
         traces, origin = resolve_traces(trace_dir, home, published)
         missing = [p for p in profile_files if not p.is_file()]
         if missing:
@@ -422,7 +429,7 @@ def _rates(s: Series) -> tuple[Rate | None, Rate | None]:
 
 
 #: Parameters that change no number of the report (where it goes, how it is shown).
-_PRESENTATION = ("file", "as_json", "progress", "html_file", "make_parents", "max_rows", "max_line_bytes", "max_bytes")
+_PRESENTATION = ("file", "as_json", "progress", "html_file", "make_parents", "no_cache", "max_rows", "max_line_bytes", "max_bytes")
 
 
 def _check_html(path: str, inputs: tuple[Path, ...], make_parents: bool, as_json: bool) -> Output:
