@@ -16,6 +16,7 @@ from pipelines.clusters.profiles import profiles_of
 from pipelines.home import cache
 from pipelines.ingest.owntrace import ReadLimits
 from pipelines.ingest.simulator_inputs import read_trace_dir
+from pipelines.scaleout.schedulers import connect
 from tests.support.cli import run_main
 from tests.support.sacct_export import write_export
 
@@ -108,6 +109,24 @@ def test_the_report_from_partitions_is_the_fresh_reads(export, tmp_path: Path, m
     one, _ = whatif.run(fresh, profiles, options)
     two, _ = whatif.run(loaded, profiles, options)
     assert json.dumps(one, sort_keys=True, default=str) == json.dumps(two, sort_keys=True, default=str)
+
+
+@pytest.mark.slow
+def test_the_report_from_partitions_on_a_local_cluster_is_the_fresh_reads_in_process(export, tmp_path: Path, mirror: Path) -> None:
+    """Item 4 on a LocalCluster: the kept parse in 5 partitions, its draws on the cluster's workers, gives the in-process
+    report of a fresh read, but the runner line."""
+    path, _ = export
+    profiles = profiles_of(read_trace_dir(mirror / "zeus"))
+    options = whatif.Options(samples=3, timezone_source="given")
+    fresh, _ = read(path, None)
+    read(path, tmp_path, partitions=5)
+    loaded, line = read(path, tmp_path, partitions=5)
+    assert line is not None and line.startswith("parse reused: ")
+    here, _ = whatif.run(fresh, profiles, options)
+    with connect("local", workers=1) as runner:
+        there, _ = whatif.run(loaded, profiles, options, runner)
+    assert there["runner"] != here["runner"] and "local cluster" in there["runner"]
+    assert json.dumps({**there, "runner": ""}, sort_keys=True, default=str) == json.dumps({**here, "runner": ""}, sort_keys=True, default=str)
 
 
 def test_the_bound_drops_the_least_recently_used_first(tmp_path: Path) -> None:
