@@ -43,7 +43,9 @@ def test_the_partitions_hold_every_row_once_and_no_group_in_two(export, tmp_path
     fresh, line = read(path, tmp_path, partitions=4)
     assert line is not None and "parse kept" in line
     (folder,) = (tmp_path / "whatif").iterdir()
-    parts = [pl.read_parquet(folder / f"part-{i:05d}.parquet") for i in range(4)]
+    entry = cache.load(folder)
+    assert entry is not None and entry.meta["partitions"] == 4
+    parts = [kept.partition(entry, i) for i in range(4)]
     assert sum(p.height for p in parts) == truth.allocations == fresh.counts.allocations  # malformed lines are quarantined, not counted
     assert all(p.height for p in parts)  # 1,200 allocations over 4 partitions: none empty
     # a named job's group is user/name/GPUs (mapping.own_group): each such triple lies in one partition only
