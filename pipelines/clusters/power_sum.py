@@ -44,4 +44,4 @@ def sum_power(parts: Sequence[pl.DataFrame]) -> pl.DataFrame:
         pl.col("mean_power_w").fill_null(0.0), pl.col("gpus_in_use").fill_null(0.0),
         (pl.col("bin_start_s") + bin_s).alias("bin_end_s"),
         pl.lit(None, pl.Int64).alias("cluster_gpus"), pl.lit(None, pl.Float64).alias("idle_gpus"), pl.lit(None, pl.Float64).alias("idle_power_w"))
-    return out.select(POWER_SCHEMA.keys()).cast(dict(POWER_SCHEMA)).sort(*KEY)
+    return out.select(POWER_SCHEMA.keys()).cast(POWER_SCHEMA).sort(*KEY)
