@@ -277,6 +277,7 @@ def cli(
     # as exported, any published GPU may be some job's own; by name, only those named (measured ones come from their files)
     named = PAPER_ORDER if gpus is None or gpus == (report_of.AS_EXPORTED,) else gpus
     published = [g for g in (*named, options.fallback_gpu) if g in PAPER_ORDER]
+    kept_lines: list[str] = []  # said once the report is made: a run that fails says one line, its error
     def read() -> tuple[report_of.Prepared, Profiles, str | None, str]:
         # only the columns the report reads are kept (the full table never exists); the table is freed on return: the
         # draws need only the plan
@@ -285,7 +286,7 @@ def cli(
         result, kept_line = kept.read(file, how, source_file=str(file), limits=limits, progress=_read_bar(options.progress),
                                       root=None if no_cache else cache.root(home), digest=html_file is not None)
         if kept_line is not None:
-            note(f"[whatif] {kept_line}")
+            kept_lines.append(f"[whatif] {kept_line}")
         traces, origin = resolve_traces(trace_dir, home, published)
         missing = [p for p in profile_files if not p.is_file()]
         if missing:
@@ -301,6 +302,8 @@ def cli(
             report, power = report_of.run(prepared, profiles, runner=runner, keep_power=html_file is not None)
     except (IngestError, TraceError, tracefiles.TraceFileError, ValueError, SimulationError) as exc:
         fail(str(exc))
+    for line in kept_lines:
+        note(line)
     report["zeus_traces"] = origin
     if as_json:
         click.echo(json.dumps(json_safe(report), allow_nan=False))

@@ -121,8 +121,8 @@ def read(path: Path, how: Reading, *, source_file: str, limits: ReadLimits | Non
          root: Path | None, partitions: int | None = None, digest: bool = False) -> tuple[OwnTraceResult, str | None]:
     """(the export read, or its kept parse loaded; one line saying which, None when nothing is kept).
 
-    ``root``: the data home's ``cache/`` (None: read afresh and keep nothing, ``--no-cache``; ``digest``: with the file's
-    sha256 then, which a kept parse always has). ``partitions``: how many
+    ``root``: the data home's ``cache/`` (None: read afresh and keep nothing, ``--no-cache``, as for a path that is not a
+    regular file; ``digest``: with the file's sha256 then, which a kept parse always has). ``partitions``: how many
     (default ``partitions_for`` the allocations). A kept parse whose lines exceed ``limits.rows`` is refused as the read
     would be. ``IngestError`` for a file that changed between its hash and its read.
     """
@@ -130,7 +130,7 @@ def read(path: Path, how: Reading, *, source_file: str, limits: ReadLimits | Non
         return tracefiles.read_trace(path, how.trace, how.format, how.timezone, how.fields, source_file=source_file, digest=digest,
                                      delimiter=how.delimiter, columns=how.columns, limits=limits, progress=progress)
 
-    if root is None:
+    if root is None or not path.is_file():  # a FIFO, device or stdin: read once as it streams (its bounds), never kept
         return fresh(digest), None
     try:
         sha256 = sha256_of(path)
