@@ -84,7 +84,7 @@ def copies(base: Path, k: int, out: Path) -> int:
 def child(code: str, path: Path) -> tuple[float, float, int, float]:
     """(wall s, peak GB, lines, the timed part's s) of ``code`` run on ``path`` in a child process."""
     wall, peak, out = measured([sys.executable, "-c", code, str(path)], REPO_ROOT, dict(os.environ))
-    lines, timed = out.split()
+    lines, timed = out.splitlines()[-1].split()  # the last line: a library may print before it (a progress bar)
     return wall, peak, int(lines), float(timed)
 
 
