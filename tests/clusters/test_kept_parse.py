@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 from pathlib import Path
 
 import polars as pl
@@ -90,6 +91,21 @@ def test_a_kept_parse_still_meets_the_row_bound(export, tmp_path: Path) -> None:
     read(path, tmp_path)
     with pytest.raises(ValueError, match=f"more than {truth.lines - 1:,} lines"):
         kept.read(path, how(path), source_file=str(path), limits=ReadLimits(rows=truth.lines - 1), root=tmp_path)
+
+
+def test_a_fifo_is_read_as_it_streams_and_not_kept(export, tmp_path: Path) -> None:
+    """A path that is not a regular file cannot be hashed before its read (/dev/zero never ends): read once, kept nowhere."""
+    path, truth = export
+    fifo = tmp_path / "export.sacct"
+    os.mkfifo(fifo)
+    writer = threading.Thread(target=lambda: fifo.write_bytes(path.read_bytes()))
+    writer.start()
+    try:
+        result, line = kept.read(fifo, how(fifo), source_file=str(fifo), limits=None, root=tmp_path / "cache")
+    finally:
+        writer.join(timeout=30)
+    assert line is None and not (tmp_path / "cache").exists()
+    assert result.counts.lines == truth.lines and result.counts.allocations == truth.allocations
 
 
 def test_no_cache_keeps_nothing(export, tmp_path: Path) -> None:
