@@ -108,3 +108,10 @@ def pytest_configure(config: pytest.Config) -> None:
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     rank = {config.rootpath / path: i for i, path in enumerate(LONGEST_FIRST)}
     items.sort(key=lambda item: rank.get(item.path, len(rank)))  # a stable sort: the rest keep their order
+
+
+@pytest.fixture(autouse=True)
+def kept_data(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """whatif keeps its parse (``pipelines.home.cache``) in a folder of each test's own, never in the clone's ``cache/``
+    nor shared between tests."""
+    monkeypatch.setenv("GPU_ENERGY_CACHE", str(tmp_path_factory.mktemp("cache")))

@@ -1,4 +1,4 @@
-"""``python -m pipelines whatif FILE``: what would Zeus save on your cluster (no Dagster, nothing written).
+"""``python -m pipelines whatif FILE``: what would Zeus save on your cluster (no Dagster; the parse is kept, nothing else written).
 
 Prints the report of ``pipelines.clusters.whatif`` (``--json``: exactly one JSON object on
 stdout; the text by ``pipelines.report.text``). A file that cannot be read at all, or a
@@ -29,10 +29,11 @@ import polars as pl
 from pipelines.cli import invoked_as
 from pipelines.cli.clusters import delimiter_option, read_limit_options, read_limits
 from pipelines.cli.options import F, fail, in_range, note, scheduler_option, slurm_options, slurm_settings
-from pipelines.clusters import tracefiles
+from pipelines.clusters import kept, tracefiles
 from pipelines.clusters import whatif as whatif_report
 from pipelines.clusters.profiles import Profiles, power_limit_profiles, with_measured
 from pipelines.clusters.whatif_knobs import AS_EXPORTED, DEFAULTS, KNOBS, Knob
+from pipelines.home import cache
 from pipelines.home.outputs import STDOUT, Output, OutputRefused, check_output, write_output
 from pipelines.home.paths import ProjectPaths, find_home
 from pipelines.ingest import grid as grid_mod
@@ -159,6 +160,8 @@ def _price_unit(ctx: click.Context, param: click.Parameter, value: str | None) -
               help="Also write the report as one self-contained HTML page (figures embedded, nothing fetched) to this file "
                    "(a new file or an earlier report; -: stdout, the text report then on stderr).")
 @click.option("--parents", "make_parents", is_flag=True, help="Make --html's missing folders (else a missing folder is an error).")
+@click.option("--no-cache", is_flag=True, help="Read the export afresh and keep nothing (else its parse is kept under the data "
+                                              "home's cache/ and a run with other knobs reuses it; `cache list|clear`).")
 @read_limit_options
 @slurm_options
 def cli(
@@ -181,12 +184,13 @@ def cli(
     progress: bool | None,
     html_file: str | None,
     make_parents: bool,
+    no_cache: bool,
     max_rows: int,
     max_line_bytes: int,
     max_bytes: int,
     **given: Any,
 ) -> None:
-    """What would Zeus save on your cluster? Replays a Slurm sacct export or a job-log CSV; writes nothing but --html."""
+    """What would Zeus save on your cluster? Replays a Slurm sacct export or a job-log CSV; writes --html and its parse, kept in cache/."""
     profile_files, html_out = _check_files(file, profile_specs, html_file, (grid_file, price_file, trace_dir), make_parents, as_json)
     # the page's figure stack (matplotlib: seconds) imports while the export is read and replayed
     figure_stack = Background(_figure_stack) if html_out is not None else None
@@ -212,12 +216,16 @@ def cli(
     # as exported, any published GPU may be some job's own; by name, only those named (measured ones come from their files)
     named = PAPER_ORDER if options.gpus is None or options.gpus == (AS_EXPORTED,) else options.gpus
     published = [g for g in (*named, options.fallback_gpu) if g in PAPER_ORDER]
+    kept_lines: list[str] = []  # said once the report is made: a run that fails says one line, its error
     def read() -> tuple[whatif_report.Replayable, Profiles, str | None, str]:
         # only the columns the report reads are kept (the full table never exists); the table is freed on return: the
         # draws need only the plan
-        result = tracefiles.read_trace(file, whatif_report.trace_name_for(file), file_format, timezone, field_list, source_file=str(file),
-                                       digest=html_file is not None, delimiter=delimiter, columns=whatif_report.REPORT_COLUMNS,
-                                       limits=read_limits(max_rows, max_line_bytes, max_bytes), progress=_read_bar(options.progress))
+        limits = read_limits(max_rows, max_line_bytes, max_bytes)
+        how = kept.reading(whatif_report.trace_name_for(file), file_format, timezone, field_list, delimiter, whatif_report.REPORT_COLUMNS, limits)
+        result, kept_line = kept.read(file, how, source_file=str(file), limits=limits, progress=_read_bar(options.progress),
+                                      root=None if no_cache else cache.root(home), digest=html_file is not None)
+        if kept_line is not None:
+            kept_lines.append(f"[whatif] {kept_line}")
         traces, origin = resolve_traces(trace_dir, home, published)
         missing = [p for p in profile_files if not p.is_file()]
         if missing:
@@ -233,6 +241,8 @@ def cli(
             report, power = whatif_report.run(prepared, profiles, runner=runner, keep_power=html_file is not None)
     except (IngestError, TraceError, tracefiles.TraceFileError, ValueError, SimulationError) as exc:
         fail(str(exc))
+    for line in kept_lines:
+        note(line)
     report["zeus_traces"] = origin
     if as_json:
         click.echo(json.dumps(json_safe(report), allow_nan=False))
@@ -361,7 +371,7 @@ def _rates(s: Series) -> tuple[Rate | None, Rate | None]:
 
 
 #: Parameters that change no number of the report (where it goes, how it is shown).
-_PRESENTATION = ("file", "as_json", "progress", "html_file", "make_parents", "max_rows", "max_line_bytes", "max_bytes")
+_PRESENTATION = ("file", "as_json", "progress", "html_file", "make_parents", "no_cache", "max_rows", "max_line_bytes", "max_bytes")
 
 
 def _check_html(path: str, inputs: tuple[Path, ...], make_parents: bool, as_json: bool) -> Output:

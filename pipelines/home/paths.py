@@ -50,6 +50,11 @@ class ProjectPaths:
         return self.root / "figures"
 
     @property
+    def cache(self) -> Path:
+        """Kept data that can be made again (``pipelines.home.cache``): whatif's parsed exports; bounded in size."""
+        return self.root / "cache"
+
+    @property
     def measured(self) -> Path:
         """Profiles measured with ``python -m pipelines measure`` (committed data, not fetched)."""
         return self.raw / "measured"

@@ -390,7 +390,7 @@ class Source:
         found: dict[int, str] = {}
         if not numbers:
             return found
-        for block in Source(self.source, self.name, chunk_bytes=self.chunk_bytes, digest=False).blocks():
+        for block in Source(self.source, self.name, chunk_bytes=self.chunk_bytes, digest=False, limits=self.limits).blocks():
             wanted = [n for n in numbers if block.first_line <= n < block.first_line + block.lines]
             if wanted:
                 split = block.data.split(b"\n")
