@@ -37,12 +37,30 @@ def test_sums_adds_values_per_key_keys_sorted() -> None:
     assert keys.size == 0 and sums.size == 0
 
 
+def test_sums_add_each_keys_values_in_their_given_order() -> None:
+    """Bit for bit wherever a draw runs: each key's values are added in the order given (a stable sort). Floating-point
+    addition is not associative, so an unstable sort (numpy's default, which reorders equal keys of a long array) changes the
+    last bits; the expectation adds each key's values, picked out in order by a mask, with the same reduction."""
+    rng = np.random.default_rng(0)
+    keys, values = rng.integers(0, 3, size=200), rng.lognormal(0.0, 3.0, size=200)
+    found, sums = samples._sums(keys, values)
+    assert found.tolist() == [0, 1, 2]
+    assert sums.tolist() == [float(np.add.reduceat(values[keys == k], [0])[0]) for k in (0, 1, 2)]
+
+
 def test_totals_sum_each_policy_over_every_row() -> None:
     first = row({"default": runs([1e6, 2e6], [10.0, 20.0]), "zeus": runs([0.5e6, 1.5e6], [12.0, 22.0])})
     second = row({"default": runs([3e6], [30.0]), "zeus": runs([2e6], [35.0]), "carbon-aware": runs([1.8e6], [40.0])})
     assert samples._totals([first]) == {"default_j": 3e6, "default_s": 30.0, "zeus_j": 2e6, "zeus_s": 34.0}
     assert samples._totals([first, second]) == {"default_j": 6e6, "default_s": 60.0, "zeus_j": 4e6, "zeus_s": 69.0,
                                                 "carbon_aware_j": 1.8e6, "carbon_aware_s": 40.0}
+
+
+def test_runs_of_no_row_are_empty_and_total_zero() -> None:
+    assert samples._runs([], "default", "energy_j").tolist() == []
+    only_default = row({"default": runs([5.0], [1.0])})
+    assert samples._runs([only_default], "zeus", "time_s").tolist() == []
+    assert samples._totals([]) == {"default_j": 0.0, "default_s": 0.0, "zeus_j": 0.0, "zeus_s": 0.0}
 
 
 def test_steady_totals_weigh_default_energy_by_each_workloads_ratio() -> None:
