@@ -4,7 +4,10 @@ extended beyond the series, a zero-length run takes the value in force at its st
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
+import pytest
 
 from pipelines.ingest.grid import Rate
 
@@ -37,8 +40,10 @@ def test_a_zero_length_run_takes_the_value_in_force_at_its_start() -> None:
 
 def test_a_constant_is_its_value_for_any_run() -> None:
     rate = Rate.constant(42, {"what": "x"})
+    assert rate.describe == {"what": "x"} and rate.times_s is None
     assert rate.means(np.array([0.0, 5.0, -1.0]), np.array([10.0, 5.0, 1e9])).tolist() == [42.0, 42.0, 42.0]
-    assert rate.uncovered(np.array([-1.0]), np.array([1e12])).tolist() == []
+    none = rate.uncovered(np.array([-1.0]), np.array([1e12]))
+    assert none.tolist() == [] and np.array([5.0])[none].tolist() == []  # indices: an empty float array cannot index
     starts, ends = rate.gaps()
     assert starts.tolist() == [] and ends.tolist() == []
 
@@ -59,3 +64,13 @@ def test_a_gap_is_a_step_longer_than_one_and_a_half_usual_steps() -> None:
 
 def test_the_span_runs_to_one_step_after_the_last_reading() -> None:
     assert hourly().span_text() == "1970-01-01T00:00Z to 1970-01-01T03:00Z"
+
+
+def test_the_span_is_utc_whatever_the_machines_time_zone(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TZ", "America/New_York")
+    time.tzset()
+    try:
+        assert hourly().span_text() == "1970-01-01T00:00Z to 1970-01-01T03:00Z"
+    finally:
+        monkeypatch.undo()
+        time.tzset()
