@@ -74,3 +74,10 @@ def test_the_span_is_utc_whatever_the_machines_time_zone(monkeypatch: pytest.Mon
     finally:
         monkeypatch.undo()
         time.tzset()
+
+
+def test_a_series_that_starts_later_extends_its_first_value_back() -> None:
+    # 100 from 1970-01-02T00:00 (86400 s), 300 from 01:00: a run from 23:00 the day before to 01:00 holds 100 throughout; one
+    # from 23:00 to 02:00 averages (100 x 7200 + 300 x 3600) / 10800 = 166.66...
+    rate = Rate(np.array([100.0, 300.0]), {}, times_s=np.array([86400.0, 90000.0]), step_s=3600.0)
+    assert rate.means(np.array([82800.0, 82800.0]), np.array([90000.0, 93600.0])).tolist() == [100.0, 1800000.0 / 10800.0]
