@@ -5,6 +5,7 @@ extended beyond the series, a zero-length run takes the value in force at its st
 from __future__ import annotations
 
 import time
+import warnings
 
 import numpy as np
 import pytest
@@ -36,6 +37,19 @@ def test_beyond_the_series_the_first_and_last_values_hold() -> None:
 def test_a_zero_length_run_takes_the_value_in_force_at_its_start() -> None:
     at = np.array([3600.0, 5400.0, 0.0, -10.0, 7199.0, 20000.0])
     assert hourly().means(at, at).tolist() == [300.0, 300.0, 100.0, 100.0, 300.0, 200.0]
+
+
+def test_a_run_of_a_second_or_less_is_still_a_mean() -> None:
+    # Half a second at 100, half at 300 (1 s in all); a quarter second at 100, a quarter at 300.
+    rate = hourly()
+    assert rate.means(np.array([3599.5, 3599.75]), np.array([3600.5, 3600.25])).tolist() == [200.0, 200.0]
+
+
+def test_a_zero_length_run_warns_of_nothing() -> None:
+    """0 / 0 for a zero-length run is replaced by the value at its start: numpy is told so, and says nothing."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert hourly().means(np.array([100.0, 0.0]), np.array([100.0, 3600.0])).tolist() == [100.0, 100.0]
 
 
 def test_a_constant_is_its_value_for_any_run() -> None:
