@@ -127,3 +127,18 @@ def test_converged_ratios_are_each_workloads_against_the_second_implementation(m
     for dataset, ratio in ratios.items():
         assert ratio == pytest.approx(anchoring_peer.converged_ratio(mirror / "zeus", "v100", dataset, 0.5), rel=1e-12), dataset
     assert ratios["squad"] != ratios["cifar100"]
+
+
+def test_a_horizon_of_one_job_over_a_one_second_period() -> None:
+    # One job (Default 10 J, Zeus 8 J) in a 1 s period, horizon 2.5 s: it recurs 2.5 times, 1.5 beyond the export at 10 J
+    # (Default) and 10 x 0.5 J (Zeus).
+    policy_j = {"default": (np.array([0]), np.array([10.0])), "zeus": (np.array([0]), np.array([8.0]))}
+    assert horizon_totals(policy_j, np.array([0, 1]), np.array([0.5]), 1.0, 2.5) == (25.0, 15.5)
+
+
+def test_a_horizon_counts_a_job_a_policy_did_not_run_as_zero() -> None:
+    # As in the first horizon case, but Zeus has no run of job 2 (the last): its 21 J are gone, the projection beyond is not.
+    policy_j = {"default": (np.array([0, 1, 2, 0]), np.array([10.0, 20.0, 30.0, 5.0])), "zeus": (np.array([0, 1]), np.array([8.0, 15.0]))}
+    default, zeus = horizon_totals(policy_j, np.array([0, 2, 3]), np.array([0.5, 0.9]), 100.0, 250.0)
+    assert default == 162.5
+    assert zeus == pytest.approx(23.0 + 3 * 17.5 * 0.5 + 1.5 * 30.0 * 0.9, rel=1e-15)  # 89.75
