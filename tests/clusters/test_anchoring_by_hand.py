@@ -111,6 +111,10 @@ def test_a_horizon_shorter_than_the_export_counts_the_jobs_it_cuts_in_part() -> 
     default, zeus = horizon_totals(policy_j, np.array([0, 2, 3]), np.array([0.5, 0.9]), 100.0, 60.0)
     assert default == pytest.approx(15.0 + 0.2 * 20.0 + 0.6 * 30.0, rel=1e-12)  # 37
     assert zeus == pytest.approx(8.0 + 0.2 * 15.0 + 0.6 * 21.0, rel=1e-12)  # 23.6
+    # Horizon 30 s: group 0 recurs 0.6 times (job 0 at 0.6, job 1 not at all: never a negative share), group 1 0.3 times.
+    default, zeus = horizon_totals(policy_j, np.array([0, 2, 3]), np.array([0.5, 0.9]), 100.0, 30.0)
+    assert default == pytest.approx(0.6 * 15.0 + 0.3 * 30.0, rel=1e-12)  # 18
+    assert zeus == pytest.approx(0.6 * 8.0 + 0.3 * 21.0, rel=1e-12)  # 11.1
 
 
 def test_a_horizon_of_no_jobs_or_no_period_is_zero() -> None:
