@@ -7,7 +7,10 @@ from __future__ import annotations
 
 import math
 
-from pipelines.zeus.traces import BatchSizeTable
+import polars as pl
+import pytest
+
+from pipelines.zeus.traces import BatchSizeTable, TraceError, from_frames, max_power
 
 
 def table(limits: tuple[int, ...], power: tuple[float, ...], time: tuple[float, ...]) -> BatchSizeTable:
@@ -45,3 +48,20 @@ def test_a_tie_of_epoch_costs_goes_to_the_higher_limit_in_any_order() -> None:
 def test_limit_index_is_the_position_in_trace_order() -> None:
     t = table((200, 300, 250), (190.0, 280.0, 240.0), (13.0, 10.0, 11.0))
     assert [t.limit_index(w) for w in (200, 300, 250)] == [0, 1, 2]
+
+
+def test_max_power_is_the_largest_limit_of_the_gpus_rows_that_join_a_train_row() -> None:
+    """MaxPower of Zeus's cost: g1's 400 W row (batch size 128) joins no train row, so 300 W; g2 has one joining row (250 W);
+    g3 has none. Memoized per ``Traces`` (a value in its cache is what it returns)."""
+    train = pl.DataFrame({"dataset": ["a", "a"], "network": ["n", "n"], "batch_size": [32, 64], "optimizer": ["o", "o"],
+                          "target_metric": [0.5, 0.5], "target_epoch": [3.0, None]})
+    power = pl.DataFrame({"gpu": ["g1", "g1", "g1", "g2", "g3"], "dataset": ["a", "a", "a", "a", "b"], "network": ["n"] * 5,
+                          "batch_size": [32, 64, 128, 64, 32], "optimizer": ["o"] * 5, "power_limit": [250, 300, 400, 250, 300],
+                          "time_per_epoch": [10.0] * 5, "average_power": [200.0] * 5})
+    traces = from_frames(train, power)
+    assert (max_power(traces, "g1"), max_power(traces, "g2")) == (300, 250)
+    assert traces.cache[("max_power", "g1")] == 300
+    traces.cache[("max_power", "g1")] = 123
+    assert max_power(traces, "g1") == 123
+    with pytest.raises(TraceError, match=r"^GPU 'g3': no power rows match the train trace$"):
+        max_power(traces, "g3")
