@@ -7,12 +7,13 @@ STAMP := $(VENV)/.installed
 TEST_STAMP := $(VENV)/.installed-test
 MEASURE_STAMP := $(VENV)/.installed-measure
 DOCS_STAMP := $(VENV)/.installed-docs
+DEV_STAMP := $(VENV)/.installed-dev
 export DAGSTER_HOME := $(CURDIR)/.dagster_home
 SELECT ?= *
 DEV_PORT ?= 3000
 DOCS_PORT ?= 8000
 
-.PHONY: setup setup-test setup-measure setup-docs setup-browser setup-postgres fetch materialize figures test test-all lint docs docs-serve bench dev dev-read-only sql clean
+.PHONY: setup setup-test setup-measure setup-docs setup-browser setup-postgres fetch materialize figures test test-all mutate lint docs docs-serve bench dev dev-read-only sql clean
 
 ## Installs follow uv.lock (committed; `uv lock` rewrites it after a change to pyproject.toml, and a test checks that
 ## the two agree): `uv sync --locked` installs exactly the locked versions, and fails if the lock no longer matches
@@ -109,6 +110,17 @@ test: $(MEASURE_STAMP)
 ## test-all: the whole suite, the slow tests included (real process stacks, whole-trace peer replays); what CI runs.
 test-all: $(MEASURE_STAMP)
 	$(PY) -m pytest -q -n auto --dist loadfile
+
+## mutate: mutation testing (mutmut, the dev extra) of the modules that carry the claims, each with the fast test files that
+## exercise it (tests/mutation/run.py; the scores and the surviving mutants in docs/testing.md). Not part of test or
+## test-all; at nice 19, one mutant at a time. MUTATE=anchoring totals ... runs those targets only.
+MUTATE ?=
+$(DEV_STAMP): $(TEST_STAMP)
+	$(call locked,--extra test --extra lint --extra dev)
+	touch $(DEV_STAMP)
+
+mutate: $(DEV_STAMP)
+	$(PY) -m tests.mutation.run $(MUTATE)
 
 ## lint: ruff (rules in pyproject.toml) over the code, tests and benchmarks; mypy over the package; the layer contracts (import-linter).
 lint: $(TEST_STAMP)

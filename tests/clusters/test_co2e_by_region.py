@@ -5,6 +5,7 @@ from __future__ import annotations
 import polars as pl
 import pytest
 
+from pipelines.clusters import carbon
 from pipelines.contracts.base import empty, validate
 from pipelines.contracts.clusters import ZeusClusterSummary
 from pipelines.contracts.grid import GridIntensity, ZeusClusterCo2e
@@ -41,3 +42,22 @@ def test_co2e_per_public_trace_gpu_and_region_is_the_replays_kwh_at_each_intensi
         zeus_cluster_co2e(Co2eConfig(regions=["XX"]), zeus_cluster_summary=summary(), grid_intensity=table)
     fig, data = co2e_by_region(out)
     assert data.height == 4 and [ax.get_ylabel() for ax in fig.axes] == ["CO2e saved vs Default (kg)"] * 2
+
+
+def test_rows_follow_trace_gpu_and_the_regions_asked_and_a_zero_default_has_no_percentage() -> None:
+    """By hand: 1,000 kWh (Default) and 500 kWh (Zeus) of itp on the V100, nothing on its A40, 1 kWh and 0.5 kWh of elasticflow
+    on the V100; SE3 at 40 g/kWh and DE at 400, asked in that order. A kWh at 40 g is 0.04 kg: a percentage all the same."""
+    rows = [("itp", "imagenet", "v100", 2, 1.8e9, 3.6e9), ("itp", "squad", "a40", 1, 0.0, 0.0),
+            ("elasticflow", "squad", "v100", 1, 1.8e6, 3.6e6)]
+    frame = pl.DataFrame(rows, schema={"trace": pl.String, "dataset": pl.String, "gpu": pl.String, "jobs": pl.Int64,
+                                       "energy_j_zeus": pl.Float64, "energy_j_default": pl.Float64}, orient="row")
+    intensity = pl.DataFrame({"region": ["DE", "SE3", "FR"], "gco2_per_kwh": [400.0, 40.0, 50.0], "year": [2023, 2023, 2023]})
+    out = carbon.co2e_by_region(pl.concat([empty(ZeusClusterSummary), frame], how="diagonal_relaxed"), intensity, ["SE3", "de"])
+    assert out.select("trace", "gpu", "region", "default_co2e_kg", "zeus_co2e_kg", "co2e_saved_pct").rows() == [
+        ("elasticflow", "v100", "SE3", pytest.approx(0.04), pytest.approx(0.02), pytest.approx(50.0)),
+        ("elasticflow", "v100", "DE", pytest.approx(0.4), pytest.approx(0.2), pytest.approx(50.0)),
+        ("itp", "a40", "SE3", 0.0, 0.0, None),
+        ("itp", "a40", "DE", 0.0, 0.0, None),
+        ("itp", "v100", "SE3", pytest.approx(40.0), pytest.approx(20.0), pytest.approx(50.0)),
+        ("itp", "v100", "DE", pytest.approx(400.0), pytest.approx(200.0), pytest.approx(50.0)),
+    ]

@@ -95,7 +95,7 @@ def test_the_lock_records_every_requirement_of_pyproject() -> None:
     count = len(project["dependencies"]) + sum(len(v) for v in project["optional-dependencies"].values())
     locked, extras, _ = _locked(tomllib.loads((REPO_ROOT / "uv.lock").read_text()), project["name"])
     assert len(locked) == count >= 40
-    assert extras == {"test", "slurm", "measure", "lint", "docs"}
+    assert extras == {"test", "slurm", "measure", "lint", "docs", "dev"}
 
 
 @pytest.mark.parametrize(("old", "new", "expected"), [

@@ -74,9 +74,10 @@ def profiled_limit(config: Config, eta: float) -> int:
 
 def converged_ratio(zeus: Path, gpu: str, dataset: str, eta: float) -> float:
     """Converged Zeus's expected energy to the target over Default's: of the batch sizes that reach it, the one of lowest
-    expected cost eta x E + (1 - eta) x MaxPower x T at its profiled limit; Default: b0 at its largest limit."""
+    expected cost eta x E + (1 - eta) x MaxPower x T at its profiled limit; Default: b0 at its largest limit, b0 the artifact's
+    default batch size or, on a GPU that did not profile it, the largest the GPU did (min of the two, the artifact's rule)."""
     by_bs, max_power = configs(zeus, gpu, dataset)
-    max_epochs, b0 = ARTIFACT_JOBS[dataset][3], ARTIFACT_JOBS[dataset][4]
+    max_epochs, b0 = ARTIFACT_JOBS[dataset][3], min(ARTIFACT_JOBS[dataset][4], max(by_bs))
     default = to_target(by_bs[b0], max(by_bs[b0].limits), max_epochs)
     assert default is not None
     best = None
