@@ -1,4 +1,5 @@
-"""Process supervision: die with the parent, tell a live process from a reused pid, end a process group. No Dagster."""
+"""Process supervision: run a command in a process group of its own and stop it on a signal (``supervise``: ``dev`` and
+``materialize``), die with the parent, tell a live process from a reused pid, kill a group but oneself. No Dagster."""
 
 from __future__ import annotations
 
@@ -6,31 +7,52 @@ import contextlib
 import ctypes
 import os
 import signal
+import subprocess
 import sys
 import time
+from collections.abc import Callable
 
 import psutil
 
 _PR_SET_PDEATHSIG = 1
-#: What asks materialize's orchestrator to stop: the driver's forwarded Ctrl-C, or the kernel when the driver dies.
-STOP_SIGNAL = signal.SIGUSR1
-#: Seconds from a stop (Ctrl-C) to materialize's end, its runs marked and its processes ended (issue 39).
-STOP_S = 2.0
 #: A process whose start is this many seconds after a run started cannot be that run's process.
 _CLOCK_SLACK_S = 1.0
+#: The signals that stop a supervised command: Ctrl-C, ``kill``, a closed terminal.
+STOPPING = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+#: Seconds ``supervise`` gives a group's processes between SIGTERM and SIGKILL once its grace is over.
+TERM_S = 0.5
 
 
-class Stopped(KeyboardInterrupt):
-    """Raised in the orchestrator by ``STOP_SIGNAL``, once every other process of its group is killed (``kill_group_but_self``).
-
-    A ``KeyboardInterrupt``: what ends its work at a Ctrl-C (``pipelines.scaleout.local``) ends it at a stop too."""
+def supervise(argv: list[str], stop: Callable[[int], None], grace_s: float, env: dict[str, str] | None = None) -> tuple[int, int | None]:
+    """Run ``argv`` in a process group of its own until it exits; (its exit status, the signal of ``STOPPING`` that stopped it
+    or None). On a signal ``stop(pid)`` asks it to stop; what is left of its group ``grace_s`` later, or once it exited by
+    itself, gets SIGTERM, then SIGKILL ``TERM_S`` later. Our handlers are set before it starts: it starts with SIGINT's default, not an
+    inherited ignore (``make dev &`` from a script)."""
+    stopped: list[int] = []
+    previous = {sig: signal.signal(sig, lambda signum, _frame: stopped.append(signum)) for sig in STOPPING}
+    child = None
+    try:
+        child = subprocess.Popen(argv, env=env, start_new_session=True)
+        while child.poll() is None and not stopped:
+            time.sleep(0.02)
+    finally:
+        steps = [(stop, grace_s)] if stopped else []
+        for act, wait in [*steps, (lambda pid: os.killpg(pid, signal.SIGTERM), TERM_S), (lambda pid: os.killpg(pid, signal.SIGKILL), 2.0)]:
+            if child is None or (child.poll() is not None and not group_alive(child.pid)):  # poll() reaps it: a zombie keeps its group
+                break
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                act(child.pid)
+            deadline = time.monotonic() + wait
+            while (child.poll() is None or group_alive(child.pid)) and time.monotonic() < deadline:
+                time.sleep(0.02)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    return child.wait(), stopped[0] if stopped else None
 
 
 def die_with_parent(sig: int, expected_parent: int) -> None:
-    """Have the kernel send ``sig`` to this process when its parent exits (Linux ``PR_SET_PDEATHSIG``; elsewhere a no-op).
-
-    If the parent is already gone (it is not ``expected_parent``), ``sig`` is raised at once.
-    """
+    """Have the kernel send ``sig`` to this process when its parent exits (Linux ``PR_SET_PDEATHSIG``; elsewhere a no-op);
+    at once if the parent, ``expected_parent``, is already gone."""
     if sys.platform.startswith("linux") and ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, sig, 0, 0, 0) == 0:
         if os.getppid() != expected_parent:
             os.kill(os.getpid(), sig)
@@ -51,8 +73,8 @@ def group_alive(pgid: int) -> bool:
         os.killpg(pgid, 0)
     except ProcessLookupError:
         return False
-    except PermissionError:
-        pass
+    except PermissionError:  # another user's process
+        return True
     return True
 
 
@@ -73,13 +95,3 @@ def kill_group_but_self() -> None:
         for process in others:
             with contextlib.suppress(psutil.NoSuchProcess):
                 process.kill()
-
-
-def end_group(pgid: int, grace_s: float) -> None:
-    """SIGTERM every process of group ``pgid``, then SIGKILL whatever is left after ``grace_s``."""
-    for sig, wait in ((signal.SIGTERM, grace_s), (signal.SIGKILL, 2.0)):
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(pgid, sig)
-        deadline = time.monotonic() + wait
-        while group_alive(pgid) and time.monotonic() < deadline:
-            time.sleep(0.05)

@@ -29,7 +29,6 @@ IN_PROGRESS = [dg.DagsterRunStatus.STARTING, dg.DagsterRunStatus.STARTED, dg.Dag
 @dataclass(frozen=True)
 class Recovery:
     """What ``recover`` did: runs marked (run id, new status, why), temp files removed, and who held the lock (runs left alone)."""
-
     runs: list[tuple[str, str, str]]
     removed: list[Path]
     held_by: str | None = None
@@ -42,8 +41,7 @@ def run_process(instance: dg.DagsterInstance, run_id: str) -> int | None:
 
 
 def recover(instance: dg.DagsterInstance, paths: ProjectPaths | None = None, lock_ours: bool = False) -> Recovery:
-    """Mark stale runs, then remove stale temp files under assets/, figures/ and raw/ (see the module docstring).
-
+    """Mark stale runs, then remove stale temp files under assets/, figures/ and raw/ (see the module docstring);
     ``lock_ours``: the caller is the materialize that holds the home's lock (its runs have not started yet)."""
     marked, live = [], []
     held_by = None if lock_ours else lock.holder(Path(instance.root_directory))
