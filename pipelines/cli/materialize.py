@@ -1,10 +1,5 @@
-"""``python -m pipelines materialize``: every selected asset and partition, as Dagster runs in ``$DAGSTER_HOME``.
-
-The *driver* (no Dagster) holds the home's lock and runs the *orchestrator* in a process group of its own (``supervise``).
-One stop path: Ctrl-C, SIGTERM, SIGHUP or the driver's death reaches the orchestrator as ``STOP_SIGNAL``; it kills every
-other process of its group, marks its runs CANCELED and exits 130, within ``STOP_S``. An orchestrator that died otherwise
-(``kill -9``, or alive ``STOP_S`` after a stop) has its group ended by the driver, which runs ``recover``. Exit status: 0,
-1 (each failed step and check named in one line) or 130 (docs/architecture.md, Orchestration)."""
+"""``python -m pipelines materialize``: every selected asset and partition, as Dagster runs in ``$DAGSTER_HOME``. The *driver*
+(no Dagster) holds the home's lock and supervises the *orchestrator*; the stop path and exit statuses: docs/architecture.md."""
 
 from __future__ import annotations
 
@@ -22,7 +17,6 @@ from pipelines.home.paths import find_home
 from pipelines.orchestration import lock
 from pipelines.orchestration.processes import die_with_parent, kill_group_but_self, supervise
 from pipelines.orchestration.scratch import scratch_folder
-from pipelines.orchestration.storage import StorageError, storage_lock
 from pipelines.orchestration.webserver import webserver
 from pipelines.scaleout.local import local_cluster
 from pipelines.scaleout.schedulers import SCHEDULER_ENV
@@ -65,23 +59,18 @@ def cli(select: str, executor: str, scheduler: str | None, concurrency: int, par
     if not os.environ.get("DAGSTER_HOME"):
         _echo("Dagster instance: {} ({})".format(*use_dagster_home()))
     if os.environ.get(PARENT_ENV) == str(os.getppid()):
-        parent = int(os.environ.pop(PARENT_ENV))
-        sys.exit(_orchestrate(select, executor, scheduler, concurrency, parallel_runs, parent))
+        sys.exit(_orchestrate(select, executor, scheduler, concurrency, parallel_runs, int(os.environ.pop(PARENT_ENV))))
     args = ["--select", select, "--executor", executor, *(["--scheduler", scheduler] if scheduler else []),
             "--concurrency", str(concurrency), "--parallel-runs", str(parallel_runs)]
     if exit_with_parent:
         die_with_parent(signal.SIGTERM, expected_parent=os.getppid())
     folder = Path(os.environ["DAGSTER_HOME"])
-    try:
-        storage_lock(folder).close()  # the home created, or one line why it cannot be
-        # scratch: the temp folder of its processes (the code server's socket), removed
+    try:  # scratch: the temp folder of its processes (the code server's socket), removed
         with lock.held(folder, lambda who: _echo(f"waiting: {folder / lock.LOCK_FILE} is held ({who})")), \
                 scratch_folder(folder) as scratch:
             env = {**os.environ, PARENT_ENV: str(os.getpid()), **({} if scratch is None else {"TMPDIR": str(scratch)})}
             code, stopped_by = supervise([sys.executable, "-m", "pipelines", "materialize", *args],
                                          lambda pid: os.kill(pid, STOP_SIGNAL), STOP_S, env)
-    except StorageError as exc:
-        raise click.ClickException(str(exc)) from None
     except KeyboardInterrupt:  # Ctrl-C while waiting for the lock: nothing was started
         _echo("interrupted while waiting for the lock; nothing was run")
         sys.exit(130)
@@ -94,9 +83,7 @@ def cli(select: str, executor: str, scheduler: str | None, concurrency: int, par
 
 
 def _orchestrate(select: str, executor: str, scheduler: str | None, concurrency: int, parallel_runs: int, parent: int) -> int:
-    """The orchestrator (the driver's child): starts the webserver, then imports Dagster and plans while the server loads.
-    A stop kills every other process of its group at once (the webserver, its code server, the runs' processes), interrupts
-    what it did (``KeyboardInterrupt``, as a Ctrl-C would), marks its runs CANCELED and exits."""
+    """The orchestrator: the webserver first, Dagster then; a stop ends its group, its work and its runs (CANCELED), 130."""
 
     def stop(signum: int, frame: object) -> None:
         signal.signal(STOP_SIGNAL, signal.SIG_IGN)  # once: the driver's death after its Ctrl-C asks again
@@ -116,10 +103,7 @@ def _orchestrate(select: str, executor: str, scheduler: str | None, concurrency:
             from pipelines.orchestration.orchestrator import orchestrate
 
             return orchestrate(select, executor, concurrency, parallel_runs, connect, _echo)
-    except StorageError as exc:
-        _echo(f"FAILED: {exc}")
-        return 1
-    except KeyboardInterrupt:
+    except KeyboardInterrupt:  # a StorageError, a ClickException, is one line from click
         if "pipelines.orchestration.orchestrator" in sys.modules:  # else Dagster was not loaded yet: no run was launched
             from pipelines.orchestration.orchestrator import cancel
 

@@ -1,6 +1,5 @@
 """One ``materialize`` at a time per Dagster home, and no ``clusters add`` or ``remove`` while it runs: ``fcntl.flock`` on
-``<home>/materialize.lock``, released by the kernel however its holder exits, with the holder's pid, start and command
-written in it (whom a second command waits for, or names as it refuses)."""
+``<home>/materialize.lock`` (released however its holder exits), which holds the holder's pid, start and command."""
 
 from __future__ import annotations
 
@@ -14,17 +13,16 @@ from pathlib import Path
 
 import click
 
+from pipelines.orchestration.storage import open_in_home
+
 LOCK_FILE = "materialize.lock"
 UNWRITTEN = "a process that has not written its pid yet"
 
 
 @contextlib.contextmanager
 def held(folder: Path, on_wait: Callable[[str], None]) -> Iterator[None]:
-    """Hold the lock of ``folder`` (a Dagster home) while the block runs; if another process holds it, call
-    ``on_wait(who)`` (its pid, start and command, as it wrote them) once, which may raise to refuse, and wait until it is
-    released."""
-    folder.mkdir(parents=True, exist_ok=True)
-    with open(folder / LOCK_FILE, "a+", encoding="utf-8") as fh:
+    """Hold the lock of ``folder`` while the block runs; a holder is named to ``on_wait`` (pid, start, command) once, then waited for."""
+    with open_in_home(folder, LOCK_FILE) as fh:
         try:
             fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:

@@ -1,5 +1,4 @@
-"""The orchestrator of ``materialize`` (the driver, ``pipelines.cli.materialize``, starts it): recovery, the plan, the runs,
-each failed step and check in one line; ``cancel`` after a stop."""
+"""The orchestrator of ``materialize``: recovery, the plan, the runs, each failed step and check in one line; ``cancel``."""
 
 from __future__ import annotations
 
@@ -25,47 +24,40 @@ if TYPE_CHECKING:
 
 def orchestrate(select: str, executor: str, concurrency: int, parallel_runs: int, connect: Callable[[], DagsterGraphQLClient],
                 echo: Callable[[str], None]) -> int:
-    """Materialize ``select`` through the webserver ``connect`` waits for; the exit status. ``echo`` prints one line.
-
-    The driver holds the home's lock throughout, so no ``clusters add`` or ``remove`` changes the traces meanwhile."""
+    """Materialize ``select`` through the webserver ``connect`` waits for (the driver holds the home's lock); the exit status."""
     started, failed, warned, statuses = time.perf_counter(), list[str](), list[str](), list[dg.DagsterRunStatus]()
-    try:
-        with dg.DagsterInstance.get() as instance:
-            keys, added = runs.resolve_selection(loaded(), select)
-            graph = loaded().resolve_asset_graph()
-            if any(COMPILED_REPLAY.items() <= graph.get(k).tags.items() for k in keys):
-                compile_in_background()  # while the webserver loads, on the core it leaves idle
-            if added:
-                echo(f"selection widened to the assets written together with it: {', '.join(sorted(k.to_user_string() for k in added))}")
-            report(recover(instance, lock_ours=True))
-            traces, gone = register_trace_partitions(instance)
-            echo(f"traces: {', '.join(traces) or 'none present'}"
-                 + (f"; partitions removed, their files are gone: {', '.join(gone)}" if gone else ""))
-            yours = {t.name for t in tracefiles.user_traces(find_home() / "raw")[0]}
-            plan = runs.plan_runs(loaded(), keys, instance, per_run=yours.__contains__)  # your traces' ingest: a run each
-            echo(f"{len(keys)} assets in {len(plan)} runs, {min(parallel_runs, len(plan))} at most at once, "
-                 + ("steps on Dask" if executor == "dask" else f"steps in {concurrency} processes a run" if concurrency > 1
-                    else "each run's steps in its process"))
+    with dg.DagsterInstance.get() as instance:
+        keys, added = runs.resolve_selection(loaded(), select)
+        graph = loaded().resolve_asset_graph()
+        if any(COMPILED_REPLAY.items() <= graph.get(k).tags.items() for k in keys):
+            compile_in_background()  # while the webserver loads, on the core it leaves idle
+        if added:
+            echo(f"selection widened to the assets written together with it: {', '.join(sorted(k.to_user_string() for k in added))}")
+        report(recover(instance, lock_ours=True))
+        traces, gone = register_trace_partitions(instance)
+        echo(f"traces: {', '.join(traces) or 'none present'}"
+             + (f"; partitions removed, their files are gone: {', '.join(gone)}" if gone else ""))
+        yours = {t.name for t in tracefiles.user_traces(find_home() / "raw")[0]}
+        plan = runs.plan_runs(loaded(), keys, instance, per_run=yours.__contains__)  # your traces' ingest: a run each
+        echo(f"{len(keys)} assets in {len(plan)} runs, {min(parallel_runs, len(plan))} at most at once, "
+             + ("steps on Dask" if executor == "dask" else f"steps in {concurrency} processes a run" if concurrency > 1
+                else "each run's steps in its process"))
 
-            def ended(i: int, run_id: str, status: dg.DagsterRunStatus, seconds: float) -> None:
-                statuses.append(status)
-                echo(f"({i + 1}/{len(plan)}) {status.value} in {seconds:.1f} s: run {run_id[:8]} {plan[i].label()}")
-                for lines, found in zip((failed, warned), runs.problems(instance, run_id, plan[i].job), strict=True):
-                    lines.extend(found)
+        def ended(i: int, run_id: str, status: dg.DagsterRunStatus, seconds: float) -> None:
+            statuses.append(status)
+            echo(f"({i + 1}/{len(plan)}) {status.value} in {seconds:.1f} s: run {run_id[:8]} {plan[i].label()}")
+            for lines, found in zip((failed, warned), runs.problems(instance, run_id, plan[i].job), strict=True):
+                lines.extend(found)
 
-            runs.execute_plan(connect(), plan, concurrency, parallel_runs, ended)
-    except runs.SelectionError as exc:
-        failed.append(str(exc))
+        runs.execute_plan(connect(), plan, concurrency, parallel_runs, ended)
     for line in [f"warning: {w}" for w in warned] + [f"FAILED: {f}" for f in failed]:
         echo(line)
-    verdict = "FAILED" if failed else "done"
-    echo(f"{verdict} in {time.perf_counter() - started:.1f} s: {statuses.count(dg.DagsterRunStatus.SUCCESS)} runs succeeded")
+    echo(f"{'FAILED' if failed else 'done'} in {time.perf_counter() - started:.1f} s: {statuses.count(dg.DagsterRunStatus.SUCCESS)} runs succeeded")
     return 1 if failed else 0
 
 
 def cancel(echo: Callable[[str], None]) -> None:
-    """After a stop killed every process of the orchestrator's group: mark CANCELED the runs of materialize not ended (the
-    lock is ours: they are this command's), and remove their temp files."""
+    """After a stop ended the group: mark CANCELED materialize's runs not ended (the lock is ours), remove their temp files."""
     with dg.DagsterInstance.get() as instance:
         waiting = [dg.DagsterRunStatus.NOT_STARTED, dg.DagsterRunStatus.QUEUED, *IN_PROGRESS]
         for record in instance.get_run_records(filters=dg.RunsFilter(statuses=waiting, tags=launched_by("materialize"))):

@@ -1,5 +1,5 @@
-"""Process supervision: run a command in a process group of its own and stop it on a signal (``supervise``: ``dev`` and
-``materialize``), die with the parent, tell a live process from a reused pid, kill a group but oneself. No Dagster."""
+"""Process supervision without Dagster: run a command in a process group of its own and stop it on a signal
+(``supervise``: ``dev`` and ``materialize``), die with the parent, tell a live process from a reused pid, kill a group."""
 
 from __future__ import annotations
 
@@ -24,35 +24,31 @@ TERM_S = 0.5
 
 
 def supervise(argv: list[str], stop: Callable[[int], None], grace_s: float, env: dict[str, str] | None = None) -> tuple[int, int | None]:
-    """Run ``argv`` in a process group of its own until it exits; (its exit status, the signal of ``STOPPING`` that stopped it
-    or None). On a signal ``stop(pid)`` asks it to stop; what is left of its group ``grace_s`` later, or once it exited by
-    itself, gets SIGTERM, then SIGKILL ``TERM_S`` later. Our handlers are set before it starts: it starts with SIGINT's default, not an
-    inherited ignore (``make dev &`` from a script)."""
+    """Run ``argv`` in a process group of its own (SIGINT's default) until it exits; (its status, the ``STOPPING`` signal that stopped it
+    or None); on a signal ``stop(pid)`` asks it to stop, and its group gets SIGTERM ``grace_s`` later (or once it exited), SIGKILL ``TERM_S`` after."""
     stopped: list[int] = []
     previous = {sig: signal.signal(sig, lambda signum, _frame: stopped.append(signum)) for sig in STOPPING}
-    child = None
     try:
         child = subprocess.Popen(argv, env=env, start_new_session=True)
         while child.poll() is None and not stopped:
             time.sleep(0.02)
-    finally:
-        steps = [(stop, grace_s)] if stopped else []
-        for act, wait in [*steps, (lambda pid: os.killpg(pid, signal.SIGTERM), TERM_S), (lambda pid: os.killpg(pid, signal.SIGKILL), 2.0)]:
-            if child is None or (child.poll() is not None and not group_alive(child.pid)):  # poll() reaps it: a zombie keeps its group
+        for act, wait in [*([(stop, grace_s)] if stopped else []), (lambda pid: os.killpg(pid, signal.SIGTERM), TERM_S),
+                          (lambda pid: os.killpg(pid, signal.SIGKILL), 2.0)]:
+            if child.poll() is not None and not group_alive(child.pid):  # poll() reaps it: a zombie keeps its group
                 break
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 act(child.pid)
             deadline = time.monotonic() + wait
             while (child.poll() is None or group_alive(child.pid)) and time.monotonic() < deadline:
                 time.sleep(0.02)
+    finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
     return child.wait(), stopped[0] if stopped else None
 
 
 def die_with_parent(sig: int, expected_parent: int) -> None:
-    """Have the kernel send ``sig`` to this process when its parent exits (Linux ``PR_SET_PDEATHSIG``; elsewhere a no-op);
-    at once if the parent, ``expected_parent``, is already gone."""
+    """Have the kernel send ``sig`` when the parent exits (Linux ``PR_SET_PDEATHSIG``); at once if ``expected_parent`` is gone."""
     if sys.platform.startswith("linux") and ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, sig, 0, 0, 0) == 0:
         if os.getppid() != expected_parent:
             os.kill(os.getpid(), sig)
@@ -68,30 +64,29 @@ def still_running(pid: int, started_by: float) -> bool:
 
 
 def group_alive(pgid: int) -> bool:
-    """True while any process of process group ``pgid`` exists."""
+    """True while any process of process group ``pgid`` exists (another user's included)."""
     try:
         os.killpg(pgid, 0)
     except ProcessLookupError:
         return False
-    except PermissionError:  # another user's process
-        return True
+    except PermissionError:
+        pass
     return True
 
 
 def kill_group_but_self() -> None:
-    """SIGKILL every other process of this process's group, until none is left: the processes it started, and theirs
-    (Dagster starts none in a group of its own), orphaned or not. Multiprocessing's resource trackers are spared: they
-    clean up after their killed clients, then exit."""
+    """SIGKILL every other process of this process's group (Dagster starts none in a group of its own) but multiprocessing's
+    resource trackers (they clean up after their killed clients, then exit), for at most 1 s until none is left."""
     me, group, deadline = os.getpid(), os.getpgid(0), time.monotonic() + 1.0
-    while time.monotonic() < deadline:  # a process in uninterruptible sleep dies once it leaves it: not waited for
+    while time.monotonic() < deadline:
         others = []
-        for process in psutil.process_iter(["pid", "status", "cmdline"]):
+        for process in psutil.process_iter(["status", "cmdline"]):
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 if process.pid != me and process.info["status"] != psutil.STATUS_ZOMBIE and os.getpgid(process.pid) == group \
                         and "resource_tracker" not in " ".join(process.info["cmdline"] or ()):
                     others.append(process)
-        if not others:
-            break
         for process in others:
             with contextlib.suppress(psutil.NoSuchProcess):
                 process.kill()
+        if not others:
+            return

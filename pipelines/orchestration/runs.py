@@ -6,10 +6,10 @@ from __future__ import annotations
 import os
 import time
 import warnings
-from collections.abc import Callable
-from collections.abc import Set as AbstractSet
+from collections.abc import Callable, Set
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+import click
 import dagster as dg
 
 from pipelines.defs.jobs import job_name
@@ -26,14 +26,13 @@ LIGHT_GROUPS = frozenset({"raw", "ingest", "quarantine"})
 POLL_S = 0.5
 
 
-class SelectionError(ValueError):
-    """A selection that names nothing, or does not parse."""
+class SelectionError(click.ClickException):
+    """A selection that names nothing, or does not parse: one line (``materialize`` exits 1, nothing launched)."""
 
 
 class Run(NamedTuple):
     """One run: its asset job, assets, partition tags; ``parallel``: steps that could run side by side; ``isolated``: one partition of
-    assets whose partitions stand alone (its failure holds back nothing); ``after``: the earlier runs (plan indices) that
-    hold an ancestor or another partition of its assets."""
+    stand-alone assets (its failure holds back nothing); ``after``: earlier runs (plan indices) holding an ancestor or another partition."""
 
     job: str
     keys: frozenset[dg.AssetKey]
@@ -98,7 +97,7 @@ def plan_runs(defs: dg.Definitions, keys: set[dg.AssetKey], instance: dg.Dagster
     return [run._replace(after=frozenset(i for i in range(j) if runs[i].keys & (ancestors[j] | run.keys))) for j, run in enumerate(runs)]
 
 
-def _by_runs_read(keys: set[dg.AssetKey], runs: list[Run], ancestors: Callable[[dg.AssetKey], AbstractSet[dg.AssetKey]]
+def _by_runs_read(keys: set[dg.AssetKey], runs: list[Run], ancestors: Callable[[dg.AssetKey], Set[dg.AssetKey]]
                   ) -> list[set[dg.AssetKey]]:
     """``keys`` split by the set of ``runs`` that hold their ancestors, fewest first: an asset's set holds its ancestors'
     sets, so a group comes after the groups it reads from."""
@@ -111,8 +110,7 @@ def launch(client: DagsterGraphQLClient, run: Run, concurrency: int) -> str:
     costs about 2 s of CPU to start: docs/benchmarks.md); under ``PIPELINES_EXECUTOR=dask``, the code location's executor."""
     config: dict[str, Any] = {"loggers": {"console": {"config": {"log_level": "INFO"}}}}  # asset logs, step outcomes
     if os.environ.get("PIPELINES_EXECUTOR") != "dask":
-        processes = run.parallel and concurrency > 1
-        config["execution"] = {"config": {"multiprocess": {"max_concurrent": concurrency}} if processes else {"in_process": {}}}
+        config["execution"] = {"config": {"multiprocess": {"max_concurrent": concurrency}} if run.parallel and concurrency > 1 else {"in_process": {}}}
     return client.submit_job_execution(run.job, repository_location_name=LOCATION, repository_name="__repository__",
                                        run_config=config, tags={**run.tags, **launched_by("materialize")},
                                        asset_selection=sorted(run.keys))
@@ -123,9 +121,8 @@ ENDED = (dg.DagsterRunStatus.SUCCESS, dg.DagsterRunStatus.FAILURE, dg.DagsterRun
 
 def execute_plan(client: DagsterGraphQLClient, plan: list[Run], concurrency: int, max_runs: int,
                  ended: Callable[[int, str, dg.DagsterRunStatus, float], None]) -> None:
-    """Launch the runs of ``plan``, each once every run of its ``after`` succeeded, at most ``max_runs`` at once; wait for
-    them, calling ``ended(index, run id, status, seconds)`` as each ends. After a run that did not succeed (an isolated
-    one may fail: its partition's own) none starts."""
+    """Launch the runs of ``plan``, each once its ``after`` succeeded, at most ``max_runs`` at once, calling ``ended(index,
+    run id, status, seconds)`` as each ends; none starts after a run that did not succeed (an isolated one may fail)."""
     succeeded, pending, halted = set[int](), list(range(len(plan))), False
     running: dict[str, tuple[int, float]] = {}  # run id -> (index in the plan, start time)
     while True:
@@ -148,14 +145,12 @@ def problems(instance: dg.DagsterInstance, run_id: str, job: str) -> tuple[list[
     """(failed steps and ERROR checks, failed WARN checks with what their descriptions say) of a finished run, one line each."""
     where, failed, warned = f"run {run_id[:8]} ({job})", [], []
     for entry in instance.all_logs(run_id, of_type=dg.DagsterEventType.STEP_FAILURE):
-        event = entry.dagster_event
-        assert event is not None  # every entry of this type holds its event
-        error = event.step_failure_data.error
+        error = entry.dagster_event.step_failure_data.error  # type: ignore[union-attr]  # every entry of this type holds its event
         if error is not None and error.cls_name == "DagsterAssetCheckFailedError":
             continue  # a blocking check's failure: named below, by the check
         while error is not None and (error.cls_name or "").startswith("Dagster") and error.cause is not None:
             error = error.cause  # past Dagster's wrapper ("Error occurred while executing op ...") to the step's own error
-        failed.append(f"{where}: step {event.step_key}: {(error.message if error else entry.message).strip().splitlines()[0]}")
+        failed.append(f"{where}: step {entry.step_key}: {(error.message if error else entry.message).strip().splitlines()[0]}")
     for entry in instance.all_logs(run_id, of_type=dg.DagsterEventType.ASSET_CHECK_EVALUATION):
         check = entry.asset_check_evaluation
         if check is None or check.passed:

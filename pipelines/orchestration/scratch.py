@@ -1,10 +1,5 @@
-"""The temp folder of one ``materialize``'s processes (``TMPDIR`` of the orchestrator, its webserver, code server and
-runs), removed when the driver ends.
-
-Dagster's code server listens on a Unix socket it makes with ``tempfile`` (``/tmp/tmpXXXXXXXX``), and a killed one leaves
-it (issue 54). Under this folder it goes where the driver removes it, however the orchestrator ended; what a killed driver
-left is removed by the next ``materialize`` that uses the same folder (its pid, in the name, is gone).
-"""
+"""The temp folder (``TMPDIR``) of one ``materialize``'s processes, removed when the driver ends, a killed code server's
+socket with it (issue 54); a killed driver's, by the next ``materialize`` that uses the same base (its pid is gone)."""
 
 from __future__ import annotations
 
@@ -32,17 +27,13 @@ def base_folder(dagster_home: Path) -> Path | None:
 @contextlib.contextmanager
 def scratch_folder(dagster_home: Path) -> Iterator[Path | None]:
     """A new scratch folder under ``base_folder`` (None where there is none), removed on exit; the stale ones first."""
-    base = base_folder(dagster_home)
-    if base is None:
+    if (base := base_folder(dagster_home)) is None:
         yield None
         return
     base.mkdir(parents=True, exist_ok=True)
     remove_stale(base)
-    folder = Path(tempfile.mkdtemp(prefix=f"{PREFIX}{os.getpid()}-", dir=base))
-    try:
-        yield folder
-    finally:
-        shutil.rmtree(folder, ignore_errors=True)
+    with tempfile.TemporaryDirectory(prefix=f"{PREFIX}{os.getpid()}-", dir=base, ignore_cleanup_errors=True) as folder:
+        yield Path(folder)
 
 
 def remove_stale(base: Path) -> list[Path]:

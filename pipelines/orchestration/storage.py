@@ -1,18 +1,14 @@
-"""A Dagster home's storage, created by Dagster's public ``DagsterInstance.from_config`` under an advisory lock
-(``<home>/storage.lock``), one process at a time: two processes creating a new home at once can both stamp a database,
-which Dagster then cannot open ("more than one head"). A SQLite home whose databases exist is left as it is, unread, and
-Dagster not imported; a home whose ``dagster.yaml`` names its storage (PostgreSQL: ``init --postgres-url``) is opened
-each time (Dagster creates the tables a new database lacks).
-"""
+"""A Dagster home's storage, created by Dagster's public ``DagsterInstance.from_config`` one process at a time under
+``<home>/storage.lock`` (two at once can stamp a database twice: "more than one head"); the home's lock file opened."""
 
 from __future__ import annotations
 
-import contextlib
 import fcntl
 import os
-from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
+
+import click
 
 from pipelines.home.init import use_dagster_home
 from pipelines.home.postgres import PASSWORD_ENV, storage_of
@@ -25,15 +21,15 @@ STORAGE_FILES = ("history/runs.db", "history/runs/index.db", "schedules/schedule
 LOCK_FILE = "storage.lock"
 
 
-class StorageError(RuntimeError):
-    """A Dagster home, or its configured storage, that cannot be opened; one line naming why."""
+class StorageError(click.ClickException):
+    """A Dagster home, or its configured storage, that cannot be opened; one line naming why (a command prints it)."""
 
 
-def storage_lock(dagster_home: Path) -> TextIO:
-    """The home's storage lock file, open (the home's folder created first); ``StorageError`` (one line) where it cannot be."""
+def open_in_home(dagster_home: Path, name: str) -> TextIO:
+    """The file ``name`` of ``dagster_home`` (the folder created first), open to read and append; ``StorageError`` where it cannot be."""
     try:
         dagster_home.mkdir(parents=True, exist_ok=True)
-        return open(dagster_home / LOCK_FILE, "a", encoding="utf-8")
+        return open(dagster_home / name, "a+", encoding="utf-8")
     except OSError as exc:  # a file of that name, no permission, a read-only file system
         raise StorageError(f"Dagster home {dagster_home}: not a folder this process can write ({exc.strerror or exc})") from None
 
@@ -45,12 +41,9 @@ def configured_storage(dagster_home: Path) -> str | None:
 
 
 def create_storage(dagster_home: Path, instance_folder: Path | None = None) -> None:
-    """Create the storage of ``dagster_home`` unless its SQLite databases all exist, opening the instance of
-    ``instance_folder`` (default: the home; its ``dagster.yaml`` must name the home's storage) under the home's lock.
-
-    ``StorageError`` (one line) for a home that cannot be written, and for a storage Dagster cannot open (no password
-    variable, no server, a file that is not a database)."""
-    with storage_lock(dagster_home) as fh:
+    """Create the storage of ``dagster_home`` unless its SQLite databases exist, opening the instance of ``instance_folder``
+    (default: the home) under the home's lock; ``StorageError`` where it cannot be written, or Dagster cannot open it."""
+    with open_in_home(dagster_home, LOCK_FILE) as fh:
         fcntl.flock(fh, fcntl.LOCK_EX)  # released by the kernel when this process ends, however it ends
         storage = configured_storage(dagster_home)
         if storage is None and all((dagster_home / name).is_file() for name in STORAGE_FILES):
@@ -61,18 +54,15 @@ def create_storage(dagster_home: Path, instance_folder: Path | None = None) -> N
         import dagster as dg  # only to create a storage: a home that has it is checked without Dagster
 
         try:
-            with dg.DagsterInstance.from_config(str(instance_folder or dagster_home)):
-                pass
+            dg.DagsterInstance.from_config(str(instance_folder or dagster_home)).dispose()
         except Exception as exc:  # sqlalchemy's, psycopg2's and Dagster's errors: each names its cause
             first = next((line for line in str(exc).splitlines() if line.strip()), type(exc).__name__)
             raise StorageError(f"{dagster_home}: Dagster cannot open its storage: {first.strip()}") from None
 
 
-@contextlib.contextmanager
-def home_instance() -> Iterator[dg.DagsterInstance]:
-    """The Dagster instance of the commands' home (``use_dagster_home``), its storage created first (``create_storage``)."""
+def home_instance() -> dg.DagsterInstance:
+    """The Dagster instance of the commands' home (``use_dagster_home``; a context manager), its storage created first."""
     create_storage(use_dagster_home()[0])
     import dagster as dg
 
-    with dg.DagsterInstance.get() as instance:
-        yield instance
+    return dg.DagsterInstance.get()

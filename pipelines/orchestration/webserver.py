@@ -1,6 +1,5 @@
-"""The Dagster webserver ``materialize`` launches its runs through, over the data home's workspace and an instance that
-stores in ``$DAGSTER_HOME`` but launches each run at once (``DefaultRunCoordinator``: no daemon). Only the standard
-library and psutil here: the server starts first, and Dagster loads in the orchestrator while it loads."""
+"""The Dagster webserver ``materialize`` launches its runs through: the home's storage, runs launched at once (no daemon).
+No Dagster import here: the server starts first, and Dagster loads in the orchestrator while it loads."""
 
 from __future__ import annotations
 
@@ -38,8 +37,7 @@ POLL_S = 0.5
 
 @contextlib.contextmanager
 def webserver(home: Path, dagster_home: Path) -> Iterator[Callable[[], DagsterGraphQLClient]]:
-    """A Dagster webserver on a free loopback port over ``home``'s workspace and the instance in ``dagster_home``, started
-    at once; what it yields waits until it serves (its code location loaded) and gives its client: the caller plans meanwhile."""
+    """A Dagster webserver on a free loopback port over ``home``'s workspace, started at once; what it yields waits until it serves."""
     with tempfile.TemporaryDirectory(prefix="gpu-energy-materialize-") as folder:
         storage = configured_storage(dagster_home) or SQLITE_STORAGE.format(home=dagster_home)
         (Path(folder) / "dagster.yaml").write_text(INSTANCE_YAML.format(home=dagster_home) + storage)

@@ -37,7 +37,7 @@ from tests.support.sacct_export import write_export
 
 WAIT_S = 120
 #: Seconds from a Ctrl-C to the end of materialize and every process it started that the slow test allows: the aim is
-#: ``pipelines.orchestration.processes.STOP_S`` (2 s, issue 39); the bound is 3x the slowest stop measured, 0.83 s (11
+#: ``pipelines.cli.materialize.STOP_S`` (2 s, issue 39); the bound is 3x the slowest stop measured, 0.83 s (11
 #: stops: start 0.12 to 0.20 s, planning 0.20 to 0.51 s, mid-step 0.30 to 0.83 s; load 8 to 10, 2026-12-07; a twelfth, at
 #: start-up in the first of five runs, left a process for 30 s and failed, not seen again).
 STOP_BOUND_S = 2.5
