@@ -162,7 +162,7 @@ def remove(name: str, wait: bool) -> None:
     from pipelines.definitions import loaded  # Dagster and the asset graph: only for this command
     from pipelines.defs.clusters.partitions import OWN_TRACE_DIMENSION, TRACE_DIMENSION, forget_trace
     from pipelines.defs.figures.own_cluster_report import PREFIX
-    from pipelines.orchestration.storage import StorageError, home_instance
+    from pipelines.orchestration.dagster_storage import StorageError, home_instance
 
     paths = default_paths()
     with home_locked(wait):

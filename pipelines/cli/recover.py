@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import click
 
+from pipelines.orchestration.dagster_storage import home_instance
 from pipelines.orchestration.recovery import recover, report
-from pipelines.orchestration.storage import home_instance
 
 
 @click.command("recover")

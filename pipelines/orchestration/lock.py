@@ -13,7 +13,7 @@ from pathlib import Path
 
 import click
 
-from pipelines.orchestration.storage import open_in_home
+from pipelines.orchestration.dagster_storage import open_in_home
 
 LOCK_FILE = "materialize.lock"
 UNWRITTEN = "a process that has not written its pid yet"

@@ -14,7 +14,7 @@ from pipelines.defs.clusters.partitions import register_trace_partitions
 from pipelines.defs.shared.run_tags import launched_by
 from pipelines.defs.shared.table_assets import COMPILED_REPLAY
 from pipelines.home.paths import find_home
-from pipelines.orchestration import runs
+from pipelines.orchestration import dagster_runs
 from pipelines.orchestration.recovery import IN_PROGRESS, recover, report
 from pipelines.zeus.fast import compile_in_background
 
@@ -27,7 +27,7 @@ def orchestrate(select: str, executor: str, concurrency: int, parallel_runs: int
     """Materialize ``select`` through the webserver ``connect`` waits for (the driver holds the home's lock); the exit status."""
     started, failed, warned, statuses = time.perf_counter(), list[str](), list[str](), list[dg.DagsterRunStatus]()
     with dg.DagsterInstance.get() as instance:
-        keys, added = runs.resolve_selection(loaded(), select)
+        keys, added = dagster_runs.resolve_selection(loaded(), select)
         graph = loaded().resolve_asset_graph()
         if any(COMPILED_REPLAY.items() <= graph.get(k).tags.items() for k in keys):
             compile_in_background()  # while the webserver loads, on the core it leaves idle
@@ -38,7 +38,7 @@ def orchestrate(select: str, executor: str, concurrency: int, parallel_runs: int
         echo(f"traces: {', '.join(traces) or 'none present'}"
              + (f"; partitions removed, their files are gone: {', '.join(gone)}" if gone else ""))
         yours = {t.name for t in tracefiles.user_traces(find_home() / "raw")[0]}
-        plan = runs.plan_runs(loaded(), keys, instance, per_run=yours.__contains__)  # your traces' ingest: a run each
+        plan = dagster_runs.plan_runs(loaded(), keys, instance, per_run=yours.__contains__)  # your traces' ingest: a run each
         echo(f"{len(keys)} assets in {len(plan)} runs, {min(parallel_runs, len(plan))} at most at once, "
              + ("steps on Dask" if executor == "dask" else f"steps in {concurrency} processes a run" if concurrency > 1
                 else "each run's steps in its process"))
@@ -46,10 +46,10 @@ def orchestrate(select: str, executor: str, concurrency: int, parallel_runs: int
         def ended(i: int, run_id: str, status: dg.DagsterRunStatus, seconds: float) -> None:
             statuses.append(status)
             echo(f"({i + 1}/{len(plan)}) {status.value} in {seconds:.1f} s: run {run_id[:8]} {plan[i].label()}")
-            for lines, found in zip((failed, warned), runs.problems(instance, run_id, plan[i].job), strict=True):
+            for lines, found in zip((failed, warned), dagster_runs.problems(instance, run_id, plan[i].job), strict=True):
                 lines.extend(found)
 
-        runs.execute_plan(connect(), plan, concurrency, parallel_runs, ended)
+        dagster_runs.execute_plan(connect(), plan, concurrency, parallel_runs, ended)
     for line in [f"warning: {w}" for w in warned] + [f"FAILED: {f}" for f in failed]:
         echo(line)
     echo(f"{'FAILED' if failed else 'done'} in {time.perf_counter() - started:.1f} s: {statuses.count(dg.DagsterRunStatus.SUCCESS)} runs succeeded")

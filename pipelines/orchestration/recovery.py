@@ -10,8 +10,8 @@ from pathlib import Path
 import click
 import dagster as dg
 
+from pipelines.home.atomic import remove_stale_temp_files
 from pipelines.home.paths import ProjectPaths, default_paths
-from pipelines.home.storage import remove_stale_temp_files
 from pipelines.orchestration import lock
 from pipelines.orchestration.processes import still_running
 from pipelines.terminal import printable

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 import psutil
 
 from pipelines.home.init import WORKSPACE_YAML
-from pipelines.orchestration.storage import configured_storage, create_storage
+from pipelines.orchestration.dagster_storage import configured_storage, create_storage
 
 if TYPE_CHECKING:
     from dagster_graphql import DagsterGraphQLClient

@@ -24,13 +24,13 @@ import psutil
 import pytest
 from sqlalchemy.exc import OperationalError
 
+from pipelines.home.atomic import write_parquet_atomic
 from pipelines.home.paths import REPO_ROOT, ProjectPaths
-from pipelines.home.storage import write_parquet_atomic
+from pipelines.orchestration import dagster_runs as runs_module
 from pipelines.orchestration import lock
-from pipelines.orchestration import runs as runs_module
+from pipelines.orchestration.dagster_runs import RANGE_END, RANGE_START, Run, SelectionError, execute_plan, plan_runs, problems, resolve_selection
 from pipelines.orchestration.processes import group_alive
 from pipelines.orchestration.recovery import recover, run_process
-from pipelines.orchestration.runs import RANGE_END, RANGE_START, Run, SelectionError, execute_plan, plan_runs, problems, resolve_selection
 from pipelines.orchestration.scratch import base_folder, remove_stale
 from tests.support.processes import SLOW_RUN, survivors
 from tests.support.sacct_export import write_export

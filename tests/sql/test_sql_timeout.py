@@ -16,7 +16,7 @@ import duckdb
 import pytest
 
 from pipelines.home.paths import REPO_ROOT
-from pipelines.sql.interrupt import GRACE_S, QueryTimeout, interruptible
+from pipelines.sql.watchdog import GRACE_S, QueryTimeout, interruptible
 
 
 class Connection:
@@ -53,7 +53,7 @@ def test_a_statement_done_before_the_timeout_is_not_interrupted() -> None:
 #: must end with the timeout's line before the statement ends. ``sys.argv[1]``: the timeout (s).
 STUCK = """
 import sys, time
-from pipelines.sql.interrupt import interruptible
+from pipelines.sql.watchdog import interruptible
 
 class Deaf:
     def interrupt(self):

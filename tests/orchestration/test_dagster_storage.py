@@ -20,7 +20,7 @@ from click.testing import CliRunner
 from pipelines.cli.materialize import cli as materialize_cli
 from pipelines.cli.recover import cli as recover_cli
 from pipelines.orchestration import webserver
-from pipelines.orchestration.storage import STORAGE_FILES, create_storage
+from pipelines.orchestration.dagster_storage import STORAGE_FILES, create_storage
 
 
 def _home(tmp_path: Path) -> Path:
@@ -59,7 +59,7 @@ def test_a_new_homes_storage_is_created_before_the_webserver_starts(tmp_path: Pa
 RACER = """
 import sys, time
 from pathlib import Path
-from pipelines.orchestration.storage import create_storage
+from pipelines.orchestration.dagster_storage import create_storage
 import dagster  # imported before the first start, so that the processes open each home together
 first, spacing = float(sys.argv[1]), float(sys.argv[2])
 for i, home in enumerate(sys.argv[3:]):
