@@ -64,14 +64,19 @@ def still_running(pid: int, started_by: float) -> bool:
 
 
 def group_alive(pgid: int) -> bool:
-    """True while any process of process group ``pgid`` exists (another user's included)."""
-    try:
-        os.killpg(pgid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        pass
-    return True
+    """True while a process of group ``pgid`` runs: a zombie has ended (only its parent's wait is left, and an orphan's
+    waits for an init that may reap late: 1.7 s seen)."""
+    return bool(_members(pgid))
+
+
+def _members(pgid: int) -> list[psutil.Process]:
+    """The processes of group ``pgid`` but its zombies, each with its ``info`` status and command line."""
+    found = []
+    for process in psutil.process_iter(["status", "cmdline"]):
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            if process.info["status"] != psutil.STATUS_ZOMBIE and os.getpgid(process.pid) == pgid:
+                found.append(process)
+    return found
 
 
 def kill_group_but_self() -> None:
@@ -79,12 +84,7 @@ def kill_group_but_self() -> None:
     resource trackers (they clean up after their killed clients, then exit), for at most 1 s until none is left."""
     me, group, deadline = os.getpid(), os.getpgid(0), time.monotonic() + 1.0
     while time.monotonic() < deadline:
-        others = []
-        for process in psutil.process_iter(["status", "cmdline"]):
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                if process.pid != me and process.info["status"] != psutil.STATUS_ZOMBIE and os.getpgid(process.pid) == group \
-                        and "resource_tracker" not in " ".join(process.info["cmdline"] or ()):
-                    others.append(process)
+        others = [p for p in _members(group) if p.pid != me and "resource_tracker" not in " ".join(p.info["cmdline"] or ())]
         for process in others:
             with contextlib.suppress(psutil.NoSuchProcess):
                 process.kill()
