@@ -46,7 +46,7 @@ TARGETS = {"--help": 0.3, "simulate single": 0.45, f"simulate groups ({GROUPS} g
 
 def materialize_zeus_tables(zeus_dir: Path, home: Path) -> None:
     """The two Zeus tables of ``home`` as ``make materialize`` writes them (ingested, validated)."""
-    from pipelines.home.storage import write_parquet_atomic
+    from pipelines.home.atomic import write_parquet_atomic
     from pipelines.ingest.zeus import read_power_profiles, read_train
 
     write_parquet_atomic(read_train(zeus_dir / "summary_train.csv").table, home / "assets" / "zeus_train_runs.parquet")

@@ -47,5 +47,5 @@ def loaded() -> dg.Definitions:
 
 
 def job(name: str) -> dg.JobDefinition:
-    """The asset job ``name``: what a reconstructable run (``pipelines.orchestration.runs``) loads in each process."""
+    """The asset job ``name``: what a reconstructable run (``pipelines.orchestration.dagster_runs``) loads in each process."""
     return loaded().resolve_job_def(name)

@@ -94,7 +94,6 @@ LONGEST_FIRST = (
     "tests/clusters/test_cluster_gpus_options.py",
     "tests/clusters/test_sweep.py",
     "tests/defs/test_knob_grid_asset.py",
-    "tests/cli/test_recover_renamed.py",
     "tests/clusters/test_power.py",
 )
 

@@ -30,8 +30,7 @@ SUBCOMMANDS: dict[str, str] = {
     "clusters": "Your own cluster traces (raw/clusters/): add a Slurm export or job-log CSV, list them, remove one.",
     "hetero": "Split a global batch over heterogeneous GPUs and pick their power limits (Zeus²).",
     "measure": "Measure time and energy of training on this machine (NVML on GPUs, RAPL on CPUs).",
-    "recover": ("Mark runs whose process is gone as failed, remove stale temp files, and the files and records of renamed "
-                "asset keys (make dev runs this first)."),
+    "recover": "Mark runs whose process is gone as failed and remove stale temp files under assets/, figures/ and raw/ (make dev runs this first).",
     "dev": "Start the Dagster UI and daemons (dg dev); Ctrl-C or SIGTERM ends every process of them within 5 s (make dev runs this).",
     "sweep": "Replay every trace on every GPU for every (eta, beta, seed) under Zeus and the baselines.",
     "power-limit": "The power limit Zeus's GlobalPowerLimitOptimizer would choose from a profile (ZeusMonitor log, Zeus JSON, measured CSV).",

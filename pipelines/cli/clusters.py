@@ -6,7 +6,8 @@ renames it into place and writes ``NAME.toml`` with its sha256 and options
 (``pipelines.clusters.tracefiles.add_trace``); any failure is one line, and leaves a trace of that
 name as it was. The Dagster sensor ``cluster_traces_sensor`` then registers the trace as a
 partition and materializes it. ``remove NAME`` removes its files, its stored partitions and its
-partition.
+partition. Both take the Dagster home's lock (``pipelines.orchestration.lock``), so a ``materialize`` never sees a trace
+change under it: while one runs they refuse in one line naming it, or wait with ``--wait``.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import errno
 import os
 import sys
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -23,10 +25,12 @@ import click
 from pipelines.cli import invoked_as
 from pipelines.cli.options import fail
 from pipelines.clusters import tracefiles
+from pipelines.home.init import use_dagster_home
 from pipelines.home.paths import default_mirror, default_paths
 from pipelines.ingest.common import IngestError
 from pipelines.ingest.slurm import DEFAULT_DELIMITER, check_delimiter, parse_fields
 from pipelines.ingest.text_reader import ReadLimits
+from pipelines.orchestration import lock
 from pipelines.terminal import printable
 
 
@@ -45,6 +49,21 @@ def delimiter_option(ctx: click.Context, param: click.Parameter, value: str) -> 
         raise click.BadParameter(str(exc)) from None
 
 
+def home_locked(wait: bool) -> AbstractContextManager[None]:
+    """The Dagster home's lock, held while a trace is added or removed: taken at once, else waited for (``wait``), else
+    refused in one line naming the command that holds it (a running ``materialize``)."""
+    folder = use_dagster_home()[0]
+
+    def held_by(who: str) -> None:
+        if not wait:
+            fail(f"{folder / lock.LOCK_FILE} is held ({who}): a materialize reads raw/clusters/; run this again once it ends, "
+                 "or add --wait")
+        click.echo(f"waiting: {folder / lock.LOCK_FILE} is held ({printable(who)})", err=True)
+
+    return lock.held(folder, held_by)
+
+
+WAIT_OPTION = click.option("--wait", is_flag=True, help="While a materialize runs, wait for it to end (default: refuse).")
 F = TypeVar("F", bound=Callable[..., Any])
 _LIMITS = ReadLimits()
 
@@ -86,8 +105,9 @@ def cli() -> None:
               help="GPUs of the cluster, for the idle draw of cluster power (at least the trace's peak concurrent GPUs)  "
                    "[default: the trace's peak concurrent GPUs]")
 @read_limit_options
+@WAIT_OPTION
 def add(name: str, file: Path, fmt: str | None, timezone: str, fields: str | None, delimiter: str, replace: bool,
-        cluster_gpus: int | None, max_rows: int, max_line_bytes: int, max_bytes: int) -> None:
+        cluster_gpus: int | None, max_rows: int, max_line_bytes: int, max_bytes: int, wait: bool) -> None:
     """Copy FILE into raw/clusters/ as trace NAME, recording its sha256 and how to read it.
 
     FILE may be compressed (.gz, .xz, .zst): it is kept so, and read streamed.
@@ -99,9 +119,10 @@ def add(name: str, file: Path, fmt: str | None, timezone: str, fields: str | Non
         tracefiles.check_name(name)
         file_format = tracefiles.format_of(file, fmt)
         field_list = tuple(parse_fields(fields)) if fields else None
-        added, result = tracefiles.add_trace(default_paths().raw, name, file, fmt=file_format, timezone=timezone, fields=field_list,
-                                             replace=replace, delimiter=delimiter, cluster_gpus=cluster_gpus,
-                                             limits=read_limits(max_rows, max_line_bytes, max_bytes))
+        with home_locked(wait):
+            added, result = tracefiles.add_trace(default_paths().raw, name, file, fmt=file_format, timezone=timezone, fields=field_list,
+                                                 replace=replace, delimiter=delimiter, cluster_gpus=cluster_gpus,
+                                                 limits=read_limits(max_rows, max_line_bytes, max_bytes))
     except (IngestError, tracefiles.TraceFileError, ValueError) as exc:
         fail(str(exc))
     except OSError as exc:  # ENOSPC, EIO, a permission: the old trace is as it was
@@ -135,30 +156,32 @@ def list_traces() -> None:
 
 @cli.command("remove")
 @click.argument("name")
-def remove(name: str) -> None:
+@WAIT_OPTION
+def remove(name: str, wait: bool) -> None:
     """Remove trace NAME: its files in raw/clusters/ (data and sidecar), its stored partitions, its report and its trace and own_trace partitions."""
     from pipelines.definitions import loaded  # Dagster and the asset graph: only for this command
     from pipelines.defs.clusters.partitions import OWN_TRACE_DIMENSION, TRACE_DIMENSION, forget_trace
     from pipelines.defs.figures.own_cluster_report import PREFIX
-    from pipelines.orchestration.storage import StorageError, home_instance
+    from pipelines.orchestration.dagster_storage import StorageError, home_instance
 
     paths = default_paths()
-    try:
-        removed = tracefiles.remove_trace(paths.raw, name)
-        reports = [p for p in (paths.figures / f"{PREFIX}{name}.html", paths.figures / f"{PREFIX}{name}.json") if p.is_file()]
-        for path in reports:
-            path.unlink()
-    except tracefiles.TraceFileError as exc:
-        fail(str(exc))
-    except OSError as exc:
-        fail(f"trace {name!r}: not removed ({os_error(exc)})")
-    graph = loaded().resolve_asset_graph()
-    try:
-        with home_instance() as instance:
-            registered = [d for d in (TRACE_DIMENSION, OWN_TRACE_DIMENSION) if instance.has_dynamic_partition(d, name)]
-            stored = forget_trace(instance, [(k, graph.get(k).partitions_def) for k in graph.materializable_asset_keys], paths, name)
-    except StorageError as exc:
-        fail(str(exc))
+    with home_locked(wait):
+        try:
+            removed = tracefiles.remove_trace(paths.raw, name)
+            reports = [p for p in (paths.figures / f"{PREFIX}{name}.html", paths.figures / f"{PREFIX}{name}.json") if p.is_file()]
+            for path in reports:
+                path.unlink()
+        except tracefiles.TraceFileError as exc:
+            fail(str(exc))
+        except OSError as exc:
+            fail(f"trace {name!r}: not removed ({os_error(exc)})")
+        graph = loaded().resolve_asset_graph()
+        try:
+            with home_instance() as instance:
+                registered = [d for d in (TRACE_DIMENSION, OWN_TRACE_DIMENSION) if instance.has_dynamic_partition(d, name)]
+                stored = forget_trace(instance, [(k, graph.get(k).partitions_def) for k in graph.materializable_asset_keys], paths, name)
+        except StorageError as exc:
+            fail(str(exc))
     if not (removed or reports or stored or registered):
         fail(f"trace {name!r}: nothing to remove (no file raw/clusters/{name}.*, no stored partition); `clusters list` names the traces")
     click.echo(f"removed trace {name}: {len(removed)} file(s) in raw/clusters/ ({', '.join(p.name for p in removed) or 'none left'}), "

@@ -15,8 +15,8 @@ import polars as pl
 from pipelines.cli import invoked_as
 from pipelines.ingest.common import IngestError
 from pipelines.ingest.compressed import read_at_most
-from pipelines.sql.interrupt import QueryTimeout, interruptible, memory_cap
 from pipelines.sql.views import READ_ONLY, connect, first_line, sql_file, stream_sql, view_names
+from pipelines.sql.watchdog import QueryTimeout, interruptible, memory_cap
 from pipelines.terminal import clip_input, json_safe, printable
 
 #: Rows the table format prints by default; the rest are counted, not held (``--rows``).

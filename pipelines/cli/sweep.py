@@ -18,9 +18,9 @@ import click
 from pipelines.cli import invoked_as
 from pipelines.cli.options import AliasedCommand, note, scheduler_option, slurm_options, slurm_settings
 from pipelines.clusters.sweep import GRIDS, TABLE, SweepError, check_inputs, read_inputs, replays, sweep
+from pipelines.home.atomic import parquet_bytes
 from pipelines.home.outputs import OutputRefused, check_output, write_output
 from pipelines.home.paths import default_paths
-from pipelines.home.storage import parquet_bytes
 from pipelines.scaleout.schedulers import SchedulerError, connect
 from pipelines.terminal import printable
 

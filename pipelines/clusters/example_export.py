@@ -42,8 +42,8 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
+from pipelines.home.atomic import atomic_path
 from pipelines.home.outputs import HEAD_BYTES, OutputKind
-from pipelines.home.storage import atomic_path
 from pipelines.ingest.common import IngestError
 from pipelines.ingest.compressed import decompressed_chunks
 

@@ -48,7 +48,7 @@ from typing import Literal, cast
 
 from pipelines.clusters.capacity import CapacityError, check_setting, own_slots, resolve
 from pipelines.contracts.registry import quarantine_key
-from pipelines.home.storage import atomic_path
+from pipelines.home.atomic import atomic_path
 from pipelines.ingest import joblog, slurm
 from pipelines.ingest.compressed import COMPRESSED_SUFFIXES, plain_file, uncompressed_name
 from pipelines.ingest.own_cluster import OwnTraceResult, check_timezone

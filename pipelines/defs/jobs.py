@@ -1,6 +1,6 @@
 """The asset jobs: one per partitions definition, since a Dagster run materializes one partitions definition.
 
-``python -m pipelines materialize`` runs these (``pipelines.orchestration.runs``), so every run it
+``python -m pipelines materialize`` runs these (``pipelines.orchestration.dagster_runs``), so every run it
 makes is named after its job.
 """
 

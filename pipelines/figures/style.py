@@ -25,7 +25,7 @@ import polars as pl
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
-from pipelines.home.storage import atomic_path, write_parquet_atomic
+from pipelines.home.atomic import atomic_path, write_parquet_atomic
 from pipelines.vocabulary import PAPER_ORDER, ZEUS_DATASETS
 
 #: Figure widths (in) of a two-column paper.

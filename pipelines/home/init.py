@@ -9,9 +9,9 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from pipelines.home.atomic import write_text_atomic
 from pipelines.home.paths import HOME_MARKER, find_home
 from pipelines.home.postgres import storage_of, storage_section
-from pipelines.home.storage import write_text_atomic
 
 #: The Dagster instance settings of a home (the repository's Makefile writes the same, through
 #: ``write_dagster_yaml``): at most 2 UI runs at once on 2 cores; run monitoring fails runs stuck

@@ -5,7 +5,7 @@ callback, a ``__del__`` or a library's ``except BaseException``, the exception i
 ``whatif`` on a LocalCluster wrote its report after a Ctrl-C, and another waited 30 s in a scatter for the workers the
 same Ctrl-C had ended. Here the handler raises ``KeyboardInterrupt`` as Python's does, and also starts a watchdog. If the
 process still runs ``GRACE_S`` later (and no ``deferred`` cleanup runs), the watchdog kills the command's child
-processes, removes the temp files in flight (``removed_on_abort``: those of ``storage.atomic_path``, a decompressed
+processes, removes the temp files in flight (``removed_on_abort``: those of ``atomic.atomic_path``, a decompressed
 export) and exits with status 130. Those temp files are also removed when SIGTERM or SIGHUP ends the process (where the
 signal still has its default action) and at the interpreter's exit. ``atomic_path`` publishes nothing once a Ctrl-C came (``requested``), so an output
 never appears after one.

@@ -16,7 +16,7 @@ profile --out`` and its Zeus JSON, ``example-export FILE``) is checked by ``chec
 * a path whose folder does not exist unless ``make_parents`` (the commands' ``--parents``).
 
 ``-`` means stdout, explicitly (a file named ``-`` is ``./-``). ``write_output`` writes a new file or replaces the
-previous output atomically (``pipelines.home.storage.atomic_path``: temp file beside it + rename), checking the
+previous output atomically (``pipelines.home.atomic.atomic_path``: temp file beside it + rename), checking the
 target again just before the rename.
 """
 
@@ -30,8 +30,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from pipelines.home.atomic import atomic_path
 from pipelines.home.paths import HOME_MARKER
-from pipelines.home.storage import atomic_path
 
 #: The data home's folders only materializations, ``fetch`` and ``clusters add`` write.
 MANAGED = ("assets", "figures", "raw", ".dagster_home")

@@ -35,8 +35,8 @@ import polars as pl
 
 from pipelines.contracts.base import polars_schema
 from pipelines.contracts.measure import MeasuredProfile
+from pipelines.home.atomic import atomic_path
 from pipelines.home.outputs import OutputKind
-from pipelines.home.storage import atomic_path
 from pipelines.measure.monitor import EnergyMonitor, MethodChoice, ShortWindowWarning
 from pipelines.measure.nvml import NvmlBackend, NvmlCallError, NvmlNoPermission, NvmlUnavailable
 from pipelines.measure.rapl import RAPL_ROOT, RaplMeter, package_power_limit_w, probe_rapl

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import polars as pl
 
+from pipelines.home.atomic import atomic_path
 from pipelines.home.outputs import OutputKind
-from pipelines.home.storage import atomic_path
 from pipelines.ingest.power_limit_profiles import measured_measurements
 
 

@@ -1,9 +1,5 @@
-"""Start-up clean-up after a killed materialization: runs whose process is provably gone, and temp files left behind.
-
-Without the daemon's run monitoring a run whose process died stays STARTED. It is marked FAILURE (CANCELED if a cancel
-was asked) when its RUN_START process is dead or a newer one under a reused pid, and no ``materialize`` holds the home's
-lock. Temp files go when older than every run in progress; under raw/ also when untouched for ``RAW_TEMP_AGE_S``.
-"""
+"""Start-up clean-up (no daemon's run monitoring): a run whose RUN_START process is gone, while no ``materialize`` holds the
+lock, is marked FAILURE (or CANCELED); temp files older than every live run go, under raw/ once untouched ``RAW_TEMP_AGE_S``."""
 
 from __future__ import annotations
 
@@ -14,8 +10,8 @@ from pathlib import Path
 import click
 import dagster as dg
 
+from pipelines.home.atomic import remove_stale_temp_files
 from pipelines.home.paths import ProjectPaths, default_paths
-from pipelines.home.storage import remove_stale_temp_files
 from pipelines.orchestration import lock
 from pipelines.orchestration.processes import still_running
 from pipelines.terminal import printable
@@ -29,7 +25,6 @@ IN_PROGRESS = [dg.DagsterRunStatus.STARTING, dg.DagsterRunStatus.STARTED, dg.Dag
 @dataclass(frozen=True)
 class Recovery:
     """What ``recover`` did: runs marked (run id, new status, why), temp files removed, and who held the lock (runs left alone)."""
-
     runs: list[tuple[str, str, str]]
     removed: list[Path]
     held_by: str | None = None
@@ -42,9 +37,7 @@ def run_process(instance: dg.DagsterInstance, run_id: str) -> int | None:
 
 
 def recover(instance: dg.DagsterInstance, paths: ProjectPaths | None = None, lock_ours: bool = False) -> Recovery:
-    """Mark stale runs, then remove stale temp files under assets/, figures/ and raw/ (see the module docstring).
-
-    ``lock_ours``: the caller is the materialize that holds the home's lock (its runs have not started yet)."""
+    """Mark stale runs, then remove stale temp files (assets/, figures/, raw/); ``lock_ours``: the caller holds the lock."""
     marked, live = [], []
     held_by = None if lock_ours else lock.holder(Path(instance.root_directory))
     for record in instance.get_run_records(filters=dg.RunsFilter(statuses=IN_PROGRESS)):

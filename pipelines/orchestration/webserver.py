@@ -1,6 +1,5 @@
-"""The Dagster webserver ``materialize`` launches its runs through, over the data home's workspace and an instance that
-stores in ``$DAGSTER_HOME`` but launches each run at once (``DefaultRunCoordinator``: no daemon). Only the standard
-library and psutil here: the server starts first, and Dagster loads in the orchestrator while it loads."""
+"""The Dagster webserver ``materialize`` launches its runs through: the home's storage, runs launched at once (no daemon).
+No Dagster import here: the server starts first, and Dagster loads in the orchestrator while it loads."""
 
 from __future__ import annotations
 
@@ -19,7 +18,7 @@ from typing import TYPE_CHECKING
 import psutil
 
 from pipelines.home.init import WORKSPACE_YAML
-from pipelines.orchestration.storage import configured_storage, create_storage
+from pipelines.orchestration.dagster_storage import configured_storage, create_storage
 
 if TYPE_CHECKING:
     from dagster_graphql import DagsterGraphQLClient
@@ -38,11 +37,7 @@ POLL_S = 0.5
 
 @contextlib.contextmanager
 def webserver(home: Path, dagster_home: Path) -> Iterator[Callable[[], DagsterGraphQLClient]]:
-    """A Dagster webserver on a free loopback port over ``home``'s workspace and the instance in ``dagster_home``.
-
-    Started at once; what it yields waits until the server serves (its code location loaded), then gives its client,
-    so that the caller can plan its runs meanwhile.
-    """
+    """A Dagster webserver on a free loopback port over ``home``'s workspace, started at once; what it yields waits until it serves."""
     with tempfile.TemporaryDirectory(prefix="gpu-energy-materialize-") as folder:
         storage = configured_storage(dagster_home) or SQLITE_STORAGE.format(home=dagster_home)
         (Path(folder) / "dagster.yaml").write_text(INSTANCE_YAML.format(home=dagster_home) + storage)
@@ -58,8 +53,6 @@ def webserver(home: Path, dagster_home: Path) -> Iterator[Callable[[], DagsterGr
                                    "--log-level", "warning", "--dagster-log-level", "warning", "--code-server-log-level", "warning"],
                                   env={**os.environ, "DAGSTER_HOME": folder}, cwd=home, stdin=subprocess.DEVNULL)
 
-        served: list[bool] = []
-
         def connect() -> DagsterGraphQLClient:
             while True:  # it serves once the code location has loaded
                 if server.poll() is not None:
@@ -68,22 +61,15 @@ def webserver(home: Path, dagster_home: Path) -> Iterator[Callable[[], DagsterGr
                     urllib.request.urlopen(f"http://127.0.0.1:{port}/server_info", timeout=1).close()
                     from dagster_graphql import DagsterGraphQLClient  # imported once the server runs (see the module's docstring)
 
-                    served.append(True)
                     return DagsterGraphQLClient("127.0.0.1", port_number=port)
                 time.sleep(POLL_S)
 
         try:
             yield connect
-        finally:
-            # A server still starting (the command failed before it served: a bad --select) launched nothing: it and the
-            # code server it may have started are killed, since SIGTERM then reaches their command lines, which print
-            # "Aborted!" under the command's own verdict.
-            if served:
-                server.terminate()
-            else:
-                with contextlib.suppress(psutil.NoSuchProcess):
-                    for process in [*psutil.Process(server.pid).children(recursive=True), psutil.Process(server.pid)]:
-                        with contextlib.suppress(psutil.NoSuchProcess):
-                            process.kill()
+        finally:  # its runs have ended: it and its code server are killed (SIGTERM would make a starting one print "Aborted!")
+            with contextlib.suppress(psutil.NoSuchProcess):
+                for process in [*psutil.Process(server.pid).children(recursive=True), psutil.Process(server.pid)]:
+                    with contextlib.suppress(psutil.NoSuchProcess):
+                        process.kill()
             with contextlib.suppress(subprocess.TimeoutExpired):
                 server.wait(timeout=20)

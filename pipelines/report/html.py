@@ -34,8 +34,8 @@ from typing import TYPE_CHECKING, Any
 import polars as pl
 
 from pipelines.figures.errors import NoData
+from pipelines.home.atomic import write_text_atomic
 from pipelines.home.outputs import OutputKind
-from pipelines.home.storage import write_text_atomic
 from pipelines.ingest.grid import Rate
 from pipelines.report.text import (
     NO_CURRENCY,

@@ -28,8 +28,8 @@ from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path, PurePosixPath
 
+from pipelines.home.atomic import atomic_path
 from pipelines.home.paths import ProjectPaths
-from pipelines.home.storage import atomic_path
 from pipelines.sources.manifest import Source
 
 #: The record of an unpacked tarball's members, inside the folder it unpacked into.

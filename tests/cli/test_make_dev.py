@@ -47,7 +47,7 @@ def test_make_dev_read_only_starts_the_webserver_read_only_on_loopback() -> None
 
 #: Seconds from the signal to the end of every process of ``make dev`` the slow test allows: 3x the slowest stop measured
 #: (4.68 s; 4.65 to 4.68 s over the three cases, load 7, 2026-12-07), which is the design's: ``pipelines.cli.dev``'s
-#: GRACE_S (2 s) for Dagster's own shutdown, then ``end_group``'s SIGTERM and SIGKILL. Dagster's shutdown alone waits
+#: GRACE_S (2 s) for Dagster's own shutdown, then ``supervise``'s SIGTERM and SIGKILL. Dagster's shutdown alone waits
 #: up to 60 s per service: a stop left to it still fails the test.
 STOP_BOUND_S = 15.0
 

@@ -9,8 +9,8 @@ import polars as pl
 import pytest
 
 from pipelines.clusters.simulate import summarize
+from pipelines.home.atomic import write_parquet_atomic
 from pipelines.home.paths import ProjectPaths
-from pipelines.home.storage import write_parquet_atomic
 from tests.support.figures import assert_figure
 from tests.support.materialize import Homes, Step
 from tests.support.zeus_peer import Peer

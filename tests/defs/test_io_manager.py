@@ -13,7 +13,7 @@ import pytest
 from pipelines.contracts import registry
 from pipelines.contracts.base import ContractError
 from pipelines.defs.shared.io_manager import ParquetIOManager, partition_tables
-from pipelines.home.storage import write_parquet_atomic
+from pipelines.home.atomic import write_parquet_atomic
 
 parts = dg.StaticPartitionsDefinition(["v100", "a40"])
 

@@ -17,7 +17,7 @@ import pytest
 
 from pipelines.clusters import mapping
 from pipelines.clusters.sweep import GRIDS, replays
-from pipelines.home.storage import write_parquet_atomic
+from pipelines.home.atomic import write_parquet_atomic
 from tests.support.materialize import Homes, resources
 
 GRID = dg.AssetKey("zeus_knob_grid")

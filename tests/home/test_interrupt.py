@@ -18,7 +18,7 @@ DROPS_IT = """
 import os, signal, sys, time
 from pathlib import Path
 from pipelines.home.interrupt import ctrl_c_ends_command
-from pipelines.home.storage import atomic_path
+from pipelines.home.atomic import atomic_path
 
 out = Path(sys.argv[1])
 with ctrl_c_ends_command():

@@ -22,8 +22,8 @@ from pipelines.cli import cli
 from pipelines.clusters.example_export import EXPORT_FILE, write_export
 from pipelines.clusters.sweep import TABLE
 from pipelines.contracts.sweep import ZeusKnobGrid
+from pipelines.home.atomic import write_parquet_atomic
 from pipelines.home.outputs import OutputKind, OutputRefused, check_output, write_output
-from pipelines.home.storage import write_parquet_atomic
 from pipelines.measure.harness import PROFILE_FILE, write_profile
 from pipelines.measure.zeus_json import ZEUS_PROFILE_FILE, write_zeus_profiles
 from pipelines.report.html import REPORT

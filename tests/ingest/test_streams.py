@@ -82,7 +82,8 @@ def test_a_fifo_is_read_whole_when_its_writer_closes(spool_dir: Path, tmp_path: 
 
 #: A process that spools a FIFO whose writer holds it open (its spool grows as bytes come), until a signal ends it. Its
 #: SIGHUP starts at the default action: under nohup (SIGHUP ignored, inherited) the package rightly leaves it ignored.
-_SPOOLER = "import signal, sys\nsignal.signal(signal.SIGHUP, signal.SIG_DFL)\nfrom pathlib import Path\nfrom pipelines.ingest.compressed import plain_file\nwith plain_file(Path(sys.argv[1])):\n    pass\n"
+_SPOOLER = ("import signal, sys\nsignal.signal(signal.SIGHUP, signal.SIG_DFL)\nfrom pathlib import Path\n"
+            "from pipelines.ingest.compressed import plain_file\nwith plain_file(Path(sys.argv[1])):\n    pass\n")
 
 
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP])

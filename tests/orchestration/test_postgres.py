@@ -26,7 +26,7 @@ from click.testing import CliRunner
 
 from pipelines.cli.init import cli as init_cli
 from pipelines.home.paths import REPO_ROOT
-from pipelines.orchestration.storage import StorageError, create_storage
+from pipelines.orchestration.dagster_storage import StorageError, create_storage
 from tests.support.postgres import Server, throwaway_server
 from tests.support.processes import SLOW_RUN, survivors
 from tests.support.sacct_export import write_export

@@ -10,7 +10,7 @@ import threading
 import polars as pl
 import pytest
 
-from pipelines.home.storage import write_parquet_atomic
+from pipelines.home.atomic import write_parquet_atomic
 from pipelines.sql.views import connect, run_sql, sql_file
 
 

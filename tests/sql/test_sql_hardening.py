@@ -22,8 +22,8 @@ import pytest
 from click.testing import CliRunner, Result
 
 from pipelines.cli.sql import cli, frame_json, read_sql_file
+from pipelines.home.atomic import write_parquet_atomic
 from pipelines.home.paths import ProjectPaths
-from pipelines.home.storage import write_parquet_atomic
 from pipelines.sql.views import connect, half_the_memory, run_sql
 
 

@@ -13,7 +13,7 @@ import psutil
 import pytest
 
 from pipelines.home.paths import REPO_ROOT
-from pipelines.sql.interrupt import MEMORY_SLACK_BYTES, memory_cap
+from pipelines.sql.watchdog import MEMORY_SLACK_BYTES, memory_cap
 
 
 def test_the_cap_is_what_the_process_holds_the_limit_and_the_slack() -> None:

@@ -18,8 +18,8 @@ import duckdb
 import polars as pl
 import pytest
 
+from pipelines.home.atomic import write_parquet_atomic
 from pipelines.home.paths import ProjectPaths
-from pipelines.home.storage import write_parquet_atomic
 from pipelines.sql.views import connect, run_sql, stream_sql
 
 JOBS = pl.DataFrame({"job_id": ["a", "b", "c"], "num_gpu": [1, 8, 2], "duration": [60, 3600, 5]})

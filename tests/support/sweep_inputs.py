@@ -6,7 +6,7 @@ from pathlib import Path
 
 import polars as pl
 
-from pipelines.home.storage import write_parquet_atomic
+from pipelines.home.atomic import write_parquet_atomic
 from pipelines.zeus.traces import Traces
 
 

@@ -29,7 +29,7 @@ from pipelines.defs.own_clusters.assets import FOLLOW_ALL_TRACES
 from pipelines.defs.shared.dask import DaskResource
 from pipelines.defs.shared.io_manager import PathsResource
 from pipelines.defs.shared.table_assets import COMPILED_REPLAY
-from pipelines.home.storage import write_text_atomic
+from pipelines.home.atomic import write_text_atomic
 
 #: The files' stem: figures/<PREFIX><trace>.html and .json.
 PREFIX = "own_cluster_report_"

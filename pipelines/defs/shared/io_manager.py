@@ -25,12 +25,12 @@ import polars as pl
 from pipelines.contracts.base import ContractError, empty, validate
 from pipelines.contracts.registry import table_contract
 from pipelines.defs.shared.metadata import table_metadata
+from pipelines.home.atomic import write_parquet_atomic
 from pipelines.home.paths import ProjectPaths, default_paths, table_path
-from pipelines.home.storage import write_parquet_atomic
 
 #: Definition metadata of a partitioned table each of whose partitions stands alone (your own traces): a load reads the
 #: partitions present, no rows for the absent ones (a trace whose file could not be read), and
-#: ``python -m pipelines materialize`` runs each partition in a run of its own (``pipelines.orchestration.runs.plan_runs``),
+#: ``python -m pipelines materialize`` runs each partition in a run of its own (``pipelines.orchestration.dagster_runs.plan_runs``),
 #: so that one partition's failure is its own.
 PARTITIONS_STAND_ALONE = "partitions_stand_alone"
 

@@ -1,4 +1,4 @@
-"""A query that stops: Ctrl-C or a time limit interrupts the DuckDB connection running it.
+"""A query that stops: a watcher thread interrupts the DuckDB connection running it on Ctrl-C, at its time limit or past its memory cap.
 
 DuckDB runs a query in C++ without the GIL's help: Python's SIGINT handler (``KeyboardInterrupt``)
 runs only when the query gives control back, which a long join or a stuck read never does. So a

@@ -6,36 +6,33 @@ from __future__ import annotations
 import os
 import time
 import warnings
-from collections.abc import Callable
-from collections.abc import Set as AbstractSet
+from collections.abc import Callable, Set
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+import click
 import dagster as dg
 
 from pipelines.defs.jobs import job_name
 from pipelines.defs.shared.io_manager import PARTITIONS_STAND_ALONE
 from pipelines.defs.shared.run_tags import launched_by
 from pipelines.home.init import LOCATION
-from pipelines.orchestration.processes import Stopped
 
 if TYPE_CHECKING:
     from dagster_graphql import DagsterGraphQLClient  # the client is made by pipelines.orchestration.webserver
 
-RANGE_START, RANGE_END = "dagster/asset_partition_range_start", "dagster/asset_partition_range_end"
-PARTITION = "dagster/partition"
+RANGE_START, RANGE_END, PARTITION = "dagster/asset_partition_range_start", "dagster/asset_partition_range_end", "dagster/partition"
 #: Groups whose steps are light (fetch a file, read and validate a table): never worth a process of their own.
 LIGHT_GROUPS = frozenset({"raw", "ingest", "quarantine"})
 POLL_S = 0.5
 
 
-class SelectionError(ValueError):
-    """A selection that names nothing, or does not parse."""
+class SelectionError(click.ClickException):
+    """A selection that names nothing, or does not parse: one line (``materialize`` exits 1, nothing launched)."""
 
 
 class Run(NamedTuple):
     """One run: its asset job, assets, partition tags; ``parallel``: steps that could run side by side; ``isolated``: one partition of
-    assets whose partitions stand alone (its failure holds back nothing); ``after``: the earlier runs (plan indices) that
-    hold an ancestor or another partition of its assets; ``partitions``: the keys of ``partitions_def`` planned."""
+    stand-alone assets (its failure holds back nothing); ``after``: earlier runs (plan indices) holding an ancestor or another partition."""
 
     job: str
     keys: frozenset[dg.AssetKey]
@@ -43,15 +40,12 @@ class Run(NamedTuple):
     parallel: bool
     isolated: bool = False
     after: frozenset[int] = frozenset()
-    partitions_def: dg.PartitionsDefinition | None = None
-    partitions: tuple[str, ...] = ()
 
     def label(self) -> str:
         names = sorted(k.to_user_string() for k in self.keys)
         shown = ", ".join(names) if len(names) <= 3 else f"{len(names)} assets ({', '.join(names[:2])}, ...)"
-        if PARTITION in self.tags:
-            return f"{self.job}: {shown} [{self.tags[PARTITION]}]"
-        return f"{self.job}: {shown}" + (f" [{self.tags[RANGE_START]}...{self.tags[RANGE_END]}]" if self.tags else "")
+        where = self.tags.get(PARTITION) or (f"{self.tags[RANGE_START]}...{self.tags[RANGE_END]}" if self.tags else "")
+        return f"{self.job}: {shown}" + (f" [{where}]" if where else "")
 
 
 def resolve_selection(defs: dg.Definitions, select: str) -> tuple[set[dg.AssetKey], set[dg.AssetKey]]:
@@ -87,11 +81,8 @@ def plan_runs(defs: dg.Definitions, keys: set[dg.AssetKey], instance: dg.Dagster
         if partitions_def and not partitions:
             continue
         one_each = {k for k in batch if graph.get(k).metadata.get(PARTITIONS_STAND_ALONE)}
-        if one_each:
-            job = job_name(partitions_def)
-            runs += [Run(job, frozenset(one_each), {PARTITION: p}, False, True, partitions_def=partitions_def, partitions=(p,))
-                     for p in partitions if per_run(p)]
-            batch -= one_each
+        runs += [Run(job_name(partitions_def), frozenset(one_each), {PARTITION: p}, False, True) for p in partitions if one_each and per_run(p)]
+        batch -= one_each
         tags = {RANGE_START: partitions[0], RANGE_END: partitions[-1]} if partitions else {}
         # Light steps (fetch, ingest, and their light descendants) first, in a run of their own: the runs that read them
         # start without waiting for the figures of the same batch.
@@ -100,14 +91,13 @@ def plan_runs(defs: dg.Definitions, keys: set[dg.AssetKey], instance: dg.Dagster
             # Unpartitioned assets downstream of different runs: a run each, started once those runs have succeeded.
             for group in _by_runs_read(part, runs, graph.get_ancestor_asset_keys) if partitions_def is None else (part,):
                 heavy = {id(graph.get(k).assets_def) for k in group if graph.get(k).group_name not in LIGHT_GROUPS}
-                runs.append(Run(job_name(partitions_def), frozenset(group), tags, partitions_def is None and len(heavy) > 1,
-                                partitions_def=partitions_def, partitions=tuple(partitions)))
+                runs.append(Run(job_name(partitions_def), frozenset(group), tags, partitions_def is None and len(heavy) > 1))
     runs = [run for run in runs if run.keys]
     ancestors = [set().union(*(graph.get_ancestor_asset_keys(k) for k in run.keys)) for run in runs]
     return [run._replace(after=frozenset(i for i in range(j) if runs[i].keys & (ancestors[j] | run.keys))) for j, run in enumerate(runs)]
 
 
-def _by_runs_read(keys: set[dg.AssetKey], runs: list[Run], ancestors: Callable[[dg.AssetKey], AbstractSet[dg.AssetKey]]
+def _by_runs_read(keys: set[dg.AssetKey], runs: list[Run], ancestors: Callable[[dg.AssetKey], Set[dg.AssetKey]]
                   ) -> list[set[dg.AssetKey]]:
     """``keys`` split by the set of ``runs`` that hold their ancestors, fewest first: an asset's set holds its ancestors'
     sets, so a group comes after the groups it reads from."""
@@ -115,29 +105,12 @@ def _by_runs_read(keys: set[dg.AssetKey], runs: list[Run], ancestors: Callable[[
     return [{k for k in keys if reads[k] == r} for r in sorted(set(reads.values()), key=lambda r: (len(r), sorted(r)))]
 
 
-def narrowed(run: Run, instance: dg.DagsterInstance | None) -> tuple[Run, list[str]]:
-    """``run`` over those of its partitions still registered in ``instance``, and those removed since it was planned (a
-    trace removed by ``clusters remove`` while materialize runs). ``run.keys`` emptied when none is left."""
-    if instance is None or run.partitions_def is None:
-        return run, []
-    current = set(run.partitions_def.get_partition_keys(dynamic_partitions_store=instance))
-    left = [p for p in run.partitions if p in current]
-    gone = [p for p in run.partitions if p not in current]
-    if not left:
-        return run._replace(keys=frozenset()), gone
-    tags = {PARTITION: left[0]} if PARTITION in run.tags else {RANGE_START: left[0], RANGE_END: left[-1]}
-    return run._replace(tags=tags, partitions=tuple(left)), gone
-
-
 def launch(client: DagsterGraphQLClient, run: Run, concurrency: int) -> str:
-    """Submit ``run``; its run id. Its steps run in its run process, one after the other, unless ``run.parallel`` and
-    ``concurrency`` > 1: then in processes of their own, ``concurrency`` at once (a step process costs about 2 s of CPU to
-    start: docs/benchmarks.md, make figures). Under ``PIPELINES_EXECUTOR=dask`` the code location's executor is
-    dagster-dask's, configured by itself."""
+    """Submit ``run``; its run id. Its steps run in its process unless ``run.parallel`` and ``concurrency`` > 1 (a step process
+    costs about 2 s of CPU to start: docs/benchmarks.md); under ``PIPELINES_EXECUTOR=dask``, the code location's executor."""
     config: dict[str, Any] = {"loggers": {"console": {"config": {"log_level": "INFO"}}}}  # asset logs, step outcomes
     if os.environ.get("PIPELINES_EXECUTOR") != "dask":
-        processes = run.parallel and concurrency > 1
-        config["execution"] = {"config": {"multiprocess": {"max_concurrent": concurrency}} if processes else {"in_process": {}}}
+        config["execution"] = {"config": {"multiprocess": {"max_concurrent": concurrency}} if run.parallel and concurrency > 1 else {"in_process": {}}}
     return client.submit_job_execution(run.job, repository_location_name=LOCATION, repository_name="__repository__",
                                        run_config=config, tags={**run.tags, **launched_by("materialize")},
                                        asset_selection=sorted(run.keys))
@@ -146,80 +119,38 @@ def launch(client: DagsterGraphQLClient, run: Run, concurrency: int) -> str:
 ENDED = (dg.DagsterRunStatus.SUCCESS, dg.DagsterRunStatus.FAILURE, dg.DagsterRunStatus.CANCELED)
 
 
-def execute_plan(client: DagsterGraphQLClient, plan: list[Run], concurrency: int, max_runs: int, stopping: Callable[[], bool],
-                 ended: Callable[[int, str, dg.DagsterRunStatus, float, list[str]], None],
-                 instance: dg.DagsterInstance | None = None) -> list[str]:
-    """Launch the runs of ``plan``, each once every run of its ``after`` succeeded, at most ``max_runs`` at once; wait for them.
-
-    ``ended(index, run id, status, seconds, removed)`` as each ends; ``removed``: the partitions of a failed run removed from
-    ``instance`` while it ran (``clusters remove``), its failure's cause: then ``plan[index]`` becomes the rest, launched again.
-    After another run that did not succeed (an isolated one may fail) none starts. Raises ``Stopped`` once ``stopping()``.
-    Returns a line for each run whose partitions were partly removed before it launched (``narrowed``).
-    """
-    succeeded: set[int] = set()
-    gone: list[str] = []
-    pending = list(range(len(plan)))
-    running: dict[str, tuple[int, float, Run]] = {}  # run id -> (index in the plan, start time, the run as launched)
-    halted = False
+def execute_plan(client: DagsterGraphQLClient, plan: list[Run], concurrency: int, max_runs: int,
+                 ended: Callable[[int, str, dg.DagsterRunStatus, float], None]) -> None:
+    """Launch the runs of ``plan``, each once its ``after`` succeeded, at most ``max_runs`` at once, calling ``ended(index,
+    run id, status, seconds)`` as each ends; none starts after a run that did not succeed (an isolated one may fail)."""
+    succeeded, pending, halted = set[int](), list(range(len(plan))), False
+    running: dict[str, tuple[int, float]] = {}  # run id -> (index in the plan, start time)
     while True:
-        if stopping():
-            raise Stopped
         for i in [i for i in pending if plan[i].after <= succeeded][:0 if halted else max(0, max_runs - len(running))]:
             pending.remove(i)
-            launched = _launch_narrowed(client, plan[i], concurrency, instance, gone)
-            if launched is None:
-                succeeded.add(i)  # nothing of it is left to run
-            else:
-                running[launched[0]] = (i, time.monotonic(), launched[1])
-        for run_id, (i, started, run) in list(running.items()):
+            running[launch(client, plan[i], concurrency)] = (i, time.monotonic())
+        for run_id, (i, started) in list(running.items()):
             status = client.get_run_status(run_id)
             if status in ENDED:
                 del running[run_id]
-                left, removed = narrowed(run, instance) if status == dg.DagsterRunStatus.FAILURE else (run, [])
-                ok = status == dg.DagsterRunStatus.SUCCESS or (run.isolated and status == dg.DagsterRunStatus.FAILURE)
-                succeeded |= {i} if ok else set()  # an isolated run's failure is its partition's own: the runs after it go on
-                halted = halted or not (ok or removed)
-                ended(i, run_id, status, time.monotonic() - started, removed)
-                if removed:  # launched again over what is left
-                    plan[i] = left
-                    pending.append(i)
+                ok = status == dg.DagsterRunStatus.SUCCESS or (plan[i].isolated and status == dg.DagsterRunStatus.FAILURE)
+                succeeded, halted = succeeded | ({i} if ok else set()), halted or not ok
+                ended(i, run_id, status, time.monotonic() - started)
         if not running and (halted or not any(plan[i].after <= succeeded for i in pending)):
-            return gone
+            return
         time.sleep(POLL_S)
-
-
-def _launch_narrowed(client: DagsterGraphQLClient, run: Run, concurrency: int, instance: dg.DagsterInstance | None,
-                     gone: list[str]) -> tuple[str, Run] | None:
-    """Launch ``run`` over its partitions still registered: (run id, the run launched), None when none is; name each one
-    removed in ``gone``. A partition removed between the check and the launch makes the webserver refuse the run: it is
-    checked again once."""
-    from dagster_graphql import DagsterGraphQLClientError  # imported once the server runs (see pipelines.orchestration.webserver)
-
-    for refused in (False, True):
-        now, removed = narrowed(run, instance)
-        try:
-            run_id = launch(client, now, concurrency) if now.keys else None
-            break
-        except DagsterGraphQLClientError:
-            if refused or not narrowed(run, instance)[1]:
-                raise
-    if removed:
-        gone.append(f"{run.label()}: partition {', '.join(removed)} removed while materialize ran (clusters remove); not materialized")
-    return None if run_id is None else (run_id, now)
 
 
 def problems(instance: dg.DagsterInstance, run_id: str, job: str) -> tuple[list[str], list[str]]:
     """(failed steps and ERROR checks, failed WARN checks with what their descriptions say) of a finished run, one line each."""
     where, failed, warned = f"run {run_id[:8]} ({job})", [], []
     for entry in instance.all_logs(run_id, of_type=dg.DagsterEventType.STEP_FAILURE):
-        event = entry.dagster_event
-        assert event is not None  # every entry of this type holds its event
-        error = event.step_failure_data.error
+        error = entry.dagster_event.step_failure_data.error  # type: ignore[union-attr]  # every entry of this type holds its event
         if error is not None and error.cls_name == "DagsterAssetCheckFailedError":
             continue  # a blocking check's failure: named below, by the check
         while error is not None and (error.cls_name or "").startswith("Dagster") and error.cause is not None:
             error = error.cause  # past Dagster's wrapper ("Error occurred while executing op ...") to the step's own error
-        failed.append(f"{where}: step {event.step_key}: {(error.message if error else entry.message).strip().splitlines()[0]}")
+        failed.append(f"{where}: step {entry.step_key}: {(error.message if error else entry.message).strip().splitlines()[0]}")
     for entry in instance.all_logs(run_id, of_type=dg.DagsterEventType.ASSET_CHECK_EVALUATION):
         check = entry.asset_check_evaluation
         if check is None or check.passed:

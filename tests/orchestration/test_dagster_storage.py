@@ -20,7 +20,7 @@ from click.testing import CliRunner
 from pipelines.cli.materialize import cli as materialize_cli
 from pipelines.cli.recover import cli as recover_cli
 from pipelines.orchestration import webserver
-from pipelines.orchestration.storage import STORAGE_FILES, StorageError, create_storage
+from pipelines.orchestration.dagster_storage import STORAGE_FILES, create_storage
 
 
 def _home(tmp_path: Path) -> Path:
@@ -59,7 +59,7 @@ def test_a_new_homes_storage_is_created_before_the_webserver_starts(tmp_path: Pa
 RACER = """
 import sys, time
 from pathlib import Path
-from pipelines.orchestration.storage import create_storage
+from pipelines.orchestration.dagster_storage import create_storage
 import dagster  # imported before the first start, so that the processes open each home together
 first, spacing = float(sys.argv[1]), float(sys.argv[2])
 for i, home in enumerate(sys.argv[3:]):
@@ -85,37 +85,6 @@ def test_processes_creating_a_new_home_at_once_leave_it_openable(tmp_path: Path)
         _assert_opens(home)
 
 
-def test_a_database_left_unstamped_by_a_killed_creator_is_stamped(tmp_path: Path) -> None:
-    home = _home(tmp_path)
-    create_storage(home)
-    with contextlib.closing(sqlite3.connect(home / "schedules" / "schedules.db")) as db:
-        db.execute("drop table alembic_version")
-        db.commit()
-    create_storage(home)
-    _assert_opens(home)
-
-
-def test_a_database_stamped_twice_is_named_with_its_repair(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    home = _home(tmp_path)
-    create_storage(home)
-    database = home / "schedules" / "schedules.db"
-    with contextlib.closing(sqlite3.connect(database)) as db:
-        db.execute("insert into alembic_version values ('0000000000aa')")
-        db.commit()
-    with pytest.raises(StorageError, match=r"schedules\.db: stamped with 2 schema versions .* Remove that file's folder"):
-        create_storage(home)
-    monkeypatch.setenv("DAGSTER_HOME", str(home))
-    result = CliRunner().invoke(recover_cli, [])
-    assert result.exit_code == 1
-    assert f"{database}: stamped with 2 schema versions" in result.output
-    # the repair the message names
-    for path in database.parent.iterdir():
-        path.unlink()
-    database.parent.rmdir()
-    create_storage(home)
-    _assert_opens(home)
-
-
 def test_a_home_with_its_storage_is_not_opened_by_dagster(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     home = _home(tmp_path)
     create_storage(home)
@@ -127,15 +96,6 @@ def test_a_home_with_its_storage_is_not_opened_by_dagster(tmp_path: Path, monkey
     monkeypatch.setattr(dg.DagsterInstance, "from_config", opened)
     create_storage(home)
     assert {name: (home / name).stat().st_mtime_ns for name in STORAGE_FILES} == stamps
-
-
-def test_a_database_that_is_not_sqlite_is_named_with_its_repair(tmp_path: Path) -> None:
-    home = _home(tmp_path)
-    create_storage(home)
-    database = home / "history" / "runs.db"
-    database.write_bytes(b"not a database " * 400)
-    with pytest.raises(StorageError, match=r"runs\.db: file is not a database; Dagster cannot open it\. Remove that file's folder"):
-        create_storage(home)
 
 
 def test_a_home_that_is_a_file_is_one_line_from_the_commands(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
