@@ -49,13 +49,18 @@ def delimiter_option(ctx: click.Context, param: click.Parameter, value: str) -> 
         raise click.BadParameter(str(exc)) from None
 
 
+#: The commands that change raw/clusters/, as the lock's holder names itself (``lock.held``: its click command path).
+_CHANGES = (" clusters add", " clusters remove")
+
+
 def home_locked(wait: bool) -> AbstractContextManager[None]:
     """The Dagster home's lock, held while a trace is added or removed: taken at once, else waited for (``wait``), else
-    refused in one line naming the command that holds it (a running ``materialize``)."""
+    refused in one line naming the command that holds it (a running ``materialize``). Another add or remove (seconds) is
+    always waited for: changes to raw/clusters/ queue one after the other."""
     folder = use_dagster_home()[0]
 
     def held_by(who: str) -> None:
-        if not wait:
+        if not wait and not who.endswith(_CHANGES):
             fail(f"{folder / lock.LOCK_FILE} is held ({who}): a materialize reads raw/clusters/; run this again once it ends, "
                  "or add --wait")
         click.echo(f"waiting: {folder / lock.LOCK_FILE} is held ({printable(who)})", err=True)

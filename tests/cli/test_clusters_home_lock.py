@@ -10,6 +10,7 @@ import sys
 import time
 from pathlib import Path
 
+import click
 import pytest
 from click.testing import CliRunner
 
@@ -79,3 +80,25 @@ def test_with_wait_they_wait_for_the_materialize_then_run(home: Path, tmp_path: 
     after = sorted(p.name for p in clusters.iterdir())
     assert after == (["lab.sacct", "lab.toml"] if command == "add" else [])
     assert out.startswith(f"{'added' if command == 'add' else 'removed'} trace lab: ")
+
+
+def test_an_add_waits_without_wait_for_another_add_holding_the_home(home: Path, tmp_path: Path) -> None:
+    """Changes to raw/clusters/ queue: an add (seconds) holding the lock is waited for, not refused as a materialize is."""
+    clusters, dagster_home = home / "raw" / "clusters", tmp_path / "dagster_home"
+    holder = click.Context(click.Command("add"), info_name="python -m pipelines clusters add")  # the holder names itself so
+    with holder, lock.held(dagster_home, lambda who: None):
+        process = subprocess.Popen([sys.executable, "-m", "pipelines", "clusters", "add", "lab", str(tmp_path / "lab.sacct")],
+                                   env=os.environ, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            while process.pid not in blocked_on(dagster_home / lock.LOCK_FILE):
+                assert process.poll() is None, process.communicate()
+                time.sleep(0.05)
+            assert list(clusters.iterdir()) == []
+        except BaseException:
+            process.kill()
+            raise
+    out, err = process.communicate(timeout=120)
+    assert process.returncode == 0, err
+    assert err.splitlines()[0].startswith(f"waiting: {dagster_home / lock.LOCK_FILE} is held (pid {os.getpid()}, started "), err
+    assert err.splitlines()[0].endswith(": python -m pipelines clusters add)"), err
+    assert sorted(p.name for p in clusters.iterdir()) == ["lab.sacct", "lab.toml"]
