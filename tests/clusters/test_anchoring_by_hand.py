@@ -7,13 +7,15 @@ sums exact in floating point, so most comparisons are ``==``.
 
 from __future__ import annotations
 
+import csv
+import re
 from pathlib import Path
 
 import numpy as np
 import polars as pl
 import pytest
 
-from pipelines.clusters.anchoring import AnchoringError, anchor, converged_ratios, horizon_totals, job_index, job_scale, steady_state_totals
+from pipelines.clusters.anchoring import AnchoringError, anchor, converged_ratio, converged_ratios, horizon_totals, job_index, job_scale, steady_state_totals
 from pipelines.ingest.simulator_inputs import read_trace_dir
 from tests.support import anchoring_peer
 
@@ -163,3 +165,61 @@ def test_on_a_gpu_that_did_not_profile_the_default_batch_size_default_is_the_lar
     for dataset in ("imagenet", "squad"):
         expected = anchoring_peer.converged_ratio(mirror / "zeus", "p100", dataset, 0.5)
         assert converged_ratios(traces, "p100", (dataset,), 0.5)[dataset] == pytest.approx(expected, rel=1e-12), dataset
+
+
+def rewritten_v100_traces(mirror: Path, folder: Path, train_rows, power_rows) -> Path:
+    """``folder`` with the mirror's summary_train.csv and summary_power_v100.csv, each row through ``train_rows`` /
+    ``power_rows`` (a list of dicts -> a list of dicts): traces in the published schema, changed for one case."""
+    folder.mkdir()
+    for name, change in (("summary_train.csv", train_rows), ("summary_power_v100.csv", power_rows)):
+        with (mirror / "zeus" / name).open(newline="") as f:
+            reader = csv.DictReader(f)
+            fields, rows = reader.fieldnames, change(list(reader))
+        with (folder / name).open("w", newline="") as f:
+            writer = csv.DictWriter(f, fieldnames=fields)
+            writer.writeheader()
+            writer.writerows(rows)
+    return folder
+
+
+def test_a_tie_of_expected_cost_goes_to_the_first_batch_size(mirror: Path, tmp_path: Path) -> None:
+    """At eta = 0 the cost is MaxPower x T: cifar100 on the V100 is cheapest at batch size 256 (tests/support/anchoring_peer.py).
+    A batch size 384 copied from 256's rows (same epochs, same times per epoch, half the power) ties it exactly in cost
+    at half the energy; the converged ratio keeps 256, the first in batch-size order, so it is the mirror's own."""
+    def train(rows: list[dict[str, str]]) -> list[dict[str, str]]:
+        return rows + [{**r, "batch_size": "384"} for r in rows
+                       if (r["dataset"], r["network"], r["batch_size"], r["optimizer"]) == ("cifar100", "shufflenetv2", "256", "adadelta")]
+
+    def power(rows: list[dict[str, str]]) -> list[dict[str, str]]:
+        return rows + [{**r, "batch_size": "384", "average_power": repr(float(r["average_power"]) / 2)} for r in rows
+                       if (r["dataset"], r["network"], r["batch_size"], r["optimizer"]) == ("cifar100", "shufflenetv2", "256", "adadelta")]
+
+    folder = rewritten_v100_traces(mirror, tmp_path / "zeus", train, power)
+    # The peer's choice on the mirror, and the tie on the rewritten traces: batch size 256 and 384, the same expected time.
+    by_bs, max_power = anchoring_peer.configs(folder, "v100", "cifar100")
+    max_epochs = anchoring_peer.ARTIFACT_JOBS["cifar100"][3]
+    found = {bs: anchoring_peer.to_target(by_bs[bs], anchoring_peer.profiled_limit(by_bs[bs], 0.0), max_epochs) for bs in by_bs}
+    cost = {bs: max_power * f[1] for bs, f in found.items() if f is not None}
+    assert cost[256] == cost[384] == min(cost.values())
+    assert found[384][0] == pytest.approx(found[256][0] / 2, rel=1e-12)
+    expected = anchoring_peer.converged_ratio(mirror / "zeus", "v100", "cifar100", 0.0)  # 256's energy over Default's
+    assert anchoring_peer.converged_ratio(folder, "v100", "cifar100", 0.0) == expected
+    # 384, the later of the tie, would give half of it.
+    assert converged_ratio(read_trace_dir(folder), "v100", "cifar100", 0.0) == pytest.approx(expected, rel=1e-12)
+
+
+def test_a_workload_whose_default_never_reaches_the_target_is_refused(mirror: Path, tmp_path: Path) -> None:
+    """cifar100's Default on the V100 is batch size 1024 at its top limit; without the train rows of 1024 at the target
+    (0.6) it never reaches it, and there is no ratio to give."""
+    def train(rows: list[dict[str, str]]) -> list[dict[str, str]]:
+        return [r for r in rows if (r["dataset"], r["network"], r["batch_size"], r["optimizer"], r["target_metric"])
+                != ("cifar100", "shufflenetv2", "1024", "adadelta", "0.6")]
+
+    folder = rewritten_v100_traces(mirror, tmp_path / "zeus", train, lambda rows: rows)
+    traces = read_trace_dir(folder)
+    message = "cifar100 on v100: the default configuration never reaches the target"
+    with pytest.raises(ValueError, match=f"^{re.escape(message)}$"):
+        converged_ratio(traces, "v100", "cifar100", 0.5)
+    # The other workloads still have theirs.
+    assert converged_ratio(traces, "v100", "squad", 0.5) == pytest.approx(
+        anchoring_peer.converged_ratio(mirror / "zeus", "v100", "squad", 0.5), rel=1e-12)
