@@ -25,6 +25,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import shutil
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -139,12 +140,19 @@ def read(path: Path, how: Reading, *, source_file: str, limits: ReadLimits | Non
         raise IngestError(source_file, f"unreadable file: {exc}") from exc
     folder = root / KIND / how.key(sha256)
     entry = cache.load(folder)
+    damaged = ""
     if entry is not None:
-        cache.touch(entry)
-        result = load(entry, source_file, sha256)
-        (limits or ReadLimits()).check_rows(source_file, result.counts.lines)
-        return result, (f"parse reused: kept {entry.meta['parsed_at']} in {folder} ({result.counts.allocations:,} allocations, "
-                        f"{_partitions(entry.meta['partitions'])}; --no-cache reads the file afresh)")
+        try:
+            result = load(entry, source_file, sha256)
+        except (OSError, KeyError, TypeError, ValueError, pl.exceptions.PolarsError) as exc:
+            # cut short or edited on disk: dropped, and the file read afresh (the entry can always be made again)
+            shutil.rmtree(folder, ignore_errors=True)
+            damaged = f" (the parse kept there was unreadable, {type(exc).__name__}: dropped)"
+        else:
+            cache.touch(entry)
+            (limits or ReadLimits()).check_rows(source_file, result.counts.lines)
+            return result, (f"parse reused: kept {entry.meta['parsed_at']} in {folder} ({result.counts.allocations:,} allocations, "
+                            f"{_partitions(entry.meta['partitions'])}; --no-cache reads the file afresh)")
     result = fresh(digest=True)
     if result.sha256 != sha256:
         raise IngestError(source_file, "the file changed while it was read: read it again once it is complete")
@@ -154,4 +162,4 @@ def read(path: Path, how: Reading, *, source_file: str, limits: ReadLimits | Non
     with cache.publish(folder, meta) as tmp:
         write(tmp, result, count)
     cache.bound(root, cache.max_bytes(), keep=folder)
-    return result, f"parse kept in {folder} ({result.table.height:,} allocations, {_partitions(count)}) for the next run"
+    return result, f"parse kept in {folder} ({result.table.height:,} allocations, {_partitions(count)}) for the next run{damaged}"

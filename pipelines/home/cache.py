@@ -100,7 +100,8 @@ def publish(target: Path, meta: dict[str, Any]) -> Iterator[Path]:
     """Yield a temp folder beside ``target``; on success write ``meta`` there and rename the folder to ``target``.
 
     On any exception the temp folder is removed and ``target`` is left as it was. If ``target`` appeared meanwhile (another
-    run kept the same data), that one is kept and the temp folder removed.
+    run kept the same data), that one is kept and the temp folder removed; a ``target`` that is no entry (its ``meta.json``
+    unreadable) is replaced.
     """
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = target.parent / f"{TEMP_PREFIX}{target.name}-{os.getpid()}-{time.monotonic_ns()}"
@@ -110,9 +111,10 @@ def publish(target: Path, meta: dict[str, Any]) -> Iterator[Path]:
         (tmp / META).write_text(json.dumps(meta, indent=1, sort_keys=True))
         try:
             os.rename(tmp, target)
-        except OSError:  # target exists: another run's entry of the same key, as good as ours
+        except OSError:  # target exists: another run's entry of the same key, as good as ours, or a damaged one: replaced
             if load(target) is None:
-                raise
+                shutil.rmtree(target, ignore_errors=True)
+                os.rename(tmp, target)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 

@@ -73,6 +73,21 @@ def test_a_second_read_loads_the_same_table_without_parsing(export, tmp_path: Pa
     assert again.counts == fresh.counts and (again.trace, again.format, again.timezone) == (fresh.trace, fresh.format, fresh.timezone)
 
 
+@pytest.mark.parametrize("damage", ["rows.parquet", "meta.json"])
+def test_a_kept_parse_damaged_on_disk_is_dropped_and_the_file_read_afresh(export, tmp_path: Path, damage: str) -> None:
+    """A kept file cut short or edited (here: replaced by text) is never a traceback: the entry is dropped, the export read
+    again and kept anew, and the line says so."""
+    path, _ = export
+    fresh, _ = read(path, tmp_path)
+    (folder,) = (tmp_path / "whatif").iterdir()
+    (folder / damage).write_text("not what was kept\n")
+    again, line = read(path, tmp_path)
+    assert line is not None and line.startswith("parse kept in ")
+    assert ("the parse kept there was unreadable" in line) == (damage == "rows.parquet")  # an unreadable meta.json: no entry
+    assert_frame_equal(again.table, fresh.table)
+    assert read(path, tmp_path)[1].startswith("parse reused: ")  # kept anew, whole
+
+
 def test_another_reading_or_other_bytes_is_another_entry(export, tmp_path: Path) -> None:
     path, _ = export
     read(path, tmp_path)
