@@ -33,6 +33,13 @@ def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return tmp_path / "home"
 
 
+def queued_on(process: subprocess.Popen[str], lock_file: Path) -> None:
+    """Return once ``process`` waits on ``lock_file``: the event, not a clock (the kernel lists it as the lock's waiter)."""
+    while process.pid not in blocked_on(lock_file):
+        assert process.poll() is None, process.communicate()
+        time.sleep(0.05)
+
+
 def _refusal(dagster_home: Path) -> str:
     """The line of a refused command while this process holds the lock (what it wrote, up to the start time)."""
     return f"Error: {dagster_home / lock.LOCK_FILE} is held (pid {os.getpid()}, started "
@@ -66,10 +73,7 @@ def test_with_wait_they_wait_for_the_materialize_then_run(home: Path, tmp_path: 
         process = subprocess.Popen([sys.executable, "-m", "pipelines", "clusters", *args, "--wait"], env=os.environ,
                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         try:
-            # the event, not a clock: the command is queued on the lock (the kernel lists it as the lock's waiter)
-            while process.pid not in blocked_on(dagster_home / lock.LOCK_FILE):
-                assert process.poll() is None, process.communicate()
-                time.sleep(0.05)
+            queued_on(process, dagster_home / lock.LOCK_FILE)
             assert sorted(p.name for p in clusters.iterdir()) == before  # nothing changed while the lock is held
         except BaseException:
             process.kill()
@@ -90,9 +94,7 @@ def test_an_add_waits_without_wait_for_another_add_holding_the_home(home: Path, 
         process = subprocess.Popen([sys.executable, "-m", "pipelines", "clusters", "add", "lab", str(tmp_path / "lab.sacct")],
                                    env=os.environ, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         try:
-            while process.pid not in blocked_on(dagster_home / lock.LOCK_FILE):
-                assert process.poll() is None, process.communicate()
-                time.sleep(0.05)
+            queued_on(process, dagster_home / lock.LOCK_FILE)
             assert list(clusters.iterdir()) == []
         except BaseException:
             process.kill()
