@@ -13,6 +13,7 @@ import click
 
 from pipelines.home import cache
 from pipelines.home.paths import find_home
+from pipelines.report.text import plural
 from pipelines.terminal import printable
 
 
@@ -36,7 +37,7 @@ def list_entries(as_json: bool) -> None:
             click.echo(f"{e.kind}  {e.key[:12]}  {e.size / 1e6:10,.1f} MB  used {used}  {printable(str(e.meta.get('source_file', '')))}")
     if not as_json:
         total = sum(e.size for e in found)
-        click.echo(f"{len(found):,} entries, {total / 1e6:,.1f} MB in {printable(str(root))} (bound {cache.max_bytes() / 1e6:,.0f} MB: "
+        click.echo(f"{plural(len(found), 'entry', 'entries')}, {total / 1e6:,.1f} MB in {printable(str(root))} (bound {cache.max_bytes() / 1e6:,.0f} MB: "
                    f"${cache.MAX_BYTES_ENV})", err=True)
 
 
@@ -45,4 +46,4 @@ def clear() -> None:
     """Remove every entry (each is made again when needed)."""
     root = cache.root(find_home())
     gone = cache.clear(root)
-    click.echo(f"[cache] removed {len(gone):,} entries ({sum(e.size for e in gone) / 1e6:,.1f} MB) from {printable(str(root))}", err=True)
+    click.echo(f"[cache] removed {plural(len(gone), 'entry', 'entries')} ({sum(e.size for e in gone) / 1e6:,.1f} MB) from {printable(str(root))}", err=True)

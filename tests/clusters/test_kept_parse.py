@@ -209,7 +209,7 @@ def test_whatif_says_it_reused_the_parse_and_cache_lists_and_clears(export, mirr
     (entry,) = [json.loads(line) for line in listed.stdout.splitlines()]
     assert entry["kind"] == "whatif" and entry["source_file"] == str(path) and entry["bytes"] > 0
     cleared = run_main(capsys, "cache", "clear")
-    assert cleared.returncode == 0 and "removed 1 entries" in cleared.stderr
+    assert cleared.returncode == 0 and "removed 1 entry (" in cleared.stderr
     assert run_main(capsys, "cache", "list", "--json").stdout == ""
     fresh = run_main(capsys, *args, "--no-cache")
     assert fresh.stdout == first.stdout and "[whatif] parse" not in fresh.stderr
