@@ -4,10 +4,12 @@ its holder, or wait with `--wait` (issue 53). The lock is held here as `material
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import click
@@ -33,11 +35,27 @@ def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return tmp_path / "home"
 
 
-def queued_on(process: subprocess.Popen[str], lock_file: Path) -> None:
-    """Return once ``process`` waits on ``lock_file``: the event, not a clock (the kernel lists it as the lock's waiter)."""
-    while process.pid not in blocked_on(lock_file):
-        assert process.poll() is None, process.communicate()
-        time.sleep(0.05)
+def run_behind(dagster_home: Path, args: list[str], while_queued: Callable[[], None], holder: str | None = None) -> tuple[str, str]:
+    """Run ``python -m pipelines clusters ARGS`` while this process holds the home's lock (named as ``holder``'s command
+    when given); once the command waits on it (the event, not a clock: the kernel lists it as the lock's waiter),
+    ``while_queued`` checks the home, then the lock is released. The command's (stdout, stderr), after it succeeded and
+    said first that it was waiting."""
+    named = click.Context(click.Command("holder"), info_name=holder) if holder else contextlib.nullcontext()
+    with named, lock.held(dagster_home, lambda who: None):
+        process = subprocess.Popen([sys.executable, "-m", "pipelines", "clusters", *args], env=os.environ,
+                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            while process.pid not in blocked_on(dagster_home / lock.LOCK_FILE):
+                assert process.poll() is None, process.communicate()
+                time.sleep(0.05)
+            while_queued()
+        except BaseException:
+            process.kill()
+            raise
+    out, err = process.communicate(timeout=120)
+    assert process.returncode == 0, err
+    assert err.splitlines()[0].startswith(f"waiting: {dagster_home / lock.LOCK_FILE} is held (pid {os.getpid()}, started "), err
+    return out, err
 
 
 def _refusal(dagster_home: Path) -> str:
@@ -69,18 +87,11 @@ def test_with_wait_they_wait_for_the_materialize_then_run(home: Path, tmp_path: 
         assert CliRunner().invoke(clusters_cli.cli, ["add", "lab", str(tmp_path / "lab.sacct")]).exit_code == 0
     before = sorted(p.name for p in clusters.iterdir())
     args = ["add", "lab", str(tmp_path / "lab.sacct")] if command == "add" else ["remove", "lab"]
-    with lock.held(dagster_home, lambda who: None):
-        process = subprocess.Popen([sys.executable, "-m", "pipelines", "clusters", *args, "--wait"], env=os.environ,
-                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        try:
-            queued_on(process, dagster_home / lock.LOCK_FILE)
-            assert sorted(p.name for p in clusters.iterdir()) == before  # nothing changed while the lock is held
-        except BaseException:
-            process.kill()
-            raise
-    out, err = process.communicate(timeout=120)
-    assert process.returncode == 0, err
-    assert err.splitlines()[0].startswith(f"waiting: {dagster_home / lock.LOCK_FILE} is held (pid {os.getpid()}, started "), err
+
+    def unchanged() -> None:
+        assert sorted(p.name for p in clusters.iterdir()) == before  # nothing changed while the lock is held
+
+    out, _ = run_behind(dagster_home, [*args, "--wait"], unchanged)
     after = sorted(p.name for p in clusters.iterdir())
     assert after == (["lab.sacct", "lab.toml"] if command == "add" else [])
     assert out.startswith(f"{'added' if command == 'add' else 'removed'} trace lab: ")
@@ -89,18 +100,11 @@ def test_with_wait_they_wait_for_the_materialize_then_run(home: Path, tmp_path: 
 def test_an_add_waits_without_wait_for_another_add_holding_the_home(home: Path, tmp_path: Path) -> None:
     """Changes to raw/clusters/ queue: an add (seconds) holding the lock is waited for, not refused as a materialize is."""
     clusters, dagster_home = home / "raw" / "clusters", tmp_path / "dagster_home"
-    holder = click.Context(click.Command("add"), info_name="python -m pipelines clusters add")  # the holder names itself so
-    with holder, lock.held(dagster_home, lambda who: None):
-        process = subprocess.Popen([sys.executable, "-m", "pipelines", "clusters", "add", "lab", str(tmp_path / "lab.sacct")],
-                                   env=os.environ, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        try:
-            queued_on(process, dagster_home / lock.LOCK_FILE)
-            assert list(clusters.iterdir()) == []
-        except BaseException:
-            process.kill()
-            raise
-    out, err = process.communicate(timeout=120)
-    assert process.returncode == 0, err
-    assert err.splitlines()[0].startswith(f"waiting: {dagster_home / lock.LOCK_FILE} is held (pid {os.getpid()}, started "), err
+
+    def nothing_added() -> None:
+        assert list(clusters.iterdir()) == []
+
+    _, err = run_behind(dagster_home, ["add", "lab", str(tmp_path / "lab.sacct")], nothing_added,
+                        holder="python -m pipelines clusters add")
     assert err.splitlines()[0].endswith(": python -m pipelines clusters add)"), err
     assert sorted(p.name for p in clusters.iterdir()) == ["lab.sacct", "lab.toml"]

@@ -13,8 +13,9 @@ import pytest
 from polars.testing import assert_frame_equal
 
 from pipelines.clusters import kept, tracefiles, whatif
-from pipelines.clusters.profiles import profiles_of
+from pipelines.clusters.profiles import Profiles, profiles_of
 from pipelines.home import cache
+from pipelines.ingest.own_cluster import OwnTraceResult
 from pipelines.ingest.simulator_inputs import read_trace_dir
 from pipelines.ingest.text_reader import ReadLimits
 from pipelines.scaleout.schedulers import connect
@@ -130,14 +131,18 @@ def test_no_cache_keeps_nothing(export, tmp_path: Path) -> None:
     assert result.counts.lines == truth.lines
 
 
+def fresh_and_kept(path: Path, root: Path, mirror: Path) -> tuple[Profiles, whatif.Options, OwnTraceResult, OwnTraceResult, str | None]:
+    """What the report tests compare: the published profiles, 3 draws, the export read afresh, and its parse kept in 5
+    partitions then loaded (with the line that said so)."""
+    fresh, _ = read(path, None)
+    read(path, root, partitions=5)
+    loaded, line = read(path, root, partitions=5)
+    return profiles_of(read_trace_dir(mirror / "zeus")), whatif.Options(samples=3, timezone_source="given"), fresh, loaded, line
+
+
 def test_the_report_from_partitions_is_the_fresh_reads(export, tmp_path: Path, mirror: Path) -> None:
     """Item 4 on a small export: the report (JSON) of a kept parse in 5 partitions is the fresh read's, key for key."""
-    path, _ = export
-    profiles = profiles_of(read_trace_dir(mirror / "zeus"))
-    options = whatif.Options(samples=3, timezone_source="given")
-    fresh, _ = read(path, None)
-    read(path, tmp_path, partitions=5)
-    loaded, line = read(path, tmp_path, partitions=5)
+    profiles, options, fresh, loaded, line = fresh_and_kept(export[0], tmp_path, mirror)
     assert line is not None and "5 partitions" in line
     one, _ = whatif.run(fresh, profiles, options)
     two, _ = whatif.run(loaded, profiles, options)
@@ -148,12 +153,7 @@ def test_the_report_from_partitions_is_the_fresh_reads(export, tmp_path: Path, m
 def test_the_report_from_partitions_on_a_local_cluster_is_the_fresh_reads_in_process(export, tmp_path: Path, mirror: Path) -> None:
     """Item 4 on a LocalCluster: the kept parse in 5 partitions, its draws on the cluster's workers, gives the in-process
     report of a fresh read, but the runner line."""
-    path, _ = export
-    profiles = profiles_of(read_trace_dir(mirror / "zeus"))
-    options = whatif.Options(samples=3, timezone_source="given")
-    fresh, _ = read(path, None)
-    read(path, tmp_path, partitions=5)
-    loaded, line = read(path, tmp_path, partitions=5)
+    profiles, options, fresh, loaded, line = fresh_and_kept(export[0], tmp_path, mirror)
     assert line is not None and line.startswith("parse reused: ")
     here, _ = whatif.run(fresh, profiles, options)
     with connect("local", workers=1) as runner:
