@@ -15,6 +15,7 @@ from __future__ import annotations
 import errno
 import os
 import sys
+import time
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from pathlib import Path
@@ -60,6 +61,14 @@ def home_locked(wait: bool) -> AbstractContextManager[None]:
     folder = use_dagster_home()[0]
 
     def held_by(who: str) -> None:
+        for _ in range(40):  # a holder names itself just after it takes the lock: read it again before deciding
+            if who != lock.UNWRITTEN:
+                break
+            time.sleep(0.05)
+            now = lock.holder(folder)
+            if now is None:  # released meanwhile: the wait below takes it at once
+                return
+            who = now
         if not wait and not who.endswith(_CHANGES):
             fail(f"{folder / lock.LOCK_FILE} is held ({who}): a materialize reads raw/clusters/; run this again once it ends, "
                  "or add --wait")
