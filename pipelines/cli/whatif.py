@@ -105,8 +105,8 @@ def _price_unit(ctx: click.Context, param: click.Parameter, value: str | None) -
         return None
     unit = parse_price_unit(value)
     if unit is None:
-        raise click.BadParameter(f"{value!r} is not a price unit: give a currency and an energy unit (EUR/MWh, USD/kWh, ct/kWh) or a "
-                                 "currency (EUR)")
+        raise click.BadParameter(f"{value!r} is not a price unit: give an ISO 4217 currency and an energy unit (EUR/MWh, USD/kWh, "
+                                 "ct/kWh) or a currency (EUR)")
     return unit
 
 

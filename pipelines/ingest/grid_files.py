@@ -20,6 +20,7 @@ and column; a header no format fits names the formats known.
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from dataclasses import dataclass
@@ -84,9 +85,18 @@ class PriceUnit:
         return f"{self.currency or '?'}{per}"
 
 
+@functools.cache
+def iso_currencies() -> frozenset[str]:
+    """The ISO 4217 currency codes (CLDR's, through Babel): what a price's currency may be, so that a typo (``EUE``) is
+    refused rather than printed beside every cost."""
+    from babel.numbers import list_currencies
+
+    return frozenset(list_currencies())
+
+
 def parse_price_unit(text: str) -> PriceUnit | None:
     """The unit of ``text`` (a header, or ``--price-unit``): ``EUR/MWh``, ``Price (EUR/MWh)``, ``price_per_kwh``, ``USD/kWh``,
-    ``ct/kWh``, ``€/MWh``, or a currency alone (``EUR``); None where it names no unit."""
+    ``ct/kWh``, ``€/MWh``, or a currency alone (``EUR``); None where it names no unit, or a currency ISO 4217 does not know."""
     inner = re.search(r"\(([^)]*)\)\s*$", text)
     body = (inner.group(1) if inner else text).strip()
     # MWhe, kWhe: of electricity (Ember's wholesale price files)
@@ -101,7 +111,7 @@ def parse_price_unit(text: str) -> PriceUnit | None:
             scale = 0.01
         elif low in _WORDS:
             continue
-        elif len(token) == 3 and token.isalpha():
+        elif len(token) == 3 and token.isalpha() and token.upper() in iso_currencies():
             currency = token.upper()
         else:
             return None

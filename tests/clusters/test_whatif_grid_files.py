@@ -12,7 +12,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from click.testing import CliRunner
 
+from pipelines.cli.whatif import cli as whatif_cli
 from pipelines.clusters import whatif
 from pipelines.clusters.profiles import profiles_of
 from pipelines.ingest.common import IngestError
@@ -286,6 +288,13 @@ def test_price_units_as_headers_write_them(text: str, currency: str | None, per_
     assert unit is not None and unit.currency == currency
     assert unit.per_kwh == (None if per_kwh is None else pytest.approx(per_kwh, rel=1e-15))
     assert parse_price_unit("Datetime") is None and parse_price_unit("Zone Name") is None
+
+
+@pytest.mark.parametrize("text", ["XYZ", "EUE", "Price (XYZ/MWh)", "ABC/kWh"])
+def test_a_currency_iso_4217_does_not_know_is_no_unit(text: str) -> None:
+    assert parse_price_unit(text) is None
+    refused = CliRunner().invoke(whatif_cli, ["x.sacct", "--price-unit", text])
+    assert refused.exit_code == 2 and f"{text!r} is not a price unit: give an ISO 4217 currency" in refused.output, refused.output
 
 
 def test_bare_times_follow_the_series_timezone(tmp_path: Path) -> None:
