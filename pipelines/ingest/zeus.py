@@ -19,8 +19,8 @@ from pipelines.ingest.common import (
     ingest_files,
     quarantine_frame,
 )
-from pipelines.ingest.compressed import read_at_most, read_bounded
-from pipelines.ingest.text_reader import refused_file
+from pipelines.ingest.compressed import read_at_most
+from pipelines.ingest.text_reader import read_bytes, refused_file
 from pipelines.vocabulary import GPU_BY_NAME, PUBLISHED_GPUS
 
 #: The power limits (W) each GPU of the published power trace was profiled at.
@@ -137,7 +137,7 @@ def read_measured_file(path: Path, display: str, seen: dict[tuple, str] | None =
 
 
 def _read_measured_file(path: Path, display: str, seen: dict[tuple, str] | None) -> tuple[IngestResult, dict[int, str]]:
-    data = read_bounded(path, MAX_PROFILE_BYTES, what="a profile file", name=display)
+    data = read_bytes(path, display, max_bytes=MAX_PROFILE_BYTES, what="a profile file")
     time_only = _time_only_lines(data)
     lines = data.split(b"\n")
     kept = [n for n in range(1, len(lines) + 1) if n not in time_only]  # file line numbers of the lines passed on

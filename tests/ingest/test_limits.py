@@ -71,14 +71,20 @@ def test_xz_decompression_is_capped(tmp_path: Path) -> None:
 
 
 def test_simulate_reads_group_files_through_the_cap(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from pipelines.ingest import compressed
+    from pipelines.ingest import text_reader
 
     path = tmp_path / "groups.csv.xz"
     path.write_bytes(lzma.compress(b"group,start_time,end_time,dataset,runtime_ratio\n" + b"g,1,2,squad,1.0\n" * 100_000))
-    monkeypatch.setattr(compressed, "MAX_DECOMPRESSED_BYTES", 10_000)
-    monkeypatch.setattr(compressed.read_compressed, "__kwdefaults__", {"limit": 10_000})
-    with pytest.raises(TraceError, match=r"groups\.csv\.xz: decompresses to more than 10,000 bytes"):
+    monkeypatch.setattr(text_reader, "MAX_TABLE_BYTES", 10_000)
+    with pytest.raises(TraceError) as caught:
         read_table_file(path)
+    assert str(caught.value) == (f"{path}: decompresses to more than 10,000 bytes (the cap on decompressed size; the bound on a "
+                                 "table read whole); refusing it as a possible decompression bomb")
+    plain = tmp_path / "groups.csv"  # a plain file over the bound: refused by its size before a byte is read
+    plain.write_bytes(b"group,start_time,end_time,dataset,runtime_ratio\n" + b"g,1,2,squad,1.0\n" * 1000)
+    with pytest.raises(TraceError) as caught:
+        read_table_file(plain)
+    assert str(caught.value) == f"{plain}: larger than 10,000 bytes (the bound on a table read whole)"
 
 
 def test_a_malformed_zeus2_profile_is_quarantined_and_the_others_kept(mirror: Path, tmp_path: Path) -> None:

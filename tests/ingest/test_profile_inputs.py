@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from pipelines.ingest import power_limit_profiles
+from pipelines.ingest import bounded_json, power_limit_profiles
 from tests.support.cli import one_error_line
 from tests.support.sacct_export import write_export
 
@@ -27,10 +27,14 @@ def test_power_limit_on_hostile_profiles(tmp_path: Path, monkeypatch: pytest.Mon
     os.mkfifo(fifo)
     assert one_error_line(["power-limit", str(fifo)], tmp_path) == (
         f"Error: {fifo}: not a regular file (a FIFO, device or stdin): give the profile's file")
-    monkeypatch.setattr(power_limit_profiles, "MAX_PROFILE_BYTES", 100)
+    monkeypatch.setattr(bounded_json, "MAX_JSON_BYTES", 100)  # Zeus's JSON: the one bound on a JSON document
     big = tmp_path / "big.json"
     big.write_text('{"measurements": [' + ", ".join('{"power_limit": 300, "energy": 1, "time": 1}' for _ in range(5)) + "]}")
     assert one_error_line(["power-limit", str(big)], tmp_path) == f"Error: {big}: larger than 100 bytes (the bound on a profile file)"
+    monkeypatch.setattr(power_limit_profiles, "MAX_PROFILE_BYTES", 100)  # a ZeusMonitor log: the bound on a profile's CSV
+    log = tmp_path / "big.csv"
+    log.write_text("start_time,window_name,elapsed_time,gpu0_energy\n" + "1,power_limit_300,1,1\n" * 10)
+    assert one_error_line(["power-limit", str(log)], tmp_path) == f"Error: {log}: larger than 100 bytes (the bound on a profile file)"
 
 
 def test_whatif_profiles_and_an_openei_price_nested_too_deep(tmp_path: Path) -> None:
