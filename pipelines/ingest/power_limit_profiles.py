@@ -38,7 +38,7 @@ from pipelines.ingest.common import IngestError, IngestResult, TableSpec, empty_
 from pipelines.ingest.text_reader import read_table, refused_file
 from pipelines.ingest.zeus import MAX_PROFILE_BYTES, is_zeus_log, measured_files, read_measured_file
 from pipelines.ingest.zeus import ZEUS_LOG_COLUMNS as LOG_COLUMNS
-from pipelines.zeus.power_limit import Measurement
+from pipelines.zeus.limit_selectors import Measurement
 
 ProfileFormat = Literal["zeus-log", "zeus-json", "measured"]
 #: The window name prefix GlobalPowerLimitOptimizer gives each limit's profiling window (the limit in W follows).
