@@ -46,3 +46,23 @@ def test_whatif_profiles_and_an_openei_price_nested_too_deep(tmp_path: Path) -> 
         f"Error: {deep}: JSON nested 100,000 levels deep, more than 32 (the bound on JSON depth)")
     assert one_error_line(["whatif", str(export), "--price", str(deep)], tmp_path) == (
         f"Error: {deep}: JSON nested 100,000 levels deep, more than 32 (the bound on JSON depth)")
+
+
+def test_a_measured_profile_with_a_field_over_the_csv_limit_is_one_quarantine_row(tmp_path: Path) -> None:
+    """A CSV of raw/measured with a 140 kB field (over the csv module's 128 kB limit) raised ``_csv.Error`` while its
+    time-only rows were looked for, before the engine's bounds; now the engine's bound on one field quarantines the line,
+    and a header field that long makes the file one refused row (the folder's other files still read)."""
+    from pipelines.ingest.zeus import read_measured_file
+
+    header = "gpu,dataset,network,batch_size,optimizer,power_limit,time_per_epoch,average_power,method,note"
+    wide = tmp_path / "wide.csv"
+    wide.write_text(f"{header}\na100,cifar100,{'y' * 140_000},1024,adadelta,300,1,100,zeus,\n")
+    result, time_only = read_measured_file(wide, "wide.csv")
+    assert (result.table.height, time_only) == (0, {})
+    assert result.quarantine.select("line", "column", "reason").rows() == [
+        (2, "network", "network: 140,000 bytes, more than 65,536 (the bound on one field; the line is not parsed)")]
+    head = tmp_path / "head.csv"
+    head.write_text(f"{header},{'h' * 140_000}\na100,cifar100,x,1024,adadelta,300,1,100,zeus,\n")
+    result, _ = read_measured_file(head, "head.csv")
+    assert result.quarantine.select("line", "column", "reason").rows() == [
+        (1, "field 11", "a header field of 140,000 bytes, more than 65,536 (the bound on one field)")]
