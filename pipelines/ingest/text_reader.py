@@ -7,9 +7,11 @@ file expands to. Lines are counted by one rule (``records.line_count``: a last l
 independently of any parse, and a line that is not UTF-8 is found by one check (``records.utf8_error``).
 
 ``sacct`` exports and job logs are parsed block by block (``pipelines.ingest.slurm``, ``pipelines.ingest.joblog``; what
-they share after the lines is ``pipelines.ingest.own_cluster``). A table read whole (a public trace, a measured
-profile: ``pipelines.ingest.common``; a grid or price series, a group table) is first read through the same blocks
-(``within_limits``); a file of a folder that cannot be read at all is one quarantine row (``refused_file``).
+they share after the lines is ``pipelines.ingest.own_cluster``). A table read whole (a public trace, a user's Zeus
+trace folder, a measured profile: ``pipelines.ingest.common``; a grid or price series, a group table, a ZeusMonitor log)
+comes from one bounded read (``read_bytes``: ``MAX_TABLE_BYTES``, decompressed by its suffix) and is read through the
+same blocks under the same bounds (``bounded_table``, ``read_table``); a file of a folder that cannot be read at all is
+one quarantine row (``refused_file``).
 """
 
 from __future__ import annotations
@@ -133,16 +135,16 @@ def read_bytes(path: Path, name: str, *, max_bytes: int | None = None, what: str
 
 
 def read_table(path: Path, name: str, limits: ReadLimits = TABLE_LIMITS, *, max_bytes: int | None = None,
-               what: str = "a table read whole") -> bytes:
-    """``read_bytes`` of ``path``, once every line is within ``limits`` (``within_limits``)."""
-    return within_limits(read_bytes(path, name, max_bytes=max_bytes, what=what), name, limits)
-
-
-def within_limits(data: bytes, name: str, limits: ReadLimits = TABLE_LIMITS) -> bytes:
-    """``data``, a whole table already in memory (a public trace, a measured profile, a series), once the engine has read
-    it under ``limits``' bounds on lines and on one line's bytes (the header's included); else that bound's ``IngestError``."""
-    for _ in Source(data, name, digest=False, limits=limits).blocks():
-        pass
+               what: str = "a table read whole", separator: str = ",", quote_char: str | None = '"') -> bytes:
+    """``read_bytes`` of ``path``, a table that is all or nothing (a profile, a series, a group table), once every bound
+    of ``limits`` holds for every line (``bounded_table``): a field over the bound, the header's or a data line's, is one
+    ``IngestError`` line naming its line and column (the csv module had raised ``_csv.Error`` past its 128 kB)."""
+    data, withheld = bounded_table(read_bytes(path, name, max_bytes=max_bytes, what=what), name, separator=separator,
+                                   quote_char=quote_char, limits=limits)
+    if withheld.height:
+        first = withheld.row(0, named=True)
+        reason = first["reason"].removeprefix(f"{first['column']}: ").replace("; the line is not parsed", "")
+        raise IngestError(name, reason, line=first[LINE], column=first["column"])
     return data
 
 

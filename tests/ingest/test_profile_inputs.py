@@ -1,5 +1,6 @@
 """Profile inputs give one line, never a traceback (issue 54, reproduction 6): ``power-limit`` (and ``whatif --profiles``)
-on a ZeusMonitor log with a field over the csv module's 128 kB limit (``_csv.Error``), a deeply nested JSON
+on a ZeusMonitor log with a field over the csv module's 128 kB limit (``_csv.Error``; now the engine's bound on one
+field, 64 KiB, names its line and column first), a deeply nested JSON
 (``RecursionError`` before the bound on JSON depth), a FIFO, and a file over the bound on a profile's size; an OpenEI ``--price`` nested as deep."""
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ def test_power_limit_on_hostile_profiles(tmp_path: Path, monkeypatch: pytest.Mon
     wide = tmp_path / "log.csv"
     wide.write_text('start_time,window_name,elapsed_time,gpu0_energy\n1,"' + "x" * 140_000 + '",1,1\n')
     assert one_error_line(["power-limit", str(wide)], tmp_path) == (
-        f"Error: {wide}: not a ZeusMonitor log's CSV: field larger than field limit (131072)")
+        f"Error: {wide}:2: column 'window_name': 140,002 bytes, more than 65,536 (the bound on one field)")  # the quotes counted
     deep = tmp_path / "deep.json"
     deep.write_text("[" * 100_000 + "]" * 100_000)
     assert one_error_line(["power-limit", str(deep)], tmp_path) == (
