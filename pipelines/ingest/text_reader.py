@@ -39,7 +39,7 @@ from pipelines.ingest.common import (
     raw_text,
 )
 from pipelines.ingest.compressed import COMPRESSED_SUFFIXES, MAGIC, MAX_DECOMPRESSED_BYTES, read_at_most, read_bounded
-from pipelines.ingest.records import line_count, split_fields, utf8_error
+from pipelines.ingest.records import line_count, split_fields, text_lines, utf8_error
 
 #: Lines are read in blocks of about this many bytes (whole lines; a longer line makes its block longer).
 CHUNK_BYTES = 32 << 20
@@ -499,30 +499,17 @@ def block_lines(block: Block) -> pl.DataFrame:
     """The block's lines but those withheld: ``_line`` (number in the file), ``_text`` (without ``\\r\\n``), ``_utf8``
     (valid UTF-8?).
 
-    Fast path: polars' CSV reader with a separator that does not occur, one field per line. A
-    block with a ``\\r``, that separator or a byte that is not UTF-8 is split by string
-    operations instead (the same result; bad lines found one by one, only in such a block).
+    Split by ``records.text_lines`` (polars, no Python object per line). A block with a byte that is not UTF-8 is
+    decoded with replacement characters and split by string operations instead (the same lines; bad lines found one
+    by one, only in such a block).
     """
-    text: pl.Series | None = None
-    valid: pl.Series | None = None
-    if b"\x1f" not in block.data and b"\r" not in block.data:
-        try:
-            text = pl.read_csv(block.data, separator="\x1f", has_header=False, quote_char=None, infer_schema=False,
-                               new_columns=[TEXT], raise_if_empty=False)[TEXT].fill_null("").rechunk()
-        except pl.exceptions.ComputeError:  # not UTF-8
-            text = None
-        if text is not None and text.len() != block.lines:
-            text = None
-    if text is None:
-        try:
-            whole = pl.Series([block.data], dtype=pl.Binary).cast(pl.String)
-        except (pl.exceptions.InvalidOperationError, pl.exceptions.ComputeError):
-            whole = pl.Series([block.data.decode("utf-8", "replace")])
-            valid = pl.Series([utf8_error(b) is None for b in block.data.split(b"\n")[: block.lines]], dtype=pl.Boolean)
-        text = whole.str.split("\n").explode()
+    text, valid = text_lines(block.data), None
+    if text is None:  # not UTF-8
+        text = pl.Series([block.data.decode("utf-8", "replace")]).str.split("\n").explode()
         if block.data.endswith(b"\n"):
             text = text.head(text.len() - 1)
         text = text.str.strip_suffix("\r")
+        valid = pl.Series([utf8_error(b) is None for b in block.data.split(b"\n")[: block.lines]], dtype=pl.Boolean)
     if block.first_line == 1 and block.data.startswith(BOM.encode()):
         text = text.str.strip_prefix(BOM)  # only the first line can start with it
     if text.len() != block.lines:
