@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from pipelines.ingest.common import IngestError
-from pipelines.ingest.compressed import read_compressed
 from pipelines.ingest.simulator_inputs import read_table_file
+from pipelines.ingest.text_reader import read_bytes
 from pipelines.ingest.zeus import read_measured
 from pipelines.ingest.zeus2 import PROFILE_FILES, ingest_profile_folder
 from pipelines.zeus.traces import TraceError
@@ -63,11 +63,11 @@ def test_xz_decompression_is_capped(tmp_path: Path) -> None:
     path.write_bytes(lzma.compress(b"group,start_time,end_time,dataset,runtime_ratio\n" + b"0" * 20_000_000))
     assert path.stat().st_size < 10_000  # a bomb: kilobytes that expand to 20 MB
     with pytest.raises(IngestError, match=r"^alibaba_groups\.csv\.xz: decompresses to more than 1,000,000 bytes \(the cap"):
-        read_compressed(path, limit=1_000_000)
-    assert len(read_compressed(path, limit=30_000_000)) == 48 + 20_000_000
+        read_bytes(path, path.name, max_bytes=1_000_000)
+    assert len(read_bytes(path, path.name, max_bytes=30_000_000)) == 48 + 20_000_000
     two = tmp_path / "two.csv.xz"  # concatenated streams are one file (as lzma.decompress reads them)
     two.write_bytes(lzma.compress(b"a,b\n") + lzma.compress(b"1,2\n"))
-    assert read_compressed(two) == b"a,b\n1,2\n"
+    assert read_bytes(two, two.name) == b"a,b\n1,2\n"
 
 
 def test_simulate_reads_group_files_through_the_cap(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
