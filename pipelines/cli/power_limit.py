@@ -2,7 +2,7 @@
 
 PROFILE is a ZeusMonitor log of the optimizer's profiling, the profile JSON it saves, or a CSV of
 ``measure profile`` (``pipelines.ingest.power_limit_profiles``). The choice is
-``pipelines.zeus.power_limit.choose``'s, the same as zeus 0.16.0's selectors. Bad input prints one
+``pipelines.zeus.limit_selectors.choose``'s, the same as zeus 0.16.0's selectors. Bad input prints one
 line (file, line, field) to stderr and exits with code 2.
 """
 
@@ -18,7 +18,7 @@ from pipelines.cli.options import eta_knob_option, fail, finite
 from pipelines.ingest.common import IngestError
 from pipelines.ingest.power_limit_profiles import PowerLimitProfile, read_profile
 from pipelines.terminal import printable
-from pipelines.zeus.power_limit import SELECTORS, Compared, Selector, SelectorName, at_max_limit, choose, compare
+from pipelines.zeus.limit_selectors import SELECTORS, Compared, Selector, SelectorName, at_max_limit, choose, compare
 
 FORMATS = {"zeus-log": "ZeusMonitor log", "zeus-json": "Zeus profile JSON", "measured": "measure profile CSV"}
 

@@ -33,7 +33,7 @@ from pipelines.ingest.power_limit_profiles import read_profile
 from pipelines.ingest.zeus import MEASURED_SOURCE_PREFIX, measured_csvs, read_measured_file
 from pipelines.vocabulary import PUBLISHED_GPUS
 from pipelines.zeus.groups import group_job_spec
-from pipelines.zeus.power_limit import Measurement, Selector, at_max_limit, choose
+from pipelines.zeus.limit_selectors import Measurement, Selector, at_max_limit, choose
 from pipelines.zeus.traces import POWER_COLUMNS, TraceError, Traces, build_table
 
 #: The row of a job whose allocation names no GPU type.

@@ -2,7 +2,7 @@
 
 ``power_limit_choice`` takes ``power_limit_profiles`` and draws, per profile file, the energy (J)
 and the time (s) of each limit's profiling window (one epoch's, for a JSON ``measure profile`` wrote), with a marker on the limit that each selector of
-GlobalPowerLimitOptimizer chooses (``pipelines.zeus.power_limit``: ZeusCost at eta 0.5 on the
+GlobalPowerLimitOptimizer chooses (``pipelines.zeus.limit_selectors``: ZeusCost at eta 0.5 on the
 file's GPUs, Energy, Time, MaxSlowdownConstraint(1.1)). Returns ``(Figure, data)``: the figure
 and exactly the rows it plots (contract ``PowerLimitChoices``). Raises ``NoData`` when
 raw/measured holds no Zeus profile.
@@ -18,7 +18,7 @@ from matplotlib.figure import Figure
 from pipelines.figures import style
 from pipelines.figures.errors import NoData
 from pipelines.vocabulary import DEFAULT_ETA
-from pipelines.zeus.power_limit import Measurement, Selector, choose
+from pipelines.zeus.limit_selectors import Measurement, Selector, choose
 
 #: The slowdown factor of the MaxSlowdownConstraint drawn.
 MAX_SLOWDOWN = 1.1

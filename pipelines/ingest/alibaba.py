@@ -6,9 +6,8 @@ from pathlib import Path
 
 from pipelines.contracts.sources import AlibabaGroups
 from pipelines.ingest.common import IngestResult, TableSpec, ingest_files
-from pipelines.ingest.compressed import read_compressed
 
-__all__ = ["ALIBABA_SPEC", "read_compressed", "read_groups"]
+__all__ = ["ALIBABA_SPEC", "read_groups"]
 
 ALIBABA_SPEC = TableSpec(
     "alibaba_groups", AlibabaGroups, {c: c for c in ("group", "start_time", "end_time", "dataset", "runtime_ratio")}
@@ -16,5 +15,6 @@ ALIBABA_SPEC = TableSpec(
 
 
 def read_groups(path: Path) -> IngestResult:
-    """alibaba_groups.csv(.xz) -> ``alibaba_groups`` (xz streamed with a size cap: ``pipelines.ingest.compressed``)."""
-    return ingest_files([(path, path.name)], ALIBABA_SPEC, reader=read_compressed)
+    """alibaba_groups.csv(.xz) -> ``alibaba_groups`` (xz streamed under the bound on a table read whole:
+    ``pipelines.ingest.text_reader.read_bytes``)."""
+    return ingest_files([(path, path.name)], ALIBABA_SPEC)

@@ -2,7 +2,7 @@
 
 Python's ``json`` reads the whole text into objects of several times its size (a 294 MB profile held 2.13 GB) and
 recurses once per level of nesting (a deeply nested file raised ``RecursionError``; issue 54). So the bytes are read
-under a bound (``compressed.read_bounded``: a larger regular file is refused by its size, before a byte is read), and
+under a bound (``text_reader.read_bytes``: a larger regular file is refused by its size, before a byte is read), and
 the depth is measured from the text's brackets, outside its strings, before ``json`` parses it. Each bound is one
 ``IngestError`` line naming the file and the bound.
 """
@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from pipelines.ingest.common import IngestError
-from pipelines.ingest.compressed import read_bounded
+from pipelines.ingest.text_reader import read_bytes
 
 #: Most bytes of a JSON document a user gives (a Zeus profile of a few thousand measurements is under 1 MB).
 MAX_JSON_BYTES = 16 << 20
@@ -29,7 +29,7 @@ _OPEN, _CLOSE = np.array([ord("["), ord("{")], np.uint8), np.array([ord("]"), or
 def read_json_text(path: Path, name: str, what: str) -> str:
     """The text of ``path``, ``MAX_JSON_BYTES`` at most, decoded as UTF-8 (a byte order mark dropped); else one
     ``IngestError`` line (the bound on ``what``, or the line of the first byte that is not UTF-8)."""
-    data = read_bounded(path, MAX_JSON_BYTES, what=what, name=name)
+    data = read_bytes(path, name, max_bytes=MAX_JSON_BYTES, what=what)
     try:
         return data.decode("utf-8").removeprefix("\ufeff")
     except UnicodeDecodeError as exc:

@@ -6,8 +6,10 @@ header is line 1; a quoted field may not span lines). The pipeline for one file:
 
 1. check the header: a missing or renamed column raises ``IngestError`` naming file, column, line 1;
    a header that is not UTF-8 raises too (nothing can be read without it). A UTF-8 byte-order mark is dropped;
-2. count the records from the bytes alone (``count_records``), within the reader engine's bounds on lines per file
-   and bytes of one line, the header's included (``pipelines.ingest.text_reader.within_limits``: one ``IngestError`` line);
+2. count the records from the bytes alone (``count_records``), within the reader engine's bounds on lines per file,
+   bytes of one line and of one field, the header's included (``pipelines.ingest.text_reader.bounded_table``: one
+   ``IngestError`` line; a data line with a longer field goes to quarantine unparsed, as in an export). A file's bytes
+   come from the engine too (``text_reader.read_bytes``: a stated bound on its size, decompressed or not);
 3. structure: when the bytes prove every record well-formed (no quote character, the separator count
    of a full grid) one typed polars read does everything, and must return one row per record
    (the fast path). Otherwise each line is checked on its own: a blank line, bytes that are not
@@ -49,6 +51,7 @@ from pipelines.ingest.records import (
     line_bytes,
     records_from_breaks,
     split_records,
+    text_lines,
     well_formed,
 )
 
@@ -219,15 +222,6 @@ def quarantine_frame(
     )
 
 
-def _read_bytes(source: Path | bytes, name: str) -> bytes:
-    if isinstance(source, bytes):
-        return source
-    try:
-        return source.read_bytes()
-    except OSError as exc:
-        raise IngestError(name, f"unreadable file: {exc}") from exc
-
-
 def check_header(data: bytes, *, name: str, expected: Sequence[str], separator: str = ",", quote_char: str | None = '"') -> list[str]:
     """The file's header fields; a missing or renamed expected column, or an unreadable header, raises ``IngestError`` (line 1)."""
     try:
@@ -370,14 +364,17 @@ class _ParsedFile:
     frame: pl.DataFrame
     bad: pl.DataFrame  # _line, column, reason
     lines_in: int
+    #: The raw text of the lines withheld by the bound on one field (emptied in ``data``), by line.
+    withheld: Mapping[int, str] = field(default_factory=dict)
 
 
 def _parse_file(data: bytes, spec: TableSpec, source_file: str, extras: Mapping[str, object] | None) -> _ParsedFile | IngestResult:
     """Steps 1-5 of the module docstring for one file; an empty file is returned as its finished ``IngestResult``."""
-    from pipelines.ingest.text_reader import within_limits  # the engine imports this module: imported here, not above
+    from pipelines.ingest.text_reader import RAW, bounded_table  # the engine imports this module: imported here, not above
 
     dtypes = spec.dtypes()
-    data = within_limits(data, source_file).removeprefix(codecs.BOM_UTF8)
+    data, withheld = bounded_table(data, source_file, separator=spec.separator, quote_char=spec.quote_char, columns=spec.columns)
+    data = data.removeprefix(codecs.BOM_UTF8)
     if not data[:4096].strip() and not data.strip():  # the full strip (a copy) only for a blank-looking start
         return _empty_file(spec, source_file, "empty file: no header, no rows")
     header = check_header(data, name=source_file, expected=list(spec.columns), separator=spec.separator, quote_char=spec.quote_char)
@@ -400,7 +397,10 @@ def _parse_file(data: bytes, spec: TableSpec, source_file: str, extras: Mapping[
         *[pl.lit(v, dtype=dtypes[k]).alias(k) for k, v in (extras or {}).items()],
     )
     frame, duplicates = _split_duplicates(frame, spec)
-    return _ParsedFile(source_file, data, frame, pl.concat([bad, duplicates], how="vertical"), records)
+    bad = pl.concat([bad, duplicates], how="vertical")
+    if withheld.height:  # emptied lines, each quarantined as a blank line by the parse: their reason is the bound's
+        bad = pl.concat([bad.filter(~pl.col(LINE).is_in(withheld[LINE].implode())), withheld.select(list(_BAD_SCHEMA))], how="vertical")
+    return _ParsedFile(source_file, data, frame, bad, records, dict(zip(withheld[LINE], withheld[RAW], strict=True)))
 
 
 def _split_duplicates(frame: pl.DataFrame, spec: TableSpec) -> tuple[pl.DataFrame, pl.DataFrame]:
@@ -438,7 +438,8 @@ def _validate_files(parsed: Sequence[_ParsedFile | IngestResult], spec: TableSpe
             continue
         bad = pl.concat([p.bad, failed.filter(pl.col(FILE) == i).select(list(_BAD_SCHEMA))], how="vertical").sort(LINE)
         table = good[i].select(columns) if i in good else empty_table(spec)
-        results.append(IngestResult(table, _quarantine_rows(bad, p.data, spec.table, p.source_file), lines_in=p.lines_in, files=[p.source_file]))
+        quarantine = _quarantine_rows(bad, p.data, spec.table, p.source_file, p.withheld)
+        results.append(IngestResult(table, quarantine, lines_in=p.lines_in, files=[p.source_file]))
         i += 1
     return IngestResult.concat(results, spec)
 
@@ -456,14 +457,31 @@ def _empty_file(spec: TableSpec, source_file: str, reason: str) -> IngestResult:
     return IngestResult(empty_table(spec), quarantine_frame(spec.table, source_file, [1], None, reason, ""), lines_in=1, files=[source_file])
 
 
-def _quarantine_rows(bad: pl.DataFrame, data: bytes, table: str, source_file: str) -> pl.DataFrame:
-    """Attach each bad row's source line (read back from the bytes, only when there are bad rows)."""
+def _quarantine_rows(bad: pl.DataFrame, data: bytes, table: str, source_file: str, withheld: Mapping[int, str]) -> pl.DataFrame:
+    """Attach each bad row's source line (read back from the bytes, only when there are bad rows; a ``withheld`` line's
+    text as the engine kept it, since it is emptied in ``data``)."""
     if bad.height == 0:
         return empty_quarantine()
-    raw = [raw_text(line) for line in line_bytes(data, bad[LINE].to_list())]
-    return quarantine_frame(table, source_file, bad[LINE], None, bad["reason"], pl.Series(raw, dtype=pl.String)).with_columns(
-        column=bad["column"]
-    )
+    raw = _raw_lines(data, bad[LINE])
+    if withheld:
+        raw = raw.scatter(bad[LINE].is_in(list(withheld)).arg_true(), [withheld[n] for n in bad[LINE] if n in withheld])
+    return quarantine_frame(table, source_file, bad[LINE], None, bad["reason"], raw).with_columns(column=bad["column"])
+
+
+def _raw_lines(data: bytes, numbers: pl.Series) -> pl.Series:
+    """``raw_text`` of the physical lines ``numbers`` of ``data``, as one String column: split by polars when ``data`` is
+    UTF-8 (``records.text_lines``: no Python object per line, where a quarantine of millions of rows held two lists of
+    them), and only the lines that are not, or that ``raw_text`` cuts, one by one."""
+    text = text_lines(data)
+    if text is None:  # not UTF-8: each line on its own
+        return pl.Series("raw", [raw_text(line) for line in line_bytes(data, numbers.to_list())], dtype=pl.String)
+    lines = text.gather(numbers - 1)
+    del text
+    long = lines.str.len_chars() > MAX_RAW_CHARS
+    if not long.any():
+        return lines.rename("raw")
+    at = long.arg_true()
+    return lines.scatter(at, [raw_text(line) for line in line_bytes(data, numbers.gather(at).to_list())]).rename("raw")
 
 
 def validate_rows(frame: pl.DataFrame, spec: TableSpec) -> tuple[pl.DataFrame, pl.DataFrame]:
@@ -479,16 +497,18 @@ def ingest_files(
     spec: TableSpec,
     *,
     extra_columns: Callable[[Path], Mapping[str, object]] | None = None,
-    reader: Callable[[Path], bytes] | None = None,
 ) -> IngestResult:
     """Ingest several files of one table (e.g. one per cluster) and concatenate them.
 
     ``files`` holds ``(path, display_name)`` pairs; ``extra_columns(path)`` gives constant columns
-    (such as ``cluster``) for the rows of that file; ``reader`` turns a path into bytes (e.g. xz).
+    (such as ``cluster``) for the rows of that file. Each file's bytes come from the reader engine's one bounded read
+    (``text_reader.read_bytes``: ``MAX_TABLE_BYTES`` at most, decompressed by its suffix).
     """
+    from pipelines.ingest.text_reader import read_bytes  # the engine imports this module: imported here, not above
+
     parsed = [
         _parse_file(
-            reader(path) if reader else _read_bytes(path, display),
+            read_bytes(path, display),
             spec,
             display,
             extra_columns(path) if extra_columns else None,

@@ -7,11 +7,11 @@ cut short (an interrupted copy) is an error naming the file, never a silently sh
 Concatenated streams (``cat a.gz b.gz``, multi-frame ``.zst``, multi-stream ``.xz``) are read one
 after the other; null bytes between or after streams are padding.
 
-``decompressed_chunks`` yields the bytes; ``read_compressed`` joins them (small sources: the Zeus
-traces); ``plain_file`` spools a large one (a cluster export) into a temporary file, so that the
-readers that scan a file by path read it as they read an uncompressed one, in bounded memory. A
-stream (a FIFO, ``whatif <(sacct ...)``) is spooled the same way, read once from its start: its
-compression, if any, is told by its first bytes (no seek), since it has no suffix. A stream (a FIFO, a device,
+``decompressed_chunks`` yields the bytes; ``read_bounded`` joins them under a stated bound (what
+``pipelines.ingest.text_reader.read_bytes``, the one read of a table read whole, calls); ``plain_file`` spools a
+large one (a cluster export) into a temporary file, so that the readers that scan a file by path read it as they
+read an uncompressed one, in bounded memory. A stream (a FIFO, ``whatif <(sacct ...)``) is spooled the same way, read
+once from its start: its compression, if any, is told by its first bytes (no seek), since it has no suffix. A stream (a FIFO, a device,
 stdin) is read to ``limit`` bytes at most, compressed or not (``/dev/zero`` has no end), and never waits longer than
 ``STREAM_IDLE_S`` for a byte (a FIFO no process writes to). The spool is removed on every exit: its ``finally``, a
 Ctrl-C's watchdog, SIGTERM, SIGHUP and the interpreter's exit (``pipelines.home.interrupt.removed_on_abort``).
@@ -35,7 +35,8 @@ from typing import Any
 from pipelines.home import interrupt
 from pipelines.ingest.common import IngestError
 
-#: Most bytes one compressed source may expand to (1 GiB; the upstream alibaba_groups.csv is far smaller).
+#: Most bytes a compressed export or a stream may expand to by default (1 GiB; ``--max-bytes`` raises it). A table read
+#: whole has its own, smaller bound (``pipelines.ingest.text_reader.MAX_TABLE_BYTES``).
 MAX_DECOMPRESSED_BYTES = 1 << 30
 #: Most seconds a stream (a FIFO, a device, stdin) may go without a byte before its read stops with one line: a FIFO no
 #: process writes to never ends by itself (sacct may think for minutes before its first line).
@@ -229,11 +230,6 @@ def _decompress(fh: Any, kind: str, limit: int, display: str) -> Iterator[bytes]
             )
         if out:
             yield out
-
-
-def read_compressed(path: Path, *, limit: int = MAX_DECOMPRESSED_BYTES) -> bytes:
-    """The bytes of ``path``, decompressed when its name ends in ``.gz``, ``.xz`` or ``.zst`` (see ``decompressed_chunks``)."""
-    return b"".join(decompressed_chunks(path, limit=limit))
 
 
 def read_at_most(path: Path, n: int, *, name: str | None = None) -> bytes:

@@ -42,8 +42,7 @@ import polars as pl
 from pipelines.contracts.grid import SOURCES
 from pipelines.contracts.limits import MAX_GCO2_PER_KWH, MAX_PRICE_PER_KWH, MAX_TIME_S
 from pipelines.ingest.common import IngestError
-from pipelines.ingest.compressed import read_bounded
-from pipelines.ingest.text_reader import SMALL_TABLE_LIMITS, within_limits
+from pipelines.ingest.text_reader import SMALL_TABLE_LIMITS, read_table
 from pipelines.vocabulary.units import S_PER_H, epoch_s
 
 #: The bundled table's file (package data); what each of its ``source`` keys means is ``contracts.grid.SOURCES``.
@@ -180,7 +179,7 @@ def read_csv_text(path: Path) -> pl.DataFrame:
     """A series CSV (compressed by its suffix, or a stream: a FIFO waits ``STREAM_IDLE_S`` at most), ``MAX_SERIES_BYTES`` at
     most, every field as text (a byte-order mark dropped from the header); ``IngestError`` if it is not CSV."""
     try:
-        data = within_limits(read_bounded(path, MAX_SERIES_BYTES, what="a grid or price series"), str(path), SMALL_TABLE_LIMITS)
+        data = read_table(path, str(path), SMALL_TABLE_LIMITS, max_bytes=MAX_SERIES_BYTES, what="a grid or price series")
         frame = pl.read_csv(data, infer_schema=False, raise_if_empty=True)
     except (OSError, pl.exceptions.PolarsError) as exc:
         raise IngestError(str(path), f"cannot read it as CSV ({' '.join(str(exc).split())[:200]})") from None

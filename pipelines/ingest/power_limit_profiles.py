@@ -33,13 +33,12 @@ import polars as pl
 
 from pipelines.contracts.base import polars_schema, split_valid
 from pipelines.contracts.measure import PowerLimitProfiles
-from pipelines.ingest.bounded_json import check_json_depth
+from pipelines.ingest.bounded_json import check_json_depth, read_json_text
 from pipelines.ingest.common import IngestError, IngestResult, TableSpec, empty_quarantine
-from pipelines.ingest.compressed import read_bounded
-from pipelines.ingest.text_reader import refused_file, within_limits
+from pipelines.ingest.text_reader import read_table, refused_file
 from pipelines.ingest.zeus import MAX_PROFILE_BYTES, is_zeus_log, measured_files, read_measured_file
 from pipelines.ingest.zeus import ZEUS_LOG_COLUMNS as LOG_COLUMNS
-from pipelines.zeus.power_limit import Measurement
+from pipelines.zeus.limit_selectors import Measurement
 
 ProfileFormat = Literal["zeus-log", "zeus-json", "measured"]
 #: The window name prefix GlobalPowerLimitOptimizer gives each limit's profiling window (the limit in W follows).
@@ -71,11 +70,6 @@ def profile_format(path: Path) -> ProfileFormat:
     if path.suffix.lower() == ".json":
         return "zeus-json"
     return "zeus-log" if is_zeus_log(path) else "measured"
-
-
-def _read(path: Path, display: str) -> bytes:
-    """The file's bytes, ``MAX_PROFILE_BYTES`` at most (``IngestError`` past them, or for an unreadable file)."""
-    return read_bounded(path, MAX_PROFILE_BYTES, what="a profile file", name=display)
 
 
 def _text(data: bytes, display: str) -> str:
@@ -122,7 +116,7 @@ def _check_limits(found: list[tuple[int | None, int]], display: str, what: str) 
 def read_zeus_log(path: Path, display: str | None = None) -> PowerLimitProfile:
     """A ZeusMonitor log of GlobalPowerLimitOptimizer's profiling -> its profile (energy summed over the GPUs)."""
     display = display or str(path)
-    text = _text(within_limits(_read(path, display), display), display)  # a CSV: lines within the engine's bounds
+    text = _text(read_table(path, display, max_bytes=MAX_PROFILE_BYTES, what="a profile file"), display)
     try:
         rows = list(csv.reader(io.StringIO(text)))
     except csv.Error as exc:  # a field over the csv module's limit (128 kB), a NUL
@@ -196,7 +190,7 @@ def _json_elements(text: str, display: str) -> list[tuple[int, int, Any]]:
 def read_zeus_json(path: Path, display: str | None = None) -> PowerLimitProfile:
     """Zeus's saved profile JSON -> its profile (world size unknown: None)."""
     display = display or str(path)
-    text = _text(_read(path, display), display)
+    text = read_json_text(path, display, "a profile file")
     measurements: list[Measurement] = []
     found: list[tuple[int | None, int]] = []
     for start, end, element in _json_elements(text, display):

@@ -83,6 +83,31 @@ def line_bytes(data: bytes, numbers: Sequence[int]) -> list[bytes]:
     return [data[starts[n - 1] : ends[n - 1]] for n in numbers]
 
 
+def text_lines(data: bytes) -> pl.Series | None:
+    """Every physical line of ``data`` as text (``\\r\\n`` or ``\\n`` dropped), one String value each; None when ``data`` is
+    not UTF-8.
+
+    Split by polars' CSV reader with a separator that does not occur (one field per line), which holds about the bytes
+    once more; a ``\\r`` or that separator in ``data`` takes a string split instead (the same result; it held five times
+    the bytes), and so does a text whose blank lines polars would not return. No Python object per line.
+    """
+    lines = line_count(data, count_bytes(data, (0x0A,))[0])
+    if b"\x1f" not in data and b"\r" not in data:
+        try:
+            text = pl.read_csv(data, separator="\x1f", has_header=False, quote_char=None, infer_schema=False,
+                               new_columns=["t"], raise_if_empty=False)["t"].fill_null("").rechunk()
+        except pl.exceptions.ComputeError:  # not UTF-8
+            return None
+        if text.len() == lines:
+            return text
+    try:
+        whole = pl.Series("t", [data], dtype=pl.Binary).cast(pl.String)
+    except (pl.exceptions.InvalidOperationError, pl.exceptions.ComputeError):
+        return None
+    text = whole.str.split("\n").explode()
+    return (text.head(lines) if data.endswith(b"\n") else text).str.strip_suffix("\r")
+
+
 def split_fields(text: str, separator: str, quote_char: str | None) -> list[str]:
     """One line's fields; quotes handled only when the line holds one. Raises ``csv.Error`` for malformed quoting."""
     if quote_char is None or quote_char not in text:
@@ -122,16 +147,15 @@ def split_records(data: bytes, header: Sequence[str], separator: str, quote_char
     on the line. Lines without a quote are split with polars; the few with one go through ``csv``.
     """
     columns = len(header)
-    try:
-        text, valid_utf8 = data.decode("utf-8"), True
-    except UnicodeDecodeError:
-        text, valid_utf8 = data.decode("utf-8", "replace"), False  # U+FFFD marks the lines to check; never merges lines
-    lines = text.split("\n")
-    if lines and lines[-1] == "":
-        lines.pop()
-    frame = pl.DataFrame({"t": pl.Series(lines[1:], dtype=pl.String)}).with_row_index(LINE, offset=2)
-    del lines, text
-    frame = frame.with_columns(pl.col(LINE).cast(pl.Int64), pl.col("t").str.strip_suffix("\r"))
+    lines, valid_utf8 = text_lines(data), True
+    if lines is None:  # U+FFFD marks the lines to check; never merges lines
+        lines, valid_utf8 = pl.Series("t", data.decode("utf-8", "replace").split("\n")), False
+        if lines.len() and lines[-1] == "":
+            lines = lines.head(-1)
+        lines = lines.str.strip_suffix("\r")
+    frame = pl.DataFrame({"t": lines.slice(1)}).with_row_index(LINE, offset=2)
+    del lines
+    frame = frame.with_columns(pl.col(LINE).cast(pl.Int64))
     t = pl.col("t")
     simple = (t.str.count_matches(separator, literal=True) == columns - 1) & (t.str.strip_chars() != "")
     if quote_char is not None:
@@ -147,6 +171,7 @@ def split_records(data: bytes, header: Sequence[str], separator: str, quote_char
     bad: list[BadRecord] = []
     rows: list[list[str]] = []
     numbers: list[int] = []
+    quoted: list[pl.DataFrame] = []
     for number, line in others.iter_rows():
         problem, fields = _check_line(line, raw_lines[number - 1] if raw_lines is not None else None, header, separator, quote_char)
         if problem is not None:
@@ -154,10 +179,22 @@ def split_records(data: bytes, header: Sequence[str], separator: str, quote_char
         else:
             rows.append(fields)
             numbers.append(number)
+        if len(rows) == _BATCH_ROWS:  # into polars a batch at a time: a list of lists of strings costs ~0.5 kB a line
+            quoted.append(_rows_frame(rows, numbers, header))
+            rows, numbers = [], []
     if rows:
-        quoted = pl.DataFrame(rows, schema=dict.fromkeys(header, pl.String), orient="row").insert_column(0, pl.Series(LINE, numbers, pl.Int64))
-        good = pl.concat([good, quoted], how="vertical").sort(LINE)
+        quoted.append(_rows_frame(rows, numbers, header))
+    if quoted:
+        good = pl.concat([good, *quoted], how="vertical").sort(LINE)
     return good, bad
+
+
+#: Lines split one by one (``csv``) turned into a frame at a time.
+_BATCH_ROWS = 65_536
+
+
+def _rows_frame(rows: list[list[str]], numbers: list[int], header: Sequence[str]) -> pl.DataFrame:
+    return pl.DataFrame(rows, schema=dict.fromkeys(header, pl.String), orient="row").insert_column(0, pl.Series(LINE, numbers, pl.Int64))
 
 
 def _check_line(

@@ -18,8 +18,7 @@ from pipelines.contracts.base import polars_schema, split_valid
 from pipelines.contracts.zeus import ZeusGroups
 from pipelines.home.paths import ProjectPaths, default_mirror, table_path
 from pipelines.ingest.common import IngestError, IngestResult
-from pipelines.ingest.compressed import read_compressed
-from pipelines.ingest.text_reader import SMALL_TABLE_LIMITS, within_limits
+from pipelines.ingest.text_reader import SMALL_TABLE_LIMITS, read_table
 from pipelines.ingest.zeus import power_file, read_power, read_train
 from pipelines.sources.fetch import FetchError, fetch
 from pipelines.sources.manifest import SOURCES_BY_NAME
@@ -119,7 +118,8 @@ def _download(gpus: Sequence[str]) -> tuple[Traces, str]:
 
 
 def read_table_file(path: Path) -> pl.DataFrame:
-    """A ``.csv``, ``.csv.xz`` or ``.parquet`` file as a frame with every CSV field as text (xz streamed, with a size cap)."""
+    """A ``.csv``, ``.csv.xz`` or ``.parquet`` file as a frame with every CSV field as text (a CSV through the reader
+    engine: ``text_reader.MAX_TABLE_BYTES`` at most, xz streamed, every line and field within ``SMALL_TABLE_LIMITS``)."""
     name = path.name
     if not path.is_file():
         raise TraceError(f"{path}: no such file")
@@ -128,7 +128,7 @@ def read_table_file(path: Path) -> pl.DataFrame:
     try:
         if name.endswith(".parquet"):
             return pl.read_parquet(path)
-        return pl.read_csv(within_limits(read_compressed(path), name, SMALL_TABLE_LIMITS), infer_schema=False)
+        return pl.read_csv(read_table(path, name, SMALL_TABLE_LIMITS), infer_schema=False)
     except pl.exceptions.NoDataError:
         raise TraceError(f"{path}: empty file (no header, no rows)") from None
     except IngestError as exc:  # a truncated, corrupt or oversized xz stream

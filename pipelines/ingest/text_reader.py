@@ -7,9 +7,11 @@ file expands to. Lines are counted by one rule (``records.line_count``: a last l
 independently of any parse, and a line that is not UTF-8 is found by one check (``records.utf8_error``).
 
 ``sacct`` exports and job logs are parsed block by block (``pipelines.ingest.slurm``, ``pipelines.ingest.joblog``; what
-they share after the lines is ``pipelines.ingest.own_cluster``). A table read whole (a public trace, a measured
-profile: ``pipelines.ingest.common``; a grid or price series, a group table) is first read through the same blocks
-(``within_limits``); a file of a folder that cannot be read at all is one quarantine row (``refused_file``).
+they share after the lines is ``pipelines.ingest.own_cluster``). A table read whole (a public trace, a user's Zeus
+trace folder, a measured profile: ``pipelines.ingest.common``; a grid or price series, a group table, a ZeusMonitor log)
+comes from one bounded read (``read_bytes``: ``MAX_TABLE_BYTES``, decompressed by its suffix) and is read through the
+same blocks under the same bounds (``bounded_table``, ``read_table``); a file of a folder that cannot be read at all is
+one quarantine row (``refused_file``).
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ import contextlib
 import csv
 import hashlib
 import os
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -36,8 +38,8 @@ from pipelines.ingest.common import (
     quarantine_frame,
     raw_text,
 )
-from pipelines.ingest.compressed import COMPRESSED_SUFFIXES, MAGIC, MAX_DECOMPRESSED_BYTES, read_at_most
-from pipelines.ingest.records import line_count, split_fields, utf8_error
+from pipelines.ingest.compressed import COMPRESSED_SUFFIXES, MAGIC, MAX_DECOMPRESSED_BYTES, read_at_most, read_bounded
+from pipelines.ingest.records import line_count, split_fields, text_lines, utf8_error
 
 #: Lines are read in blocks of about this many bytes (whole lines; a longer line makes its block longer).
 CHUNK_BYTES = 32 << 20
@@ -82,8 +84,10 @@ class ReadLimits:
         return f"; {flag} raises it" if self.flags else ""
 
 
-#: The bounds on a table a command reads whole without flags to raise them (a public trace, a measured profile).
-TABLE_LIMITS = ReadLimits(flags=False)
+#: The bounds on a table a command reads whole without flags to raise them (a public trace, a user's Zeus trace folder,
+#: a measured profile): with ``MAX_TABLE_BYTES``, they keep its parse under 1.5 GB (``MAX_TABLE_BYTES``). The largest
+#: public tables are well within them: AcmeTrace holds 880,740 jobs in two files, the Alibaba PAI trace 1.26 M.
+TABLE_LIMITS = ReadLimits(rows=2_000_000, flags=False)
 #: The bounds on a small table (a grid or price series, a group table): every line, the header's included, at most
 #: 64 KiB (a header of millions of columns held 7.3 GB for 83 s in polars before its error; issue 54).
 SMALL_TABLE_LIMITS = ReadLimits(line_bytes=64 << 10, flags=False)
@@ -114,16 +118,67 @@ def check_header_text(head: str, name: str, expected: str) -> None:
 _COMPRESSED_STARTS = {magic.decode("utf-8", "replace"): kind for magic, kind in MAGIC.items()}
 
 
-def within_limits(data: bytes, name: str, limits: ReadLimits = TABLE_LIMITS) -> bytes:
-    """``data``, a whole table already in memory (a public trace, a measured profile, a series), once the engine has read
-    it under ``limits``' bounds on lines and on one line's bytes (the header's included); else that bound's ``IngestError``."""
-    for _ in Source(data, name, digest=False, limits=limits).blocks():
-        pass
+#: Most bytes of a table read whole (a public trace, a user's Zeus trace folder, a group table), as stored or as it
+#: decompresses to. Bytes alone do not bound a parse's memory (typed columns, a quarantine row per bad record: about
+#: 0.5 kB a row past its bytes), so ``TABLE_LIMITS`` bounds its lines too. Measured (/usr/bin/time, docs/benchmarks.md):
+#: 2,000,000 lines in 133 MB, every one quarantined, quoted (the slow path) peaked at 1.32 GiB; a 1.0 GB group table
+#: of short lines had peaked at 2.12 GB under the former 1 GiB cap.
+MAX_TABLE_BYTES = 128 << 20
+
+
+def read_bytes(path: Path, name: str, *, max_bytes: int | None = None, what: str = "a table read whole") -> bytes:
+    """The one way a path becomes the bytes of a text table read whole: ``max_bytes`` at most (default
+    ``MAX_TABLE_BYTES``), as stored or decompressed (by its suffix; a stream's by its first bytes), a larger plain file
+    refused by its size before a byte is read (``compressed.read_bounded``); ``what`` names the bound in the one
+    ``IngestError`` line."""
+    return read_bounded(path, MAX_TABLE_BYTES if max_bytes is None else max_bytes, what=what, name=name)
+
+
+def read_table(path: Path, name: str, limits: ReadLimits = TABLE_LIMITS, *, max_bytes: int | None = None,
+               what: str = "a table read whole", separator: str = ",", quote_char: str | None = '"') -> bytes:
+    """``read_bytes`` of ``path``, a table that is all or nothing (a profile, a series, a group table), once every bound
+    of ``limits`` holds for every line (``bounded_table``): a field over the bound, the header's or a data line's, is one
+    ``IngestError`` line naming its line and column (the csv module had raised ``_csv.Error`` past its 128 kB)."""
+    data, withheld = bounded_table(read_bytes(path, name, max_bytes=max_bytes, what=what), name, separator=separator,
+                                   quote_char=quote_char, limits=limits)
+    if withheld.height:
+        first = withheld.row(0, named=True)
+        reason = first["reason"].removeprefix(f"{first['column']}: ").replace("; the line is not parsed", "")
+        raise IngestError(name, reason, line=first[LINE], column=first["column"])
     return data
 
 
+def bounded_table(data: bytes, name: str, *, separator: str, quote_char: str | None, columns: Mapping[str, str] | None = None,
+                  limits: ReadLimits = TABLE_LIMITS) -> tuple[bytes, pl.DataFrame]:
+    """(``data``, a delimited table read whole, once the engine has read it under every bound of ``limits``; the rejected
+    rows of its lines withheld by the bound on one field).
+
+    As for an export read in blocks: more lines than ``rows``, a line over ``line_bytes`` or a header field over
+    ``field_bytes`` is one ``IngestError`` line; a data line with a field over ``field_bytes`` is emptied in the bytes
+    returned (the parse sees a blank line) and its row (``Source.withheld``) names the field's column: the header's name,
+    through ``columns`` (source header name -> table column) where given. ``data`` itself is returned when no line is
+    withheld (the common case: no copy).
+    """
+    header = Source(data, name, digest=False, limits=limits).first_line()
+    try:
+        names = split_fields(header, separator, quote_char)
+    except csv.Error:  # quoting that does not close: the header check says so
+        names = header.split(separator)
+    names = [(columns or {}).get(n.strip(), n) for n in names]
+
+    def bounded() -> Source:
+        source = Source(data, name, digest=False, limits=limits)
+        source.bound_fields(separator, names, quote_char=quote_char)
+        return source
+
+    first = bounded()
+    if not sum(len(block.withheld) for block in first.blocks()):
+        return data, first.withheld()
+    return b"".join(block.data for block in bounded().blocks()), first.withheld()
+
+
 #: Bytes of a refused file read back for its quarantine row (``refused_file``): the raw line is kept when it starts in them.
-_REFUSED_HEAD = 1 << 20
+REFUSED_HEAD_BYTES = 1 << 20
 
 
 def refused_file(path: Path, display: str, spec: TableSpec, exc: IngestError) -> IngestResult:
@@ -134,7 +189,7 @@ def refused_file(path: Path, display: str, spec: TableSpec, exc: IngestError) ->
     head = b""
     if path.is_file():
         with contextlib.suppress(IngestError):
-            head = read_at_most(path, _REFUSED_HEAD, name=display)
+            head = read_at_most(path, REFUSED_HEAD_BYTES, name=display)
     lines = head.split(b"\n")
     at = exc.line if exc.line is not None and 1 <= exc.line <= len(lines) else 1
     bad = quarantine_frame(spec.table, display, [at], exc.column, exc.message, raw_text(lines[at - 1]))
@@ -444,30 +499,17 @@ def block_lines(block: Block) -> pl.DataFrame:
     """The block's lines but those withheld: ``_line`` (number in the file), ``_text`` (without ``\\r\\n``), ``_utf8``
     (valid UTF-8?).
 
-    Fast path: polars' CSV reader with a separator that does not occur, one field per line. A
-    block with a ``\\r``, that separator or a byte that is not UTF-8 is split by string
-    operations instead (the same result; bad lines found one by one, only in such a block).
+    Split by ``records.text_lines`` (polars, no Python object per line). A block with a byte that is not UTF-8 is
+    decoded with replacement characters and split by string operations instead (the same lines; bad lines found one
+    by one, only in such a block).
     """
-    text: pl.Series | None = None
-    valid: pl.Series | None = None
-    if b"\x1f" not in block.data and b"\r" not in block.data:
-        try:
-            text = pl.read_csv(block.data, separator="\x1f", has_header=False, quote_char=None, infer_schema=False,
-                               new_columns=[TEXT], raise_if_empty=False)[TEXT].fill_null("").rechunk()
-        except pl.exceptions.ComputeError:  # not UTF-8
-            text = None
-        if text is not None and text.len() != block.lines:
-            text = None
-    if text is None:
-        try:
-            whole = pl.Series([block.data], dtype=pl.Binary).cast(pl.String)
-        except (pl.exceptions.InvalidOperationError, pl.exceptions.ComputeError):
-            whole = pl.Series([block.data.decode("utf-8", "replace")])
-            valid = pl.Series([utf8_error(b) is None for b in block.data.split(b"\n")[: block.lines]], dtype=pl.Boolean)
-        text = whole.str.split("\n").explode()
+    text, valid = text_lines(block.data), None
+    if text is None:  # not UTF-8
+        text = pl.Series([block.data.decode("utf-8", "replace")]).str.split("\n").explode()
         if block.data.endswith(b"\n"):
             text = text.head(text.len() - 1)
         text = text.str.strip_suffix("\r")
+        valid = pl.Series([utf8_error(b) is None for b in block.data.split(b"\n")[: block.lines]], dtype=pl.Boolean)
     if block.first_line == 1 and block.data.startswith(BOM.encode()):
         text = text.str.strip_prefix(BOM)  # only the first line can start with it
     if text.len() != block.lines:

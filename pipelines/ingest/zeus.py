@@ -19,8 +19,9 @@ from pipelines.ingest.common import (
     ingest_files,
     quarantine_frame,
 )
-from pipelines.ingest.compressed import read_at_most, read_bounded
-from pipelines.ingest.text_reader import refused_file
+from pipelines.ingest.compressed import read_at_most
+from pipelines.ingest.text_reader import read_bytes, refused_file
+from pipelines.sources.fetch import sha256_of
 from pipelines.vocabulary import GPU_BY_NAME, PUBLISHED_GPUS
 
 #: The power limits (W) each GPU of the published power trace was profiled at.
@@ -102,17 +103,27 @@ def measured_csvs(folder: Path) -> list[Path]:
 def _time_only_lines(data: bytes) -> dict[int, str]:
     """Line number -> reason of the rows the harness marked ``method = none`` (timed, no energy measured)."""
     lines = [line.rstrip("\r") for line in data.decode("utf-8", "replace").split("\n")]
-    header = next(csv.reader([lines[0]]), [])
+    header = _csv_fields(lines[0])
     if "method" not in header:
         return {}
     method_at = header.index("method")
     note_at = header.index("note") if "note" in header else None
     found: dict[int, str] = {}
-    for number, fields in enumerate(csv.reader(lines[1:]), start=2):
+    for number, line in enumerate(lines[1:], start=2):
+        fields = _csv_fields(line)
         if len(fields) > method_at and fields[method_at].strip() == TIME_ONLY_METHOD:
             note = fields[note_at].strip() if note_at is not None and len(fields) > note_at else ""
             found[number] = note or "no energy measurement"
     return found
+
+
+def _csv_fields(line: str) -> list[str]:
+    """One physical line's CSV fields; none for a line the csv module cannot split (a field over its 128 kB limit, a NUL):
+    such a line is no time-only row, and the ingest quarantines it with its reason (the bound on one field)."""
+    try:
+        return next(csv.reader([line]), [])
+    except csv.Error:
+        return []
 
 
 def read_measured_file(path: Path, display: str, seen: dict[tuple, str] | None = None) -> tuple[IngestResult, dict[int, str]]:
@@ -137,11 +148,11 @@ def read_measured_file(path: Path, display: str, seen: dict[tuple, str] | None =
 
 
 def _read_measured_file(path: Path, display: str, seen: dict[tuple, str] | None) -> tuple[IngestResult, dict[int, str]]:
-    data = read_bounded(path, MAX_PROFILE_BYTES, what="a profile file", name=display)
+    data = read_bytes(path, display, max_bytes=MAX_PROFILE_BYTES, what="a profile file")
     time_only = _time_only_lines(data)
     lines = data.split(b"\n")
     kept = [n for n in range(1, len(lines) + 1) if n not in time_only]  # file line numbers of the lines passed on
-    has_gpu = "gpu" in next(csv.reader([lines[0].decode("utf-8", "replace")]), [])
+    has_gpu = "gpu" in _csv_fields(lines[0].decode("utf-8", "replace"))
     spec = MEASURED_SPEC if has_gpu else POWER_SPEC
     extras = {"source": f"{MEASURED_SOURCE_PREFIX}{path.name}", **({} if has_gpu else {"gpu": path.stem})}
     if time_only and not any(lines[n - 1].strip() for n in kept[1:]):
@@ -236,7 +247,7 @@ def measured_fingerprint(folder: Path) -> str:
     """
     digest = hashlib.sha256()
     for path in measured_files(folder):
-        digest.update(f"{path.name}\0{hashlib.sha256(path.read_bytes()).hexdigest()}\n".encode())
+        digest.update(f"{path.name}\0{sha256_of(path)}\n".encode())  # read a MiB at a time: a file of any size
     return digest.hexdigest()
 
 

@@ -24,7 +24,10 @@ import polars as pl
 
 from pipelines.contracts.base import polars_schema
 from pipelines.contracts.sources import HeteroGpuProfiles
-from pipelines.ingest.common import IngestResult, TableSpec, empty_quarantine, empty_table, quarantine_frame, raw_text
+from pipelines.ingest.bounded_json import check_json_depth, read_json_text
+from pipelines.ingest.common import IngestError, IngestResult, TableSpec, empty_quarantine, empty_table, quarantine_frame, raw_text
+from pipelines.ingest.compressed import read_at_most
+from pipelines.ingest.text_reader import REFUSED_HEAD_BYTES
 
 #: The table of all profiles (``hetero_gpu_profiles``); one row per (gpu, workload, batch_size, power_limit).
 SCHEMA = polars_schema(HeteroGpuProfiles)
@@ -36,7 +39,6 @@ WORKLOADS: dict[str, str] = {"cifar": "cifar100", "cifar100": "cifar100", "image
 _ENTRY_KEYS = ("power_limit", "energy", "time")
 _NAME = re.compile(r"^(?P<workload>[A-Za-z0-9-]+)_(?P<gpu>[A-Za-z0-9-]+)$")
 _WS = re.compile(r"[ \t\n\r]*")
-_MAX_DEPTH = 8
 #: The table's spec for the ingest layer (no CSV columns: a profile is JSON).
 HETERO_SPEC = TableSpec("hetero_gpu_profiles", HeteroGpuProfiles, {})
 #: Key in a profile entry -> the table column it fills.
@@ -123,8 +125,6 @@ class _Located:
 
     def _value(self, i: int, path: KeyPath) -> tuple[object, int]:
         i = self._skip(i)
-        if len(path) > _MAX_DEPTH:
-            raise self.error(f"nested deeper than {_MAX_DEPTH} levels (a profile has 3)", path, i)
         self.positions[path] = i
         ch = self.text[i : i + 1]
         if ch == "{":
@@ -192,10 +192,10 @@ def read_profile(path: str | Path, *, workload: str | None = None, gpu: str | No
     if workload is None or gpu is None:
         named_workload, named_gpu = profile_name(path)
         workload, gpu = workload or named_workload, gpu or named_gpu
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ProfileFormatError(path, f"cannot read: {exc}") from None
+    try:  # the bounds on a JSON document a user gives: its bytes, then its depth (before the parse recurses into it)
+        text = check_json_depth(read_json_text(path, path.name, "a Zeus² profile"), path.name)
+    except IngestError as exc:
+        raise ProfileFormatError(path, exc.message, line=exc.line, column=1 if exc.line is not None else None) from None
     doc = _Located(path, text)
     data = doc.parse()
     if not isinstance(data, dict) or not data:
@@ -276,10 +276,10 @@ def ingest_profile_folder(folder: str | Path, names: Sequence[str] = PROFILE_FIL
 
 def _quarantine_file(exc: ProfileFormatError, path: Path, display: str) -> pl.DataFrame:
     line = exc.line or 1
-    try:
-        lines = path.read_bytes().split(b"\n")
+    try:  # the raw line when it starts in the file's head (as ``text_reader.refused_file`` keeps it)
+        lines = read_at_most(path, REFUSED_HEAD_BYTES, name=display).split(b"\n")
         raw = raw_text(lines[line - 1]) if line <= len(lines) else ""
-    except OSError:
+    except IngestError:
         raw = ""
     last = next((p for p in reversed(exc.path) if isinstance(p, str)), None)
     column = "batch_size" if len(exc.path) == 1 else _ENTRY_COLUMNS.get(last or "")

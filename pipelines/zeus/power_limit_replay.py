@@ -22,7 +22,7 @@ from dataclasses import replace
 
 import polars as pl
 
-from pipelines.zeus.power_limit import Measurement, Selector, at_max_limit, choose
+from pipelines.zeus.limit_selectors import Measurement, Selector, at_max_limit, choose
 
 #: GlobalPowerLimitOptimizer's defaults.
 WAIT_STEPS, WARMUP_STEPS, PROFILE_STEPS = 1, 10, 40

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from pipelines.ingest.common import IngestError
-from pipelines.ingest.compressed import read_compressed
 from pipelines.ingest.simulator_inputs import read_table_file
+from pipelines.ingest.text_reader import read_bytes
 from pipelines.ingest.zeus import read_measured
 from pipelines.ingest.zeus2 import PROFILE_FILES, ingest_profile_folder
 from pipelines.zeus.traces import TraceError
@@ -63,22 +63,28 @@ def test_xz_decompression_is_capped(tmp_path: Path) -> None:
     path.write_bytes(lzma.compress(b"group,start_time,end_time,dataset,runtime_ratio\n" + b"0" * 20_000_000))
     assert path.stat().st_size < 10_000  # a bomb: kilobytes that expand to 20 MB
     with pytest.raises(IngestError, match=r"^alibaba_groups\.csv\.xz: decompresses to more than 1,000,000 bytes \(the cap"):
-        read_compressed(path, limit=1_000_000)
-    assert len(read_compressed(path, limit=30_000_000)) == 48 + 20_000_000
+        read_bytes(path, path.name, max_bytes=1_000_000)
+    assert len(read_bytes(path, path.name, max_bytes=30_000_000)) == 48 + 20_000_000
     two = tmp_path / "two.csv.xz"  # concatenated streams are one file (as lzma.decompress reads them)
     two.write_bytes(lzma.compress(b"a,b\n") + lzma.compress(b"1,2\n"))
-    assert read_compressed(two) == b"a,b\n1,2\n"
+    assert read_bytes(two, two.name) == b"a,b\n1,2\n"
 
 
 def test_simulate_reads_group_files_through_the_cap(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from pipelines.ingest import compressed
+    from pipelines.ingest import text_reader
 
     path = tmp_path / "groups.csv.xz"
     path.write_bytes(lzma.compress(b"group,start_time,end_time,dataset,runtime_ratio\n" + b"g,1,2,squad,1.0\n" * 100_000))
-    monkeypatch.setattr(compressed, "MAX_DECOMPRESSED_BYTES", 10_000)
-    monkeypatch.setattr(compressed.read_compressed, "__kwdefaults__", {"limit": 10_000})
-    with pytest.raises(TraceError, match=r"groups\.csv\.xz: decompresses to more than 10,000 bytes"):
+    monkeypatch.setattr(text_reader, "MAX_TABLE_BYTES", 10_000)
+    with pytest.raises(TraceError) as caught:
         read_table_file(path)
+    assert str(caught.value) == (f"{path}: decompresses to more than 10,000 bytes (the cap on decompressed size; the bound on a "
+                                 "table read whole); refusing it as a possible decompression bomb")
+    plain = tmp_path / "groups.csv"  # a plain file over the bound: refused by its size before a byte is read
+    plain.write_bytes(b"group,start_time,end_time,dataset,runtime_ratio\n" + b"g,1,2,squad,1.0\n" * 1000)
+    with pytest.raises(TraceError) as caught:
+        read_table_file(plain)
+    assert str(caught.value) == f"{plain}: larger than 10,000 bytes (the bound on a table read whole)"
 
 
 def test_a_malformed_zeus2_profile_is_quarantined_and_the_others_kept(mirror: Path, tmp_path: Path) -> None:

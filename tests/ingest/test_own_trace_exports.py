@@ -21,10 +21,10 @@ from pipelines.clusters import tracefiles
 from pipelines.contracts.base import validate
 from pipelines.contracts.owncluster import OwnClusterJobs, OwnClusterTraces
 from pipelines.ingest.common import IngestError
-from pipelines.ingest.compressed import read_compressed
 from pipelines.ingest.joblog import read_joblog
 from pipelines.ingest.own_cluster import OwnTraceResult
 from pipelines.ingest.slurm import read_sacct
+from pipelines.ingest.text_reader import read_bytes
 
 FIELDS = ["JobID", "JobName", "User", "Submit", "Start", "End", "State", "AllocTRES", "ConsumedEnergyRaw", "TRESUsageInTot"]
 GPU2 = "cpu=16,gres/gpu:a100=2,gres/gpu=2,mem=64G,node=1"
@@ -169,7 +169,7 @@ def test_a_truncated_or_oversized_zst_is_refused(tmp_path: Path) -> None:
     bomb.write_bytes(zstandard.ZstdCompressor(level=19).compress(b"0" * 50_000_000))
     assert bomb.stat().st_size < 10_000
     with pytest.raises(IngestError, match=r"decompresses to more than 1,000,000 bytes"):
-        read_compressed(bomb, limit=1_000_000)
+        read_bytes(bomb, bomb.name, max_bytes=1_000_000)
 
 
 def test_clusters_add_keeps_compression_and_delimiter_and_the_pipeline_reads_it_back(tmp_path: Path) -> None:

@@ -10,7 +10,7 @@ import pytest
 from pipelines.ingest.common import IngestError
 from pipelines.ingest.power_limit_profiles import profile_format, read_profile, read_zeus_json, read_zeus_log
 from pipelines.measure.harness import write_profile
-from pipelines.zeus.power_limit import Measurement
+from pipelines.zeus.limit_selectors import Measurement
 from tests.support.measured_profiles import GPU, profile_rows
 
 HEADER = "start_time,window_name,elapsed_time,gpu0_energy,gpu1_energy\n"

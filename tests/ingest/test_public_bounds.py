@@ -35,11 +35,37 @@ def test_a_header_over_one_mebibyte_is_the_same_bound_at_line_1() -> None:
     assert str(caught.value).startswith("summary_train.csv:1: a line longer than 1,048,576 bytes")
 
 
-def test_more_than_five_million_lines_stop_before_they_are_split() -> None:
-    """5,000,001 lines (a header and empty lines: 5 MB) pass the bound on rows by one."""
+def test_more_than_two_million_lines_stop_before_they_are_split() -> None:
+    """2,000,001 lines (a header and empty lines: 2 MB) pass the bound on rows of a table read whole by one
+    (``text_reader.TABLE_LIMITS``: with ``MAX_TABLE_BYTES``, what keeps its parse under 1.5 GB)."""
     with pytest.raises(IngestError) as caught:
-        ingest_bytes(HEADER + b"\n" * 5_000_001, TRAIN_SPEC, source_file="summary_train.csv")
-    assert str(caught.value) == "summary_train.csv: more than 5,000,000 lines (the bound on rows per file)"
+        ingest_bytes(HEADER + b"\n" * 2_000_001, TRAIN_SPEC, source_file="summary_train.csv")
+    assert str(caught.value) == "summary_train.csv: more than 2,000,000 lines (the bound on rows per file)"
+    assert ingest_bytes(HEADER + b"\n" * 2_000_000, TRAIN_SPEC, source_file="summary_train.csv").quarantine.height == 1_999_999
+
+
+def test_a_trace_folder_file_over_the_table_bound_is_refused_by_its_size(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``whatif --trace-dir`` and ``simulate`` read a user's summary_train.csv through the engine's one bounded read
+    (``text_reader.read_bytes``): a larger file is one line before a byte is read, compressed or not."""
+    import lzma
+
+    from pipelines.ingest import text_reader
+    from pipelines.ingest.zeus import read_train
+
+    monkeypatch.setattr(text_reader, "MAX_TABLE_BYTES", 1000)
+    path = tmp_path / "summary_train.csv"
+    path.write_bytes(HEADER + b"\n" + (ROW + b"\n") * 30)  # 83 + 1 + 30 x 48 = 1,524 bytes
+    with pytest.raises(IngestError) as caught:
+        read_train(path)
+    assert str(caught.value) == "summary_train.csv: larger than 1,000 bytes (the bound on a table read whole)"
+    packed = tmp_path / "summary_train.csv.xz"
+    packed.write_bytes(lzma.compress(path.read_bytes()))
+    with pytest.raises(IngestError) as caught:
+        read_train(packed)
+    assert str(caught.value).startswith("summary_train.csv.xz: decompresses to more than 1,000 bytes")
+    path.write_bytes(HEADER + b"\n" + (ROW + b"\n") * 10)
+    under = read_train(path)  # 563 bytes: under the bound, read as ever
+    assert (under.table.height, under.quarantine.height, under.lines_in) == (10, 0, 10)
 
 
 def test_a_series_line_over_64_kib_is_one_line_naming_it(tmp_path: Path) -> None:

@@ -15,7 +15,7 @@ import pytest
 
 from pipelines.home.paths import REPO_ROOT
 from pipelines.ingest import acme
-from pipelines.ingest.common import MAX_RAW_CHARS, IngestResult, TableSpec, ingest_bytes
+from pipelines.ingest.common import MAX_RAW_CHARS, IngestError, IngestResult, TableSpec, ingest_bytes
 from pipelines.ingest.itp import ITP_SPEC
 from pipelines.ingest.records import count_records
 
@@ -121,14 +121,33 @@ def test_extra_and_short_rows_that_balance_the_separator_count_are_both_caught()
 
 
 def test_a_huge_field_is_quarantined_and_stored_cut() -> None:
-    """500,000 characters: under the bound on one line (1 MiB; a longer line stops the read, ``test_public_bounds``)."""
-    job_id = "x" * 500_000
+    """60,000 characters: under the bound on one field (64 KiB), so the contract's bound on a name rejects it."""
+    job_id = "x" * 60_000
     result = itp(HEADER + b"a,1,2,3\n" + job_id.encode() + b",1,2,3\n")
     assert result.table["job_id"].to_list() == ["a"]
     row = result.quarantine.row(0, named=True)
     assert row["line"] == 3 and row["column"] == "job_id"
-    assert row["reason"].startswith("job_id: must have at most 256 characters (value xxx") and row["reason"].endswith(", 500000 characters)")
-    assert len(row["raw"]) < MAX_RAW_CHARS + 100 and row["raw"].endswith("(cut: the line has 500,006 bytes)")
+    assert row["reason"].startswith("job_id: must have at most 256 characters (value xxx") and row["reason"].endswith(", 60000 characters)")
+    assert len(row["raw"]) < MAX_RAW_CHARS + 100 and row["raw"].endswith("(cut: the line has 60,006 bytes)")
+
+
+def test_a_field_over_the_field_bound_is_quarantined_before_the_parse() -> None:
+    """500,000 characters: under the bound on one line (1 MiB; a longer line stops the read, ``test_public_bounds``) but over
+    the engine's bound on one field (64 KiB), as in an export: the line is withheld unparsed, its row names the column."""
+    job_id = "x" * 500_000
+    result = itp(HEADER + b"a,1,2,3\n" + job_id.encode() + b",1,2,3\nc,1,2,6\n")
+    assert result.table["job_id"].to_list() == ["a", "c"]
+    row = result.quarantine.row(0, named=True)
+    assert (row["line"], row["column"]) == (3, "job_id")
+    assert row["reason"] == "job_id: 500,000 bytes, more than 65,536 (the bound on one field; the line is not parsed)"
+    assert row["raw"] == "x" * MAX_RAW_CHARS + "… (cut: the line has 500,006 bytes)"
+    assert result.quarantine.height == 1 and result.unaccounted == 0
+
+
+def test_a_header_field_over_the_field_bound_stops_the_read() -> None:
+    with pytest.raises(IngestError) as caught:
+        itp(b"job_id,submission_time,duration,num_gpu," + b"h" * 70_000 + b"\na,1,2,3\n")
+    assert str(caught.value) == "cluster01.csv:1: column 'field 5': a header field of 70,000 bytes, more than 65,536 (the bound on one field)"
 
 
 class Pipe(dy.Schema):

@@ -82,7 +82,7 @@ GOOD_ENTRY = '{"power_limit": 300, "energy": 1.5, "time": 0.25}'
         ("[]", "cifar_a10.json:1:1: expected a non-empty object"),
         ("", "cifar_a10.json:1:1: the file is empty"),
         ('{"32": [' + GOOD_ENTRY + "]} []", "cifar_a10.json:1:61: invalid JSON: extra data after the top-level object"),
-        ("[" * 50, "nested deeper than 8 levels"),
+        ("[" * 50, "cifar_a10.json: JSON nested 50 levels deep, more than 32 (the bound on JSON depth)"),
     ],
 )
 def test_malformed_profiles_name_file_position_and_key(tmp_path: Path, text: str, message: str) -> None:
@@ -109,7 +109,7 @@ def test_position_points_at_the_bad_value(tmp_path: Path) -> None:
 
 
 def test_unreadable_and_misnamed_files(tmp_path: Path) -> None:
-    with pytest.raises(ProfileFormatError, match=r"cifar_a10.json: cannot read"):
+    with pytest.raises(ProfileFormatError, match=r"^cifar_a10.json: unreadable file: \[Errno 2\]"):
         read_profile(tmp_path / "cifar_a10.json")
     (tmp_path / "profile.json").write_text("{}")
     with pytest.raises(ProfileFormatError, match="file name is not <workload>_<gpu>.json"):
@@ -126,3 +126,24 @@ def test_explicit_names_and_duplicates(tmp_path: Path) -> None:
     (tmp_path / "sub" / "cifar_a10.json").write_text('{"32": [' + GOOD_ENTRY + "]}")
     with pytest.raises(ProfileFormatError, match="a second profile for workload 'cifar100' on GPU 'a10'"):
         read_profiles([tmp_path / "cifar_a10.json", tmp_path / "sub" / "cifar_a10.json"])
+
+
+def test_a_profile_over_the_json_bound_is_one_line_and_one_quarantine_row(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Zeus² profiles are read under the one bound on a JSON document (``bounded_json``): a larger file is refused by its
+    size before a byte is read, and the folder's ingest keeps it as one quarantine row with its first line."""
+    from pipelines.ingest import bounded_json
+    from pipelines.ingest.zeus2 import ingest_profile_folder
+
+    monkeypatch.setattr(bounded_json, "MAX_JSON_BYTES", 1000)
+    text = '{"32": [' + ", ".join([GOOD_ENTRY.replace("300", str(100 + i)) for i in range(20)]) + "]}"
+    assert len(text) > 1000
+    (tmp_path / "cifar_a10.json").write_text(text)
+    with pytest.raises(ProfileFormatError) as caught:
+        read_profile(tmp_path / "cifar_a10.json")
+    assert str(caught.value) == "cifar_a10.json: larger than 1,000 bytes (the bound on a Zeus² profile)"
+    result = ingest_profile_folder(tmp_path, ["cifar_a10.json"])
+    assert result.table.height == 0
+    row = result.quarantine.row(0, named=True)
+    assert (row["source_file"], row["line"], row["reason"]) == (f"{tmp_path.name}/cifar_a10.json", 1,
+                                                                 "larger than 1,000 bytes (the bound on a Zeus² profile)")
+    assert row["raw"] == text[:2000]

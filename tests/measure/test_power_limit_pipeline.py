@@ -15,7 +15,7 @@ from pipelines.ingest.power_limit_profiles import read_power_limit_profiles, rea
 from pipelines.ingest.zeus import measured_csvs, read_measured
 from pipelines.measure.harness import write_profile
 from pipelines.measure.zeus_json import write_zeus_profiles
-from pipelines.zeus.power_limit import Selector, choose
+from pipelines.zeus.limit_selectors import Selector, choose
 from tests.support.materialize import Homes, Step
 from tests.support.measured_profiles import profile_rows
 

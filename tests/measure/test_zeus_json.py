@@ -13,10 +13,10 @@ from pipelines.cli.measure import cli as measure
 from pipelines.ingest.power_limit_profiles import read_profile, read_zeus_json
 from pipelines.measure.harness import ProfileResult, write_profile
 from pipelines.measure.zeus_json import write_zeus_profiles, zeus_profiles
-from pipelines.zeus.power_limit import Selector, choose
+from pipelines.zeus.limit_selectors import Selector, choose
 from tests.support.measured_profiles import BATCH_SIZES, LIMITS_W, profile_rows, time_only_rows
 from tests.support.zeus_plo import load_profile
-from tests.zeus.test_power_limit import every_selector, zeus_selector
+from tests.zeus.test_limit_selectors import every_selector, zeus_selector
 
 
 def test_zeus_loads_each_batch_size_and_chooses_as_we_do(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

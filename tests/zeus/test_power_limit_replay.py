@@ -9,10 +9,10 @@ import polars as pl
 import pytest
 
 from pipelines.ingest.power_limit_profiles import read_zeus_log
-from pipelines.zeus.power_limit import Measurement, Selector, choose
+from pipelines.zeus.limit_selectors import Measurement, Selector, choose
 from pipelines.zeus.power_limit_replay import replay_power_limit_only
 from tests.support.zeus_plo import job_limits
-from tests.zeus.test_power_limit import zeus_selector
+from tests.zeus.test_limit_selectors import zeus_selector
 
 # ZeusCost (eta 0.5, 1 GPU, MaxPower 300 W): 3000, 2650 and 3000 J: 250 W is chosen
 PROFILE = [Measurement(300, 3000.0, 10.0), Measurement(250, 2000.0, 11.0), Measurement(200, 1800.0, 14.0)]

@@ -12,7 +12,7 @@ profile wins, as Python's ``min`` does there):
 - ``max-slowdown`` (``MaxSlowdownConstraint(f)``): the lowest limit whose T is at most f x the T at
   the highest limit.
 
-Plain Python, no zeus import (``tests/zeus/test_power_limit.py`` checks every selector against zeus).
+Plain Python, no zeus import (``tests/zeus/test_limit_selectors.py`` checks every selector against zeus).
 """
 
 from __future__ import annotations

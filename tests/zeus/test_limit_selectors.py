@@ -17,7 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pipelines.ingest.power_limit_profiles import read_zeus_json, read_zeus_log
-from pipelines.zeus.power_limit import Measurement, Selector, choose
+from pipelines.zeus.limit_selectors import Measurement, Selector, choose
 from tests.support.zeus_plo import jit_profile, load_profile
 
 ETAS = [0.0, 0.25, 0.5, 0.75, 1.0]
