@@ -60,7 +60,7 @@ POWER_LIMIT_ONLY = "power-limit-only"
 class PowerLimitOnly:
     """A GPU whose jobs replay power-limit-only on a measured profile, as Zeus's GlobalPowerLimitOptimizer runs them.
 
-    ``measurements``: one profiling window per limit (``pipelines.zeus.power_limit``), from Zeus's
+    ``measurements``: one profiling window per limit (``pipelines.zeus.limit_selectors``), from Zeus's
     profile JSON, a ZeusMonitor log or a ``measure profile`` CSV; ``world_size``: the GPUs their
     energy sums (a JSON does not say: 1 is assumed, ``assumed_world_size``); ``source``: the file.
     """
