@@ -34,7 +34,7 @@ from typing import Any
 import polars as pl
 
 from pipelines.clusters import tracefiles
-from pipelines.clusters.mapping import own_group
+from pipelines.clusters.mapping import group_partition, own_group
 from pipelines.home import cache
 from pipelines.ingest.common import IngestError
 from pipelines.ingest.own_cluster import OwnTraceResult, TraceCounts
@@ -88,8 +88,8 @@ def partitions_for(allocations: int) -> int:
 
 
 def partition_of(table: pl.DataFrame, partitions: int) -> pl.Expr:
-    """Each row's partition: its recurring group's hash (``mapping.own_group``) mod ``partitions``."""
-    return (own_group(table).hash(seed=0) % partitions).cast(pl.Int64)
+    """Each row's partition: its recurring group's (``mapping.own_group``, ``mapping.group_partition``)."""
+    return group_partition(own_group(table), partitions)
 
 
 def _partitions(count: int) -> str:

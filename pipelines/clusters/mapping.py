@@ -178,6 +178,13 @@ def own_group(jobs: pl.DataFrame) -> pl.Expr:
     return pl.when(named).then(pl.format("{}/{}/{}gpu", "user", "job_name", "num_gpus")).otherwise(by_size)
 
 
+def group_partition(group: pl.Expr, partitions: int) -> pl.Expr:
+    """The partition of a recurring group named ``group`` (``own_group``): its hash mod ``partitions``, an Int64 in
+    [0, partitions). The kept parse's partitions (``kept.partition_of``) and the replay's (``replayed.row_jobs``) are these,
+    so a group is never split and lies in the same partition in both."""
+    return (group.hash(seed=0) % partitions).cast(pl.Int64)
+
+
 def own_keyed(jobs: pl.DataFrame, trace: str) -> pl.DataFrame:
     """One user trace's replay candidates with their group, cluster, times (s since 1970 UTC) and num_gpu; no workload yet."""
     completed = jobs.filter((pl.col("trace") == trace) & replayable())  # one filter: one copy of the rows kept

@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from pipelines.clusters import analogues, anchoring, capacity, coverage, mapping, standins
+from pipelines.clusters import analogues, anchoring, capacity, coverage, kept, mapping, standins
 from pipelines.clusters.power import POWER_SCHEMA
 from pipelines.clusters.profiles import POWER_LIMIT_ONLY, UNTYPED, Profiles
 from pipelines.clusters.samples import FLEET, FLEET_TOTALS, INTERVAL_PCT, Plan, Row, run_draws, spread
@@ -190,7 +190,7 @@ def _plan(result: OwnTraceResult, keyed: pl.DataFrame, profiles: Profiles,
         if rate is not None and not options.fill:
             _check_covered(rate, option, rows)
     return (Plan(result.trace, slim, mode == AS_EXPORTED, options, measured, sizes, idle_w, whole, converged=converged, grid=grid,
-                 prices=prices),
+                 prices=prices, partitions=kept.partitions_for(result.counts.allocations)),
             records, mode)
 
 
