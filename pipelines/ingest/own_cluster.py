@@ -42,10 +42,13 @@ from __future__ import annotations
 
 import csv
 import io
+import tempfile
 import zoneinfo
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from types import TracebackType
 from typing import Literal
 
 import numpy as np
@@ -319,16 +322,72 @@ def _later_duplicates(keys: pl.DataFrame, column: str) -> tuple[pl.Series | None
     return later, rejected
 
 
-def _batches(parts: list[pl.DataFrame], later: pl.Series | None, rows: int) -> Iterator[pl.DataFrame]:
-    """The rows of ``parts`` (in order; but where ``later`` holds, if given) in batches of ``rows`` rows (the last shorter),
-    each one chunk. ``parts`` is emptied as its frames are taken, so that none outlives its rows' batch."""
+class Spill:
+    """A parse's typed rows held on disk until ``finish`` checks them, rather than in memory: one Parquet file per block
+    (``add``), in a temporary folder (``$TMPDIR``) removed on ``close`` (the parse's ``with``). ``finish`` reads one block back
+    at a time (``frames``), so the typed rows of the whole file (all the contract's columns, wider than the table whatif
+    keeps) never exist in memory at once. Parquet keeps every dtype and value, so the rows read back are those written."""
+
+    def __init__(self) -> None:
+        self._folder = tempfile.TemporaryDirectory(prefix="gpu-energy-parse-")
+        self._files: list[Path] = []
+        self._beside: pl.DataFrame | None = None
+
+    def __enter__(self) -> Spill:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._folder.cleanup()
+
+    def __len__(self) -> int:
+        return len(self._files)
+
+    def add(self, frame: pl.DataFrame) -> None:
+        """Keep ``frame`` (a block's typed rows) as the next block."""
+        path = Path(self._folder.name) / f"{len(self._files):06d}.parquet"
+        frame.write_parquet(path, compression="lz4", statistics=False)
+        self._files.append(path)
+
+    def columns(self, *names: str) -> pl.DataFrame:
+        """Only ``names`` of every block's rows, in order."""
+        return pl.concat([pl.read_parquet(f, columns=list(names)) for f in self._files], how="vertical")
+
+    def beside(self, columns: pl.DataFrame) -> None:
+        """Columns to put beside the rows as ``frames`` reads them back (one row of ``columns`` per row, in order)."""
+        self._beside = columns
+
+    def frames(self) -> Iterator[pl.DataFrame]:
+        """Each block's rows in order (with the ``beside`` columns), each file removed once read."""
+        offset = 0
+        for path in self._files:
+            frame = pl.read_parquet(path)
+            path.unlink()
+            if self._beside is not None:
+                frame = frame.hstack(self._beside.slice(offset, frame.height))
+            offset += frame.height
+            yield frame
+        self._files = []
+
+
+def _taken(parts: list[pl.DataFrame]) -> Iterator[pl.DataFrame]:
+    """The frames of ``parts`` in order, the list emptied as they are taken (none held past its use)."""
     parts.reverse()  # popped from the end: the first part first
+    while parts:
+        yield parts.pop()
+
+
+def _batches(parts: Iterator[pl.DataFrame], later: pl.Series | None, rows: int) -> Iterator[pl.DataFrame]:
+    """The rows of ``parts`` (in order; but where ``later`` holds, if given) in batches of ``rows`` rows (the last shorter),
+    each one chunk; ``parts`` yields each frame once, so that none outlives its rows' batch."""
     pending: list[pl.DataFrame] = []
     held = offset = 0
-    while parts:
-        part = parts.pop()
-        if later is not None:
-            part, offset = part.filter(~later.slice(offset, part.height)), offset + part.height
+    for frame in parts:
+        part = frame if later is None else frame.filter(~later.slice(offset, frame.height))
+        offset += frame.height
+        del frame
         pending.append(part)
         held += part.height
         while held >= rows:
@@ -347,7 +406,7 @@ def finish(
     source: Source,
     fmt: str,
     timezone: str,
-    parts: list[pl.DataFrame],
+    parts: list[pl.DataFrame] | Spill,
     rejected: Sequence[pl.DataFrame],
     header_lines: int,
     steps_skipped: int,
@@ -358,23 +417,26 @@ def finish(
     """Typed allocation rows (the contract's columns but trace/category/line, plus ``_line``; after ``prepare``, applied to
     batches of rows, if given), block by block -> the result.
 
-    ``parts`` (the blocks' typed rows, in file order) is emptied as they are checked: each block is
-    freed once its rows are, so the typed rows and the table never both exist whole (the caller keeps
-    no other reference). ``source`` has been read to the end (its line count and sha256 are known).
+    ``parts`` (the blocks' typed rows, in file order: a list, or a ``Spill`` on disk) is emptied as
+    they are checked: each block is freed once its rows are, so the typed rows and the table never
+    both exist whole (the caller keeps no other reference). ``source`` has been read to the end (its line count and sha256 are known).
     Moves later duplicates of a job id and rows failing the contract to the quarantine, adds
     ``trace``, ``line`` and ``category``, reads back the raw text of rows rejected after their line
     was split, sorts both tables by line, and counts. ``columns``: the table's columns (default: all
     the contract's); the counts are of every row whichever are kept. Raises ``IngestError`` if the
     lines do not add up (a parser bug, never the file's fault).
     """
-    keys = pl.concat([part.select("job_id", LINE) for part in parts], how="vertical_relaxed") if parts else None
+    if isinstance(parts, Spill):
+        keys = parts.columns("job_id", LINE) if len(parts) else None
+    else:
+        keys = pl.concat([part.select("job_id", LINE) for part in parts], how="vertical_relaxed") if parts else None
     later, duplicates = _later_duplicates(keys, "JobID" if fmt == "sacct" else "job_id") if keys is not None else (None, empty_rejected())
     del keys
     kept = list(TABLE_SCHEMA if columns is None else columns)
     # The contract's rules are checked a batch of rows at a time (the keys are distinct by now), so that their
     # intermediate columns never exist for the whole table at once.
     goods, faileds, tallies, pending = [], [], [], []
-    for part in _batches(parts, later, VALIDATE_ROWS):
+    for part in _batches(parts.frames() if isinstance(parts, Spill) else _taken(parts), later, VALIDATE_ROWS):
         rows = (prepare(part) if prepare is not None else part).with_columns(
             pl.lit(trace).alias("trace"), category().alias("category"), pl.col(LINE).alias("line"))
         del part
