@@ -7,7 +7,8 @@ changed file or another reading is another entry. It holds:
 
 * ``rows.parquet``: the table's rows (the columns read, ``line`` among them) in file order, each with its
   ``partition``: ``hash(recurring group) mod partitions`` (the group of ``mapping.own_group``), so a group never
-  spans two partitions (``partition`` reads one: a filter of the file, streamed);
+  spans two partitions (``partition`` reads one: a filter of the file, streamed); the draws replay a row's groups by
+  these partitions (``mapping.group_partition``, ``replayed.replay_partitions``);
 * ``quarantine.parquet``: the quarantined rows, as the read made them;
 * ``meta.json``: the reading, the counts (``TraceCounts``), the partitions and when the file was parsed (UTC).
 
