@@ -9,7 +9,7 @@ and the stage's peak (``VmHWM``, reset before each stage by writing 5 to ``/proc
 3. shared: ``samples.shared_by_draws``: each row's jobs in replay order (``replayed.RowJobs``) and the workload tables;
 4. draw 0: ``samples.run_draw`` (its peak is the replay's arrays and the power bins), and the sizes of one replay's runs.
 
-Usage: ``.venv/bin/python bench/profile_whatif_memory.py EXPORT [--max-rows N]``.
+Usage: ``.venv/bin/python bench/profile_whatif_memory.py EXPORT [--max-rows N] [--partitions N]``.
 """
 
 from __future__ import annotations
@@ -70,6 +70,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("export", type=Path)
     parser.add_argument("--max-rows", type=int, default=100_000_000)
+    parser.add_argument("--partitions", type=int, default=None, help="Replay in this many partitions (default: the plan's).")
     args = parser.parse_args()
     print(f"start    rss {_status('VmRSS'):.3f} GB", flush=True)
 
@@ -95,6 +96,8 @@ def main() -> None:
     _reset_peak()
     t = time.perf_counter()
     plan = ready.plan if ready.plan.engine else samples.replace(ready.plan, engine=samples.engine_for(ready.plan, options.samples))
+    plan = plan if args.partitions is None else samples.replace(plan, partitions=args.partitions)
+    print(f"         {plan.partitions} partition(s)", flush=True)
     shared = samples.shared_by_draws(plan, traces)
     _report("shared", t, {"row jobs": sum(_nbytes(r) for r in shared.rows if r is not None)})
 

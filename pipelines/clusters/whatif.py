@@ -38,6 +38,7 @@ from pipelines.clusters.samples import FLEET, FLEET_TOTALS, INTERVAL_PCT, Plan, 
 from pipelines.clusters.whatif_knobs import AS_EXPORTED, EVERY_GPU, METER_GPU, GpuMode, Options
 from pipelines.contracts.base import polars_schema
 from pipelines.contracts.owncluster import SUMMARY_FIGURES, OwnClusterSummary
+from pipelines.ingest import own_cluster
 from pipelines.ingest.common import empty_quarantine
 from pipelines.ingest.compressed import uncompressed_name
 from pipelines.ingest.grid import Rate
@@ -105,8 +106,7 @@ def gpu_mode(table: pl.DataFrame, options: Options) -> GpuMode:
         return AS_EXPORTED
     if options.gpus:
         return EVERY_GPU
-    typed = mapping.own_replay_candidates(table.select("category", "state", "start_time", "end_time", "gpu_type")).filter(
-        pl.col("gpu_type").is_not_null()).height
+    typed = table.lazy().filter(own_cluster.replayable() & pl.col("gpu_type").is_not_null()).select(pl.len()).collect().item()
     return AS_EXPORTED if typed else EVERY_GPU
 
 
@@ -465,15 +465,17 @@ def _medians(per_draw: Sequence[dict[str, float | None]]) -> dict[str, Any]:
 # counts and the measured energy
 
 
-def _by_state(frame: pl.DataFrame) -> dict[str, int]:
-    return dict(frame.group_by("state").len().sort("len", "state", descending=[True, False]).iter_rows())
+def _by_state(frame: pl.LazyFrame) -> dict[str, int]:
+    return dict(frame.group_by("state").len().sort("len", "state", descending=[True, False]).collect().iter_rows())
 
 
 def _counts(result: OwnTraceResult, replayed: int, groups: int, named: int) -> dict[str, Any]:
     c = result.counts
-    table = result.table.select("category", "state", "start_time", "end_time", "gpu_type")
+    # lazily: each count filters only the columns it reads (a filtered copy of the table's rows, on 12M lines, held
+    # 0.45 GB more at the peak)
+    table = result.table.lazy()
     gpu = table.filter(pl.col("category") == "gpu")
-    zero_length = gpu.filter((pl.col("state") == "COMPLETED") & (pl.col("end_time") <= pl.col("start_time"))).height
+    zero_length = gpu.select(((pl.col("state") == "COMPLETED") & (pl.col("end_time") <= pl.col("start_time"))).sum()).collect().item()
     not_replayed = _by_state(gpu.filter(pl.col("state") != "COMPLETED"))
     if zero_length:
         not_replayed["COMPLETED, zero length"] = zero_length
@@ -497,15 +499,15 @@ def _counts(result: OwnTraceResult, replayed: int, groups: int, named: int) -> d
         "recurring_groups": groups,
         "jobs_grouped_by_user_and_name": named,
         "gpu_allocations_by_type": dict(gpu.group_by(pl.col("gpu_type").fill_null(UNTYPED)).len()
-                                        .sort("len", "gpu_type", descending=[True, False]).iter_rows()),
+                                        .sort("len", "gpu_type", descending=[True, False]).collect().iter_rows()),
     }
 
 
 def _energy_accounting(result: OwnTraceResult) -> dict[str, Any]:
     """What the export says about measured energy, over all allocations and over the jobs replayed."""
     c = result.counts
-    replayed = mapping.own_replay_candidates(result.table.select("category", "state", "start_time", "end_time", "energy_status"))
-    status = dict(replayed.group_by("energy_status").len().iter_rows())
+    replayed = result.table.lazy().filter(own_cluster.replayable())  # lazily, as ``_counts``
+    status = dict(replayed.group_by("energy_status").len().collect().iter_rows())
     out = {"source": c.energy_source, "zero_allocations": c.zero_energy_allocations, "measured_allocations": c.measured_energy_allocations,
            "replayed_jobs_measured": status.get("measured", 0), "replayed_jobs_zero": status.get("zero", 0)}
     if c.energy_source is None:
