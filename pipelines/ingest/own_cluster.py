@@ -2,7 +2,8 @@
 
 A file is read in bounded blocks of whole lines by the reader engine (``pipelines.ingest.text_reader``), so memory
 stays bounded for exports of millions of lines; every block is split into lines and fields with polars string operations
-(no Python loop per line). Each line ends in exactly one of: the header, an allocation row
+(no Python loop per line); a block's typed rows wait on disk (``Spill``) until ``finish`` checks them a block at a time,
+so the whole file's typed rows are never held in memory. Each line ends in exactly one of: the header, an allocation row
 (``own_cluster_jobs``), a skipped step (sacct only) or ``quarantine/own_cluster_jobs_bad_rows``:
 
     lines = header_lines + allocations + steps_skipped + quarantined
@@ -372,13 +373,6 @@ class Spill:
         self._files = []
 
 
-def _taken(parts: list[pl.DataFrame]) -> Iterator[pl.DataFrame]:
-    """The frames of ``parts`` in order, the list emptied as they are taken (none held past its use)."""
-    parts.reverse()  # popped from the end: the first part first
-    while parts:
-        yield parts.pop()
-
-
 def _batches(parts: Iterator[pl.DataFrame], later: pl.Series | None, rows: int) -> Iterator[pl.DataFrame]:
     """The rows of ``parts`` (in order; but where ``later`` holds, if given) in batches of ``rows`` rows (the last shorter),
     each one chunk; ``parts`` yields each frame once, so that none outlives its rows' batch."""
@@ -406,7 +400,7 @@ def finish(
     source: Source,
     fmt: str,
     timezone: str,
-    parts: list[pl.DataFrame] | Spill,
+    parts: Spill,
     rejected: Sequence[pl.DataFrame],
     header_lines: int,
     steps_skipped: int,
@@ -417,26 +411,23 @@ def finish(
     """Typed allocation rows (the contract's columns but trace/category/line, plus ``_line``; after ``prepare``, applied to
     batches of rows, if given), block by block -> the result.
 
-    ``parts`` (the blocks' typed rows, in file order: a list, or a ``Spill`` on disk) is emptied as
+    ``parts`` (the blocks' typed rows, in file order, on disk) is read back a block at a time as
     they are checked: each block is freed once its rows are, so the typed rows and the table never
-    both exist whole (the caller keeps no other reference). ``source`` has been read to the end (its line count and sha256 are known).
+    both exist whole. ``source`` has been read to the end (its line count and sha256 are known).
     Moves later duplicates of a job id and rows failing the contract to the quarantine, adds
     ``trace``, ``line`` and ``category``, reads back the raw text of rows rejected after their line
     was split, sorts both tables by line, and counts. ``columns``: the table's columns (default: all
     the contract's); the counts are of every row whichever are kept. Raises ``IngestError`` if the
     lines do not add up (a parser bug, never the file's fault).
     """
-    if isinstance(parts, Spill):
-        keys = parts.columns("job_id", LINE) if len(parts) else None
-    else:
-        keys = pl.concat([part.select("job_id", LINE) for part in parts], how="vertical_relaxed") if parts else None
+    keys = parts.columns("job_id", LINE) if len(parts) else None
     later, duplicates = _later_duplicates(keys, "JobID" if fmt == "sacct" else "job_id") if keys is not None else (None, empty_rejected())
     del keys
     kept = list(TABLE_SCHEMA if columns is None else columns)
     # The contract's rules are checked a batch of rows at a time (the keys are distinct by now), so that their
     # intermediate columns never exist for the whole table at once.
     goods, faileds, tallies, pending = [], [], [], []
-    for part in _batches(parts.frames() if isinstance(parts, Spill) else _taken(parts), later, VALIDATE_ROWS):
+    for part in _batches(parts.frames(), later, VALIDATE_ROWS):
         rows = (prepare(part) if prepare is not None else part).with_columns(
             pl.lit(trace).alias("trace"), category().alias("category"), pl.col(LINE).alias("line"))
         del part

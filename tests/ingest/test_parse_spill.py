@@ -1,5 +1,5 @@
-"""The sacct parse's typed rows wait on disk (``own_cluster.Spill``, issue 56): read back as written, with the steps' columns
-beside them, and the temporary folder gone after the parse, whether it succeeded or failed."""
+"""The parse's typed rows wait on disk (``own_cluster.Spill``, issue 56): read back as written, with the steps' columns
+beside them, and the temporary folder gone after the parse (sacct or job log), whether it succeeded or failed."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from polars.testing import assert_frame_equal
 
 from pipelines.ingest import slurm
 from pipelines.ingest.common import IngestError
+from pipelines.ingest.joblog import read_joblog
 from pipelines.ingest.own_cluster import Spill
 from pipelines.ingest.slurm import read_sacct
 from tests.support.sacct_export import write_export
@@ -69,3 +70,23 @@ def test_the_parse_leaves_no_spill_behind_when_it_succeeds_or_fails(tmp_path: Pa
     with pytest.raises(IngestError, match="the finish failed"):
         read_sacct(export, trace="lab", source_file=str(export), digest=False)
     assert seen == [1] and not list(scratch.iterdir())
+
+
+def test_a_job_log_is_spilled_and_cleaned_up_too(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    text = "job_id,submit_time,start_time,end_time,num_gpus,state,user,name,gpu_type\n" + "".join(
+        f"{i},2026-01-01T00:00:00Z,2026-01-01T01:00:00Z,2026-01-01T0{2 + i % 5}:00:00Z,{1 + i % 4},COMPLETED,u{i % 3},n{i % 2},a100\n"
+        for i in range(40))
+    added: list[int] = []
+    real = Spill.add
+
+    def add(self: Spill, frame: pl.DataFrame) -> None:
+        added.append(frame.height)
+        real(self, frame)
+
+    monkeypatch.setattr(Spill, "add", add)
+    result = read_joblog(text.encode(), trace="k8s", source_file="k8s.csv", timezone="UTC")
+    assert sum(added) == 40  # every typed row went through the spill
+    assert result.table.height == 40 and result.table["num_gpus"].sum() == sum(1 + i % 4 for i in range(40))
+    assert result.table["job_id"].to_list() == [str(i) for i in range(40)]
+    assert not list(tmp_path.iterdir())
