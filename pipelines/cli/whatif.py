@@ -226,13 +226,10 @@ def cli(
                                       root=None if no_cache else cache.root(home), digest=html_file is not None)
         if kept_line is not None:
             kept_lines.append(f"[whatif] {kept_line}")
-        traces, origin = resolve_traces(trace_dir, home, published)
-        missing = [p for p in profile_files if not p.is_file()]
-        if missing:
-            fail(f"--profiles {missing[0]}: no such file")
-        profiles = with_measured(traces, profile_files, ProjectPaths(home).raw / "measured").with_power_limit(
-            power_limit_profiles([spec for spec in profile_specs if "=" in spec]))
-        return whatif_report.replayable(result, profiles, options), profiles, result.sha256, origin
+        profiles, origin = _profiles(trace_dir, home, published, profile_files, profile_specs)
+        sha256, handed = result.sha256, [result]
+        del result  # handed over: replayable frees the table once it has read it, before the plan's copies of the jobs
+        return whatif_report.replayable(handed.pop(), profiles, options), profiles, sha256, origin
 
     try:
         reading = beside(read, overlap=resolve_scheduler(scheduler) == LOCAL)  # the export is read while a LocalCluster starts
@@ -252,6 +249,19 @@ def cli(
         if figure_stack is not None:
             figure_stack.result()
         _write_html(html_out, file, sha256, report, power, grid)
+
+
+def _profiles(trace_dir: Path | None, home: Path, published: list[str], profile_files: list[Path],
+              profile_specs: tuple[str, ...]) -> tuple[Profiles, str]:
+    """(the profiles whatif replays on: the published ones, the measured ones, ``--profiles`` files and power-limit-only ones;
+    where the published traces came from)."""
+    traces, origin = resolve_traces(trace_dir, home, published)
+    missing = [p for p in profile_files if not p.is_file()]
+    if missing:
+        fail(f"--profiles {missing[0]}: no such file")
+    profiles = with_measured(traces, profile_files, ProjectPaths(home).raw / "measured").with_power_limit(
+        power_limit_profiles([spec for spec in profile_specs if "=" in spec]))
+    return profiles, origin
 
 
 def _check_files(file: Path, profile_specs: tuple[str, ...], html_file: str | None, other_inputs: tuple[Path | None, ...],
