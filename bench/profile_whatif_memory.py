@@ -9,7 +9,10 @@ and the stage's peak (``VmHWM``, reset before each stage by writing 5 to ``/proc
 3. shared: ``samples.shared_by_draws``: each row's jobs in replay order (``replayed.RowJobs``) and the workload tables;
 4. draw 0: ``samples.run_draw`` (its peak is the replay's arrays and the power bins), and the sizes of one replay's runs.
 
-Usage: ``.venv/bin/python bench/profile_whatif_memory.py EXPORT [--max-rows N] [--partitions N]``.
+With ``--kept FOLDER`` (an entry of the data home's ``cache/whatif/``: a second run's case) stage 1 loads the kept parse
+(``kept.load``) instead of reading the export.
+
+Usage: ``.venv/bin/python bench/profile_whatif_memory.py EXPORT [--max-rows N] [--partitions N] [--kept FOLDER]``.
 """
 
 from __future__ import annotations
@@ -26,8 +29,9 @@ import polars as pl
 
 sys.path[:0] = [str(Path(__file__).resolve().parent.parent)]
 
-from pipelines.clusters import samples, tracefiles, whatif  # noqa: E402 - after the repository is put on sys.path
+from pipelines.clusters import kept, samples, tracefiles, whatif  # noqa: E402 - after the repository is put on sys.path
 from pipelines.clusters.profiles import with_measured  # noqa: E402
+from pipelines.home import cache  # noqa: E402
 from pipelines.home.paths import ProjectPaths, find_home  # noqa: E402
 from pipelines.ingest.simulator_inputs import resolve_traces  # noqa: E402
 from pipelines.ingest.text_reader import ReadLimits  # noqa: E402
@@ -71,15 +75,23 @@ def main() -> None:
     parser.add_argument("export", type=Path)
     parser.add_argument("--max-rows", type=int, default=100_000_000)
     parser.add_argument("--partitions", type=int, default=None, help="Replay in this many partitions (default: the plan's).")
+    parser.add_argument("--kept", type=Path, default=None, help="Load this kept parse (a cache/whatif/ entry) instead of parsing.")
     args = parser.parse_args()
     print(f"start    rss {_status('VmRSS'):.3f} GB", flush=True)
 
     _reset_peak()
     t = time.perf_counter()
-    result = tracefiles.read_trace(args.export, whatif.trace_name_for(args.export), tracefiles.format_of(args.export, None), "UTC",
-                                   None, source_file=str(args.export), digest=False, columns=whatif.REPORT_COLUMNS,
-                                   limits=ReadLimits(rows=args.max_rows))
-    _report("parse", t, {"table": result.table.estimated_size(), "quarantine": result.quarantine.estimated_size()})
+    entry = None if args.kept is None else cache.load(args.kept)
+    if args.kept is not None and entry is None:
+        parser.error(f"{args.kept}: not a kept parse")
+    if entry is not None:
+        result = kept.load(entry, str(args.export), "")
+    else:
+        result = tracefiles.read_trace(args.export, whatif.trace_name_for(args.export), tracefiles.format_of(args.export, None), "UTC",
+                                       None, source_file=str(args.export), digest=False, columns=whatif.REPORT_COLUMNS,
+                                       limits=ReadLimits(rows=args.max_rows))
+    _report("load" if entry is not None else "parse", t,
+            {"table": result.table.estimated_size(), "quarantine": result.quarantine.estimated_size()})
     print(f"         {result.counts.lines:,} lines, {result.counts.allocations:,} allocations", flush=True)
 
     _reset_peak()
@@ -88,8 +100,9 @@ def main() -> None:
     traces, _ = resolve_traces(None, home, list(PAPER_ORDER))
     profiles = with_measured(traces, (), ProjectPaths(home).raw / "measured")
     options = whatif.Options()
-    ready = whatif.replayable(result, profiles, options)
-    del result
+    handed = [result]
+    del result  # handed over as the CLI does: replayable frees the table before the plan's copies
+    ready = whatif.replayable(handed.pop(), profiles, options)
     plan = ready.plan
     _report("plan", t, {"rows' jobs": sum(r.jobs.estimated_size() for r in plan.rows), "measured": plan.measured.estimated_size()})
 
