@@ -57,6 +57,7 @@ from pipelines.ingest.own_cluster import (
     csv_rows,
     energy_columns,
     finish,
+    held_rejected,
     length_checks,
     normalised_state,
     quoted,
@@ -276,6 +277,6 @@ def _read(reader: Source, source_file: str, trace: str, timezone: str, columns: 
             block_typed, block_bad = _typed(text, index, timezone)
             typed_parts.add(block_typed)
             del text, block_typed
-            rejected += [bad, block_bad]
+            rejected += [held_rejected(bad), held_rejected(block_bad)]
         return finish(trace=trace, source=reader, fmt="csv", timezone=timezone, parts=typed_parts, rejected=rejected, header_lines=1,
                       steps_skipped=0, energy_source="energy_j" if "energy_j" in index else None, columns=columns)

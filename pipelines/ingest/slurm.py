@@ -71,6 +71,7 @@ from pipelines.ingest.own_cluster import (
     check_timezone,
     energy_columns,
     finish,
+    held_rejected,
     length_checks,
     normalised_state,
     quoted,
@@ -597,7 +598,7 @@ def _read(reader: Source, source_file: str, trace: str, timezone: str, fields: S
             alloc_energy = alloc_energy or bool(block_typed["_alloc_energy"].any())
             typed_parts.add(block_typed)
             del text, block_typed
-            rejected += [bad, block_bad]
+            rejected += [held_rejected(bad), held_rejected(block_bad)]
             steps += block_steps
             if (usage := _step_usage(step_rows)) is not None:
                 usage_parts.append(usage)
