@@ -218,8 +218,8 @@ def cli(
     published = [g for g in (*named, options.fallback_gpu) if g in PAPER_ORDER]
     kept_lines: list[str] = []  # said once the report is made: a run that fails says one line, its error
     def read() -> tuple[whatif_report.Replayable, Profiles, str | None, str]:
-        # only the columns the report reads are kept (the full table never exists); the table is freed on return: the
-        # draws need only the plan
+        # only the columns the report reads are kept (the full table never exists); replayable frees the table before
+        # its plan: the draws need only the plan
         limits = read_limits(max_rows, max_line_bytes, max_bytes)
         how = kept.reading(whatif_report.trace_name_for(file), file_format, timezone, field_list, delimiter, whatif_report.REPORT_COLUMNS, limits)
         result, kept_line = kept.read(file, how, source_file=str(file), limits=limits, progress=_read_bar(options.progress),
