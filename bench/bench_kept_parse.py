@@ -10,7 +10,9 @@ copy's jobs or groups are another's. Then, each in a child process (wall time, p
    ``--eta-knob 0.3`` (the parse reused): wall time and peak RSS of each, and the second's ratio to the first;
 3. on the smallest: ``whatif --scheduler local`` against ``--scheduler none`` (the parse reused by both): the ratio.
 
-The machine may be shared: the numbers are one run's, printed as they come.
+The machine may be shared: the numbers are one run's, printed as they come. The copies are written by a child process:
+a child's peak RSS (``wait4``'s ``ru_maxrss``) starts from its parent's high-water mark (Linux keeps it across fork and
+exec), so had this process grown to write them, every child measured after would report at least that peak.
 
 Usage: ``.venv/bin/python bench/bench_kept_parse.py [--base N] [--copies K,K,...] [--dir FOLDER]`` (default 250,000
 allocations, copies 1,5,15: about 0.8M, 4M and 12M lines).
@@ -21,6 +23,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -100,7 +103,11 @@ def main() -> None:
     parser.add_argument("--base", type=int, default=250_000)
     parser.add_argument("--copies", default="1,5,15")
     parser.add_argument("--dir", type=Path, default=None, help="Folder for the exports (kept; default: a temp folder, deleted).")
+    parser.add_argument("--copy", nargs=3, metavar=("BASE", "K", "OUT"), help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.copy:
+        copies(Path(args.copy[0]), int(args.copy[1]), Path(args.copy[2]))
+        return
     with tempfile.TemporaryDirectory() as tmp:
         folder = args.dir or Path(tmp)
         folder.mkdir(parents=True, exist_ok=True)
@@ -112,8 +119,8 @@ def main() -> None:
         files = {}
         for k in sizes:
             path = folder / f"x{k}.sacct"
-            if not path.is_file():
-                copies(base, k, path)
+            if not path.is_file():  # in a child: a peak here would be every later child's (below)
+                subprocess.run([sys.executable, __file__, "--copy", str(base), str(k), str(path)], check=True)
             files[k] = path
         largest = files[max(sizes)]
         for name, code in (("polars read_csv", POLARS), ("duckdb read_csv", DUCKDB), ("whatif's parse", PARSE % MAX_ROWS)):
@@ -122,6 +129,7 @@ def main() -> None:
                   f"peak {peak:.2f} GB", flush=True)
         for k in sizes:
             cache = folder / f"cache-{k}"
+            shutil.rmtree(cache, ignore_errors=True)  # an earlier run's (--dir): the first run reads the file
             first_s, first_gb, report = whatif(files[k], cache)
             second_s, second_gb, again = whatif(files[k], cache, "--eta-knob", "0.3")
             print(f"whatif x{k} ({report['lines']:,} lines, {report['allocations']:,} allocations): first {first_s:.1f} s "

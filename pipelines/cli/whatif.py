@@ -218,21 +218,18 @@ def cli(
     published = [g for g in (*named, options.fallback_gpu) if g in PAPER_ORDER]
     kept_lines: list[str] = []  # said once the report is made: a run that fails says one line, its error
     def read() -> tuple[whatif_report.Replayable, Profiles, str | None, str]:
-        # only the columns the report reads are kept (the full table never exists); the table is freed on return: the
-        # draws need only the plan
+        # only the columns the report reads are kept (the full table never exists); replayable frees the table before
+        # its plan: the draws need only the plan
         limits = read_limits(max_rows, max_line_bytes, max_bytes)
         how = kept.reading(whatif_report.trace_name_for(file), file_format, timezone, field_list, delimiter, whatif_report.REPORT_COLUMNS, limits)
         result, kept_line = kept.read(file, how, source_file=str(file), limits=limits, progress=_read_bar(options.progress),
                                       root=None if no_cache else cache.root(home), digest=html_file is not None)
         if kept_line is not None:
             kept_lines.append(f"[whatif] {kept_line}")
-        traces, origin = resolve_traces(trace_dir, home, published)
-        missing = [p for p in profile_files if not p.is_file()]
-        if missing:
-            fail(f"--profiles {missing[0]}: no such file")
-        profiles = with_measured(traces, profile_files, ProjectPaths(home).raw / "measured").with_power_limit(
-            power_limit_profiles([spec for spec in profile_specs if "=" in spec]))
-        return whatif_report.replayable(result, profiles, options), profiles, result.sha256, origin
+        profiles, origin = _profiles(trace_dir, home, published, profile_files, profile_specs)
+        sha256, handed = result.sha256, [result]
+        del result  # handed over: replayable frees the table once it has read it, before the plan's copies of the jobs
+        return whatif_report.replayable(handed.pop(), profiles, options), profiles, sha256, origin
 
     try:
         reading = beside(read, overlap=resolve_scheduler(scheduler) == LOCAL)  # the export is read while a LocalCluster starts
@@ -252,6 +249,19 @@ def cli(
         if figure_stack is not None:
             figure_stack.result()
         _write_html(html_out, file, sha256, report, power, grid)
+
+
+def _profiles(trace_dir: Path | None, home: Path, published: list[str], profile_files: list[Path],
+              profile_specs: tuple[str, ...]) -> tuple[Profiles, str]:
+    """(the profiles whatif replays on: the published ones, the measured ones, ``--profiles`` files and power-limit-only ones;
+    where the published traces came from)."""
+    traces, origin = resolve_traces(trace_dir, home, published)
+    missing = [p for p in profile_files if not p.is_file()]
+    if missing:
+        fail(f"--profiles {missing[0]}: no such file")
+    profiles = with_measured(traces, profile_files, ProjectPaths(home).raw / "measured").with_power_limit(
+        power_limit_profiles([spec for spec in profile_specs if "=" in spec]))
+    return profiles, origin
 
 
 def _check_files(file: Path, profile_specs: tuple[str, ...], html_file: str | None, other_inputs: tuple[Path | None, ...],

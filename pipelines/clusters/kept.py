@@ -7,7 +7,8 @@ changed file or another reading is another entry. It holds:
 
 * ``rows.parquet``: the table's rows (the columns read, ``line`` among them) in file order, each with its
   ``partition``: ``hash(recurring group) mod partitions`` (the group of ``mapping.own_group``), so a group never
-  spans two partitions (``partition`` reads one: a filter of the file, streamed);
+  spans two partitions (``partition`` reads one: a filter of the file, streamed); the draws replay a row's groups by
+  these partitions (``mapping.group_partition``, ``replayed.replay_partitions``);
 * ``quarantine.parquet``: the quarantined rows, as the read made them;
 * ``meta.json``: the reading, the counts (``TraceCounts``), the partitions and when the file was parsed (UTC).
 
@@ -34,7 +35,7 @@ from typing import Any
 import polars as pl
 
 from pipelines.clusters import tracefiles
-from pipelines.clusters.mapping import own_group
+from pipelines.clusters.mapping import group_partition, own_group
 from pipelines.home import cache
 from pipelines.ingest.common import IngestError
 from pipelines.ingest.own_cluster import OwnTraceResult, TraceCounts
@@ -88,8 +89,8 @@ def partitions_for(allocations: int) -> int:
 
 
 def partition_of(table: pl.DataFrame, partitions: int) -> pl.Expr:
-    """Each row's partition: its recurring group's hash (``mapping.own_group``) mod ``partitions``."""
-    return (own_group(table).hash(seed=0) % partitions).cast(pl.Int64)
+    """Each row's partition: its recurring group's (``mapping.own_group``, ``mapping.group_partition``)."""
+    return group_partition(own_group(table), partitions)
 
 
 def _partitions(count: int) -> str:

@@ -178,16 +178,26 @@ def own_group(jobs: pl.DataFrame) -> pl.Expr:
     return pl.when(named).then(pl.format("{}/{}/{}gpu", "user", "job_name", "num_gpus")).otherwise(by_size)
 
 
-def own_keyed(jobs: pl.DataFrame, trace: str) -> pl.DataFrame:
-    """One user trace's replay candidates with their group, cluster, times (s since 1970 UTC) and num_gpu; no workload yet."""
-    completed = jobs.filter((pl.col("trace") == trace) & replayable())  # one filter: one copy of the rows kept
-    return completed.with_columns(
-        own_group(completed).alias("group"),
+def group_partition(group: pl.Expr, partitions: int) -> pl.Expr:
+    """The partition of a recurring group named ``group`` (``own_group``): its hash mod ``partitions``, an Int64 in
+    [0, partitions). The kept parse's partitions (``kept.partition_of``) and the replay's (``replayed.row_jobs``) are these,
+    so a group is never split and lies in the same partition in both."""
+    return (group.hash(seed=0) % partitions).cast(pl.Int64)
+
+
+def own_keyed(jobs: pl.DataFrame, trace: str, columns: Sequence[str] | None = None) -> pl.DataFrame:
+    """One user trace's replay candidates with their group, cluster, times (s since 1970 UTC) and num_gpu; no workload yet.
+
+    ``columns``: only these of the result, in this order (default: every column of ``jobs`` and the five added); the
+    filter then copies only the columns they need (12M lines: the rows kept are most of the table)."""
+    keyed = jobs.lazy().filter((pl.col("trace") == trace) & replayable()).with_columns(  # one filter: one copy of the rows kept
+        own_group(jobs).alias("group"),
         pl.lit(trace).alias("cluster"),
         epoch_s(pl.col("start_time")).alias("start_time_s"),
         epoch_s(pl.col("end_time")).alias("end_time_s"),
         pl.col("num_gpus").alias("num_gpu"),
     )
+    return (keyed if columns is None else keyed.select(columns)).collect()
 
 
 def finish_own(assigned: pl.DataFrame, trace: str) -> pl.DataFrame:

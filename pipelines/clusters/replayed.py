@@ -45,6 +45,8 @@ class RowJobs:
     runtimes: pl.DataFrame | None = None
     #: ``analogues.group_utilisation`` of the jobs: the groups whose workload their utilisation picks (None: from a history).
     utils: pl.DataFrame | None = None
+    #: int64 per group: its partition (``mapping.group_partition``), each replayed alone (``replay_row``); None: one.
+    partition: np.ndarray | None = None
 
 
 @dataclass(frozen=True)
@@ -81,15 +83,18 @@ def _job_codes(job_id: pl.Series) -> np.ndarray:
     return job_id.cast(pl.Enum(job_id.unique().sort())).to_physical().to_numpy().astype(np.int64)
 
 
-def row_jobs(jobs: pl.DataFrame) -> RowJobs:
+def row_jobs(jobs: pl.DataFrame, partitions: int = 1) -> RowJobs:
     """``RowJobs`` of a row's jobs (``mapping.own_keyed`` columns: group, job_id, start_time_s, end_time_s, num_gpu), in the
-    order ``mapping.finish_own`` sorts them and the replay replays them."""
+    order ``mapping.finish_own`` sorts them and the replay replays them; the groups in ``partitions`` partitions (the kept
+    parse's: ``mapping.group_partition``), each replayed alone, where more than one."""
     ordered = jobs.select("group", "job_id", "start_time_s", "end_time_s", "num_gpu").with_row_index("_row").sort(
         "group", "start_time_s", "job_id", maintain_order=True)
     names, group, bounds = _groups(ordered["group"])
+    partition = None if partitions <= 1 else pl.select(mapping.group_partition(pl.lit(pl.Series(names, dtype=pl.String)),
+                                                                                 partitions)).to_series().to_numpy().astype(np.int64)
     return RowJobs(ordered["_row"].to_numpy().astype(np.int64), names, group, bounds, ordered["start_time_s"].to_numpy(),
                    ordered["end_time_s"].to_numpy(), ordered["num_gpu"].to_numpy().astype(np.float64), _job_codes(ordered["job_id"]),
-                   mapping.group_runtimes(jobs), analogues.group_utilisation(jobs))
+                   mapping.group_runtimes(jobs), analogues.group_utilisation(jobs), partition)
 
 
 def replay_row(jobs: pl.DataFrame, prepared: RowJobs, workloads: Sequence[str], tables: dict[str, WorkloadTable], *, eta: float,
@@ -97,8 +102,11 @@ def replay_row(jobs: pl.DataFrame, prepared: RowJobs, workloads: Sequence[str], 
                anchored: bool, by_util: analogues.Analogues | None = None) -> RowRuns:
     """One draw of a row on the compiled replay: its workloads assigned (``analogues.group_datasets``: by the groups'
     utilisation on ``by_util``, else ``mapping.assign_by_runtime``, ``shuffle`` as there),
-    runtime_ratio per workload (``mapping.finish_own``), each policy replayed (``fast.replay``: ``simulate_trace``'s runs)
-    and, when ``anchored``, each job's runs scaled to its elapsed time (``anchoring.anchor``).
+    runtime_ratio per workload (``mapping.finish_own``), each policy replayed (``fast.replay``: ``simulate_trace``'s runs;
+    each of ``prepared.partition``'s partitions alone, ``replay_partitions``) and, when ``anchored``, each job's runs scaled
+    to its elapsed time (``anchoring.anchor``). The assignment and runtime_ratio read every group of the row (a rank of
+    all the groups' mean durations, a mean over all the jobs of a workload): they are made here for the whole row, and
+    only the groups' replays run by partition.
 
     ``jobs``: the row's table, of which ``prepared`` is ``row_jobs``; ``tables``: the workload table of every workload
     the row may play, on its GPU."""
@@ -119,12 +127,51 @@ def replay_row(jobs: pl.DataFrame, prepared: RowJobs, workloads: Sequence[str], 
                               prepared.end_s.copy(), np.array(ratio, dtype=np.float64))
     runs: dict[str, Runs] = {}
     for policy in policies:
-        done = fast.replay(arrays, tables, eta, beta, seed, policy)
+        done = replay_partitions(arrays, prepared.partition, tables, eta=eta, beta=beta, seed=seed, policy=policy)
         job = prepared.bounds[done.group] + done.job  # the job-th of its group's jobs, in replay order
         runs[policy] = Runs(job, done.start_time, done.time, done.energy * prepared.num_gpu[job])
     if anchored:
         runs = anchor(runs, prepared)
     return RowRuns(prepared, datasets, dataset, runs)
+
+
+def replay_partitions(arrays: fast.GroupArrays, partition: np.ndarray | None, tables: dict[str, WorkloadTable], *, eta: float,
+                      beta: float, seed: int | None, policy: PolicyName) -> fast.RunArrays:
+    """``fast.replay(arrays, ...)``: with ``partition`` (each group's), each partition's groups replayed alone, one partition
+    after another, and their runs merged back into the whole replay's order (groups in order, each group's runs as it ran).
+
+    Invariant: the runs are those of one replay of every group, bit for bit (a test checks it), because a group's replay
+    reads only its own jobs, workload, tables and seed (the seed from the group's name, ``reference.group_seed``), never
+    another group's."""
+    if partition is None:
+        return fast.replay(arrays, tables, eta, beta, seed, policy)
+    parts = []
+    for p in np.unique(partition).tolist():
+        groups = np.flatnonzero(partition == p)
+        parts.append((groups, fast.replay(_subset(arrays, groups), tables, eta, beta, seed, policy)))
+    return _merged(parts)
+
+
+def _subset(arrays: fast.GroupArrays, groups: np.ndarray) -> fast.GroupArrays:
+    """The groups ``groups`` (indices, ascending) of ``arrays`` alone."""
+    lengths = arrays.bounds[groups + 1] - arrays.bounds[groups]
+    bounds = np.append(0, np.cumsum(lengths)).astype(np.int64)
+    jobs = np.repeat(arrays.bounds[groups] - bounds[:-1], lengths) + np.arange(bounds[-1], dtype=np.int64)
+    return fast.GroupArrays([arrays.names[g] for g in groups.tolist()], arrays.datasets, arrays.dataset[groups], bounds,
+                            arrays.start[jobs], arrays.end[jobs], arrays.ratio[jobs])
+
+
+def _merged(parts: Sequence[tuple[np.ndarray, fast.RunArrays]]) -> fast.RunArrays:
+    """The runs of each (groups, their replay) as one replay's: each run's group mapped back to the whole's index, the runs
+    put in group order by a stable sort (a group's runs keep their order)."""
+    group = np.concatenate([groups[runs.group] for groups, runs in parts])
+    order = np.argsort(group, kind="stable")
+
+    def field(name: str) -> np.ndarray:
+        return np.concatenate([getattr(runs, name) for _, runs in parts])[order]
+
+    return fast.RunArrays(group[order], field("job"), field("start_time"), field("end_time"), field("bs"), field("pl"), field("energy"),
+                          field("time"), field("reached"))
 
 
 def anchor(runs: dict[str, Runs], jobs: RowJobs) -> dict[str, Runs]:

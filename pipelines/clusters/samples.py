@@ -102,6 +102,9 @@ class Plan:
     #: energy (``pipelines.ingest.grid.Rate``: constant or a series; ``Options.rates``); None: not priced.
     grid: Rate | None = None
     prices: Rate | None = None
+    #: The rows' groups replayed in this many partitions, each alone (``replayed.replay_partitions``: the same runs, bit for
+    #: bit, so the same figures), on the compiled replay; another engine replays a row whole.
+    partitions: int = 1
 
     @property
     def anchored(self) -> bool:
@@ -424,7 +427,7 @@ def shared_by_draws(plan: Plan, traces: Traces) -> DrawShared:
     compiled = [_compiled(plan, r) for r in plan.rows]
     tables = {r.gpu: {w: build_table(traces, r.gpu, group_job_spec(traces, r.gpu, w)) for w in r.workloads}
               for r, c in zip(plan.rows, compiled, strict=True) if c}
-    return DrawShared(tuple(replayed.row_jobs(r.jobs) if c else None for r, c in zip(plan.rows, compiled, strict=True)), tables,
+    return DrawShared(tuple(replayed.row_jobs(r.jobs, plan.partitions) if c else None for r, c in zip(plan.rows, compiled, strict=True)), tables,
                     measured_jobs(plan))
 
 

@@ -31,13 +31,14 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from pipelines.clusters import analogues, anchoring, capacity, coverage, mapping, standins
+from pipelines.clusters import analogues, anchoring, capacity, coverage, kept, mapping, standins
 from pipelines.clusters.power import POWER_SCHEMA
 from pipelines.clusters.profiles import POWER_LIMIT_ONLY, UNTYPED, Profiles
 from pipelines.clusters.samples import FLEET, FLEET_TOTALS, INTERVAL_PCT, Plan, Row, run_draws, spread
 from pipelines.clusters.whatif_knobs import AS_EXPORTED, EVERY_GPU, METER_GPU, GpuMode, Options
 from pipelines.contracts.base import polars_schema
 from pipelines.contracts.owncluster import SUMMARY_FIGURES, OwnClusterSummary
+from pipelines.ingest import own_cluster
 from pipelines.ingest.common import empty_quarantine
 from pipelines.ingest.compressed import uncompressed_name
 from pipelines.ingest.grid import Rate
@@ -105,8 +106,7 @@ def gpu_mode(table: pl.DataFrame, options: Options) -> GpuMode:
         return AS_EXPORTED
     if options.gpus:
         return EVERY_GPU
-    typed = mapping.own_replay_candidates(table.select("category", "state", "start_time", "end_time", "gpu_type")).filter(
-        pl.col("gpu_type").is_not_null()).height
+    typed = table.lazy().filter(own_cluster.replayable() & pl.col("gpu_type").is_not_null()).select(pl.len()).collect().item()
     return AS_EXPORTED if typed else EVERY_GPU
 
 
@@ -127,19 +127,20 @@ def plan(result: OwnTraceResult, profiles: Profiles, options: Options) -> tuple[
     Raises ``TraceError`` for a GPU (or fallback) without a profile.
     """
     slim = for_report(result)
-    keyed = mapping.own_keyed(slim.table, slim.trace)
-    return _plan(slim, keyed, profiles, with_tariff(options, keyed))
+    keyed = mapping.own_keyed(slim.table, slim.trace, _KEYED_COLUMNS)
+    options = with_tariff(options, keyed)
+    return _plan(slim, keyed, profiles, options, gpu_mode(slim.table, options))
 
 
-def _plan(result: OwnTraceResult, keyed: pl.DataFrame, profiles: Profiles,
-          options: Options) -> tuple[Plan, list[dict[str, Any]], GpuMode]:
-    """``plan`` of ``result``, whose replay candidates are ``keyed`` (``mapping.own_keyed``)."""
+def _plan(result: OwnTraceResult, keyed: pl.DataFrame, profiles: Profiles, options: Options,
+          mode: GpuMode) -> tuple[Plan, list[dict[str, Any]], GpuMode]:
+    """``plan`` of ``result``, whose replay candidates are ``keyed`` (``mapping.own_keyed``) and GPU mode ``mode`` (``gpu_mode``
+    of its table): ``result.table`` is not read (``replayable`` frees it before)."""
     known = profiles.names()
     for gpu in (*(options.gpus or ()), options.fallback_gpu):
         if gpu != AS_EXPORTED and gpu not in known:
             raise TraceError(f"unknown GPU {gpu!r}: the profiles are {', '.join(known)} (measure one with `measure profile`, "
                              "then pass it with --profiles or put it in raw/measured/)")
-    mode = gpu_mode(result.table, options)
     rows: list[Row] = []
     if mode == AS_EXPORTED:
         typed = keyed.select(*_ROW_COLUMNS, pl.col("gpu_type").fill_null(UNTYPED).alias("_type"))
@@ -154,11 +155,10 @@ def _plan(result: OwnTraceResult, keyed: pl.DataFrame, profiles: Profiles,
                 for gpu in (options.gpus or (options.fallback_gpu,))]
     sizes, idle_w, whole = _sizes(result.trace, rows, keyed, mode, options)  # every allocation holds its GPUs, idle ones too
     records: list[dict[str, Any]] = []
-    busy_rows: list[Row] = []
-    for row in rows:
+    for i, row in enumerate(rows):
         low = row.jobs.filter(_low_util(options))
-        busy = row.jobs.filter(~_low_util(options))
-        busy_rows.append(replace(row, jobs=busy))
+        busy = row.jobs if low.height == 0 else row.jobs.filter(~_low_util(options))  # no copy where none is idle
+        rows[i] = replace(row, jobs=busy)  # the row's other jobs freed before the next row's copy
         own = mode == EVERY_GPU or profiles.for_type(None if row.key == UNTYPED else row.key) is not None
         low_hours = _gpu_hours(low)
         idle = GPU_BY_NAME[row.gpu].idle_w if row.gpu in GPU_BY_NAME else None
@@ -166,7 +166,6 @@ def _plan(result: OwnTraceResult, keyed: pl.DataFrame, profiles: Profiles,
                         "profile_source": profiles.sources[row.gpu], "workloads": list(row.workloads), "low_util_jobs": low.height,
                         "power_limit_only": row.power_limit is not None,
                         "low_util_gpu_hours": low_hours, "low_util_kwh": None if idle is None else idle * low_hours / 1000})
-    rows = busy_rows
     measured_rows = rows if mode == AS_EXPORTED else rows[:1]  # every GPU: compared with the first GPU's model
     measured = pl.concat([r.jobs.filter(pl.col("measured_energy_j").is_not_null()).select(
         "job_id", pl.lit(r.key).alias("row"), "measured_energy_j") for r in measured_rows]) if measured_rows else pl.DataFrame()
@@ -190,7 +189,7 @@ def _plan(result: OwnTraceResult, keyed: pl.DataFrame, profiles: Profiles,
         if rate is not None and not options.fill:
             _check_covered(rate, option, rows)
     return (Plan(result.trace, slim, mode == AS_EXPORTED, options, measured, sizes, idle_w, whole, converged=converged, grid=grid,
-                 prices=prices),
+                 prices=prices, partitions=kept.partitions_for(result.counts.allocations)),
             records, mode)
 
 
@@ -324,6 +323,9 @@ _REPLAY_COLUMNS = ("trace", "cluster", "group", "job_id", "start_time_s", "end_t
 #: The columns of a row's jobs the plan reads (``_plan``: GPU-hours, the measured jobs, the cluster sizes, the draws'):
 #: a row copies only these of the keyed jobs.
 _ROW_COLUMNS = (*_REPLAY_COLUMNS, "start_time", "end_time", "num_gpus", "measured_energy_j")
+#: The columns of ``mapping.own_keyed`` the plan and the report read (the rows', ``gpu_type`` for the rows as exported,
+#: ``user`` and ``job_name`` for the idle jobs named and the jobs grouped by name): the keyed copy holds no other.
+_KEYED_COLUMNS = (*_ROW_COLUMNS, "gpu_type", "user", "job_name")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -465,15 +467,17 @@ def _medians(per_draw: Sequence[dict[str, float | None]]) -> dict[str, Any]:
 # counts and the measured energy
 
 
-def _by_state(frame: pl.DataFrame) -> dict[str, int]:
-    return dict(frame.group_by("state").len().sort("len", "state", descending=[True, False]).iter_rows())
+def _by_state(frame: pl.LazyFrame) -> dict[str, int]:
+    return dict(frame.group_by("state").len().sort("len", "state", descending=[True, False]).collect().iter_rows())
 
 
 def _counts(result: OwnTraceResult, replayed: int, groups: int, named: int) -> dict[str, Any]:
     c = result.counts
-    table = result.table.select("category", "state", "start_time", "end_time", "gpu_type")
+    # lazily: each count filters only the columns it reads (a filtered copy of the table's rows, on 12M lines, held
+    # 0.45 GB more at the peak)
+    table = result.table.lazy()
     gpu = table.filter(pl.col("category") == "gpu")
-    zero_length = gpu.filter((pl.col("state") == "COMPLETED") & (pl.col("end_time") <= pl.col("start_time"))).height
+    zero_length = gpu.select(((pl.col("state") == "COMPLETED") & (pl.col("end_time") <= pl.col("start_time"))).sum()).collect().item()
     not_replayed = _by_state(gpu.filter(pl.col("state") != "COMPLETED"))
     if zero_length:
         not_replayed["COMPLETED, zero length"] = zero_length
@@ -497,15 +501,15 @@ def _counts(result: OwnTraceResult, replayed: int, groups: int, named: int) -> d
         "recurring_groups": groups,
         "jobs_grouped_by_user_and_name": named,
         "gpu_allocations_by_type": dict(gpu.group_by(pl.col("gpu_type").fill_null(UNTYPED)).len()
-                                        .sort("len", "gpu_type", descending=[True, False]).iter_rows()),
+                                        .sort("len", "gpu_type", descending=[True, False]).collect().iter_rows()),
     }
 
 
 def _energy_accounting(result: OwnTraceResult) -> dict[str, Any]:
     """What the export says about measured energy, over all allocations and over the jobs replayed."""
     c = result.counts
-    replayed = mapping.own_replay_candidates(result.table.select("category", "state", "start_time", "end_time", "energy_status"))
-    status = dict(replayed.group_by("energy_status").len().iter_rows())
+    replayed = result.table.lazy().filter(own_cluster.replayable())  # lazily, as ``_counts``
+    status = dict(replayed.group_by("energy_status").len().collect().iter_rows())
     out = {"source": c.energy_source, "zero_allocations": c.zero_energy_allocations, "measured_allocations": c.measured_energy_allocations,
            "replayed_jobs_measured": status.get("measured", 0), "replayed_jobs_zero": status.get("zero", 0)}
     if c.energy_source is None:
@@ -518,12 +522,20 @@ def _energy_accounting(result: OwnTraceResult) -> dict[str, Any]:
     return out
 
 
-def _measured_util(plan_: Plan, result: OwnTraceResult) -> float | None:
-    """The median GPU utilisation (%) of the measured jobs the replay compares (``plan_.measured``); None without any."""
+def _measured_candidates(table: pl.DataFrame, keyed: pl.DataFrame) -> pl.DataFrame:
+    """(job_id, gpu_util_pct) of the table's replay candidates (``own_cluster.replayable``) whose job ID is a keyed job's with a
+    measured energy: the plan's measured jobs (``Plan.measured``) are among those IDs. Lazily: the filter copies two columns."""
+    ids = keyed["job_id"].filter(keyed["measured_energy_j"].is_not_null())
+    return (table.lazy().filter(own_cluster.replayable() & pl.col("job_id").is_in(ids.implode()))
+            .select("job_id", "gpu_util_pct").collect())
+
+
+def _measured_util(plan_: Plan, candidates: pl.DataFrame) -> float | None:
+    """The median GPU utilisation (%) of the measured jobs the replay compares (``plan_.measured``), from ``candidates``
+    (``_measured_candidates``); None without any."""
     if plan_.measured.height == 0:
         return None
     ids = plan_.measured["job_id"]
-    candidates = mapping.own_replay_candidates(result.table.select("category", "state", "start_time", "end_time", "job_id", "gpu_util_pct"))
     util = candidates.filter(pl.col("job_id").is_in(ids.implode()))["gpu_util_pct"].drop_nulls()
     return float(util.median()) if util.len() else None  # type: ignore[arg-type]
 
@@ -573,20 +585,30 @@ class Replayable:
 
 def replayable(result: OwnTraceResult, profiles: Profiles, options: Options) -> Replayable:
     """What the draws and the report need of ``result``: the plan and the report's counts, energy accounting and measured jobs'
-    utilisation. Raises ``TraceError`` for a GPU (or fallback) without a profile."""
+    utilisation. Raises ``TraceError`` for a GPU (or fallback) without a profile.
+
+    Everything read of the table is read before the plan, and the table is then dropped: a caller that hands ``result``
+    over (keeps no reference to it, as the CLI does) has it freed before the plan's copies of the jobs (12M lines: the
+    table held 0.7 GB)."""
     result = for_report(result)
-    keyed = mapping.own_keyed(result.table, result.trace)
+    keyed = mapping.own_keyed(result.table, result.trace, _KEYED_COLUMNS)
     options = with_tariff(options, keyed)
-    the_plan, records, mode = _plan(result, keyed, profiles, options)
+    mode = gpu_mode(result.table, options)
+    counts = _counts(result, 0, 0, 0)  # the replayed jobs' counts are filled in below, from the plan's keyed jobs
+    energy_accounting = _energy_accounting(result)
+    measured = _measured_candidates(result.table, keyed)
+    result = replace(result, table=result.table.clear())
+    the_plan, records, mode = _plan(result, keyed, profiles, options, mode)
     utilization = _utilization(result, keyed, records, mode, options)
     keyed = keyed.filter(~_low_util(options))  # the jobs replayed
     named = keyed.filter(pl.col("user").is_not_null() & pl.col("job_name").is_not_null()).height
     replayed, groups, gpu_hours = keyed.height, keyed["group"].n_unique() if keyed.height else 0, _gpu_hours(keyed)
     del keyed  # the draws hold their own slim rows (the plan's)
+    counts.update(simulated_jobs=replayed, recurring_groups=groups, jobs_grouped_by_user_and_name=named)  # keys kept in place
     head = {"file": result.source_file, "format": result.format, "timezone": result.timezone, "timezone_source": options.timezone_source,
             "trace": result.trace, "energy_model": options.energy_model}
-    return Replayable(head, the_plan, records, mode, _counts(result, replayed, groups, named), replayed, gpu_hours,
-                      _energy_accounting(result), _measured_util(the_plan, result), utilization)
+    return Replayable(head, the_plan, records, mode, counts, replayed, gpu_hours, energy_accounting,
+                      _measured_util(the_plan, measured), utilization)
 
 
 def _utilization(result: OwnTraceResult, keyed: pl.DataFrame, records: Sequence[dict[str, Any]], mode: GpuMode,

@@ -50,12 +50,14 @@ from pipelines.ingest.common import LINE, IngestError, raw_texts
 from pipelines.ingest.own_cluster import (
     Check,
     OwnTraceResult,
+    Spill,
     apply_checks,
     at_most,
     check_timezone,
     csv_rows,
     energy_columns,
     finish,
+    held_rejected,
     length_checks,
     normalised_state,
     quoted,
@@ -264,16 +266,17 @@ def _read(reader: Source, source_file: str, trace: str, timezone: str, columns: 
         raise IngestError(source_file, f"empty file: expected a header line ({','.join(COLUMNS)})")
     index, names = _header(reader.first_line(), source_file)
     reader.bound_fields(",", names, quote_char='"')
-    # Block by block: only a block's text is held, never the file's; the typed rows are compact.
-    typed_parts: list[pl.DataFrame] = []
-    rejected = [empty_rejected()]
-    for block in reader.blocks():
-        lines = block_lines(block)
-        if block.first_line == 1:
-            lines = lines.slice(1)
-        text, bad = _split_block(lines, index)
-        block_typed, block_bad = _typed(text, index, timezone)
-        typed_parts.append(block_typed)
-        rejected += [bad, block_bad]
-    return finish(trace=trace, source=reader, fmt="csv", timezone=timezone, parts=typed_parts, rejected=rejected, header_lines=1,
-                  steps_skipped=0, energy_source="energy_j" if "energy_j" in index else None, columns=columns)
+    # Block by block: only a block's text is held, never the file's; the typed rows wait on disk (a Spill) for the finish.
+    with Spill() as typed_parts:
+        rejected = [empty_rejected()]
+        for block in reader.blocks():
+            lines = block_lines(block)
+            if block.first_line == 1:
+                lines = lines.slice(1)
+            text, bad = _split_block(lines, index)
+            block_typed, block_bad = _typed(text, index, timezone)
+            typed_parts.add(block_typed)
+            del text, block_typed
+            rejected += [held_rejected(bad), held_rejected(block_bad)]
+        return finish(trace=trace, source=reader, fmt="csv", timezone=timezone, parts=typed_parts, rejected=rejected, header_lines=1,
+                      steps_skipped=0, energy_source="energy_j" if "energy_j" in index else None, columns=columns)

@@ -2,7 +2,8 @@
 
 A file is read in bounded blocks of whole lines by the reader engine (``pipelines.ingest.text_reader``), so memory
 stays bounded for exports of millions of lines; every block is split into lines and fields with polars string operations
-(no Python loop per line). Each line ends in exactly one of: the header, an allocation row
+(no Python loop per line); a block's typed rows wait on disk (``Spill``) until ``finish`` checks them a block at a time,
+so the whole file's typed rows are never held in memory. Each line ends in exactly one of: the header, an allocation row
 (``own_cluster_jobs``), a skipped step (sacct only) or ``quarantine/own_cluster_jobs_bad_rows``:
 
     lines = header_lines + allocations + steps_skipped + quarantined
@@ -42,10 +43,13 @@ from __future__ import annotations
 
 import csv
 import io
+import tempfile
 import zoneinfo
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from types import TracebackType
 from typing import Literal
 
 import numpy as np
@@ -319,16 +323,65 @@ def _later_duplicates(keys: pl.DataFrame, column: str) -> tuple[pl.Series | None
     return later, rejected
 
 
-def _batches(parts: list[pl.DataFrame], later: pl.Series | None, rows: int) -> Iterator[pl.DataFrame]:
+class Spill:
+    """A parse's typed rows held on disk until ``finish`` checks them, rather than in memory: one Parquet file per block
+    (``add``), in a temporary folder (``$TMPDIR``) removed on ``close`` (the parse's ``with``). ``finish`` reads one block back
+    at a time (``frames``), so the typed rows of the whole file (all the contract's columns, wider than the table whatif
+    keeps) never exist in memory at once. Parquet keeps every dtype and value, so the rows read back are those written."""
+
+    def __init__(self) -> None:
+        self._folder = tempfile.TemporaryDirectory(prefix="gpu-energy-parse-")
+        self._files: list[Path] = []
+        self._beside: pl.DataFrame | None = None
+
+    def __enter__(self) -> Spill:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._folder.cleanup()
+
+    def __len__(self) -> int:
+        return len(self._files)
+
+    def add(self, frame: pl.DataFrame) -> None:
+        """Keep ``frame`` (a block's typed rows) as the next block."""
+        path = Path(self._folder.name) / f"{len(self._files):06d}.parquet"
+        frame.write_parquet(path, compression="lz4", statistics=False)
+        self._files.append(path)
+
+    def columns(self, *names: str) -> pl.DataFrame:
+        """Only ``names`` of every block's rows, in order."""
+        return pl.concat([pl.read_parquet(f, columns=list(names)) for f in self._files], how="vertical")
+
+    def beside(self, columns: pl.DataFrame) -> None:
+        """Columns to put beside the rows as ``frames`` reads them back (one row of ``columns`` per row, in order)."""
+        self._beside = columns
+
+    def frames(self) -> Iterator[pl.DataFrame]:
+        """Each block's rows in order (with the ``beside`` columns), each file removed once read."""
+        offset = 0
+        for path in self._files:
+            frame = pl.read_parquet(path)
+            path.unlink()
+            if self._beside is not None:
+                frame = frame.hstack(self._beside.slice(offset, frame.height))
+            offset += frame.height
+            yield frame
+        self._files = []
+
+
+def _batches(parts: Iterator[pl.DataFrame], later: pl.Series | None, rows: int) -> Iterator[pl.DataFrame]:
     """The rows of ``parts`` (in order; but where ``later`` holds, if given) in batches of ``rows`` rows (the last shorter),
-    each one chunk. ``parts`` is emptied as its frames are taken, so that none outlives its rows' batch."""
-    parts.reverse()  # popped from the end: the first part first
+    each one chunk; ``parts`` yields each frame once, so that none outlives its rows' batch."""
     pending: list[pl.DataFrame] = []
     held = offset = 0
-    while parts:
-        part = parts.pop()
-        if later is not None:
-            part, offset = part.filter(~later.slice(offset, part.height)), offset + part.height
+    for frame in parts:
+        part = frame if later is None else frame.filter(~later.slice(offset, frame.height))
+        offset += frame.height
+        del frame
         pending.append(part)
         held += part.height
         while held >= rows:
@@ -347,7 +400,7 @@ def finish(
     source: Source,
     fmt: str,
     timezone: str,
-    parts: list[pl.DataFrame],
+    parts: Spill,
     rejected: Sequence[pl.DataFrame],
     header_lines: int,
     steps_skipped: int,
@@ -358,23 +411,23 @@ def finish(
     """Typed allocation rows (the contract's columns but trace/category/line, plus ``_line``; after ``prepare``, applied to
     batches of rows, if given), block by block -> the result.
 
-    ``parts`` (the blocks' typed rows, in file order) is emptied as they are checked: each block is
-    freed once its rows are, so the typed rows and the table never both exist whole (the caller keeps
-    no other reference). ``source`` has been read to the end (its line count and sha256 are known).
+    ``parts`` (the blocks' typed rows, in file order, on disk) is read back a block at a time as
+    they are checked: each block is freed once its rows are, so the typed rows and the table never
+    both exist whole. ``source`` has been read to the end (its line count and sha256 are known).
     Moves later duplicates of a job id and rows failing the contract to the quarantine, adds
     ``trace``, ``line`` and ``category``, reads back the raw text of rows rejected after their line
     was split, sorts both tables by line, and counts. ``columns``: the table's columns (default: all
     the contract's); the counts are of every row whichever are kept. Raises ``IngestError`` if the
     lines do not add up (a parser bug, never the file's fault).
     """
-    keys = pl.concat([part.select("job_id", LINE) for part in parts], how="vertical_relaxed") if parts else None
+    keys = parts.columns("job_id", LINE) if len(parts) else None
     later, duplicates = _later_duplicates(keys, "JobID" if fmt == "sacct" else "job_id") if keys is not None else (None, empty_rejected())
     del keys
     kept = list(TABLE_SCHEMA if columns is None else columns)
     # The contract's rules are checked a batch of rows at a time (the keys are distinct by now), so that their
     # intermediate columns never exist for the whole table at once.
     goods, faileds, tallies, pending = [], [], [], []
-    for part in _batches(parts, later, VALIDATE_ROWS):
+    for part in _batches(parts.frames(), later, VALIDATE_ROWS):
         rows = (prepare(part) if prepare is not None else part).with_columns(
             pl.lit(trace).alias("trace"), category().alias("category"), pl.col(LINE).alias("line"))
         del part
@@ -390,8 +443,8 @@ def finish(
         goods.append(pl.concat(pending, how="vertical").rechunk())
     good = (pl.concat(goods, how="vertical", rechunk=False) if goods
             else pl.DataFrame(schema={**{c: TABLE_SCHEMA[c] for c in kept}, LINE: pl.Int64()}))
-    bad = pl.concat([*(r.select(LINE, RAW, "column", "reason") for r in rejected), source.withheld(), duplicates, *faileds],
-                    how="vertical").sort(LINE)
+    bad = pl.concat([*(r.select(LINE, RAW, pl.col("column", "reason").cast(pl.String)) for r in rejected), source.withheld(), duplicates,
+                     *faileds], how="vertical").sort(LINE)  # the blocks' reasons text again (``held_rejected``)
     missing = bad.filter(pl.col(RAW).is_null())[LINE]
     if missing.len():
         text = source.lines_at(set(missing.to_list()))
@@ -430,6 +483,13 @@ def _counts(tally: np.ndarray, allocations: int, lines: int, header_lines: int, 
     cpu_only, not_ended, never_started, gpu, completed, zero, measured = (int(v) for v in tally)
     return TraceCounts(lines, header_lines, allocations, steps, quarantined, cpu_only, not_ended, never_started, gpu, completed,
                        energy_source, zero, measured)
+
+
+def held_rejected(rejected: pl.DataFrame) -> pl.DataFrame:
+    """A block's rejected rows as the parse holds them until ``finish``: ``column`` and ``reason`` categorical, since a file
+    of bad rows repeats a few reasons (12M delimiter-only lines: 5M rows held before the line bound refused the file, 2.98 GB
+    peak with their reasons as text); ``finish`` makes them text again."""
+    return rejected.with_columns(pl.col("column", "reason").cast(pl.Categorical))
 
 
 def rejected_lines(lines: pl.DataFrame, mask: pl.Expr, column: str | None, reason: pl.Expr) -> pl.DataFrame:

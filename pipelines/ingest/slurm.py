@@ -65,11 +65,13 @@ from pipelines.ingest.common import LINE, IngestError
 from pipelines.ingest.own_cluster import (
     Check,
     OwnTraceResult,
+    Spill,
     apply_checks,
     at_most,
     check_timezone,
     energy_columns,
     finish,
+    held_rejected,
     length_checks,
     normalised_state,
     quoted,
@@ -387,16 +389,14 @@ def _combine_usage(parts: Sequence[pl.DataFrame]) -> pl.DataFrame | None:
     )
 
 
-def _with_step_usage(parts: list[pl.DataFrame], usage: pl.DataFrame | None) -> list[pl.DataFrame]:
-    """The blocks' typed rows, each with ``_step_energy`` and ``_step_util`` (``_combine_usage``: null for a job without steps)
-    added where any step reported usage. One join of every row's job id, not one a batch: each join hashes ``usage`` whole
-    (on a million allocations, 16 joins took 1.2 s and this one 0.2 s)."""
-    if usage is None or not parts:
-        return parts
-    keys = pl.concat([part.select("job_id") for part in parts], how="vertical", rechunk=False)
-    steps = keys.join(usage, left_on="job_id", right_on="_job", how="left", maintain_order="left").select("_step_energy", "_step_util")
-    offsets = np.cumsum([0, *(part.height for part in parts)])
-    return [part.hstack(steps.slice(int(at), part.height)) for at, part in zip(offsets[:-1], parts, strict=True)]
+def _with_step_usage(parts: Spill, usage: pl.DataFrame | None) -> None:
+    """The blocks' typed rows to be read back each with ``_step_energy`` and ``_step_util`` (``_combine_usage``: null for a
+    job without steps), where any step reported usage. One join of every row's job id, not one a batch: each join hashes
+    ``usage`` whole (on a million allocations, 16 joins took 1.2 s and this one 0.2 s)."""
+    if usage is None or not len(parts):
+        return
+    keys = parts.columns("job_id")
+    parts.beside(keys.join(usage, left_on="job_id", right_on="_job", how="left", maintain_order="left").select("_step_energy", "_step_util"))
 
 
 def _energy_columns(typed: pl.DataFrame) -> pl.DataFrame:
@@ -588,23 +588,24 @@ def _read(reader: Source, source_file: str, trace: str, timezone: str, fields: S
     head = reader.head_lines()
     layout, header_lines = layout_of(head[0], source_file, fields, delimiter, head)
     reader.bound_fields(delimiter, layout.names, header_lines=header_lines)
-    # Block by block (CHUNK_BYTES of whole lines): only a block's text is held, never the file's; the typed rows are compact.
-    typed_parts: list[pl.DataFrame] = []
-    rejected, steps, usage_parts = [empty_rejected()], 0, []
-    for block in reader.blocks():
-        text, bad, block_steps, step_rows = _split(block, layout, header_lines)
-        block_typed, block_bad = _typed(text, layout, timezone)
-        typed_parts.append(block_typed)
-        rejected += [bad, block_bad]
-        steps += block_steps
-        if (usage := _step_usage(step_rows)) is not None:
-            usage_parts.append(usage)
-    typed_parts = _with_step_usage(typed_parts, _combine_usage(usage_parts))
-    alloc_energy = any(bool(part["_alloc_energy"].any()) for part in typed_parts)
-    # finish empties typed_parts as it checks their rows: they are not held beside the table
-    return finish(trace=trace, source=reader, fmt="sacct", timezone=timezone, parts=typed_parts, rejected=rejected,
-                  header_lines=header_lines, steps_skipped=steps, energy_source=_energy_source(layout, alloc_energy, bool(usage_parts)),
-                  prepare=_energy_columns, columns=columns)
+    # Block by block (CHUNK_BYTES of whole lines): only a block's text is held, never the file's; the typed rows wait on
+    # disk (a Spill) for the steps of the whole file and the finish, which reads them back a block at a time.
+    with Spill() as typed_parts:
+        rejected, steps, usage_parts, alloc_energy = [empty_rejected()], 0, [], False
+        for block in reader.blocks():
+            text, bad, block_steps, step_rows = _split(block, layout, header_lines)
+            block_typed, block_bad = _typed(text, layout, timezone)
+            alloc_energy = alloc_energy or bool(block_typed["_alloc_energy"].any())
+            typed_parts.add(block_typed)
+            del text, block_typed
+            rejected += [held_rejected(bad), held_rejected(block_bad)]
+            steps += block_steps
+            if (usage := _step_usage(step_rows)) is not None:
+                usage_parts.append(usage)
+        _with_step_usage(typed_parts, _combine_usage(usage_parts))
+        return finish(trace=trace, source=reader, fmt="sacct", timezone=timezone, parts=typed_parts, rejected=rejected,
+                      header_lines=header_lines, steps_skipped=steps,
+                      energy_source=_energy_source(layout, alloc_energy, bool(usage_parts)), prepare=_energy_columns, columns=columns)
 
 
 def parse_fields(text: str) -> list[str]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import csv
 import json
+import statistics
 import subprocess
 import sys
 from pathlib import Path
@@ -141,6 +142,13 @@ def test_the_measured_section_compares_the_clusters_meter_with_the_model(mixed, 
     assert m["measured_kwh"] == pytest.approx(meter_j / 3.6e6, rel=1e-12)
     assert m["ratio_p25"] <= m["ratio_median"] <= m["ratio_p75"] and m["modelled_default_kwh"] > 0
     assert "rapl: CPU packages and DRAM only" in m["caption"] and 0 < m["gpu_util_median_pct"] < 100
+    # the median utilisation of the jobs compared, from the read table by the rule written out here: COMPLETED GPU
+    # allocations with end > start and a measured energy, none of them idle (below --min-gpu-util's default 10 %)
+    t = result.table
+    compared = t.filter((pl.col("category") == "gpu") & (pl.col("state") == "COMPLETED") & (pl.col("end_time") > pl.col("start_time"))
+                        & pl.col("measured_energy_j").is_not_null() & ~(pl.col("gpu_util_pct") < 10).fill_null(False))
+    utils = [u for u in compared["gpu_util_pct"].to_list() if u is not None]
+    assert len(utils) > 100 and m["gpu_util_median_pct"] == pytest.approx(statistics.median(utils), rel=1e-12)
     assert "Measured energy (ConsumedEnergyRaw)" in render(report)
 
 

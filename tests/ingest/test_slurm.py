@@ -17,7 +17,7 @@ import pytest
 
 from pipelines.contracts.base import validate
 from pipelines.contracts.owncluster import OwnClusterJobs, OwnClusterTraces
-from pipelines.ingest import own_cluster, slurm
+from pipelines.ingest import own_cluster, slurm, text_reader
 from pipelines.ingest.common import IngestError
 from pipelines.ingest.own_cluster import OwnTraceResult
 from pipelines.ingest.slurm import parse_fields, read_sacct
@@ -323,6 +323,26 @@ def test_small_blocks_read_the_same_as_one_block(tmp_path: Path, monkeypatch: py
         assert from_steps.table.filter(measured).select("job_id", "measured_energy_j").equals(
             many.table.filter(measured).select("job_id", "measured_energy_j"))
         assert from_steps.counts.measured_energy_allocations == many.counts.measured_energy_allocations > 0
+
+
+def test_blocks_of_many_short_lines_are_cut_by_lines_and_read_the_same(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A block holds at most ``text_reader.BLOCK_LINES`` lines (a block's frames cost by the line, not the byte: 12M
+    delimiter-only lines peaked at 2.9 GB, issue 56); cut so, an export with such lines reads the same."""
+    path = tmp_path / "cluster.sacct"
+    write_export(path, 300, seed=5, energy=None, malformed=3)
+    fields = path.read_text().splitlines()[0].count("|") + 1
+    with path.open("a") as fh:
+        fh.write(("|" * (fields - 1) + "\n") * 50)  # delimiter-only rows: quarantined
+    one = read_sacct(path, trace="gen", source_file="cluster.sacct", timezone="UTC")
+    monkeypatch.setattr(text_reader, "BLOCK_LINES", 37)
+    blocks = list(Source(path, "cluster.sacct").blocks())
+    total = len(path.read_bytes().splitlines())
+    assert [b.lines for b in blocks] == [37] * (total // 37) + ([total % 37] if total % 37 else [])
+    assert [b.first_line for b in blocks] == list(range(1, total + 1, 37))
+    assert b"".join(b.data for b in blocks) == path.read_bytes()
+    many = read_sacct(path, trace="gen", source_file="cluster.sacct", timezone="UTC")
+    assert many.table.equals(one.table) and many.quarantine.equals(one.quarantine) and many.counts == one.counts
+    assert one.counts.quarantined >= 53 and one.counts.lines == total
 
 
 @pytest.mark.parametrize("energy", ["measured", pytest.param(None, marks=pytest.mark.slow)])
