@@ -67,9 +67,9 @@ def test_the_previous_handler_is_restored() -> None:
 
 
 def test_a_deferred_cleanup_finishes_before_the_watchdog_ends_the_command(tmp_path: Path) -> None:
-    """A Slurm cluster's close (its jobs cancelled) is such a cleanup: 2.5 s here, past the 1 s grace."""
+    """A Slurm cluster's close (its jobs cancelled) is such a cleanup: 1.6 s here, past the 1 s grace."""
     after = ("from pipelines.home.interrupt import deferred\n"
-             "        with deferred():\n            time.sleep(2.5)\n            print('cleaned', flush=True)\n"
+             "        with deferred():\n            time.sleep(1.6)\n            print('cleaned', flush=True)\n"
              "        time.sleep(30)\n        print('slept', flush=True)")
     done = _run(tmp_path, after)
     assert done.returncode == interrupt.SIGINT_STATUS, done.stderr

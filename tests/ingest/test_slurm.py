@@ -351,7 +351,7 @@ def test_small_check_batches_and_fewer_columns_read_the_same(tmp_path: Path, mon
     memory): batches of 7 rows across blocks, with malformed rows and a duplicate in between, give the same table, quarantine
     and counts as one batch; a read keeping fewer columns has those columns of the same rows, and the same counts."""
     path = tmp_path / "cluster.sacct"
-    write_export(path, 400, seed=23, energy=energy, malformed=4)
+    write_export(path, 200, seed=23, energy=energy, malformed=4)
     with path.open("a") as fh:  # a later duplicate of the first allocation, in another block
         fh.write(path.read_text().splitlines()[1] + "\n")
     whole = read_sacct(path, trace="gen", source_file="cluster.sacct", timezone="Europe/Berlin")

@@ -114,7 +114,9 @@ def test_power_limits_are_set_measured_and_restored() -> None:
     rows = result.rows
     assert rows.select("power_limit", "batch_size").rows() == [(200, 2), (200, 4), (250, 2), (250, 4)]
     assert rows["method"].to_list() == ["counter"] * 4 and rows["power_limit_set"].all()
-    assert rows["average_power"].to_list() == pytest.approx([160.0, 160.0, 200.0, 200.0], abs=0.5)
+    # 80% of each limit; within 2%: the harness reads the counter and its clock one after the other, and a busy machine
+    # can run another process between the two (198.5 W for 200 W once, in a window of milliseconds, 3 test workers on 2 cores)
+    assert rows["average_power"].to_list() == pytest.approx([160.0, 160.0, 200.0, 200.0], rel=0.02)
     assert rows["energy_per_epoch"].to_list() == pytest.approx((rows["average_power"] * rows["time_per_epoch"]).to_list(), rel=1e-12)
     assert set(rows["gpu"]) == {"h100-80gb-hbm3"} and set(rows["gpu_uuid"]) == {"GPU-h100"}
     assert g.set_calls == [200_000, 300_000, 250_000, 300_000] and g.limit_mw == 300_000  # each limit restored
