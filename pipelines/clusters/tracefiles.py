@@ -50,7 +50,8 @@ from pipelines.clusters.capacity import CapacityError, check_setting, own_slots,
 from pipelines.contracts.registry import quarantine_key
 from pipelines.home.atomic import atomic_path
 from pipelines.ingest import joblog, slurm
-from pipelines.ingest.compressed import COMPRESSED_SUFFIXES, plain_file, uncompressed_name
+from pipelines.ingest.common import IngestError
+from pipelines.ingest.compressed import COMPRESSED_SUFFIXES, plain_file, read_at_most, uncompressed_name
 from pipelines.ingest.own_cluster import OwnTraceResult, check_timezone
 from pipelines.ingest.text_reader import Progress, ReadLimits
 from pipelines.sources.fetch import sha256_of
@@ -60,6 +61,8 @@ Format = Literal["sacct", "csv"]
 FOLDER = "clusters"  # below raw/
 EXTENSIONS: dict[str, Format] = {".sacct": "sacct", ".csv": "csv"}
 SIDECAR = ".toml"
+#: Most bytes of a sidecar (``clusters add`` writes a few hundred): one read of a file dropped by hand stays small.
+SIDECAR_MAX_BYTES = 64 << 10
 #: Files (below raw/ or the mirror) whose presence makes each public trace present; any one suffices.
 PUBLIC_FILES: dict[str, tuple[str, ...]] = {
     "alibaba": ("zeus/alibaba_groups.csv.xz",),
@@ -191,9 +194,14 @@ def _sidecar_options(path: Path, name: str,
     if not sidecar.is_file():
         return fmt_default, "UTC", None, None, slurm.DEFAULT_DELIMITER, None
     try:
-        options = tomllib.loads(sidecar.read_text(encoding="utf-8"))
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError, OSError) as exc:
+        raw = read_at_most(sidecar, SIDECAR_MAX_BYTES + 1)
+        if len(raw) > SIDECAR_MAX_BYTES:
+            raise TraceFileError(f"{sidecar}: larger than {SIDECAR_MAX_BYTES:,} bytes (the bound on a trace's options file)")
+        options = tomllib.loads(raw.decode("utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError, IngestError) as exc:
         raise TraceFileError(f"{sidecar}: not readable TOML ({exc})") from None
+    except RecursionError:  # tomllib parses nested arrays and tables recursively
+        raise TraceFileError(f"{sidecar}: not readable TOML (nested too deeply)") from None
     fmt = format_of(path, options.get("format")) if "format" in options else fmt_default
     timezone = options.get("timezone", "UTC")
     fields = options.get("fields")

@@ -17,6 +17,7 @@ import polars as pl
 from pipelines.contracts.base import polars_schema, split_valid
 from pipelines.contracts.zeus import ZeusGroups
 from pipelines.home.paths import ProjectPaths, default_mirror, table_path
+from pipelines.ingest import text_reader
 from pipelines.ingest.common import IngestError, IngestResult
 from pipelines.ingest.text_reader import SMALL_TABLE_LIMITS, read_table
 from pipelines.ingest.zeus import power_file, read_power, read_train
@@ -119,7 +120,8 @@ def _download(gpus: Sequence[str]) -> tuple[Traces, str]:
 
 def read_table_file(path: Path) -> pl.DataFrame:
     """A ``.csv``, ``.csv.xz`` or ``.parquet`` file as a frame with every CSV field as text (a CSV through the reader
-    engine: ``text_reader.MAX_TABLE_BYTES`` at most, xz streamed, every line and field within ``SMALL_TABLE_LIMITS``)."""
+    engine: ``text_reader.MAX_TABLE_BYTES`` at most, xz streamed, every line and field within ``SMALL_TABLE_LIMITS``; a
+    Parquet file within the same rows and bytes, ``_check_parquet_size``)."""
     name = path.name
     if not path.is_file():
         raise TraceError(f"{path}: no such file")
@@ -127,14 +129,30 @@ def read_table_file(path: Path) -> pl.DataFrame:
         raise TraceError(f"{path}: expected a .csv, .csv.xz or .parquet file")
     try:
         if name.endswith(".parquet"):
+            _check_parquet_size(path, name)
             return pl.read_parquet(path)
         return pl.read_csv(read_table(path, name, SMALL_TABLE_LIMITS), infer_schema=False)
     except pl.exceptions.NoDataError:
         raise TraceError(f"{path}: empty file (no header, no rows)") from None
     except IngestError as exc:  # a truncated, corrupt or oversized xz stream
         raise TraceError(f"{path}: {exc.message}") from None
-    except (pl.exceptions.PolarsError, OSError) as exc:
+    except (pl.exceptions.PolarsError, OSError, ValueError) as exc:  # ValueError: pyarrow's ArrowInvalid, a footer it cannot read
         raise TraceError(f"{path}: unreadable ({' '.join(str(exc).split())[:200]})") from None
+
+
+def _check_parquet_size(path: Path, name: str) -> None:
+    """A Parquet group table within a CSV one's bounds, read from its footer before any column is: its rows within
+    ``SMALL_TABLE_LIMITS.rows``, its columns' uncompressed bytes within ``text_reader.MAX_TABLE_BYTES`` (what it
+    decompresses to in memory, as a compressed CSV is bounded by what it decompresses to)."""
+    import pyarrow.parquet as pq  # type: ignore[import-untyped]  # pyarrow 26 ships no type hints (no py.typed)
+
+    meta = pq.read_metadata(path)
+    if meta.num_rows > SMALL_TABLE_LIMITS.rows:
+        raise IngestError(name, f"{meta.num_rows:,} rows, more than {SMALL_TABLE_LIMITS.rows:,} (the bound on rows per file)")
+    size = sum(meta.row_group(i).total_byte_size for i in range(meta.num_row_groups))
+    if size > text_reader.MAX_TABLE_BYTES:
+        raise IngestError(name, f"decompresses to {size:,} bytes, more than {text_reader.MAX_TABLE_BYTES:,} (the bound on a table "
+                                "read whole)")
 
 
 def read_group_file(path: Path) -> pl.DataFrame:

@@ -77,6 +77,20 @@ def test_a_stray_file_beside_an_added_trace_never_wins(home: Path, tmp_path: Pat
     assert traces == [] and problems == ["mycl.csv: its sidecar mycl.toml is for a sacct file (format = 'sacct'), this is a csv file"]
 
 
+def test_a_sidecar_too_large_or_nested_too_deeply_is_its_trace_left_out_in_one_line(home: Path) -> None:
+    """A sidecar dropped by hand is read to 64 KiB at most, and tomllib's recursion on nested arrays is one line too."""
+    clusters = home / "raw" / "clusters"
+    for name in ("big", "deep", "fine"):
+        write_export(clusters / f"{name}.sacct", 5, seed=3)
+    (clusters / "big.toml").write_text('timezone = "UTC"\n' + "# padding\n" * 7000)  # 70,016 bytes
+    (clusters / "deep.toml").write_text("fields = " + "[" * 20_000 + "]" * 20_000 + "\n")  # 40,010 bytes
+    (clusters / "fine.toml").write_text('timezone = "UTC"\n')
+    traces, problems = tracefiles.user_traces(home / "raw")
+    assert [t.name for t in traces] == ["fine"]
+    assert problems == [f"big.sacct: {clusters / 'big.toml'}: larger than 65,536 bytes (the bound on a trace's options file)",
+                        f"deep.sacct: {clusters / 'deep.toml'}: not readable TOML (nested too deeply)"]
+
+
 def _trace_state(home: Path) -> dict[str, bytes]:
     return {p.name: p.read_bytes() for p in sorted((home / "raw" / "clusters").iterdir())}
 

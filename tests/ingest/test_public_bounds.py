@@ -4,8 +4,10 @@ engine's bounds, the header's line included: one ``IngestError`` line naming fil
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
+import polars as pl
 import pytest
 
 from pipelines.ingest.common import IngestError, ingest_bytes
@@ -88,3 +90,29 @@ def test_a_zeusmonitor_log_s_line_over_one_mebibyte_is_one_line_naming_it(tmp_pa
     with pytest.raises(IngestError) as caught:
         read_zeus_log(path)
     assert str(caught.value) == f"{path}:2: a line longer than 1,048,576 bytes (the bound on one line)"
+
+
+def test_a_parquet_group_table_within_a_csv_ones_bounds_from_its_footer(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``read_table_file`` reads a .parquet group table only once its footer says its rows and uncompressed bytes are within
+    the bounds of a CSV one (a 10 GB Parquet file was read whole by polars); a file that is not Parquet is one line."""
+    from pipelines.ingest import simulator_inputs, text_reader
+    from pipelines.ingest.simulator_inputs import read_table_file
+    from pipelines.ingest.text_reader import ReadLimits
+    from pipelines.zeus.traces import TraceError
+
+    path = tmp_path / "groups.parquet"
+    frame = pl.DataFrame({"group": [f"g{i}" for i in range(11)], "start_time": [float(i) for i in range(11)], "note": [f"{'x' * 200}{i}" for i in range(11)]})
+    frame.write_parquet(path, compression="zstd")
+    assert read_table_file(path).equals(frame)
+    monkeypatch.setattr(simulator_inputs, "SMALL_TABLE_LIMITS", ReadLimits(rows=10, flags=False))
+    with pytest.raises(TraceError) as caught:
+        read_table_file(path)
+    assert str(caught.value) == f"{path}: 11 rows, more than 10 (the bound on rows per file)"
+    monkeypatch.setattr(simulator_inputs, "SMALL_TABLE_LIMITS", ReadLimits(rows=11, flags=False))
+    monkeypatch.setattr(text_reader, "MAX_TABLE_BYTES", 2000)  # 11 x 201 bytes of note alone, uncompressed; less stored
+    assert path.stat().st_size < 2000
+    with pytest.raises(TraceError, match=rf"^{re.escape(str(path))}: decompresses to [\d,]+ bytes, more than 2,000 \(the bound on a table read whole\)$"):
+        read_table_file(path)
+    path.write_bytes(b"PAR1 not a footer")
+    with pytest.raises(TraceError, match=rf"^{re.escape(str(path))}: unreadable \("):
+        read_table_file(path)
