@@ -55,16 +55,13 @@ def create_storage(dagster_home: Path, instance_folder: Path | None = None) -> N
 
         try:
             dg.DagsterInstance.from_config(str(instance_folder or dagster_home)).dispose()
-        except Exception as exc:  # sqlalchemy's, psycopg2's and Dagster's errors: each names its cause
-            raise StorageError(f"{dagster_home}: Dagster cannot open its storage: {_cause(exc)}") from None
-
-
-def _cause(exc: BaseException) -> str:
-    """The first line of the innermost error ``exc`` was raised from: dagster-postgres gives up on a server it cannot
-    reach with "too many retries for DB connection", raised from psycopg2's error that says why (no such socket, refused)."""
-    while exc.__cause__ is not None:
-        exc = exc.__cause__
-    return next((line.strip() for line in str(exc).splitlines() if line.strip()), type(exc).__name__)
+        except Exception as exc:  # sqlalchemy's, psycopg2's and Dagster's errors: the innermost names the cause
+            # (dagster-postgres's "too many retries for DB connection" is raised from psycopg2's "connection ... failed: ...")
+            cause: BaseException = exc
+            while cause.__cause__ is not None:
+                cause = cause.__cause__
+            first = next((line for line in str(cause).splitlines() if line.strip()), type(cause).__name__)
+            raise StorageError(f"{dagster_home}: Dagster cannot open its storage: {first.strip()}") from None
 
 
 def home_instance() -> dg.DagsterInstance:
