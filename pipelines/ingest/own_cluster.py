@@ -41,8 +41,10 @@ Rules common to both formats (the docs' page "Your own cluster" lists them all):
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import io
+import shutil
 import tempfile
 import zoneinfo
 from collections.abc import Callable, Iterator, Sequence
@@ -58,6 +60,7 @@ import polars as pl
 from pipelines.contracts.base import polars_schema, split_valid
 from pipelines.contracts.limits import EARLIEST_RECORD_S, FUTURE_SLACK_S, MAX_JOB_S
 from pipelines.contracts.owncluster import OwnClusterJobs, OwnClusterTraces
+from pipelines.home import interrupt
 from pipelines.ingest.common import LINE, IngestError, empty_quarantine, quarantine_frame, raw_texts
 from pipelines.ingest.text_reader import RAW, TEXT, Source, empty_rejected
 from pipelines.vocabulary.units import S_PER_DAY, US_PER_S
@@ -330,7 +333,11 @@ class Spill:
     keeps) never exist in memory at once. Parquet keeps every dtype and value, so the rows read back are those written."""
 
     def __init__(self) -> None:
-        self._folder = tempfile.TemporaryDirectory(prefix="gpu-energy-parse-")
+        self._stack = contextlib.ExitStack()
+        folder = Path(tempfile.mkdtemp(prefix="gpu-energy-parse-"))
+        self._stack.callback(shutil.rmtree, folder, ignore_errors=True)
+        # also where a SIGTERM, a SIGHUP or Ctrl-C's watchdog ends the process before ``close`` (as a spooled stream's file)
+        self._folder = self._stack.enter_context(interrupt.removed_on_abort(folder))
         self._files: list[Path] = []
         self._beside: pl.DataFrame | None = None
 
@@ -341,14 +348,14 @@ class Spill:
         self.close()
 
     def close(self) -> None:
-        self._folder.cleanup()
+        self._stack.close()
 
     def __len__(self) -> int:
         return len(self._files)
 
     def add(self, frame: pl.DataFrame) -> None:
         """Keep ``frame`` (a block's typed rows) as the next block."""
-        path = Path(self._folder.name) / f"{len(self._files):06d}.parquet"
+        path = self._folder / f"{len(self._files):06d}.parquet"
         frame.write_parquet(path, compression="lz4", statistics=False)
         self._files.append(path)
 

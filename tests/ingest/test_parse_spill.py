@@ -3,6 +3,10 @@ beside them, and the temporary folder gone after the parse (sacct or job log), w
 
 from __future__ import annotations
 
+import os
+import signal
+import subprocess
+import sys
 import tempfile
 from datetime import UTC, datetime
 from pathlib import Path
@@ -11,6 +15,7 @@ import polars as pl
 import pytest
 from polars.testing import assert_frame_equal
 
+from pipelines.home.paths import REPO_ROOT
 from pipelines.ingest import slurm
 from pipelines.ingest.common import IngestError
 from pipelines.ingest.joblog import read_joblog
@@ -90,3 +95,25 @@ def test_a_job_log_is_spilled_and_cleaned_up_too(tmp_path: Path, monkeypatch: py
     assert result.table.height == 40 and result.table["num_gpus"].sum() == sum(1 + i % 4 for i in range(40))
     assert result.table["job_id"].to_list() == [str(i) for i in range(40)]
     assert not list(tmp_path.iterdir())
+
+
+#: Holds a spill with one block, says where, and waits to be ended by a signal.
+_HOLDER = ("import signal, sys, time\nsignal.signal(signal.SIGHUP, signal.SIG_DFL)\nimport polars as pl\n"
+           "from pipelines.ingest.own_cluster import Spill\n"
+           "with Spill() as spill:\n    spill.add(pl.DataFrame({'a': [1]}))\n    print(flush=True)\n    time.sleep(60)\n")
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP])
+def test_a_signal_that_ends_the_parse_removes_its_spill(tmp_path: Path, signum: int) -> None:
+    """A SIGTERM or SIGHUP runs no ``with``'s exit: the spill is removed by the same path as a spooled stream's file
+    (``interrupt.removed_on_abort``). Without it, the folder stayed in $TMPDIR after each such end."""
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    proc = subprocess.Popen([sys.executable, "-c", _HOLDER], env={**os.environ, "TMPDIR": str(temp)}, stdout=subprocess.PIPE,
+                            cwd=REPO_ROOT)
+    assert proc.stdout is not None and proc.stdout.readline() == b"\n"  # the block is on disk
+    assert [p.name.startswith("gpu-energy-parse-") for p in temp.iterdir()] == [True]
+    proc.send_signal(signum)
+    assert proc.wait(timeout=30) == -signum
+    proc.stdout.close()
+    assert list(temp.iterdir()) == []
