@@ -215,7 +215,7 @@ def test_a_run_over_every_trace_records_each_partitions_own_rows(layer, material
     shutil.copytree(root / "assets", home / "assets", ignore=shutil.ignore_patterns("cluster_*", "zeus_cluster_*"))
     definitions = materialized.definitions()
     tags = {"dagster/asset_partition_range_start": TRACES[0], "dagster/asset_partition_range_end": TRACES[-1]}
-    with dg.instance_for_test() as instance:
+    with dg.DagsterInstance.ephemeral() as instance:
         instance.add_dynamic_partitions("trace", list(TRACES))
         result = dg.materialize([*(definitions.assets or []), *(definitions.asset_checks or [])], instance=instance, tags=tags,
                                 selection=dg.AssetSelection.assets("cluster_workload_jobs"), resources=resources(home))

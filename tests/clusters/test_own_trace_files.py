@@ -158,7 +158,7 @@ def test_recover_removes_stale_temp_files_under_raw(home: Path) -> None:
     fresh.write_bytes(b"a copy still being written")
     hours_ago = time.time() - recovery.RAW_TEMP_AGE_S - 60
     os.utime(stale, (hours_ago, hours_ago))
-    with dg.instance_for_test() as instance:
+    with dg.DagsterInstance.ephemeral() as instance:
         result = recovery.recover(instance, ProjectPaths(home))
     assert result.removed == [stale] and fresh.exists()
 

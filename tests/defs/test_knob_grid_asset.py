@@ -43,7 +43,7 @@ def test_a_new_trace_replays_only_its_own_grid(ingested, materialized: Homes, tm
     definitions = materialized.definitions()
     everything = [*(definitions.assets or []), *(definitions.asset_checks or [])]
     grid_only = dg.AssetSelection.assets(GRID)
-    with dg.instance_for_test() as instance:
+    with dg.DagsterInstance.ephemeral() as instance:
         instance.add_dynamic_partitions("trace", ["elasticflow"])
         for key in (dg.AssetKey("zeus_train_runs"), dg.AssetKey("zeus_power_profiles")):
             _report(instance, key)

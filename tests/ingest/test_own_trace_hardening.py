@@ -371,7 +371,7 @@ def test_hostile_rows_in_the_pipeline_are_quarantined_and_the_replay_runs(tmp_pa
         (clusters / f"{name}.toml").write_text('timezone = "Europe/Berlin"\n')
     everything = [*definitions.assets, *definitions.asset_checks]
     resources = {"io_manager": ParquetIOManager(root=str(home)), "paths": PathsResource(root=str(home))}
-    with dg.instance_for_test() as instance:
+    with dg.DagsterInstance.ephemeral() as instance:
         for dimension in (TRACE_DIMENSION, OWN_TRACE_DIMENSION):
             instance.add_dynamic_partitions(dimension, ["clean", "hostile"])
         for trace in ("clean", "hostile"):

@@ -179,17 +179,22 @@ def test_the_dev_daemon_ticks_the_sensor_that_registers_a_dropped_trace_and_laun
                 process.kill()
 
 
-def test_a_postgres_home_without_its_password_variable_is_named_in_one_line(server: Server, tmp_path: Path,
-                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
-    url = server.create_database("home_errors")
-    assert CliRunner().invoke(init_cli, [str(tmp_path / "home"), "--postgres-url", url]).exit_code == 0
-    dagster_home = tmp_path / "home" / ".dagster_home"
+def test_a_postgres_home_without_its_password_variable_is_named_in_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Refused before any connection: no server needed."""
+    assert CliRunner().invoke(init_cli, [str(tmp_path / "home"), "--postgres-url", f"postgresql://lab@/dagster?host={tmp_path}"]
+                              ).exit_code == 0
     monkeypatch.delenv("DAGSTER_PG_PASSWORD", raising=False)
     with pytest.raises(StorageError, match=r"dagster\.yaml: its database password is read from \$DAGSTER_PG_PASSWORD, which is not set"):
-        create_storage(dagster_home)
+        create_storage(tmp_path / "home" / ".dagster_home")
+
+
+@pytest.mark.slow  # a server of its own (initdb, start: 1 s) and Dagster's tables created in it (2.5 s)
+def test_a_postgres_home_creates_dagsters_tables_on_its_server(server: Server, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    url = server.create_database("home_tables")
+    assert CliRunner().invoke(init_cli, [str(tmp_path / "home"), "--postgres-url", url]).exit_code == 0
     monkeypatch.setenv("DAGSTER_PG_PASSWORD", "")
-    create_storage(dagster_home)  # creates Dagster's tables in the database
-    tables = {r[0] for r in server.query("home_errors", "select table_name from information_schema.tables where table_schema = 'public'")}
+    create_storage(tmp_path / "home" / ".dagster_home")
+    tables = {r[0] for r in server.query("home_tables", "select table_name from information_schema.tables where table_schema = 'public'")}
     assert {"runs", "event_logs", "job_ticks", "asset_daemon_asset_evaluations"} <= tables
 
 
