@@ -18,6 +18,7 @@ from click.testing import CliRunner
 
 from pipelines.cli import clusters as clusters_cli
 from pipelines.orchestration import lock
+from tests.support.empty_home import empty_home
 from tests.support.processes import blocked_on
 from tests.support.sacct_export import write_export
 
@@ -25,14 +26,9 @@ from tests.support.sacct_export import write_export
 @pytest.fixture
 def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """An empty data home (no mirror), its Dagster instance in tmp_path/dagster_home; an export to add at tmp_path/lab.sacct."""
-    monkeypatch.setenv("TRACES_MIRROR", str(tmp_path / "no-mirror"))
-    monkeypatch.setenv("GPU_ENERGY_HOME", str(tmp_path / "home"))
-    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "dagster_home"))
-    (tmp_path / "dagster_home").mkdir()
-    (tmp_path / "dagster_home" / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
-    (tmp_path / "home" / "raw" / "clusters").mkdir(parents=True)
+    home = empty_home(tmp_path, monkeypatch)
     write_export(tmp_path / "lab.sacct", 20, seed=7)
-    return tmp_path / "home"
+    return home
 
 
 def run_behind(dagster_home: Path, args: list[str], while_queued: Callable[[], None], holder: str | None = None) -> tuple[str, str]:

@@ -25,19 +25,14 @@ from pipelines.clusters import tracefiles
 from pipelines.home.paths import ProjectPaths
 from pipelines.orchestration import recovery
 from pipelines.sources.fetch import sha256_of
+from tests.support.empty_home import empty_home
 from tests.support.sacct_export import write_export
 
 
 @pytest.fixture
 def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """An empty data home (no mirror), its Dagster instance in tmp_path/dagster_home."""
-    monkeypatch.setenv("TRACES_MIRROR", str(tmp_path / "no-mirror"))
-    monkeypatch.setenv("GPU_ENERGY_HOME", str(tmp_path / "home"))
-    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "dagster_home"))
-    (tmp_path / "dagster_home").mkdir()
-    (tmp_path / "dagster_home" / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
-    (tmp_path / "home" / "raw" / "clusters").mkdir(parents=True)
-    return tmp_path / "home"
+    return empty_home(tmp_path, monkeypatch)
 
 
 def test_symlinks_leaving_the_home_fifos_and_folders_are_not_used_and_say_why(home: Path, tmp_path: Path) -> None:
