@@ -135,7 +135,7 @@ def seed_knob(base_seed: int, draw: int) -> int | None:
     return int(np.random.SeedSequence([base_seed, draw]).generate_state(1, np.uint32)[0])
 
 
-def _shuffle(base_seed: int, draw: int, row: int) -> np.random.Generator | None:
+def draw_shuffle(base_seed: int, draw: int, row: int) -> np.random.Generator | None:
     return None if draw == 0 else np.random.default_rng(np.random.SeedSequence([base_seed, draw, row, 1]))
 
 
@@ -433,7 +433,7 @@ def shared_by_draws(plan: Plan, traces: Traces) -> DrawShared:
 
 def _replay_row(i: int, row: Row, plan: Plan, traces: Traces, shared: DrawShared, draw: int, base_seed: int) -> replayed.RowRuns:
     """Row ``i``'s runs in ``draw``: on the compiled replay straight into arrays where it can (``_compiled``), else its history."""
-    knob, shuffle = seed_knob(base_seed, draw), _shuffle(base_seed, draw, i)
+    knob, shuffle = seed_knob(base_seed, draw), draw_shuffle(base_seed, draw, i)
     jobs_of = shared.rows[i]
     if jobs_of is not None:
         return replayed.replay_row(row.jobs, jobs_of, row.workloads, shared.tables[row.gpu], eta=plan.options.eta, beta=plan.options.beta, seed=knob,
@@ -473,9 +473,12 @@ def meter(runs: RowRuns, i: int, measured: Measured) -> RowRuns:
     return replace(runs, runs=scaled)
 
 
-def run_draw(draw: int, *, plan: Plan, traces: Traces, base_seed: int, shared: DrawShared | None = None) -> dict[str, Any]:
+def run_draw(draw: int, *, plan: Plan, traces: Traces, base_seed: int, shared: DrawShared | None = None,
+             ran: dict[int, RowRuns] | None = None) -> dict[str, Any]:
     """One draw (see the module docstring): per row its totals and peaks; the fleet's; the measured comparison; for draw 0
-    also the top groups and the jobs per workload. ``shared``: ``shared_by_draws(plan, traces)`` (None: built here)."""
+    also the top groups and the jobs per workload. ``shared``: ``shared_by_draws(plan, traces)`` (None: built here);
+    ``ran``: rows' runs of this draw replayed elsewhere (by the plan's row index: the partitions' Dask tasks merged,
+    ``partition_tasks``), the other rows replayed here."""
     shared = shared or shared_by_draws(plan, traces)
     rows: dict[str, dict[str, Any]] = {}
     replays: list[tuple[int, Row, replayed.RowRuns]] = []
@@ -483,7 +486,7 @@ def run_draw(draw: int, *, plan: Plan, traces: Traces, base_seed: int, shared: D
     for i, row in enumerate(plan.rows):
         if row.jobs.height == 0:
             continue
-        runs = _replay_row(i, row, plan, traces, shared, draw, base_seed)
+        runs = ran[i] if ran is not None and i in ran else _replay_row(i, row, plan, traces, shared, draw, base_seed)
         if row.power_scale is not None:
             runs = standins.scale_runs(runs, row.power_scale)
         modelled.append((i, runs))

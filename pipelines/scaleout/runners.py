@@ -92,9 +92,31 @@ class DaskRunner:
         shared: Mapping[str, object],
         on_done: Callable[[int], None] | None = None,
     ) -> list[R]:
+        results: list[Any] = [None] * len(tasks)
+
+        def done(i: int, result: Any) -> None:
+            results[i] = result
+            if on_done is not None:
+                on_done(i)
+
+        self.map_parts(fn, [(None, t) for t in tasks], [], shared, done)
+        return results
+
+    def map_parts(
+        self,
+        fn: Callable[..., R],
+        tasks: Sequence[tuple[int | None, T]],
+        parts: Sequence[object],
+        shared: Mapping[str, object],
+        on_result: Callable[[int, R], None],
+        part_name: str = "part",
+    ) -> None:
+        """``fn(task, **shared)`` for every ``(part, task)``, and ``part=parts[part]`` too where ``part`` is not None;
+        ``on_result(i, result)`` for task ``i`` as it finishes (any order; the caller keeps what it needs). ``shared`` is
+        broadcast to every worker; each of ``parts`` is scattered once to one worker (not broadcast) and goes to its tasks
+        only, Dask moving it where a task runs. Tasks are submitted in order, which the scheduler roughly keeps."""
         from distributed import as_completed
 
-        results: list[Any] = [None] * len(tasks)
         pending, name = list(range(len(tasks))), getattr(fn, "__name__", "task")
         for _ in range(RESUBMITS + 1):
             if not pending:
@@ -103,24 +125,38 @@ class DaskRunner:
             # Each value as one object ([value]): a dict scattered as itself would become one key per entry, named by the
             # entry ("itp"), which another client's scatter on the same cluster could take over.
             handles = {key: self.client.scatter([value], broadcast=True, hash=False)[0] for key, value in shared.items()}
-            futures = {self.client.submit(fn, tasks[i], **handles, key=f"{name}-{run}-{i}", pure=False): i for i in pending}
+            wanted = sorted({p for i in pending if (p := tasks[i][0]) is not None})
+            placed = {p: self.client.scatter([parts[p]], hash=False)[0] for p in wanted}
+            futures = {}
+            for i in pending:
+                part, task = tasks[i]
+                given = {} if part is None else {part_name: placed[part]}
+                futures[self.client.submit(fn, task, **handles, **given, key=f"{name}-{run}-{i}", pure=False)] = i
             lost: list[int] = []
             try:
                 for future in as_completed(futures):
                     i = futures[future]
                     try:
-                        results[i] = future.result()  # re-raises the task's exception here
+                        result = future.result()  # re-raises the task's exception here
                     except CancelledError:  # its scattered inputs were lost (the module's docstring): run it again
                         lost.append(i)
                         continue
-                    if on_done is not None:
-                        on_done(i)
+                    on_result(i, result)
+                    del result
             finally:
-                self.client.cancel([*futures, *handles.values()])
+                self.client.cancel([*futures, *handles.values(), *placed.values()])
             pending = sorted(lost)
         if pending:
             raise RuntimeError(f"{len(pending)} of {len(tasks)} tasks lost their scattered inputs {RESUBMITS + 1} times: workers keep dying")
-        return results
+
+    def workers_read(self, check: Callable[..., bool], *args: object) -> bool:
+        """Whether ``check(*args)`` is true on every worker now (``Client.run``; a worker that raises counts as false).
+        Workers that join later (an adaptive cluster) are not asked."""
+        try:
+            answers = self.client.run(check, *args)
+        except Exception:  # a worker that cannot answer cannot read the folder: task data then
+            return False
+        return bool(answers) and all(answer is True for answer in answers.values())
 
 
 def fan_out(
