@@ -212,7 +212,13 @@ def _peaks(rows: Sequence[RowRuns], gpu: str, key: str, plan: Plan) -> dict[str,
 def _power(trace: str, labelled: Sequence[tuple[str, Sequence[RowRuns]]], capacity: dict[str, Capacity] | None = None,
            idle_w: dict[str, float] | None = None) -> pl.DataFrame:
     """``power.power_bins`` of the Default and Zeus runs of each (gpu label, rows) (distinct labels), a run drawing over its
-    simulated time: the table ``power_bins`` makes of their histories, the rows' relabelled and one after the other."""
+    simulated time: the table ``power_bins`` makes of their histories, the rows' relabelled and one after the other.
+
+    Invariant: the cluster's power series is the sum, bin by bin, of its partitions' series (each job's runs lie in one
+    partition, its recurring group's). It is computed here once over every run, in the one replay's order whether the
+    partitions replayed here or as Dask tasks (``replayed.merged``), so it is the in-process series bit for bit; summed
+    from per-partition series it agrees to float rounding only (each series accumulates its own runs' rates), which a
+    test checks to 1e-9 of the peak."""
     keys, runs = [], []
     for gpu, rows in labelled:
         for policy in POLICIES:
