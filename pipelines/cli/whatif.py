@@ -242,7 +242,7 @@ def cli(
             prepared, profiles, sha256, origin = reading()
             placement = partition_tasks.Placement(partition_data, cache.root(home))
             report, power = whatif_report.run(prepared, profiles, runner=runner, keep_power=html_file is not None, placement=placement)
-    except (IngestError, TraceError, tracefiles.TraceFileError, ValueError, SimulationError) as exc:
+    except (IngestError, TraceError, tracefiles.TraceFileError, ValueError, SimulationError, partition_tasks.PartitionDataError) as exc:
         fail(str(exc))
     for line in kept_lines:
         note(line)

@@ -134,13 +134,15 @@ class DaskRunner:
                 futures[self.client.submit(fn, task, **handles, **given, key=f"{name}-{run}-{i}", pure=False)] = i
             lost: list[int] = []
             try:
-                for future in as_completed(futures):
-                    i = futures[future]
+                for future in as_completed(list(futures)):
+                    i = futures.pop(future)  # its result then released on the worker once taken (a draw's runs: 100s of MB)
                     try:
                         result = future.result()  # re-raises the task's exception here
                     except CancelledError:  # its scattered inputs were lost (the module's docstring): run it again
                         lost.append(i)
                         continue
+                    finally:
+                        future.release()
                     on_result(i, result)
                     del result
             finally:
