@@ -253,7 +253,9 @@ def _draws(plan: Plan, lean: Traces, shared: samples.DrawShared, count: int, bas
             bar.update(1)
 
     try:
-        runner.map_parts(replay_part, tasks, parts, common, on_result)
+        # a worker's runs wait in its memory until the driver takes them: as many tasks ahead as keep every worker busy
+        # while the driver merges a draw (a draw's partitions, plus one a worker)
+        runner.map_parts(replay_part, tasks, parts, common, on_result, window=len(held) + runner.workers)
     finally:
         if bar is not None:
             bar.close()

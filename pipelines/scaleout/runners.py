@@ -110,11 +110,14 @@ class DaskRunner:
         shared: Mapping[str, object],
         on_result: Callable[[int, R], None],
         part_name: str = "part",
+        window: int | None = None,
     ) -> None:
         """``fn(task, **shared)`` for every ``(part, task)``, and ``part=parts[part]`` too where ``part`` is not None;
         ``on_result(i, result)`` for task ``i`` as it finishes (any order; the caller keeps what it needs). ``shared`` is
         broadcast to every worker; each of ``parts`` is scattered once to one worker (not broadcast) and goes to its tasks
-        only, Dask moving it where a task runs. Tasks are submitted in order, which the scheduler roughly keeps."""
+        only, Dask moving it where a task runs. Tasks are submitted in order; with ``window``, at most that many are
+        submitted and not yet taken at once (a finished task's result waits in its worker's memory until taken: large
+        results, taken slower than the workers make them, would otherwise pile up there)."""
         from distributed import as_completed
 
         pending, name = list(range(len(tasks))), getattr(fn, "__name__", "task")
@@ -127,15 +130,26 @@ class DaskRunner:
             handles = {key: self.client.scatter([value], broadcast=True, hash=False)[0] for key, value in shared.items()}
             wanted = sorted({p for i in pending if (p := tasks[i][0]) is not None})
             placed = {p: self.client.scatter([parts[p]], hash=False)[0] for p in wanted}
-            futures = {}
-            for i in pending:
+            futures: dict[Any, int] = {}
+            queue = iter(pending)
+            running = as_completed()
+
+            def submit_next() -> None:
+                i = next(queue, None)
+                if i is None:
+                    return
                 part, task = tasks[i]
                 given = {} if part is None else {part_name: placed[part]}
-                futures[self.client.submit(fn, task, **handles, **given, key=f"{name}-{run}-{i}", pure=False)] = i
+                future = self.client.submit(fn, task, **handles, **given, key=f"{name}-{run}-{i}", pure=False)
+                futures[future] = i
+                running.add(future)
+
+            for _ in range(window or len(pending)):
+                submit_next()
             lost: list[int] = []
             try:
-                for future in as_completed(list(futures)):
-                    i = futures.pop(future)  # its result then released on the worker once taken (a draw's runs: 100s of MB)
+                for future in running:
+                    i = futures.pop(future)  # its result then released on the worker once taken
                     try:
                         result = future.result()  # re-raises the task's exception here
                     except CancelledError:  # its scattered inputs were lost (the module's docstring): run it again
@@ -143,6 +157,7 @@ class DaskRunner:
                         continue
                     finally:
                         future.release()
+                        submit_next()
                     on_result(i, result)
                     del result
             finally:
