@@ -161,24 +161,24 @@ def replay_part(task: PartTask, *, part: PartInputs | PartFile, tables: dict[int
     return out
 
 
-def by_partition(plan: Plan, shared: samples.DrawShared, runner: Runner) -> bool:
+def by_partition(plan: Plan, runner: Runner) -> bool:
     """Whether the draws run as (draw, partition) tasks: a Dask runner, more than one partition, and every row with jobs on
-    the compiled replay."""
+    the compiled replay (``samples.compiled``)."""
     return (isinstance(runner, DaskRunner) and plan.partitions > 1
-            and all(jobs is not None for row, jobs in zip(plan.rows, shared.rows, strict=True) if row.jobs.height))
+            and all(samples.compiled(plan, row) for row in plan.rows if row.jobs.height))
 
 
 def run_draws(plan: Plan, traces: Traces, count: int, base_seed: int, runner: Runner, placement: Placement | None = None, *,
               progress: bool = False) -> tuple[list[dict[str, Any]], str | None]:
     """``samples.run_draws``, by (draw, partition) where ``by_partition``; with a line saying how the partitions reached the
-    tasks (None where they did not run so)."""
+    tasks (None where they did not run so: then exactly ``samples.run_draws``, nothing more done)."""
     placement = placement or Placement()
     plan = replace(plan, engine=samples.engine_for(plan, count)) if plan.engine is None else plan
-    lean = Traces(traces.train, traces.power)
-    shared = samples.shared_by_draws(plan, lean)
-    if not by_partition(plan, shared, runner):
+    if not by_partition(plan, runner):
         return samples.run_draws(plan, traces, count, base_seed, runner, progress=progress), None
     assert isinstance(runner, DaskRunner)
+    lean = Traces(traces.train, traces.power)
+    shared = samples.shared_by_draws(plan, lean)
     inputs = part_inputs(shared, plan.partitions)
     held = [p for p, part in enumerate(inputs) if part]
     run_folder = _run_folder(placement, runner)

@@ -421,7 +421,7 @@ class DrawShared:
     measured: Measured | None
 
 
-def _compiled(plan: Plan, row: Row) -> bool:
+def compiled(plan: Plan, row: Row) -> bool:
     """Whether ``row`` replays on the compiled replay straight into arrays (``replayed.replay_row``): not power-limit-only, no
     carbon-aware Zeus (the reference replay), and the engine ``simulate_trace`` would take is the compiled one."""
     return (row.power_limit is None and plan.carbon_aware is None and row.jobs.height > 0
@@ -430,15 +430,15 @@ def _compiled(plan: Plan, row: Row) -> bool:
 
 def shared_by_draws(plan: Plan, traces: Traces) -> DrawShared:
     """``DrawShared`` of ``plan``: built once for all its draws (``run_draws``), here or on each worker."""
-    compiled = [_compiled(plan, r) for r in plan.rows]
+    compiled_rows = [compiled(plan, r) for r in plan.rows]
     tables = {r.gpu: {w: build_table(traces, r.gpu, group_job_spec(traces, r.gpu, w)) for w in r.workloads}
-              for r, c in zip(plan.rows, compiled, strict=True) if c}
-    return DrawShared(tuple(replayed.row_jobs(r.jobs, plan.partitions) if c else None for r, c in zip(plan.rows, compiled, strict=True)), tables,
+              for r, c in zip(plan.rows, compiled_rows, strict=True) if c}
+    return DrawShared(tuple(replayed.row_jobs(r.jobs, plan.partitions) if c else None for r, c in zip(plan.rows, compiled_rows, strict=True)), tables,
                     measured_jobs(plan))
 
 
 def _replay_row(i: int, row: Row, plan: Plan, traces: Traces, shared: DrawShared, draw: int, base_seed: int) -> replayed.RowRuns:
-    """Row ``i``'s runs in ``draw``: on the compiled replay straight into arrays where it can (``_compiled``), else its history."""
+    """Row ``i``'s runs in ``draw``: on the compiled replay straight into arrays where it can (``compiled``), else its history."""
     knob, shuffle = seed_knob(base_seed, draw), draw_shuffle(base_seed, draw, i)
     jobs_of = shared.rows[i]
     if jobs_of is not None:
