@@ -8,7 +8,9 @@ copy's jobs or groups are another's. Then, each in a child process (wall time, p
    lines per second, against whatif's parse alone (``tracefiles.read_trace``, the columns whatif reads);
 2. for each size: ``whatif FILE --json --max-rows 100000000`` (else the defaults; the parse kept in a fresh cache folder), then with
    ``--eta-knob 0.3`` (the parse reused): wall time and peak RSS of each, and the second's ratio to the first;
-3. on the smallest: ``whatif --scheduler local`` against ``--scheduler none`` (the parse reused by both): the ratio.
+3. on the smallest kept in more than one partition (else the smallest): ``whatif --scheduler local`` with each
+   ``--partition-data`` (path, task: the draws' partitions as the cluster's tasks) against ``--scheduler none`` (the parse
+   reused by all): the ratio, and whether the reports are the same but the runner line.
 
 The machine may be shared: the numbers are one run's, printed as they come. The copies are written by a child process:
 a child's peak RSS (``wait4``'s ``ru_maxrss``) starts from its parent's high-water mark (Linux keeps it across fork and
@@ -35,6 +37,7 @@ sys.path[:0] = [str(Path(__file__).resolve().parent.parent), str(Path(__file__).
 
 from bench_memory import measured  # noqa: E402 - after the bench folder is put on sys.path (line above)
 
+from pipelines.clusters.kept import PARTITION_ALLOCATIONS  # noqa: E402 - after the repository is put on sys.path
 from pipelines.home.paths import REPO_ROOT  # noqa: E402 - after the repository is put on sys.path
 
 MIRROR = Path(os.environ.get("TRACES_MIRROR", REPO_ROOT.parent / "shared" / "traces"))
@@ -123,6 +126,7 @@ def main() -> None:
                 subprocess.run([sys.executable, __file__, "--copy", str(base), str(k), str(path)], check=True)
             files[k] = path
         largest = files[max(sizes)]
+        allocations: dict[int, int] = {}
         for name, code in (("polars read_csv", POLARS), ("duckdb read_csv", DUCKDB), ("whatif's parse", PARSE % MAX_ROWS)):
             wall, peak, lines, timed = child(code, largest)
             print(f"{name:16} {largest.name}: {lines:,} lines in {timed:.1f} s ({lines / timed / 1e6:.2f}M lines/s), child {wall:.1f} s, "
@@ -136,13 +140,18 @@ def main() -> None:
                   f"{first_gb:.2f} GB; second (--eta-knob 0.3, parse reused) {second_s:.1f} s {second_gb:.2f} GB: "
                   f"{second_s / first_s:.2f}x; runner {report['runner']!r}", flush=True)
             assert again["lines"] == report["lines"] and again["eta"] == 0.3
-        smallest = files[min(sizes)]
-        cache = folder / f"cache-{min(sizes)}"
-        none_s, none_gb, one = whatif(smallest, cache, "--scheduler", "none")
-        local_s, local_gb, two = whatif(smallest, cache, "--scheduler", "local")
-        same = {k: v for k, v in one.items() if k != "runner"} == {k: v for k, v in two.items() if k != "runner"}
-        print(f"whatif x{min(sizes)} parse reused: --scheduler none {none_s:.1f} s {none_gb:.2f} GB, local {local_s:.1f} s "
-              f"{local_gb:.2f} GB: none/local {none_s / local_s:.2f}x; reports identical but the runner: {same}", flush=True)
+            allocations[k] = report["allocations"]
+        # the smallest export kept in more than one partition: there the draws' partitions are the cluster's tasks
+        split = [k for k in sizes if allocations[k] > PARTITION_ALLOCATIONS]
+        k = min(split) if split else min(sizes)
+        cache = folder / f"cache-{k}"
+        none_s, none_gb, one = whatif(files[k], cache, "--scheduler", "none")
+        for mode in ("path", "task"):
+            local_s, local_gb, two = whatif(files[k], cache, "--scheduler", "local", "--partition-data", mode)
+            same = {n: v for n, v in one.items() if n != "runner"} == {n: v for n, v in two.items() if n != "runner"}
+            print(f"whatif x{k} parse reused: --scheduler none {none_s:.1f} s {none_gb:.2f} GB, local --partition-data {mode} "
+                  f"{local_s:.1f} s {local_gb:.2f} GB: none/local {none_s / local_s:.2f}x; reports identical but the runner: {same}; "
+                  f"runner {two['runner']!r}", flush=True)
 
 
 if __name__ == "__main__":

@@ -29,7 +29,7 @@ import polars as pl
 from pipelines.cli import invoked_as
 from pipelines.cli.clusters import delimiter_option, read_limit_options, read_limits
 from pipelines.cli.options import F, fail, in_range, note, scheduler_option, slurm_options, slurm_settings
-from pipelines.clusters import kept, tracefiles
+from pipelines.clusters import kept, partition_tasks, tracefiles
 from pipelines.clusters import whatif as whatif_report
 from pipelines.clusters.profiles import Profiles, power_limit_profiles, with_measured
 from pipelines.clusters.whatif_knobs import AS_EXPORTED, DEFAULTS, KNOBS, Knob
@@ -127,6 +127,10 @@ def _price_unit(ctx: click.Context, param: click.Parameter, value: str | None) -
                    "GlobalPowerLimitOptimizer runs them; repeatable. The data home's raw/measured/*.csv are read too.")
 @knob_options("samples", "seed")
 @scheduler_option("auto", "auto")
+@click.option("--partition-data", type=click.Choice(partition_tasks.MODES), default=partition_tasks.AUTO, show_default=True,
+              help="On a Dask cluster, how each (sample, partition) task gets its partition's jobs: path (files under the data "
+                   "home's cache/, which the workers must read: on Slurm a shared file system), task (sent once as task data), "
+                   "auto (path where every worker reads a marker file written there, else task); the report's runner line says which.")
 @knob_options("eta", "beta", "price_per_kwh", "grid_gco2_per_kwh")
 @click.option("--region", default=None,
               help="Where the energy was used: an ISO 3166 country (DE or DEU), a US state (US-CA) or a Nordic zone (SE3): its "
@@ -172,6 +176,7 @@ def cli(
     delimiter: str,
     profile_specs: tuple[str, ...],
     scheduler: str | None,
+    partition_data: str,
     region: str | None,
     grid_file: Path | None,
     grid_column: str | None,
@@ -235,8 +240,9 @@ def cli(
         reading = beside(read, overlap=resolve_scheduler(scheduler) == LOCAL)  # the export is read while a LocalCluster starts
         with connect(scheduler, slurm=slurm_cluster, note=note) as runner:
             prepared, profiles, sha256, origin = reading()
-            report, power = whatif_report.run(prepared, profiles, runner=runner, keep_power=html_file is not None)
-    except (IngestError, TraceError, tracefiles.TraceFileError, ValueError, SimulationError) as exc:
+            placement = partition_tasks.Placement(partition_data, cache.root(home))
+            report, power = whatif_report.run(prepared, profiles, runner=runner, keep_power=html_file is not None, placement=placement)
+    except (IngestError, TraceError, tracefiles.TraceFileError, ValueError, SimulationError, partition_tasks.PartitionDataError) as exc:
         fail(str(exc))
     for line in kept_lines:
         note(line)
@@ -381,7 +387,8 @@ def _rates(s: Series) -> tuple[Rate | None, Rate | None]:
 
 
 #: Parameters that change no number of the report (where it goes, how it is shown).
-_PRESENTATION = ("file", "as_json", "progress", "html_file", "make_parents", "no_cache", "max_rows", "max_line_bytes", "max_bytes")
+_PRESENTATION = ("file", "as_json", "progress", "html_file", "make_parents", "no_cache", "max_rows", "max_line_bytes", "max_bytes",
+                 "partition_data")
 
 
 def _check_html(path: str, inputs: tuple[Path, ...], make_parents: bool, as_json: bool) -> Output:

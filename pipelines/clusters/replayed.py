@@ -17,7 +17,7 @@ the history's order.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -97,42 +97,81 @@ def row_jobs(jobs: pl.DataFrame, partitions: int = 1) -> RowJobs:
                    mapping.group_runtimes(jobs), analogues.group_utilisation(jobs), partition)
 
 
-def replay_row(jobs: pl.DataFrame, prepared: RowJobs, workloads: Sequence[str], tables: dict[str, WorkloadTable], *, eta: float,
-               beta: float, seed: int | None, policies: Sequence[PolicyName], shuffle: np.random.Generator | None,
-               anchored: bool, by_util: analogues.Analogues | None = None) -> RowRuns:
-    """One draw of a row on the compiled replay: its workloads assigned (``analogues.group_datasets``: by the groups'
-    utilisation on ``by_util``, else ``mapping.assign_by_runtime``, ``shuffle`` as there),
-    runtime_ratio per workload (``mapping.finish_own``), each policy replayed (``fast.replay``: ``simulate_trace``'s runs;
-    each of ``prepared.partition``'s partitions alone, ``replay_partitions``) and, when ``anchored``, each job's runs scaled
-    to its elapsed time (``anchoring.anchor``). The assignment and runtime_ratio read every group of the row (a rank of
-    all the groups' mean durations, a mean over all the jobs of a workload): they are made here for the whole row, and
-    only the groups' replays run by partition.
+@dataclass(frozen=True)
+class Drawn:
+    """A row's workloads in one draw: the workloads its groups play (``datasets``, sorted), each group's (``group_dataset``,
+    an index into them) and the mean runtime (s) of each workload's jobs (``mean_s``, per ``datasets``): what a partition's
+    replay needs of the whole row (a job's runtime_ratio is its runtime over its workload's mean, a mean over every group)."""
 
-    ``jobs``: the row's table, of which ``prepared`` is ``row_jobs``; ``tables``: the workload table of every workload
-    the row may play, on its GPU."""
+    datasets: list[str]
+    group_dataset: np.ndarray  # int64 per group of RowJobs.names
+    mean_s: np.ndarray  # float64 per dataset
+
+
+def draw_workloads(jobs: pl.DataFrame, prepared: RowJobs, workloads: Sequence[str], shuffle: np.random.Generator | None,
+                   by_util: analogues.Analogues | None = None) -> Drawn:
+    """A draw's workload assignment of a row (``analogues.group_datasets``: by the groups' utilisation on ``by_util``, else
+    ``mapping.assign_by_runtime``, ``shuffle`` as there) and each workload's mean runtime, the mean that
+    ``mapping.finish_own``'s runtime_ratio divides by (the same polars expression over the jobs in table order)."""
     assert prepared.runtimes is not None, "row_jobs builds the jobs a draw replays"
     assigned = analogues.group_datasets(prepared.runtimes, prepared.utils, workloads, by_util, shuffle)
     of_group = dict(assigned.iter_rows())
     datasets = sorted(set(of_group.values()))
     group_dataset = np.array([datasets.index(of_group[g]) for g in prepared.names], dtype=np.int64)
-    dataset = group_dataset[prepared.group]
-    # runtime_ratio as finish_own computes it: over the jobs in table order, each with its group's workload
-    in_table = np.empty_like(dataset)
-    in_table[prepared.order] = dataset
+    in_table = np.empty(prepared.order.size, dtype=np.int64)
+    in_table[prepared.order] = group_dataset[prepared.group]
     runtime = pl.col("end_time_s") - pl.col("start_time_s")
-    ratio = jobs.select("start_time_s", "end_time_s").with_columns(
-        pl.Series("dataset", datasets, dtype=pl.String).gather(in_table)).select(
-        (runtime / runtime.mean().over("dataset")).alias("runtime_ratio"))["runtime_ratio"].to_numpy()[prepared.order]
-    arrays = fast.GroupArrays(prepared.names, datasets, group_dataset, prepared.bounds, prepared.start_s.copy(),
-                              prepared.end_s.copy(), np.array(ratio, dtype=np.float64))
+    means = jobs.select("start_time_s", "end_time_s").with_columns(
+        pl.Series("dataset", datasets, dtype=pl.String).gather(in_table)).select(runtime.mean().over("dataset"))
+    first = np.unique(in_table, return_index=True)[1]  # a job of each workload, by index into datasets
+    mean_s = np.asarray(means.to_series().to_numpy()[first], dtype=np.float64)
+    return Drawn(datasets, group_dataset, mean_s)
+
+
+def runtime_ratio(start_s: np.ndarray, end_s: np.ndarray, dataset: np.ndarray, mean_s: np.ndarray) -> np.ndarray:
+    """Each job's runtime_ratio (``mapping.finish_own``): its runtime over its workload's mean runtime, the same float64
+    operations on the same operands as that polars expression, so the same values bit for bit."""
+    return np.asarray((end_s - start_s) / mean_s[dataset], dtype=np.float64)
+
+
+def group_arrays(names: list[str], bounds: np.ndarray, start_s: np.ndarray, end_s: np.ndarray, drawn: Drawn,
+                 group_dataset: np.ndarray) -> fast.GroupArrays:
+    """``fast.GroupArrays`` of groups ``names`` (each's jobs ``bounds[g]:bounds[g + 1]`` of ``start_s``/``end_s``, in replay
+    order) playing ``group_dataset`` (per group, an index into ``drawn.datasets``)."""
+    dataset = np.repeat(group_dataset, np.diff(bounds))
+    return fast.GroupArrays(names, drawn.datasets, group_dataset, bounds, start_s.copy(), end_s.copy(),
+                            runtime_ratio(start_s, end_s, dataset, drawn.mean_s))
+
+
+def replay_row(jobs: pl.DataFrame, prepared: RowJobs, workloads: Sequence[str], tables: dict[str, WorkloadTable], *, eta: float,
+               beta: float, seed: int | None, policies: Sequence[PolicyName], shuffle: np.random.Generator | None,
+               anchored: bool, by_util: analogues.Analogues | None = None) -> RowRuns:
+    """One draw of a row on the compiled replay: its workloads assigned (``draw_workloads``), runtime_ratio per workload
+    (``runtime_ratio``), each policy replayed (``fast.replay``: ``simulate_trace``'s runs; each of ``prepared.partition``'s
+    partitions alone, ``replay_partitions``) and, when ``anchored``, each job's runs scaled to its elapsed time
+    (``anchoring.anchor``). The assignment and runtime_ratio read every group of the row (a rank of all the groups' mean
+    durations, a mean over all the jobs of a workload): they are made here for the whole row, and only the groups'
+    replays run by partition.
+
+    ``jobs``: the row's table, of which ``prepared`` is ``row_jobs``; ``tables``: the workload table of every workload
+    the row may play, on its GPU."""
+    drawn = draw_workloads(jobs, prepared, workloads, shuffle, by_util)
+    arrays = group_arrays(prepared.names, prepared.bounds, prepared.start_s, prepared.end_s, drawn, drawn.group_dataset)
+    done = {policy: replay_partitions(arrays, prepared.partition, tables, eta=eta, beta=beta, seed=seed, policy=policy)
+            for policy in policies}
+    return row_runs(prepared, drawn, done, anchored)
+
+
+def row_runs(prepared: RowJobs, drawn: Drawn, done: Mapping[PolicyName, fast.RunArrays], anchored: bool) -> RowRuns:
+    """``RowRuns`` of a row's replay: ``done``, each policy's runs of the whole row (one replay's order, as
+    ``replay_partitions`` merges them), each run's energy for the whole job; anchored where ``anchored``."""
     runs: dict[str, Runs] = {}
-    for policy in policies:
-        done = replay_partitions(arrays, prepared.partition, tables, eta=eta, beta=beta, seed=seed, policy=policy)
-        job = prepared.bounds[done.group] + done.job  # the job-th of its group's jobs, in replay order
-        runs[policy] = Runs(job, done.start_time, done.time, done.energy * prepared.num_gpu[job])
+    for policy, ran in done.items():
+        job = prepared.bounds[ran.group] + ran.job  # the job-th of its group's jobs, in replay order
+        runs[policy] = Runs(job, ran.start_time, ran.time, ran.energy * prepared.num_gpu[job])
     if anchored:
         runs = anchor(runs, prepared)
-    return RowRuns(prepared, datasets, dataset, runs)
+    return RowRuns(prepared, drawn.datasets, drawn.group_dataset[prepared.group], runs)
 
 
 def replay_partitions(arrays: fast.GroupArrays, partition: np.ndarray | None, tables: dict[str, WorkloadTable], *, eta: float,
@@ -149,21 +188,27 @@ def replay_partitions(arrays: fast.GroupArrays, partition: np.ndarray | None, ta
     for p in np.unique(partition).tolist():
         groups = np.flatnonzero(partition == p)
         parts.append((groups, fast.replay(_subset(arrays, groups), tables, eta, beta, seed, policy)))
-    return _merged(parts)
+    return merged(parts)
+
+
+def group_jobs(bounds: np.ndarray, groups: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(the bounds of groups ``groups`` (indices, ascending) alone, the indices of their jobs in the whole's job arrays)."""
+    lengths = bounds[groups + 1] - bounds[groups]
+    alone = np.append(0, np.cumsum(lengths)).astype(np.int64)
+    return alone, np.repeat(bounds[groups] - alone[:-1], lengths) + np.arange(alone[-1], dtype=np.int64)
 
 
 def _subset(arrays: fast.GroupArrays, groups: np.ndarray) -> fast.GroupArrays:
     """The groups ``groups`` (indices, ascending) of ``arrays`` alone."""
-    lengths = arrays.bounds[groups + 1] - arrays.bounds[groups]
-    bounds = np.append(0, np.cumsum(lengths)).astype(np.int64)
-    jobs = np.repeat(arrays.bounds[groups] - bounds[:-1], lengths) + np.arange(bounds[-1], dtype=np.int64)
+    bounds, jobs = group_jobs(arrays.bounds, groups)
     return fast.GroupArrays([arrays.names[g] for g in groups.tolist()], arrays.datasets, arrays.dataset[groups], bounds,
                             arrays.start[jobs], arrays.end[jobs], arrays.ratio[jobs])
 
 
-def _merged(parts: Sequence[tuple[np.ndarray, fast.RunArrays]]) -> fast.RunArrays:
+def merged(parts: Sequence[tuple[np.ndarray, fast.RunArrays]]) -> fast.RunArrays:
     """The runs of each (groups, their replay) as one replay's: each run's group mapped back to the whole's index, the runs
-    put in group order by a stable sort (a group's runs keep their order)."""
+    put in group order by a stable sort (a group's runs keep their order). ``parts`` in ascending partition order, as
+    ``replay_partitions`` and the partitions' Dask tasks (``partition_tasks``) give them."""
     group = np.concatenate([groups[runs.group] for groups, runs in parts])
     order = np.argsort(group, kind="stable")
 

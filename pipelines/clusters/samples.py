@@ -135,7 +135,7 @@ def seed_knob(base_seed: int, draw: int) -> int | None:
     return int(np.random.SeedSequence([base_seed, draw]).generate_state(1, np.uint32)[0])
 
 
-def _shuffle(base_seed: int, draw: int, row: int) -> np.random.Generator | None:
+def draw_shuffle(base_seed: int, draw: int, row: int) -> np.random.Generator | None:
     return None if draw == 0 else np.random.default_rng(np.random.SeedSequence([base_seed, draw, row, 1]))
 
 
@@ -212,7 +212,13 @@ def _peaks(rows: Sequence[RowRuns], gpu: str, key: str, plan: Plan) -> dict[str,
 def _power(trace: str, labelled: Sequence[tuple[str, Sequence[RowRuns]]], capacity: dict[str, Capacity] | None = None,
            idle_w: dict[str, float] | None = None) -> pl.DataFrame:
     """``power.power_bins`` of the Default and Zeus runs of each (gpu label, rows) (distinct labels), a run drawing over its
-    simulated time: the table ``power_bins`` makes of their histories, the rows' relabelled and one after the other."""
+    simulated time: the table ``power_bins`` makes of their histories, the rows' relabelled and one after the other.
+
+    Invariant: the cluster's power series is the sum, bin by bin, of its partitions' series (each job's runs lie in one
+    partition, its recurring group's). It is computed here once over every run, in the one replay's order whether the
+    partitions replayed here or as Dask tasks (``replayed.merged``), so it is the in-process series bit for bit; summed
+    from per-partition series it agrees to float rounding only (each series accumulates its own runs' rates), which a
+    test checks to 1e-9 of the peak."""
     keys, runs = [], []
     for gpu, rows in labelled:
         for policy in POLICIES:
@@ -415,7 +421,7 @@ class DrawShared:
     measured: Measured | None
 
 
-def _compiled(plan: Plan, row: Row) -> bool:
+def compiled(plan: Plan, row: Row) -> bool:
     """Whether ``row`` replays on the compiled replay straight into arrays (``replayed.replay_row``): not power-limit-only, no
     carbon-aware Zeus (the reference replay), and the engine ``simulate_trace`` would take is the compiled one."""
     return (row.power_limit is None and plan.carbon_aware is None and row.jobs.height > 0
@@ -424,16 +430,16 @@ def _compiled(plan: Plan, row: Row) -> bool:
 
 def shared_by_draws(plan: Plan, traces: Traces) -> DrawShared:
     """``DrawShared`` of ``plan``: built once for all its draws (``run_draws``), here or on each worker."""
-    compiled = [_compiled(plan, r) for r in plan.rows]
+    compiled_rows = [compiled(plan, r) for r in plan.rows]
     tables = {r.gpu: {w: build_table(traces, r.gpu, group_job_spec(traces, r.gpu, w)) for w in r.workloads}
-              for r, c in zip(plan.rows, compiled, strict=True) if c}
-    return DrawShared(tuple(replayed.row_jobs(r.jobs, plan.partitions) if c else None for r, c in zip(plan.rows, compiled, strict=True)), tables,
+              for r, c in zip(plan.rows, compiled_rows, strict=True) if c}
+    return DrawShared(tuple(replayed.row_jobs(r.jobs, plan.partitions) if c else None for r, c in zip(plan.rows, compiled_rows, strict=True)), tables,
                     measured_jobs(plan))
 
 
 def _replay_row(i: int, row: Row, plan: Plan, traces: Traces, shared: DrawShared, draw: int, base_seed: int) -> replayed.RowRuns:
-    """Row ``i``'s runs in ``draw``: on the compiled replay straight into arrays where it can (``_compiled``), else its history."""
-    knob, shuffle = seed_knob(base_seed, draw), _shuffle(base_seed, draw, i)
+    """Row ``i``'s runs in ``draw``: on the compiled replay straight into arrays where it can (``compiled``), else its history."""
+    knob, shuffle = seed_knob(base_seed, draw), draw_shuffle(base_seed, draw, i)
     jobs_of = shared.rows[i]
     if jobs_of is not None:
         return replayed.replay_row(row.jobs, jobs_of, row.workloads, shared.tables[row.gpu], eta=plan.options.eta, beta=plan.options.beta, seed=knob,
@@ -473,9 +479,12 @@ def meter(runs: RowRuns, i: int, measured: Measured) -> RowRuns:
     return replace(runs, runs=scaled)
 
 
-def run_draw(draw: int, *, plan: Plan, traces: Traces, base_seed: int, shared: DrawShared | None = None) -> dict[str, Any]:
+def run_draw(draw: int, *, plan: Plan, traces: Traces, base_seed: int, shared: DrawShared | None = None,
+             ran: dict[int, RowRuns] | None = None) -> dict[str, Any]:
     """One draw (see the module docstring): per row its totals and peaks; the fleet's; the measured comparison; for draw 0
-    also the top groups and the jobs per workload. ``shared``: ``shared_by_draws(plan, traces)`` (None: built here)."""
+    also the top groups and the jobs per workload. ``shared``: ``shared_by_draws(plan, traces)`` (None: built here);
+    ``ran``: rows' runs of this draw replayed elsewhere (by the plan's row index: the partitions' Dask tasks merged,
+    ``partition_tasks``), the other rows replayed here."""
     shared = shared or shared_by_draws(plan, traces)
     rows: dict[str, dict[str, Any]] = {}
     replays: list[tuple[int, Row, replayed.RowRuns]] = []
@@ -483,7 +492,7 @@ def run_draw(draw: int, *, plan: Plan, traces: Traces, base_seed: int, shared: D
     for i, row in enumerate(plan.rows):
         if row.jobs.height == 0:
             continue
-        runs = _replay_row(i, row, plan, traces, shared, draw, base_seed)
+        runs = ran[i] if ran is not None and i in ran else _replay_row(i, row, plan, traces, shared, draw, base_seed)
         if row.power_scale is not None:
             runs = standins.scale_runs(runs, row.power_scale)
         modelled.append((i, runs))

@@ -31,10 +31,10 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from pipelines.clusters import analogues, anchoring, capacity, coverage, kept, mapping, standins
+from pipelines.clusters import analogues, anchoring, capacity, coverage, kept, mapping, partition_tasks, standins
 from pipelines.clusters.power import POWER_SCHEMA
 from pipelines.clusters.profiles import POWER_LIMIT_ONLY, UNTYPED, Profiles
-from pipelines.clusters.samples import FLEET, FLEET_TOTALS, INTERVAL_PCT, Plan, Row, run_draws, spread
+from pipelines.clusters.samples import FLEET, FLEET_TOTALS, INTERVAL_PCT, Plan, Row, spread
 from pipelines.clusters.whatif_knobs import AS_EXPORTED, EVERY_GPU, METER_GPU, GpuMode, Options
 from pipelines.contracts.base import polars_schema
 from pipelines.contracts.owncluster import SUMMARY_FIGURES, OwnClusterSummary
@@ -650,20 +650,22 @@ def _low_util_jobs(low: pl.DataFrame) -> dict[str, Any]:
 
 
 def run(trace: OwnTraceResult | Replayable, profiles: Profiles, options: Options | None = None, runner: Runner | None = None, *,
-        keep_power: bool = False) -> tuple[dict[str, Any], pl.DataFrame]:
+        keep_power: bool = False, placement: partition_tasks.Placement | None = None) -> tuple[dict[str, Any], pl.DataFrame]:
     """The whatif flow's one owner (the CLI, the Dagster assets and the tests call it): the report of one trace (see the module
     docstring; a JSON-ready dict) and, with ``keep_power``, the cluster power of its sample 1 (the replay of draw 0:
     ``ClusterPower`` rows of the jobs' power per 5-minute bin, ``gpu`` = ``all`` for the whole cluster as exported, else one
     GPU per row), else an empty frame. The report is the same, bit for bit, either way.
 
     ``trace``: a read trace (ready here with ``options``), or one ``replayable`` made (its table may be gone: a caller frees
-    a large export's table before the draws). ``runner``: where the draws run (default: in this process).
+    a large export's table before the draws). ``runner``: where the draws run (default: in this process); on a Dask runner
+    each draw's partitions are tasks, their inputs reaching the workers as ``placement`` says (``partition_tasks``; default:
+    as task data) and the report's ``runner`` saying which.
     """
     if isinstance(trace, OwnTraceResult):
         if options is None:
             raise ValueError("a read trace needs its Options")
         trace = replayable(trace, profiles, options)
-    report, power = _report_of_draws(trace, profiles, runner, keep_power=keep_power)
+    report, power = _report_of_draws(trace, profiles, runner, keep_power=keep_power, placement=placement)
     return report, power if power is not None else pl.DataFrame(schema=POWER_SCHEMA)
 
 
@@ -710,19 +712,21 @@ def _stand_ins(records: Sequence[dict[str, Any]], mode: GpuMode, options: Option
             "why": "; ".join(why) or None, "text": text, "power_text": power}
 
 
-def _report_of_draws(ready: Replayable, profiles: Profiles, runner: Runner | None,
-                     keep_power: bool) -> tuple[dict[str, Any], pl.DataFrame | None]:
+def _report_of_draws(ready: Replayable, profiles: Profiles, runner: Runner | None, keep_power: bool,
+                     placement: partition_tasks.Placement | None = None) -> tuple[dict[str, Any], pl.DataFrame | None]:
     """The report of ``ready``'s draws on ``runner`` (``run``), and draw 0's cluster power where ``keep_power``."""
     the_plan, records, mode, options = ready.plan, ready.records, ready.mode, ready.plan.options
     if keep_power:
         the_plan = replace(the_plan, keep_power=True)
     replayed, gpu_hours = ready.replayed, ready.gpu_hours
     runner = runner or SerialRunner()
-    draws = run_draws(the_plan, profiles.traces, options.samples, options.seed, runner, progress=options.progress)
+    draws, by_partition = partition_tasks.run_draws(the_plan, profiles.traces, options.samples, options.seed, runner, placement,
+                                                    progress=options.progress)
     report: dict[str, Any] = {
         **ready.head,
         "eta": options.eta, "beta": options.beta, "samples": options.samples, "seed": options.seed,
-        "interval": f"{samples_interval()} over the samples", "runner": runner.description,
+        "interval": f"{samples_interval()} over the samples",
+        "runner": runner.description if by_partition is None else f"{runner.description}; {by_partition}",
         **ready.counts,
         "gpu_mode": mode, "fallback_gpu": options.fallback_gpu,
     }

@@ -26,6 +26,9 @@ a worker that dies can take that one along: Dask then cancels the tasks that nee
 ``DaskRunner.map`` scatters the inputs again and resubmits those tasks (``RESUBMITS`` times at
 most). As long as ``fn`` is deterministic, the results depend neither on the worker count nor on
 the completion order.
+``DaskRunner.map_parts`` also gives each task one of a list of parts, each part scattered once to one worker (not
+broadcast) and moved by Dask where its tasks run, with at most a window of tasks in flight (whatif's partitions:
+``pipelines.clusters.partition_tasks``, which may instead have the tasks read a part from a folder every worker reads).
 Workers need this package importable (same version), not the data or a shared filesystem.
 
 The modules, top down: ``schedulers`` (the scheduler names, ``connect``), ``auto`` (``AutoRunner``), ``background``
