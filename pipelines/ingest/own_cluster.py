@@ -3,7 +3,8 @@
 A file is read in bounded blocks of whole lines by the reader engine (``pipelines.ingest.text_reader``), so memory
 stays bounded for exports of millions of lines; every block is split into lines and fields with polars string operations
 (no Python loop per line); a block's typed rows wait on disk (``Spill``) until ``finish`` checks them a block at a time,
-so the whole file's typed rows are never held in memory. Each line ends in exactly one of: the header, an allocation row
+so the whole file's typed rows are never held in memory, and the rejected rows go to disk as they are found and come
+back as a streamed quarantine (``pipelines.ingest.quarantine_spill``), however many there are. Each line ends in exactly one of: the header, an allocation row
 (``own_cluster_jobs``), a skipped step (sacct only) or ``quarantine/own_cluster_jobs_bad_rows``:
 
     lines = header_lines + allocations + steps_skipped + quarantined
@@ -340,7 +341,8 @@ class Spill:
     """A parse's typed rows held on disk until ``finish`` checks them, rather than in memory: one Parquet file per block
     (``add``), in a temporary folder (``$TMPDIR``) removed on ``close`` (the parse's ``with``). ``finish`` reads one block back
     at a time (``frames``), so the typed rows of the whole file (all the contract's columns, wider than the table whatif
-    keeps) never exist in memory at once. Parquet keeps every dtype and value, so the rows read back are those written."""
+    keeps) never exist in memory at once. Parquet keeps every dtype and value, so the rows read back are those written.
+    The rejected rows wait beside them (``reject``), in runs each sorted by line, for ``quarantine_spill.quarantine``."""
 
     def __init__(self) -> None:
         self._stack = contextlib.ExitStack()
