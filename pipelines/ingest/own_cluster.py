@@ -3,9 +3,10 @@
 A file is read in bounded blocks of whole lines by the reader engine (``pipelines.ingest.text_reader``), so memory
 stays bounded for exports of millions of lines; every block is split into lines and fields with polars string operations
 (no Python loop per line); a block's typed rows wait on disk (``Spill``) until ``finish`` checks them a block at a time,
-so the whole file's typed rows are never held in memory, and the rejected rows go to disk as they are found and come
-back as a streamed quarantine (``pipelines.ingest.quarantine_spill``), however many there are. Each line ends in exactly one of: the header, an allocation row
-(``own_cluster_jobs``), a skipped step (sacct only) or ``quarantine/own_cluster_jobs_bad_rows``:
+so the whole file's typed rows are never held in memory; the rejected rows go to disk as they are found and come back
+as a streamed quarantine (``pipelines.ingest.quarantine_spill``), however many there are. Each line ends in exactly one
+of: the header, an allocation row (``own_cluster_jobs``), a skipped step (sacct only) or
+``quarantine/own_cluster_jobs_bad_rows``:
 
     lines = header_lines + allocations + steps_skipped + quarantined
 
@@ -125,7 +126,7 @@ class OwnTraceResult:
     quarantine_rows: pl.LazyFrame
     counts: TraceCounts
     #: What keeps ``quarantine_rows``' files while the result lives (``quarantine_spill.HeldFolder``; None: none on disk).
-    held: object = field(default=None, repr=False, compare=False)
+    held: quarantine_spill.HeldFolder | None = field(default=None, repr=False, compare=False)
 
     @property
     def quarantine(self) -> pl.DataFrame:
