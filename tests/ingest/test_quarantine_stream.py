@@ -7,6 +7,10 @@ the kept parse's ``quarantine.parquet`` and the line bound's defaults too."""
 from __future__ import annotations
 
 import gc
+import os
+import signal
+import subprocess
+import sys
 import tempfile
 from pathlib import Path
 
@@ -17,6 +21,7 @@ from polars.testing import assert_frame_equal
 
 from pipelines.cli import cli
 from pipelines.clusters import kept, whatif
+from pipelines.home.paths import REPO_ROOT
 from pipelines.ingest import quarantine_spill, text_reader
 from pipelines.ingest.slurm import read_sacct
 from tests.ingest.test_slurm import HEADER, row
@@ -164,3 +169,26 @@ def test_the_line_bounds_defaults_show_in_help() -> None:
     add_line = next(line for line in add_help.output.splitlines() if "--max-rows" in line)
     assert "[default: 100000000; x>=1]" in whatif_line and "A limit on work" in whatif_line
     assert "[default: 5000000; x>=1]" in add_line and "The memory guard" in add_line
+
+
+#: Holds a quarantine folder with one file, says where, and waits to be ended by a signal.
+_HOLDER = ("import signal, sys, time\nsignal.signal(signal.SIGHUP, signal.SIG_DFL)\n"
+           "from pipelines.ingest.quarantine_spill import HeldFolder\n"
+           "held = HeldFolder('gpu-energy-quarantine-')\n(held.path / 'x.parquet').write_bytes(b'x')\nprint(flush=True)\n"
+           "time.sleep(60)\n")
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP])
+def test_a_signal_that_ends_the_run_removes_the_quarantines_folder(tmp_path: Path, signum: int) -> None:
+    """As the parse's spill: a SIGTERM or SIGHUP runs no finalizer, and the folder is removed all the same
+    (``interrupt.removed_on_abort``)."""
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    proc = subprocess.Popen([sys.executable, "-c", _HOLDER], env={**os.environ, "TMPDIR": str(temp)}, stdout=subprocess.PIPE,
+                            cwd=REPO_ROOT)
+    assert proc.stdout is not None and proc.stdout.readline() == b"\n"  # the file is on disk
+    assert [p.name.startswith("gpu-energy-quarantine-") for p in temp.iterdir()] == [True]
+    proc.send_signal(signum)
+    assert proc.wait(timeout=30) == -signum
+    proc.stdout.close()
+    assert list(temp.iterdir()) == []
