@@ -6,7 +6,7 @@ copy's jobs or groups are another's. Then, each in a child process (wall time, p
 
 1. the floor: polars' ``read_csv(separator="|")`` and DuckDB's ``read_csv`` (a count of its rows) of the largest file:
    lines per second, against whatif's parse alone (``tracefiles.read_trace``, the columns whatif reads);
-2. for each size: ``whatif FILE --json --max-rows 100000000`` (else the defaults; the parse kept in a fresh cache folder), then with
+2. for each size: ``whatif FILE --json`` (the defaults: whatif's line bound is 100,000,000; the parse kept in a fresh cache folder), then with
    ``--eta-knob 0.3`` (the parse reused): wall time and peak RSS of each, and the second's ratio to the first;
 3. on the smallest kept in more than one partition (else the smallest): ``whatif --scheduler local`` with each
    ``--partition-data`` (path, task: the draws' partitions as the cluster's tasks) against ``--scheduler none`` (the parse
@@ -41,17 +41,14 @@ from pipelines.clusters.kept import PARTITION_ALLOCATIONS  # noqa: E402 - after 
 from pipelines.home.paths import REPO_ROOT  # noqa: E402 - after the repository is put on sys.path
 
 MIRROR = Path(os.environ.get("TRACES_MIRROR", REPO_ROOT.parent / "shared" / "traces"))
-#: The bound on lines given to every read here (``--max-rows``): the 12M-line export is past the default's 5M.
-MAX_ROWS = 100_000_000
 
 PARSE = """
 import sys, time
 from pathlib import Path
-from pipelines.clusters import tracefiles, whatif
-from pipelines.ingest.text_reader import ReadLimits
+from pipelines.clusters import kept, tracefiles, whatif
 t = time.perf_counter()
 r = tracefiles.read_trace(Path(sys.argv[1]), "x", "sacct", "UTC", None, source_file=sys.argv[1], digest=False,
-                          columns=whatif.REPORT_COLUMNS, limits=ReadLimits(rows=%d))
+                          columns=whatif.REPORT_COLUMNS, limits=kept.WHATIF_LIMITS)
 print(r.counts.lines, time.perf_counter() - t)
 """
 POLARS = """
@@ -96,8 +93,8 @@ def child(code: str, path: Path) -> tuple[float, float, int, float]:
 
 def whatif(path: Path, cache: Path, *extra: str) -> tuple[float, float, dict[str, object]]:
     env = {**os.environ, "GPU_ENERGY_CACHE": str(cache), "TRACES_MIRROR": str(MIRROR)}
-    wall, peak, out = measured([sys.executable, "-m", "pipelines", "whatif", str(path), "--json", "--no-progress", "--max-rows",
-                                str(MAX_ROWS), *extra], REPO_ROOT, env)
+    wall, peak, out = measured([sys.executable, "-m", "pipelines", "whatif", str(path), "--json", "--no-progress", *extra], REPO_ROOT,
+                               env)
     return wall, peak, json.loads(out)
 
 
@@ -127,7 +124,7 @@ def main() -> None:
             files[k] = path
         largest = files[max(sizes)]
         allocations: dict[int, int] = {}
-        for name, code in (("polars read_csv", POLARS), ("duckdb read_csv", DUCKDB), ("whatif's parse", PARSE % MAX_ROWS)):
+        for name, code in (("polars read_csv", POLARS), ("duckdb read_csv", DUCKDB), ("whatif's parse", PARSE)):
             wall, peak, lines, timed = child(code, largest)
             print(f"{name:16} {largest.name}: {lines:,} lines in {timed:.1f} s ({lines / timed / 1e6:.2f}M lines/s), child {wall:.1f} s, "
                   f"peak {peak:.2f} GB", flush=True)

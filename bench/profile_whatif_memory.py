@@ -91,7 +91,8 @@ def main() -> None:
                                        None, source_file=str(args.export), digest=False, columns=whatif.REPORT_COLUMNS,
                                        limits=ReadLimits(rows=args.max_rows))
     _report("load" if entry is not None else "parse", t,
-            {"table": result.table.estimated_size(), "quarantine": result.quarantine.estimated_size()})
+            {"table": result.table.estimated_size(),  # the quarantine as held: none once it is on disk (a scan)
+             "quarantine": result.quarantine.estimated_size() if result.held is None and entry is None else 0})
     print(f"         {result.counts.lines:,} lines, {result.counts.allocations:,} allocations", flush=True)
 
     _reset_peak()

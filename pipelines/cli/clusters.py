@@ -79,22 +79,24 @@ def home_locked(wait: bool) -> AbstractContextManager[None]:
 
 WAIT_OPTION = click.option("--wait", is_flag=True, help="While a materialize runs, wait for it to end (default: refuse).")
 F = TypeVar("F", bound=Callable[..., Any])
-_LIMITS = ReadLimits()
 
 
-def read_limit_options(command: F) -> F:
-    """Add ``--max-rows``, ``--max-line-bytes`` and ``--max-bytes`` (``ReadLimits``, defaults shown) to a command that
-    reads an own-trace file; ``read_limits`` makes them a ``ReadLimits``."""
-    for option in reversed((
-        click.option("--max-rows", type=click.IntRange(min=1), default=_LIMITS.rows, show_default=True,
-                     help="Lines of the file read at most (header included); more is an error."),
-        click.option("--max-line-bytes", type=click.IntRange(min=1), default=_LIMITS.line_bytes, show_default=True,
-                     help="Bytes of one line at most; a longer line is an error."),
-        click.option("--max-bytes", type=click.IntRange(min=1), default=_LIMITS.decompressed_bytes, show_default=True,
-                     help="Bytes a compressed file may decompress to at most; more is an error."),
-    )):
-        command = option(command)
-    return command
+def read_limit_options(defaults: ReadLimits, rows_note: str) -> Callable[[F], F]:
+    """Add ``--max-rows``, ``--max-line-bytes`` and ``--max-bytes`` (``ReadLimits``, ``defaults`` shown) to a command that
+    reads an own-trace file; ``read_limits`` makes them a ``ReadLimits``. ``rows_note``: what the line bound guards there."""
+    def add(command: F) -> F:
+        for option in reversed((
+            click.option("--max-rows", type=click.IntRange(min=1), default=defaults.rows, show_default=True,
+                         help=f"Lines of the file read at most (header included); more is an error. {rows_note}"),
+            click.option("--max-line-bytes", type=click.IntRange(min=1), default=defaults.line_bytes, show_default=True,
+                         help="Bytes of one line at most; a longer line is an error."),
+            click.option("--max-bytes", type=click.IntRange(min=1), default=defaults.decompressed_bytes, show_default=True,
+                         help="Bytes a compressed file may decompress to at most; more is an error."),
+        )):
+            command = option(command)
+        return command
+
+    return add
 
 
 def read_limits(max_rows: int, max_line_bytes: int, max_bytes: int) -> ReadLimits:
@@ -118,7 +120,7 @@ def cli() -> None:
 @click.option("--cluster-gpus", type=click.IntRange(min=1), default=None,
               help="GPUs of the cluster, for the idle draw of cluster power (at least the trace's peak concurrent GPUs)  "
                    "[default: the trace's peak concurrent GPUs]")
-@read_limit_options
+@read_limit_options(ReadLimits(), "The memory guard: the trace's materialization holds its whole table and quarantine.")
 @WAIT_OPTION
 def add(name: str, file: Path, fmt: str | None, timezone: str, fields: str | None, delimiter: str, replace: bool,
         cluster_gpus: int | None, max_rows: int, max_line_bytes: int, max_bytes: int, wait: bool) -> None:

@@ -166,7 +166,8 @@ def _price_unit(ctx: click.Context, param: click.Parameter, value: str | None) -
 @click.option("--parents", "make_parents", is_flag=True, help="Make --html's missing folders (else a missing folder is an error).")
 @click.option("--no-cache", is_flag=True, help="Read the export afresh and keep nothing (else its parse is kept under the data "
                                               "home's cache/ and a run with other knobs reuses it; `cache list|clear`).")
-@read_limit_options
+@read_limit_options(kept.WHATIF_LIMITS, "A limit on work, not the memory guard: the parse holds a block of lines at a time, "
+                                        "its rows and quarantine wait on disk.")
 @slurm_options
 def cli(
     file: Path,

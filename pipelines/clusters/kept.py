@@ -9,7 +9,7 @@ changed file or another reading is another entry. It holds:
   ``partition``: ``hash(recurring group) mod partitions`` (the group of ``mapping.own_group``), so a group never
   spans two partitions (``partition`` reads one: a filter of the file, streamed); the draws replay a row's groups by
   these partitions (``mapping.group_partition``, ``replayed.replay_partitions``);
-* ``quarantine.parquet``: the quarantined rows, as the read made them;
+* ``quarantine.parquet``: the quarantined rows, as the read made them (written and loaded streamed);
 * ``meta.json``: the reading, the counts (``TraceCounts``), the partitions and when the file was parsed (UTC).
 
 Loaded, the rows are the table the read made, row for row (a test checks it), so the report is the same from a kept
@@ -52,6 +52,12 @@ QUARANTINE = "quarantine.parquet"
 LINE = "line"
 #: Each kept row's partition (``partition_of``).
 PARTITION = "partition"
+#: whatif's bounds (its ``--max-rows``' default, and ``reading``'s and ``read``'s where none are given): 100,000,000
+#: lines, a limit on work, not the memory guard. The parse holds a block of lines at a time, its typed rows and its
+#: quarantine on disk (``own_cluster.Spill``, ``quarantine_spill``), and the table it keeps is whatif's few columns:
+#: 12M lines (3.75M allocations) ran within 1.5 GB, and so did 12M delimiter-only lines, every one quarantined
+#: (docs/benchmarks.md). ``clusters add`` and a materialization keep ``ReadLimits``' lower default (they hold more).
+WHATIF_LIMITS = ReadLimits(rows=100_000_000)
 
 
 @dataclass(frozen=True)
@@ -77,7 +83,7 @@ class Reading:
 
 def reading(trace: str, fmt: tracefiles.Format, timezone: str, fields: tuple[str, ...] | list[str] | None, delimiter: str,
             columns: tuple[str, ...], limits: ReadLimits | None) -> Reading:
-    limits = limits or ReadLimits()
+    limits = limits or WHATIF_LIMITS
     with_line = columns if LINE in columns else (*columns, LINE)
     return Reading(trace, fmt, timezone, None if fields is None else tuple(fields), delimiter, with_line, limits.rows,
                    limits.line_bytes, limits.decompressed_bytes)
@@ -100,7 +106,7 @@ def _partitions(count: int) -> str:
 def write(folder: Path, result: OwnTraceResult, partitions: int) -> None:
     """``result``'s table, each row with its ``partition`` (``partition_of``), and its quarantine into ``folder``."""
     result.table.with_columns(partition_of(result.table, partitions).cast(pl.UInt32).alias(PARTITION)).write_parquet(folder / ROWS)
-    result.quarantine.write_parquet(folder / QUARANTINE)
+    result.quarantine_rows.sink_parquet(folder / QUARANTINE, engine="streaming")  # streamed: never held whole
 
 
 def partition(entry: cache.Entry, index: int) -> pl.DataFrame:
@@ -112,9 +118,9 @@ def load(entry: cache.Entry, source_file: str, sha256: str) -> OwnTraceResult:
     """The read result an entry keeps, named by ``source_file`` (the file as given this time)."""
     meta = entry.meta
     table = pl.read_parquet(entry.path / ROWS, columns=list(meta["reading"]["columns"]))
-    quarantine = pl.read_parquet(entry.path / QUARANTINE)
-    if quarantine.height:
-        quarantine = quarantine.with_columns(pl.lit(source_file).alias("source_file"))
+    pl.read_parquet_schema(entry.path / QUARANTINE)  # a missing or cut file is found here, as the rows' would be
+    # lazily, as a fresh read's: whatif only counts its rows by column and reason (a streamed group-by)
+    quarantine = pl.scan_parquet(entry.path / QUARANTINE).with_columns(pl.lit(source_file, pl.String).alias("source_file"))
     counts = TraceCounts(**meta["counts"])
     return OwnTraceResult(meta["reading"]["trace"], source_file, meta["reading"]["format"], meta["reading"]["timezone"], sha256,
                           table, quarantine, counts)
@@ -127,8 +133,10 @@ def read(path: Path, how: Reading, *, source_file: str, limits: ReadLimits | Non
     ``root``: the data home's ``cache/`` (None: read afresh and keep nothing, ``--no-cache``, as for a path that is not a
     regular file; ``digest``: with the file's sha256 then, which a kept parse always has). ``partitions``: how many
     (default ``partitions_for`` the allocations). A kept parse whose lines exceed ``limits.rows`` is refused as the read
-    would be. ``IngestError`` for a file that changed between its hash and its read.
+    would be (``limits``: default ``WHATIF_LIMITS``). ``IngestError`` for a file that changed between its hash and its read.
     """
+    limits = limits or WHATIF_LIMITS
+
     def fresh(digest: bool) -> OwnTraceResult:
         return tracefiles.read_trace(path, how.trace, how.format, how.timezone, how.fields, source_file=source_file, digest=digest,
                                      delimiter=how.delimiter, columns=how.columns, limits=limits, progress=progress)
@@ -151,7 +159,7 @@ def read(path: Path, how: Reading, *, source_file: str, limits: ReadLimits | Non
             damaged = f" (the parse kept there was unreadable, {type(exc).__name__}: dropped)"
         else:
             cache.touch(entry)
-            (limits or ReadLimits()).check_rows(source_file, result.counts.lines)
+            limits.check_rows(source_file, result.counts.lines)
             return result, (f"parse reused: kept {entry.meta['parsed_at']} in {folder} ({result.counts.allocations:,} allocations, "
                             f"{_partitions(entry.meta['partitions'])}; --no-cache reads the file afresh)")
     result = fresh(digest=True)

@@ -142,7 +142,9 @@ class TraceFile:
         return "/".join(parts)
 
     def read(self, *, digest: bool = True) -> OwnTraceResult:
-        """The trace's rows, quarantine and counts (``IngestError`` for a file that cannot be read at all)."""
+        """The trace's rows, quarantine and counts (``IngestError`` for a file that cannot be read at all), under
+        ``ReadLimits``' defaults: 5,000,000 lines, the memory guard of the own-cluster asset, which holds every column of
+        the table and the quarantine read whole (``clusters add`` refuses a longer file by the same default)."""
         return read_trace(self.path, self.name, self.format, self.timezone, self.fields, source_file=self.source_file, digest=digest,
                           delimiter=self.delimiter)
 

@@ -481,8 +481,9 @@ def _counts(result: OwnTraceResult, replayed: int, groups: int, named: int) -> d
     not_replayed = _by_state(gpu.filter(pl.col("state") != "COMPLETED"))
     if zero_length:
         not_replayed["COMPLETED, zero length"] = zero_length
-    reasons = result.quarantine.with_columns(pl.coalesce("column", pl.col("reason").str.extract(r"^([^:]*)", 1)).alias("what"))
-    by_what = dict(reasons.group_by("what").len().sort("len", "what", descending=[True, False]).iter_rows())
+    # streamed: a quarantine of millions of rows is never read whole (it may be a scan of Parquet files on disk)
+    reasons = result.quarantine_rows.select(pl.coalesce("column", pl.col("reason").str.extract(r"^([^:]*)", 1)).alias("what"))
+    by_what = dict(reasons.group_by("what").len().sort("len", "what", descending=[True, False]).collect(engine="streaming").iter_rows())
     return {
         "lines": c.lines,
         "header_lines": c.header_lines,
@@ -813,7 +814,7 @@ def result_of(trace: dict[str, Any], jobs: pl.DataFrame) -> OwnTraceResult:
     """A trace as the pipeline stored it (its ``own_cluster_traces`` row, ``own_cluster_jobs``) as a read result (no quarantine rows)."""
     counts = TraceCounts(**{f: trace[f] for f in TraceCounts.__dataclass_fields__})
     return OwnTraceResult(trace["trace"], trace["source_file"], trace["format"], trace["timezone"], trace["sha256"],
-                          jobs.filter(pl.col("trace") == trace["trace"]), empty_quarantine(), counts)
+                          jobs.filter(pl.col("trace") == trace["trace"]), empty_quarantine().lazy(), counts)
 
 
 def summary_frame(report: dict[str, Any]) -> pl.DataFrame:

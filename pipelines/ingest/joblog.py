@@ -57,7 +57,6 @@ from pipelines.ingest.own_cluster import (
     csv_rows,
     energy_columns,
     finish,
-    held_rejected,
     length_checks,
     normalised_state,
     quoted,
@@ -74,7 +73,6 @@ from pipelines.ingest.text_reader import (
     Source,
     block_lines,
     check_header_text,
-    empty_rejected,
 )
 from pipelines.vocabulary.units import US_PER_S
 
@@ -268,7 +266,6 @@ def _read(reader: Source, source_file: str, trace: str, timezone: str, columns: 
     reader.bound_fields(",", names, quote_char='"')
     # Block by block: only a block's text is held, never the file's; the typed rows wait on disk (a Spill) for the finish.
     with Spill() as typed_parts:
-        rejected = [empty_rejected()]
         for block in reader.blocks():
             lines = block_lines(block)
             if block.first_line == 1:
@@ -277,6 +274,6 @@ def _read(reader: Source, source_file: str, trace: str, timezone: str, columns: 
             block_typed, block_bad = _typed(text, index, timezone)
             typed_parts.add(block_typed)
             del text, block_typed
-            rejected += [held_rejected(bad), held_rejected(block_bad)]
-        return finish(trace=trace, source=reader, fmt="csv", timezone=timezone, parts=typed_parts, rejected=rejected, header_lines=1,
+            typed_parts.reject("blocks", bad, block_bad, reader.take_withheld())  # on disk as they come
+        return finish(trace=trace, source=reader, fmt="csv", timezone=timezone, parts=typed_parts, header_lines=1,
                       steps_skipped=0, energy_source="energy_j" if "energy_j" in index else None, columns=columns)

@@ -3,8 +3,10 @@
 A file is read in bounded blocks of whole lines by the reader engine (``pipelines.ingest.text_reader``), so memory
 stays bounded for exports of millions of lines; every block is split into lines and fields with polars string operations
 (no Python loop per line); a block's typed rows wait on disk (``Spill``) until ``finish`` checks them a block at a time,
-so the whole file's typed rows are never held in memory. Each line ends in exactly one of: the header, an allocation row
-(``own_cluster_jobs``), a skipped step (sacct only) or ``quarantine/own_cluster_jobs_bad_rows``:
+so the whole file's typed rows are never held in memory; the rejected rows go to disk as they are found and come back
+as a streamed quarantine (``pipelines.ingest.quarantine_spill``), however many there are. Each line ends in exactly one
+of: the header, an allocation row (``own_cluster_jobs``), a skipped step (sacct only) or
+``quarantine/own_cluster_jobs_bad_rows``:
 
     lines = header_lines + allocations + steps_skipped + quarantined
 
@@ -48,7 +50,7 @@ import shutil
 import tempfile
 import zoneinfo
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from types import TracebackType
@@ -61,6 +63,7 @@ from pipelines.contracts.base import polars_schema, split_valid
 from pipelines.contracts.limits import EARLIEST_RECORD_S, FUTURE_SLACK_S, MAX_JOB_S
 from pipelines.contracts.owncluster import OwnClusterJobs, OwnClusterTraces
 from pipelines.home import interrupt
+from pipelines.ingest import quarantine_spill
 from pipelines.ingest.common import LINE, IngestError, empty_quarantine, quarantine_frame, raw_texts
 from pipelines.ingest.text_reader import RAW, TEXT, Source, empty_rejected
 from pipelines.vocabulary.units import S_PER_DAY, US_PER_S
@@ -118,8 +121,17 @@ class OwnTraceResult:
     timezone: str
     sha256: str | None  # None when not asked for (whatif)
     table: pl.DataFrame
-    quarantine: pl.DataFrame
+    #: The quarantine rows (``quarantine/own_cluster_jobs_bad_rows``) in line order, lazily: a scan of Parquet files on
+    #: disk when there are many (``quarantine_spill``), so that none is held; read whole by ``quarantine``.
+    quarantine_rows: pl.LazyFrame
     counts: TraceCounts
+    #: What keeps ``quarantine_rows``' files while the result lives (``quarantine_spill.HeldFolder``; None: none on disk).
+    held: quarantine_spill.HeldFolder | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def quarantine(self) -> pl.DataFrame:
+        """The quarantine rows read whole (``quarantine_rows``; where only their counts are needed, aggregate those)."""
+        return self.quarantine_rows.collect()
 
     def summary_row(self) -> pl.DataFrame:
         """This file's row of ``own_cluster_traces`` (the result must carry its sha256)."""
@@ -330,7 +342,8 @@ class Spill:
     """A parse's typed rows held on disk until ``finish`` checks them, rather than in memory: one Parquet file per block
     (``add``), in a temporary folder (``$TMPDIR``) removed on ``close`` (the parse's ``with``). ``finish`` reads one block back
     at a time (``frames``), so the typed rows of the whole file (all the contract's columns, wider than the table whatif
-    keeps) never exist in memory at once. Parquet keeps every dtype and value, so the rows read back are those written."""
+    keeps) never exist in memory at once. Parquet keeps every dtype and value, so the rows read back are those written.
+    The rejected rows wait beside them (``reject``), in runs each sorted by line, for ``quarantine_spill.quarantine``."""
 
     def __init__(self) -> None:
         self._stack = contextlib.ExitStack()
@@ -340,6 +353,8 @@ class Spill:
         self._folder = self._stack.enter_context(interrupt.removed_on_abort(folder))
         self._files: list[Path] = []
         self._beside: pl.DataFrame | None = None
+        self._runs: dict[str, list[Path]] = {}
+        self.raw_missing = False  # whether a rejected row kept so far lacks its line's text (``reject``)
 
     def __enter__(self) -> Spill:
         return self
@@ -358,6 +373,26 @@ class Spill:
         path = self._folder / f"{len(self._files):06d}.parquet"
         frame.write_parquet(path, compression="lz4", statistics=False)
         self._files.append(path)
+
+    def reject(self, run: str, *frames: pl.DataFrame, rows: int = VALIDATE_ROWS) -> None:
+        """Keep rejected rows (``_line``, ``_raw``, column, reason), sorted by line, as the next files of ``run`` (one
+        Parquet file per ``rows`` rows): a run's rows are added in file order, each after the run's earlier ones."""
+        frame = pl.concat([f.select(LINE, RAW, pl.col("column", "reason").cast(pl.String)) for f in frames], how="vertical").sort(LINE)
+        self.raw_missing = self.raw_missing or bool(frame[RAW].null_count())
+        files = self._runs.setdefault(run, [])
+        for at in range(0, frame.height, rows):
+            files.append(self._folder / f"{run}-{len(files):06d}.parquet")
+            frame.slice(at, rows).write_parquet(files[-1], compression="lz4", statistics=False)
+
+    def rejected(self) -> list[Iterator[pl.DataFrame]]:
+        """Each run's rejected rows (``reject``), a file at a time in order, each file removed once read."""
+        def run(files: list[Path]) -> Iterator[pl.DataFrame]:
+            for path in files:
+                frame = pl.read_parquet(path)
+                path.unlink()
+                yield frame
+
+        return [run(files) for files in self._runs.values()]
 
     def columns(self, *names: str) -> pl.DataFrame:
         """Only ``names`` of every block's rows, in order."""
@@ -408,7 +443,6 @@ def finish(
     fmt: str,
     timezone: str,
     parts: Spill,
-    rejected: Sequence[pl.DataFrame],
     header_lines: int,
     steps_skipped: int,
     energy_source: str | None = None,
@@ -418,22 +452,24 @@ def finish(
     """Typed allocation rows (the contract's columns but trace/category/line, plus ``_line``; after ``prepare``, applied to
     batches of rows, if given), block by block -> the result.
 
-    ``parts`` (the blocks' typed rows, in file order, on disk) is read back a block at a time as
-    they are checked: each block is freed once its rows are, so the typed rows and the table never
-    both exist whole. ``source`` has been read to the end (its line count and sha256 are known).
-    Moves later duplicates of a job id and rows failing the contract to the quarantine, adds
-    ``trace``, ``line`` and ``category``, reads back the raw text of rows rejected after their line
-    was split, sorts both tables by line, and counts. ``columns``: the table's columns (default: all
-    the contract's); the counts are of every row whichever are kept. Raises ``IngestError`` if the
-    lines do not add up (a parser bug, never the file's fault).
+    ``parts`` (the blocks' typed rows, in file order, and their rejected rows, on disk) is read back a block at a time
+    as they are checked: each block is freed once its rows are, so the typed rows and the table never both exist whole.
+    ``source`` has been read to the end (its line count and sha256 are known). Moves later duplicates of a job id and
+    rows failing the contract to the quarantine (on disk too), adds ``trace``, ``line`` and ``category``, and makes the
+    quarantine streamed (``quarantine_spill.quarantine``: the raw text of rows rejected after their line was split read
+    back, in line order, never all held); the table is in line order. ``columns``: the table's columns (default: all
+    the contract's); the counts are of every row whichever are kept. Raises ``IngestError`` if the lines do not add up
+    (a parser bug, never the file's fault).
     """
     keys = parts.columns("job_id", LINE) if len(parts) else None
     later, duplicates = _later_duplicates(keys, "JobID" if fmt == "sacct" else "job_id") if keys is not None else (None, empty_rejected())
     del keys
+    parts.reject("duplicates", duplicates)
+    del duplicates
     kept = list(TABLE_SCHEMA if columns is None else columns)
     # The contract's rules are checked a batch of rows at a time (the keys are distinct by now), so that their
     # intermediate columns never exist for the whole table at once.
-    goods, faileds, tallies, pending = [], [], [], []
+    goods, tallies, pending = [], [], []
     for part in _batches(parts.frames(), later, VALIDATE_ROWS):
         rows = (prepare(part) if prepare is not None else part).with_columns(
             pl.lit(trace).alias("trace"), category().alias("category"), pl.col(LINE).alias("line"))
@@ -442,7 +478,7 @@ def finish(
         del rows
         tallies.append(_tally(good))
         pending.append(good.select(*kept, LINE))
-        faileds.append(failed.select(LINE, pl.lit(None, pl.String).alias(RAW), "column", "reason"))
+        parts.reject("contract", failed.select(LINE, pl.lit(None, pl.String).alias(RAW), "column", "reason"))
         if len(pending) == CHUNK_ROWS // VALIDATE_ROWS:
             goods.append(pl.concat(pending, how="vertical").rechunk())
             pending = []
@@ -450,19 +486,15 @@ def finish(
         goods.append(pl.concat(pending, how="vertical").rechunk())
     good = (pl.concat(goods, how="vertical", rechunk=False) if goods
             else pl.DataFrame(schema={**{c: TABLE_SCHEMA[c] for c in kept}, LINE: pl.Int64()}))
-    bad = pl.concat([*(r.select(LINE, RAW, pl.col("column", "reason").cast(pl.String)) for r in rejected), source.withheld(), duplicates,
-                     *faileds], how="vertical").sort(LINE)  # the blocks' reasons text again (``held_rejected``)
-    missing = bad.filter(pl.col(RAW).is_null())[LINE]
-    if missing.len():
-        text = source.lines_at(set(missing.to_list()))
-        bad = bad.with_columns(pl.col(RAW).fill_null(pl.col(LINE).replace_strict(text, default=None, return_dtype=pl.String)))
     table = (good if good[LINE].is_sorted() else good.sort(LINE)).select(*kept)  # read in file order: sorted already
-    quarantine = quarantine_rows(bad, source.name)
+    del good, goods
+    quarantine, quarantined, held = quarantine_spill.quarantine(
+        parts.rejected(), source, lambda bad: quarantine_rows(bad, source.name), raw_missing=parts.raw_missing)
     counts = _counts(np.sum(tallies, axis=0) if tallies else np.zeros(len(_TALLIES), dtype=np.int64), table.height, source.lines,
-                     header_lines, steps_skipped, quarantine.height, energy_source)
+                     header_lines, steps_skipped, quarantined, energy_source)
     if not counts.accounted:
         raise IngestError(source.name, f"internal error: lines do not add up ({counts})")
-    return OwnTraceResult(trace, source.name, fmt, timezone, source.sha256, table, quarantine, counts)
+    return OwnTraceResult(trace, source.name, fmt, timezone, source.sha256, table, quarantine, counts, held)
 
 
 def replayable() -> pl.Expr:
@@ -490,13 +522,6 @@ def _counts(tally: np.ndarray, allocations: int, lines: int, header_lines: int, 
     cpu_only, not_ended, never_started, gpu, completed, zero, measured = (int(v) for v in tally)
     return TraceCounts(lines, header_lines, allocations, steps, quarantined, cpu_only, not_ended, never_started, gpu, completed,
                        energy_source, zero, measured)
-
-
-def held_rejected(rejected: pl.DataFrame) -> pl.DataFrame:
-    """A block's rejected rows as the parse holds them until ``finish``: ``column`` and ``reason`` categorical, since a file
-    of bad rows repeats a few reasons (12M delimiter-only lines: 5M rows held before the line bound refused the file, 2.98 GB
-    peak with their reasons as text); ``finish`` makes them text again."""
-    return rejected.with_columns(pl.col("column", "reason").cast(pl.Categorical))
 
 
 def rejected_lines(lines: pl.DataFrame, mask: pl.Expr, column: str | None, reason: pl.Expr) -> pl.DataFrame:

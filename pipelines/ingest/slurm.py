@@ -71,7 +71,6 @@ from pipelines.ingest.own_cluster import (
     check_timezone,
     energy_columns,
     finish,
-    held_rejected,
     length_checks,
     normalised_state,
     quoted,
@@ -591,19 +590,19 @@ def _read(reader: Source, source_file: str, trace: str, timezone: str, fields: S
     # Block by block (CHUNK_BYTES of whole lines): only a block's text is held, never the file's; the typed rows wait on
     # disk (a Spill) for the steps of the whole file and the finish, which reads them back a block at a time.
     with Spill() as typed_parts:
-        rejected, steps, usage_parts, alloc_energy = [empty_rejected()], 0, [], False
+        steps, usage_parts, alloc_energy = 0, [], False
         for block in reader.blocks():
             text, bad, block_steps, step_rows = _split(block, layout, header_lines)
             block_typed, block_bad = _typed(text, layout, timezone)
             alloc_energy = alloc_energy or bool(block_typed["_alloc_energy"].any())
             typed_parts.add(block_typed)
             del text, block_typed
-            rejected += [held_rejected(bad), held_rejected(block_bad)]
+            typed_parts.reject("blocks", bad, block_bad, reader.take_withheld())  # on disk as they come
             steps += block_steps
             if (usage := _step_usage(step_rows)) is not None:
                 usage_parts.append(usage)
         _with_step_usage(typed_parts, _combine_usage(usage_parts))
-        return finish(trace=trace, source=reader, fmt="sacct", timezone=timezone, parts=typed_parts, rejected=rejected,
+        return finish(trace=trace, source=reader, fmt="sacct", timezone=timezone, parts=typed_parts,
                       header_lines=header_lines, steps_skipped=steps,
                       energy_source=_energy_source(layout, alloc_energy, bool(usage_parts)), prepare=_energy_columns, columns=columns)
 

@@ -20,7 +20,7 @@ import contextlib
 import csv
 import hashlib
 import os
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -66,6 +66,12 @@ class ReadLimits:
     polars sees it (``Source.bound_fields``), and a header with one is refused: no text field of the table
     is longer than 256 characters (``pipelines.contracts.limits``), and 1,401 lines of a 900 kB JobName
     each, every line under ``line_bytes``, peaked at 8.5 GB when they reached the parse (issue 54).
+
+    ``rows``' default (5,000,000 lines) is the memory guard of the reads that hold a whole trace: ``clusters add``, and
+    the own-cluster Dagster asset that materializes what it added (every column of the contract, and the quarantine read
+    whole, grow with the lines); ``clusters add`` keeps it so that a trace it adds is one the asset reads. ``whatif``,
+    whose parse holds a block of lines at a time and keeps only its report's columns, bounds the lines as a limit on work
+    instead (``pipelines.clusters.kept.WHATIF_LIMITS``: 100,000,000).
     """
 
     rows: int = 5_000_000
@@ -375,6 +381,12 @@ class Source:
         """The rejected rows (``_line``, ``_raw``, column, reason) of the lines ``blocks`` withheld so far."""
         return pl.DataFrame(self._withheld, schema=empty_rejected().schema, orient="row")
 
+    def take_withheld(self) -> pl.DataFrame:
+        """``withheld``, then forgotten: a parse takes each block's as it goes (``withheld`` then starts again empty)."""
+        taken = self.withheld()
+        self._withheld = []
+        return taken
+
     def _withhold(self, data: bytes, first_line: int) -> tuple[bytes, tuple[int, ...]]:
         """(``data`` with the lines that hold a field over the bound emptied, their numbers); their rows go to ``_withheld``."""
         assert self._fields is not None
@@ -458,18 +470,35 @@ class Source:
         """No byte but whitespace (an empty file included)."""
         return all(not piece.strip() for piece in Source(self.source, self.name, chunk_bytes=1 << 16, digest=False)._raw_pieces())
 
-    def lines_at(self, numbers: set[int]) -> dict[int, str]:
-        """The text of the lines ``numbers`` (a second pass; only for rows quarantined after their line was split)."""
-        found: dict[int, str] = {}
-        if not numbers:
-            return found
+    def with_raw_text(self, rows: Iterable[pl.DataFrame]) -> Iterator[pl.DataFrame]:
+        """``rows`` (rejected rows: ``_line``, ``_raw``, ...; in frames sorted by ``_line``) with each null ``_raw`` filled
+        with its line's text (``_raw``), by a second pass over the file a block at a time (the rows of one block in one
+        frame), under this reader's own bounds; it stops where the rows do. Neither the rows nor the lines are all held."""
+        frames = iter(rows)
+        held = next(frames, None)
+        if held is None:
+            return
         for block in Source(self.source, self.name, chunk_bytes=self.chunk_bytes, digest=False, limits=self.limits).blocks():
-            wanted = [n for n in numbers if block.first_line <= n < block.first_line + block.lines]
-            if wanted:
+            end, out = block.first_line + block.lines, []
+            while held is not None:
+                cut = int(held[LINE].search_sorted(end, side="left"))  # the rows of lines before the block's end
+                out.append(held.slice(0, cut))
+                if cut < held.height:
+                    held = held.slice(cut)
+                    break
+                held = next(frames, None)
+            frame = pl.concat(out, how="vertical")
+            missing = frame.filter(pl.col(RAW).is_null())[LINE].to_list()
+            if missing:
                 split = block.data.split(b"\n")
-                for n in wanted:
-                    found[n] = _raw(split[n - block.first_line])
-        return found
+                text = {n: _raw(split[n - block.first_line]) for n in missing}
+                frame = frame.with_columns(pl.col(RAW).fill_null(pl.col(LINE).replace_strict(text, default=None, return_dtype=pl.String)))
+            if frame.height:
+                yield frame
+            if held is None:
+                return
+        yield held  # rows past the file's last line (none: the lines are the file's)
+        yield from frames
 
 
 @dataclass(frozen=True)

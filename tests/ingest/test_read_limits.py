@@ -10,6 +10,7 @@ import gzip
 import os
 from pathlib import Path
 
+import polars as pl
 import pytest
 from click.testing import CliRunner
 
@@ -101,13 +102,14 @@ def test_a_compressed_file_inside_a_compressed_file_is_named_so(tmp_path: Path, 
 
 
 def test_the_second_pass_keeps_the_bounds_given(tmp_path: Path) -> None:
-    """``lines_at`` (the text of rows quarantined after their line was split) reads with the reader's own bounds: it
+    """``with_raw_text`` (the text of rows quarantined after their line was split) reads with the reader's own bounds: it
     built its reader with the defaults, so ``--max-rows 20000000`` still stopped at 5,000,000 lines (issue 56)."""
     long_line = "x" * (2 << 20)  # twice the default bound on one line
     path = tmp_path / "t.sacct"
     path.write_text(f"{HEADER}\n{row('1')}\n{long_line}\n{row('2')}\n")
     limits = ReadLimits(line_bytes=4 << 20)
     kept = "x" * 2000 + f"… (cut: the line has {2 << 20:,} bytes)"  # the quarantine keeps 2,000 characters of a line
-    assert Source(path, "t.sacct", limits=limits).lines_at({3, 4}) == {3: kept, 4: row("2")}
+    rows = pl.DataFrame({"_line": [3, 4], "_raw": [None, None]}, schema={"_line": pl.Int64, "_raw": pl.String})
+    assert pl.concat(Source(path, "t.sacct", limits=limits).with_raw_text([rows]))["_raw"].to_list() == [kept, row("2")]
     with pytest.raises(IngestError, match="a line longer than 1,048,576 bytes"):
-        Source(path, "t.sacct").lines_at({3})
+        list(Source(path, "t.sacct").with_raw_text([rows.head(1)]))
