@@ -25,18 +25,19 @@ from tests.support.sacct_export import write_export
 
 TZ = "Europe/Berlin"
 PARTITIONS = 5
+SAMPLES = 2
 pytestmark = pytest.mark.skipif(not fast.available(), reason="the compiled replay (numba) is not installed")
 
 
 @pytest.fixture(scope="module")
 def ready(tmp_path_factory: pytest.TempPathFactory, mirror: Path) -> tuple[whatif.Replayable, Profiles]:
-    """A small export (1,500 allocations) planned for 3 draws, its groups in ``PARTITIONS`` partitions, on the compiled replay."""
+    """A small export (600 allocations) planned for 2 draws, its groups in ``PARTITIONS`` partitions, on the compiled replay."""
     path = tmp_path_factory.mktemp("partition-tasks") / "lab.sacct"
-    write_export(path, 1500, seed=5, timezone=TZ)
+    write_export(path, 600, seed=5, timezone=TZ)
     how = kept.reading(whatif.trace_name_for(path), "sacct", TZ, None, "|", whatif.REPORT_COLUMNS, None)
     result, _ = kept.read(path, how, source_file=str(path), limits=None, root=None)
     profiles = profiles_of(read_trace_dir(mirror / "zeus"))
-    prepared = whatif.replayable(result, profiles, whatif.Options(samples=3, timezone_source="given"))
+    prepared = whatif.replayable(result, profiles, whatif.Options(samples=SAMPLES, timezone_source="given"))
     return replace(prepared, plan=replace(prepared.plan, engine="fast", partitions=PARTITIONS)), profiles
 
 
@@ -93,7 +94,7 @@ def test_shared_path_gives_the_in_process_report_and_power(ready, runner: DaskRu
     read = [tuple(json.loads(r)) for r in log.read_text().splitlines()]
     assert report == in_process
     assert "shared path" in line and str(_parts_folder(tmp_path)) in line
-    assert sorted((d, p) for d, p, _, _ in read) == [(d, p) for d in range(3) for p in range(PARTITIONS)]
+    assert sorted((d, p) for d, p, _, _ in read) == [(d, p) for d in range(SAMPLES) for p in range(PARTITIONS)]
     for _, p, path, existed in read:
         assert existed and isinstance(path, str) and Path(path).name == f"part-{p:05d}.parquet" and Path(path).parent.parent == _parts_folder(tmp_path)
     assert list(_parts_folder(tmp_path).iterdir()) == []
