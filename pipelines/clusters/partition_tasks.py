@@ -20,8 +20,9 @@ A task gets its partition's inputs (each row's groups: names, bounds, start and 
 * ``"auto"``: the driver writes a marker file with a random token into the folder and asks every worker
   (``DaskRunner.workers_read``, ``Client.run``) whether it reads that token there: path where all do, else task data.
 
-Elsewhere (in-process, ``auto`` before it starts a cluster, one partition, or a row the compiled replay does not run:
-power-limit-only, carbon-aware) the draws run as before, one task per draw (``samples.run_draws``).
+Elsewhere (in-process; ``--scheduler auto``, whose local cluster, where it starts one, takes the draws left whole; one
+partition; a row the compiled replay does not run: power-limit-only, carbon-aware) the draws run as before, one task per
+draw (``samples.run_draws``).
 """
 
 from __future__ import annotations
