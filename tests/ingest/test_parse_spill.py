@@ -3,10 +3,7 @@ beside them, and the temporary folder gone after the parse (sacct or job log), w
 
 from __future__ import annotations
 
-import os
 import signal
-import subprocess
-import sys
 import tempfile
 from datetime import UTC, datetime
 from pathlib import Path
@@ -15,12 +12,12 @@ import polars as pl
 import pytest
 from polars.testing import assert_frame_equal
 
-from pipelines.home.paths import REPO_ROOT
 from pipelines.ingest import slurm
 from pipelines.ingest.common import IngestError
 from pipelines.ingest.joblog import read_joblog
 from pipelines.ingest.own_cluster import Spill
 from pipelines.ingest.slurm import read_sacct
+from tests.support.processes import folder_removed_on_signal
 from tests.support.sacct_export import write_export
 
 
@@ -109,11 +106,4 @@ def test_a_signal_that_ends_the_parse_removes_its_spill(tmp_path: Path, signum: 
     (``interrupt.removed_on_abort``). Without it, the folder stayed in $TMPDIR after each such end."""
     temp = tmp_path / "tmp"
     temp.mkdir()
-    proc = subprocess.Popen([sys.executable, "-c", _HOLDER], env={**os.environ, "TMPDIR": str(temp)}, stdout=subprocess.PIPE,
-                            cwd=REPO_ROOT)
-    assert proc.stdout is not None and proc.stdout.readline() == b"\n"  # the block is on disk
-    assert [p.name.startswith("gpu-energy-parse-") for p in temp.iterdir()] == [True]
-    proc.send_signal(signum)
-    assert proc.wait(timeout=30) == -signum
-    proc.stdout.close()
-    assert list(temp.iterdir()) == []
+    folder_removed_on_signal(_HOLDER, "gpu-energy-parse-", signum, temp)

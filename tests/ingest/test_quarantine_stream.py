@@ -7,10 +7,7 @@ the kept parse's ``quarantine.parquet`` and the line bound's defaults too."""
 from __future__ import annotations
 
 import gc
-import os
 import signal
-import subprocess
-import sys
 import tempfile
 from pathlib import Path
 
@@ -21,10 +18,10 @@ from polars.testing import assert_frame_equal
 
 from pipelines.cli import cli
 from pipelines.clusters import kept, whatif
-from pipelines.home.paths import REPO_ROOT
 from pipelines.ingest import quarantine_spill, text_reader
 from pipelines.ingest.slurm import read_sacct
 from tests.ingest.test_slurm import HEADER, row
+from tests.support.processes import folder_removed_on_signal
 
 REPEATS = 40
 LONG_NAME = 70_000  # bytes of a JobName over the bound on one field (65,536): the line is withheld unparsed
@@ -184,11 +181,4 @@ def test_a_signal_that_ends_the_run_removes_the_quarantines_folder(tmp_path: Pat
     (``interrupt.removed_on_abort``)."""
     temp = tmp_path / "tmp"
     temp.mkdir()
-    proc = subprocess.Popen([sys.executable, "-c", _HOLDER], env={**os.environ, "TMPDIR": str(temp)}, stdout=subprocess.PIPE,
-                            cwd=REPO_ROOT)
-    assert proc.stdout is not None and proc.stdout.readline() == b"\n"  # the file is on disk
-    assert [p.name.startswith("gpu-energy-quarantine-") for p in temp.iterdir()] == [True]
-    proc.send_signal(signum)
-    assert proc.wait(timeout=30) == -signum
-    proc.stdout.close()
-    assert list(temp.iterdir()) == []
+    folder_removed_on_signal(_HOLDER, "gpu-energy-quarantine-", signum, temp)

@@ -4,11 +4,16 @@ from __future__ import annotations
 
 import contextlib
 import os
+import signal
+import subprocess
+import sys
 import textwrap
 import time
 from pathlib import Path
 
 import psutil
+
+from pipelines.home.paths import REPO_ROOT
 
 #: A script (``python -c``) whose run stays STARTED in ``$DAGSTER_HOME``'s instance for 5 minutes, until its process is killed.
 SLOW_RUN = textwrap.dedent("""
@@ -55,3 +60,17 @@ def blocked_on(lock: Path) -> list[int]:
         if len(words) > 6 and words[1] == "->" and words[6] == device:
             waiting.append(int(words[5]))
     return waiting
+
+
+def folder_removed_on_signal(holder: str, prefix: str, signum: int, temp: Path) -> None:
+    """Run ``holder`` (``python -c``; it makes one temp folder named ``prefix...`` holding a file, prints an empty line, then
+    sleeps) with ``$TMPDIR`` = ``temp`` (empty), end it by ``signum`` once the line is printed, and check that the signal
+    ended it and that its folder is gone (a SIGTERM or SIGHUP runs no ``with``'s exit nor any finalizer)."""
+    proc = subprocess.Popen([sys.executable, "-c", holder], env={**os.environ, "TMPDIR": str(temp)}, stdout=subprocess.PIPE,
+                            cwd=REPO_ROOT)
+    assert proc.stdout is not None and proc.stdout.readline() == b"\n"  # the folder and its file are on disk
+    assert [p.name.startswith(prefix) for p in temp.iterdir()] == [True]
+    proc.send_signal(signal.Signals(signum))
+    assert proc.wait(timeout=30) == -signum
+    proc.stdout.close()
+    assert list(temp.iterdir()) == []
