@@ -15,7 +15,7 @@ from typing import Any, NoReturn
 
 import click
 
-from pipelines.home.interrupt import SIGINT_STATUS, ctrl_c_ends_command
+from pipelines.home.interrupt import SIGINT_STATUS, ctrl_c_ends_command, remove_temporary
 from pipelines.home.paths import resolve_home
 
 SUBCOMMANDS: dict[str, str] = {
@@ -116,9 +116,11 @@ def main(args: list[str] | None = None, prog_name: str | None = None) -> None:
 
 
 def _interrupted() -> NoReturn:
-    """Exit 130 at once after a Ctrl-C: what the command was writing is already removed (atomic writes, ``finally``),
-    and the interpreter's own shutdown would join threads and close Dask clusters, seconds more, and can end by the
-    signal (rc -2) instead of 130 (issue 39: Ctrl-C stops a command within 2 s, rc 130)."""
+    """Exit 130 at once after a Ctrl-C, the temp files in flight removed first (``interrupt.remove_temporary``: a parse's
+    spill or quarantine folder, which a finalizer would remove and ``os._exit`` runs none; a Ctrl-C in whatif's parse of
+    4M bad lines had left both in $TMPDIR). The interpreter's own shutdown would join threads and close Dask clusters,
+    seconds more, and can end by the signal (rc -2) instead of 130 (issue 39: Ctrl-C stops a command within 2 s, rc 130)."""
+    remove_temporary()
     click.echo("Aborted.", err=True)
     sys.stdout.flush()
     sys.stderr.flush()

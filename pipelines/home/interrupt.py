@@ -67,7 +67,7 @@ def _end_on_signal_installed() -> None:
     alone)."""
     if not _at_exit.is_set():
         _at_exit.set()
-        atexit.register(_remove_temporary)
+        atexit.register(remove_temporary)
     if _on_signal.is_set() or threading.current_thread() is not threading.main_thread():
         return
     _on_signal.set()
@@ -78,12 +78,14 @@ def _end_on_signal_installed() -> None:
 
 def _end_on_signal(signum: int, frame: FrameType | None) -> None:
     """Remove the temp files in flight, then end as the signal's default action would (the status a shell expects)."""
-    _remove_temporary()
+    remove_temporary()
     signal.signal(signum, signal.SIG_DFL)
     os.kill(os.getpid(), signum)
 
 
-def _remove_temporary() -> None:
+def remove_temporary() -> None:
+    """Remove the temp files and folders in flight (``removed_on_abort``) now: for a command that ends by ``os._exit``
+    (no ``finally``, finalizer or ``atexit`` runs then)."""
     for path in list(_temporary):
         with contextlib.suppress(OSError):
             if path.is_dir():
@@ -129,7 +131,7 @@ def _end_after_grace() -> None:
     time.sleep(GRACE_S)
     _hold.acquire()  # never released: the process ends below
     kill_children()
-    _remove_temporary()
+    remove_temporary()
     with contextlib.suppress(OSError, ValueError):
         sys.stderr.write("Aborted.\n")
         sys.stderr.flush()

@@ -141,3 +141,31 @@ def test_a_ctrl_c_dropped_in_a_ctypes_callback_prints_no_traceback(tmp_path: Pat
     assert done.returncode == interrupt.SIGINT_STATUS and done.stdout == "ran on\n", done.stderr
     assert "ValueError: a callback's own error" in done.stderr and done.stderr.count("Traceback") == 1, done.stderr
     assert "KeyboardInterrupt" not in done.stderr and done.stderr.endswith("Aborted.\n"), done.stderr
+
+
+#: A command whose temp folder outlives its ``KeyboardInterrupt`` (held by a global, as a parse's frames hold a quarantine's
+#: folder in the traceback): the CLI's exit after a Ctrl-C (``os._exit``) runs no finalizer.
+HOLDS_A_FOLDER = """
+import os, signal, time
+from pipelines.cli import cli, main
+from pipelines.ingest.quarantine_spill import HeldFolder
+
+@cli.command("hold")
+def hold() -> None:
+    global held
+    held = HeldFolder("gpu-energy-quarantine-")
+    (held.path / "x.parquet").write_bytes(b"x")
+    os.kill(os.getpid(), signal.SIGINT)
+    time.sleep(30)
+
+main(["hold"], prog_name="test")
+"""
+
+
+def test_a_ctrl_c_removes_the_temp_folders_in_flight_before_the_command_exits(tmp_path: Path) -> None:
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    done = subprocess.run([sys.executable, "-c", HOLDS_A_FOLDER], check=False, cwd=REPO_ROOT, capture_output=True, text=True,
+                          timeout=60, env={**os.environ, "TMPDIR": str(temp)})
+    assert done.returncode == interrupt.SIGINT_STATUS and done.stderr.strip().endswith("Aborted."), done.stderr
+    assert list(temp.iterdir()) == []
