@@ -226,9 +226,9 @@ def cli(
     def read() -> tuple[whatif_report.Replayable, Profiles, str | None, str]:
         # only the columns the report reads are kept (the full table never exists); replayable frees the table before
         # its plan: the draws need only the plan
-        limits = read_limits(max_rows, max_line_bytes, max_bytes)
-        how = kept.reading(whatif_report.trace_name_for(file), file_format, timezone, field_list, delimiter, whatif_report.REPORT_COLUMNS, limits)
-        result, kept_line = kept.read(file, how, source_file=str(file), limits=limits, progress=_read_bar(options.progress),
+        how = kept.reading(whatif_report.trace_name_for(file), file_format, timezone, field_list, delimiter, whatif_report.REPORT_COLUMNS,
+                           read_limits(max_rows, max_line_bytes, max_bytes))
+        result, kept_line = kept.read(file, how, source_file=str(file), progress=_read_bar(options.progress),
                                       root=None if no_cache else cache.root(home), digest=html_file is not None)
         if kept_line is not None:
             kept_lines.append(f"[whatif] {kept_line}")

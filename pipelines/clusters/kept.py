@@ -74,6 +74,11 @@ class Reading:
     line_bytes: int
     decompressed_bytes: int
 
+    @property
+    def limits(self) -> ReadLimits:
+        """The read's bounds, as ``reading`` was given them (whatif sets no other: ``field_bytes`` and ``flags`` its defaults)."""
+        return ReadLimits(rows=self.rows, line_bytes=self.line_bytes, decompressed_bytes=self.decompressed_bytes)
+
     def key(self, sha256: str) -> str:
         """The entry's name: a digest of the file's sha256, this reading, the layout's version and polars' (its hash and
         Parquet writer make the partitions)."""
@@ -126,16 +131,16 @@ def load(entry: cache.Entry, source_file: str, sha256: str) -> OwnTraceResult:
                           table, quarantine, counts)
 
 
-def read(path: Path, how: Reading, *, source_file: str, limits: ReadLimits | None, progress: Progress | None = None,
+def read(path: Path, how: Reading, *, source_file: str, progress: Progress | None = None,
          root: Path | None, partitions: int | None = None, digest: bool = False) -> tuple[OwnTraceResult, str | None]:
     """(the export read, or its kept parse loaded; one line saying which, None when nothing is kept).
 
     ``root``: the data home's ``cache/`` (None: read afresh and keep nothing, ``--no-cache``, as for a path that is not a
     regular file; ``digest``: with the file's sha256 then, which a kept parse always has). ``partitions``: how many
     (default ``partitions_for`` the allocations). A kept parse whose lines exceed ``limits.rows`` is refused as the read
-    would be (``limits``: default ``WHATIF_LIMITS``). ``IngestError`` for a file that changed between its hash and its read.
+    would be (``how.limits``). ``IngestError`` for a file that changed between its hash and its read.
     """
-    limits = limits or WHATIF_LIMITS
+    limits = how.limits
 
     def fresh(digest: bool) -> OwnTraceResult:
         return tracefiles.read_trace(path, how.trace, how.format, how.timezone, how.fields, source_file=source_file, digest=digest,

@@ -157,7 +157,7 @@ def replay_part(task: PartTask, *, part: PartInputs | PartFile, tables: dict[int
     out: dict[int, dict[str, fast.RunArrays]] = {}
     for i, rows in inputs.items():
         drawn = task.drawn[i]
-        arrays = replayed.group_arrays(rows.names, rows.bounds, rows.start_s, rows.end_s, drawn, drawn.group_dataset)
+        arrays = replayed.group_arrays(rows.names, rows.bounds, rows.start_s, rows.end_s, drawn)
         out[i] = {p: fast.replay(arrays, tables[i], eta, beta, task.seed, p) for p in policies}
     return out
 

@@ -134,12 +134,11 @@ def runtime_ratio(start_s: np.ndarray, end_s: np.ndarray, dataset: np.ndarray, m
     return np.asarray((end_s - start_s) / mean_s[dataset], dtype=np.float64)
 
 
-def group_arrays(names: list[str], bounds: np.ndarray, start_s: np.ndarray, end_s: np.ndarray, drawn: Drawn,
-                 group_dataset: np.ndarray) -> fast.GroupArrays:
+def group_arrays(names: list[str], bounds: np.ndarray, start_s: np.ndarray, end_s: np.ndarray, drawn: Drawn) -> fast.GroupArrays:
     """``fast.GroupArrays`` of groups ``names`` (each's jobs ``bounds[g]:bounds[g + 1]`` of ``start_s``/``end_s``, in replay
-    order) playing ``group_dataset`` (per group, an index into ``drawn.datasets``)."""
-    dataset = np.repeat(group_dataset, np.diff(bounds))
-    return fast.GroupArrays(names, drawn.datasets, group_dataset, bounds, start_s.copy(), end_s.copy(),
+    order) playing ``drawn.group_dataset`` (per group, an index into ``drawn.datasets``)."""
+    dataset = np.repeat(drawn.group_dataset, np.diff(bounds))
+    return fast.GroupArrays(names, drawn.datasets, drawn.group_dataset, bounds, start_s.copy(), end_s.copy(),
                             runtime_ratio(start_s, end_s, dataset, drawn.mean_s))
 
 
@@ -156,7 +155,7 @@ def replay_row(jobs: pl.DataFrame, prepared: RowJobs, workloads: Sequence[str], 
     ``jobs``: the row's table, of which ``prepared`` is ``row_jobs``; ``tables``: the workload table of every workload
     the row may play, on its GPU."""
     drawn = draw_workloads(jobs, prepared, workloads, shuffle, by_util)
-    arrays = group_arrays(prepared.names, prepared.bounds, prepared.start_s, prepared.end_s, drawn, drawn.group_dataset)
+    arrays = group_arrays(prepared.names, prepared.bounds, prepared.start_s, prepared.end_s, drawn)
     done = {policy: replay_partitions(arrays, prepared.partition, tables, eta=eta, beta=beta, seed=seed, policy=policy)
             for policy in policies}
     return row_runs(prepared, drawn, done, anchored)

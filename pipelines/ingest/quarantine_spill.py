@@ -42,10 +42,6 @@ class HeldFolder:
         self.path = stack.enter_context(interrupt.removed_on_abort(folder))
         self._finalizer = weakref.finalize(self, stack.close)
 
-    def remove(self) -> None:
-        """Remove the folder now (its files are then gone for any frame scanning them)."""
-        self._finalizer()
-
 
 def merged(runs: Sequence[Iterable[pl.DataFrame]]) -> Iterator[pl.DataFrame]:
     """The rows of ``runs`` (each run's frames sorted by ``_line``, in order; no line in two runs) as frames sorted by

@@ -109,7 +109,6 @@ class DaskRunner:
         parts: Sequence[object],
         shared: Mapping[str, object],
         on_result: Callable[[int, R], None],
-        part_name: str = "part",
         window: int | None = None,
     ) -> None:
         """``fn(task, **shared)`` for every ``(part, task)``, and ``part=parts[part]`` too where ``part`` is not None;
@@ -122,7 +121,7 @@ class DaskRunner:
         for _ in range(RESUBMITS + 1):
             if not pending:
                 break
-            pending = self._attempt(fn, tasks, pending, parts, shared, on_result, part_name, window)
+            pending = self._attempt(fn, tasks, pending, parts, shared, on_result, window)
         if pending:
             raise RuntimeError(f"{len(pending)} of {len(tasks)} tasks lost their scattered inputs {RESUBMITS + 1} times: workers keep dying")
 
@@ -134,7 +133,6 @@ class DaskRunner:
         parts: Sequence[object],
         shared: Mapping[str, object],
         on_result: Callable[[int, R], None],
-        part_name: str,
         window: int | None,
     ) -> list[int]:
         """One try of ``map_parts`` for tasks ``pending``, the inputs scattered afresh; the tasks whose inputs were lost."""
@@ -155,7 +153,7 @@ class DaskRunner:
             if i is None:
                 return
             part, task = tasks[i]
-            given = {} if part is None else {part_name: placed[part]}
+            given = {} if part is None else {"part": placed[part]}
             future = self.client.submit(fn, task, **handles, **given, key=f"{name}-{run}-{i}", pure=False)
             futures[future] = i
             running.add(future)

@@ -32,12 +32,12 @@ def export(tmp_path_factory: pytest.TempPathFactory):
     return path, truth
 
 
-def how(path: Path, timezone: str = TZ) -> kept.Reading:
-    return kept.reading(whatif.trace_name_for(path), "sacct", timezone, None, "|", whatif.REPORT_COLUMNS, None)
+def how(path: Path, timezone: str = TZ, limits: ReadLimits | None = None) -> kept.Reading:
+    return kept.reading(whatif.trace_name_for(path), "sacct", timezone, None, "|", whatif.REPORT_COLUMNS, limits)
 
 
 def read(path: Path, root: Path | None, partitions: int | None = None, timezone: str = TZ):
-    return kept.read(path, how(path, timezone), source_file=str(path), limits=None, root=root, partitions=partitions)
+    return kept.read(path, how(path, timezone), source_file=str(path), root=root, partitions=partitions)
 
 
 def test_the_partitions_hold_every_row_once_and_no_group_in_two(export, tmp_path: Path) -> None:
@@ -106,7 +106,7 @@ def test_a_kept_parse_still_meets_the_row_bound(export, tmp_path: Path) -> None:
     path, truth = export
     read(path, tmp_path)
     with pytest.raises(ValueError, match=f"more than {truth.lines - 1:,} lines"):
-        kept.read(path, how(path), source_file=str(path), limits=ReadLimits(rows=truth.lines - 1), root=tmp_path)
+        kept.read(path, how(path, limits=ReadLimits(rows=truth.lines - 1)), source_file=str(path), root=tmp_path)
 
 
 def test_a_fifo_is_read_as_it_streams_and_not_kept(export, tmp_path: Path) -> None:
@@ -117,7 +117,7 @@ def test_a_fifo_is_read_as_it_streams_and_not_kept(export, tmp_path: Path) -> No
     writer = threading.Thread(target=lambda: fifo.write_bytes(path.read_bytes()))
     writer.start()
     try:
-        result, line = kept.read(fifo, how(fifo), source_file=str(fifo), limits=None, root=tmp_path / "cache")
+        result, line = kept.read(fifo, how(fifo), source_file=str(fifo), root=tmp_path / "cache")
     finally:
         writer.join(timeout=30)
     assert line is None and not (tmp_path / "cache").exists()

@@ -35,7 +35,7 @@ def ready(tmp_path_factory: pytest.TempPathFactory, mirror: Path) -> tuple[whati
     path = tmp_path_factory.mktemp("partition-tasks") / "lab.sacct"
     write_export(path, 600, seed=5, timezone=TZ)
     how = kept.reading(whatif.trace_name_for(path), "sacct", TZ, None, "|", whatif.REPORT_COLUMNS, None)
-    result, _ = kept.read(path, how, source_file=str(path), limits=None, root=None)
+    result, _ = kept.read(path, how, source_file=str(path), root=None)
     profiles = profiles_of(read_trace_dir(mirror / "zeus"))
     prepared = whatif.replayable(result, profiles, whatif.Options(samples=SAMPLES, timezone_source="given"))
     return replace(prepared, plan=replace(prepared.plan, engine="fast", partitions=PARTITIONS)), profiles

@@ -41,7 +41,7 @@ def export(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def ready(export: Path, mirror: Path) -> Ready:
     """The export read and planned (3 draws, on the compiled replay whatever the size), with the published profiles."""
     how = kept.reading(whatif.trace_name_for(export), "sacct", TZ, None, "|", whatif.REPORT_COLUMNS, None)
-    result, _ = kept.read(export, how, source_file=str(export), limits=None, root=None)
+    result, _ = kept.read(export, how, source_file=str(export), root=None)
     profiles = profiles_of(read_trace_dir(mirror / "zeus"))
     prepared = whatif.replayable(result, profiles, whatif.Options(samples=3, timezone_source="given"))
     assert prepared.plan.partitions == 1  # 1,500 allocations: one partition by default (kept.partitions_for)
@@ -89,7 +89,7 @@ def test_the_replays_partitions_are_the_kept_parses(ready: Ready, export: Path, 
     """A group's replay partition is the partition its rows are kept in (``kept.partition``)."""
     prepared, _, result = ready
     how = kept.reading(whatif.trace_name_for(export), "sacct", TZ, None, "|", whatif.REPORT_COLUMNS, None)
-    kept.read(export, how, source_file=str(export), limits=None, root=tmp_path, partitions=4)
+    kept.read(export, how, source_file=str(export), root=tmp_path, partitions=4)
     (folder,) = (tmp_path / "whatif").iterdir()
     entry = cache.load(folder)
     assert entry is not None

@@ -145,13 +145,13 @@ def test_the_kept_parse_quarantine_file_is_the_fresh_reads(monkeypatch: pytest.M
     path = tmp_path / "hostile.sacct"
     path.write_bytes(_export())
     how = kept.reading(whatif.trace_name_for(path), "sacct", "UTC", None, "|", whatif.REPORT_COLUMNS, None)
-    fresh, line = kept.read(path, how, source_file=str(path), limits=None, root=None)
+    fresh, line = kept.read(path, how, source_file=str(path), root=None)
     assert line is None
-    first, line = kept.read(path, how, source_file=str(path), limits=None, root=tmp_path / "cache")
+    first, line = kept.read(path, how, source_file=str(path), root=tmp_path / "cache")
     assert line is not None and "parse kept" in line
     (folder,) = (tmp_path / "cache" / "whatif").iterdir()
     assert_frame_equal(pl.read_parquet(folder / kept.QUARANTINE), fresh.quarantine)
-    again, line = kept.read(path, how, source_file=str(path), limits=None, root=tmp_path / "cache")
+    again, line = kept.read(path, how, source_file=str(path), root=tmp_path / "cache")
     assert line is not None and "parse reused" in line
     assert_frame_equal(again.quarantine, fresh.quarantine)
     assert whatif._counts(again, 0, 0, 0)["quarantined_by"] == whatif._counts(fresh, 0, 0, 0)["quarantined_by"]
